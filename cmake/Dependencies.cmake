@@ -1,0 +1,33 @@
+# All third-party dependencies are found here, in one place. Nothing is downloaded.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)   # libz3-dev has no CMake config
+find_package(TBB REQUIRED)
+find_package(SQLite3 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(GTest REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(ONNX REQUIRED)
+
+# CUDA, cuBLAS and cuDNN are optional: without them the project builds CPU-only.
+option(TGR_WITH_CUDA "Build the CUDA runtime when the toolkit is present" ON)
+set(TGR_HAVE_CUDA OFF)
+if(TGR_WITH_CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+    if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY AND TARGET CUDA::cublas)
+      set(TGR_HAVE_CUDA ON)
+      add_library(tgr_cudnn INTERFACE)
+      target_include_directories(tgr_cudnn INTERFACE ${CUDNN_INCLUDE_DIR})
+      target_link_libraries(tgr_cudnn INTERFACE ${CUDNN_LIBRARY})
+    endif()
+  endif()
+endif()
+message(STATUS "tgr: Z3 ${Z3_VERSION}, TBB ${TBB_VERSION}, SQLite ${SQLite3_VERSION}, "
+               "protobuf ${Protobuf_VERSION}, ONNX ${ONNX_VERSION}")
+if(TGR_HAVE_CUDA)
+  message(STATUS "tgr: CUDA ${CUDAToolkit_VERSION} with cuBLAS and cuDNN (${CUDNN_LIBRARY}): GPU runtime ON")
+else()
+  message(STATUS "tgr: CUDA toolkit, cuBLAS or cuDNN not found: CPU-only build")
+endif()

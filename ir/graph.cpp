@@ -1,0 +1,166 @@
+#include "ir/graph.h"
+
+#include <stdexcept>
+
+namespace tgr {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+uint64_t hash_string(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+uint64_t hash_node(const Node& n, const std::vector<Node>& nodes) {
+  if (n.is_input()) {
+    uint64_t h = mix(hash_string("input"), hash_string(n.name));
+    return mix(h, hash_string(shape_to_string(n.output_shapes[0])));
+  }
+  uint64_t h = hash_string(n.op->name);
+  for (const auto& [key, value] : n.params.entries())
+    h = mix(mix(h, hash_string(key)), hash_string(param_value_to_string(value)));
+  for (ValueRef in : n.inputs) h = mix(mix(h, nodes[in.node].hash), static_cast<uint64_t>(in.output));
+  return h;
+}
+
+}  // namespace
+
+void Graph::check_ref(ValueRef v) const {
+  if (v.node < 0 || v.node >= static_cast<int32_t>(nodes_.size()) || v.output < 0 ||
+      v.output >= static_cast<int32_t>(nodes_[v.node].output_shapes.size()))
+    throw std::out_of_range("graph: reference to a value that does not exist (node " + std::to_string(v.node) +
+                            ", output " + std::to_string(v.output) + ")");
+}
+
+int32_t Graph::append(Node node) {
+  node.hash = hash_node(node, nodes_);
+  nodes_.push_back(std::move(node));
+  const auto index = static_cast<int32_t>(nodes_.size() - 1);
+  by_hash_.emplace(nodes_.back().hash, index);
+  return index;
+}
+
+ValueRef Graph::add_input(std::string name, Shape shape) {
+  if (find_input(name)) throw std::invalid_argument("graph: input '" + name + "' declared twice");
+  Node n;
+  n.name = std::move(name);
+  n.output_shapes = {std::move(shape)};
+  const int32_t index = append(std::move(n));
+  inputs_.push_back(index);
+  return {index, 0};
+}
+
+std::vector<ValueRef> Graph::add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs,
+                                    std::string label) {
+  std::vector<Shape> in_shapes;
+  for (ValueRef v : inputs) {
+    check_ref(v);
+    in_shapes.push_back(shape(v));
+  }
+  Node n;
+  n.output_shapes = op.output_shapes(params, in_shapes);
+  if (op.canonicalize) op.canonicalize(params, in_shapes);
+  n.op = &op;
+  n.name = std::move(label);
+  n.params = std::move(params);
+  n.inputs = std::move(inputs);
+  const int32_t index = append(std::move(n));
+  std::vector<ValueRef> outs;
+  for (int32_t k = 0; k < static_cast<int32_t>(nodes_[index].output_shapes.size()); ++k)
+    outs.push_back({index, k});
+  return outs;
+}
+
+std::vector<ValueRef> Graph::find_or_add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs) {
+  std::vector<Shape> in_shapes;
+  for (ValueRef v : inputs) {
+    check_ref(v);
+    in_shapes.push_back(shape(v));
+  }
+  // Canonicalise first so the lookup sees the stored form.
+  op.output_shapes(params, in_shapes);
+  if (op.canonicalize) op.canonicalize(params, in_shapes);
+  Node probe;
+  probe.op = &op;
+  probe.params = params;
+  probe.inputs = inputs;
+  const uint64_t h = hash_node(probe, nodes_);
+  auto [begin, end] = by_hash_.equal_range(h);
+  for (auto it = begin; it != end; ++it) {
+    const Node& n = nodes_[it->second];
+    if (n.op == &op && n.params == params && n.inputs == inputs) {
+      std::vector<ValueRef> outs;
+      for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) outs.push_back({it->second, k});
+      return outs;
+    }
+  }
+  return add_op(op, std::move(params), std::move(inputs));
+}
+
+ValueRef Graph::apply(std::string_view op_name, std::vector<ValueRef> inputs,
+                      std::vector<std::pair<std::string, ParamValue>> params) {
+  const OpDef& op = OpTable::instance().get(op_name);
+  auto outs = add_op(op, op.make_params(std::move(params)), std::move(inputs));
+  if (outs.size() != 1)
+    throw std::invalid_argument("graph: " + op.name + " has " + std::to_string(outs.size()) +
+                                " outputs; use add_op");
+  return outs[0];
+}
+
+void Graph::add_output(ValueRef value, std::string name) {
+  check_ref(value);
+  outputs_.push_back(value);
+  output_names_.push_back(name.empty() ? "output_" + std::to_string(outputs_.size() - 1) : std::move(name));
+}
+
+uint64_t Graph::hash(ValueRef v) const {
+  check_ref(v);
+  return mix(nodes_[v.node].hash, static_cast<uint64_t>(v.output));
+}
+
+std::optional<ValueRef> Graph::find_input(std::string_view name) const {
+  for (int32_t i : inputs_)
+    if (nodes_[i].name == name) return ValueRef{i, 0};
+  return std::nullopt;
+}
+
+std::vector<int32_t> Graph::topological_order() const {
+  std::vector<char> live(nodes_.size(), 0);
+  for (ValueRef v : outputs_) live[v.node] = 1;
+  for (int32_t i = static_cast<int32_t>(nodes_.size()) - 1; i >= 0; --i)
+    if (live[i])
+      for (ValueRef in : nodes_[i].inputs) live[in.node] = 1;
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < static_cast<int32_t>(nodes_.size()); ++i)
+    if (live[i]) order.push_back(i);
+  return order;
+}
+
+std::vector<std::vector<int32_t>> Graph::use_counts() const {
+  std::vector<std::vector<int32_t>> uses(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) uses[i].assign(nodes_[i].output_shapes.size(), 0);
+  for (int32_t i : topological_order())
+    for (ValueRef in : nodes_[i].inputs) ++uses[in.node][in.output];
+  for (ValueRef v : outputs_) ++uses[v.node][v.output];
+  return uses;
+}
+
+uint64_t Graph::structural_hash() const {
+  uint64_t h = hash_string("graph");
+  for (ValueRef v : outputs_) h = mix(h, hash(v));
+  return h;
+}
+
+int Graph::num_ops() const {
+  int n = 0;
+  for (int32_t i : topological_order()) n += nodes_[i].is_input() ? 0 : 1;
+  return n;
+}
+
+}  // namespace tgr

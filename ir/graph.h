@@ -1,0 +1,86 @@
+// The graph IR: a DAG of operator applications over named input variables.
+//
+// Nodes are stored in an order where every node comes after the nodes it
+// reads (add_op enforces it), so index order is a topological order. Each
+// node carries a structural hash (operator, parameters, and the hashes of
+// its inputs), which find_or_add_op uses to share equal subgraphs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/op_def.h"
+
+namespace tgr {
+
+// One output of one node.
+struct ValueRef {
+  int32_t node = -1;
+  int32_t output = 0;
+  friend bool operator==(const ValueRef&, const ValueRef&) = default;
+};
+
+struct Node {
+  const OpDef* op = nullptr;  // null for a graph input
+  std::string name;           // inputs: the variable name; ops: optional label
+  Params params;
+  std::vector<ValueRef> inputs;
+  std::vector<Shape> output_shapes;
+  uint64_t hash = 0;  // structural hash
+
+  bool is_input() const { return op == nullptr; }
+};
+
+class Graph {
+ public:
+  // Declares an input variable; names are unique.
+  ValueRef add_input(std::string name, Shape shape);
+
+  // Appends an application of `op`: checks arity, infers output shapes
+  // (raising ShapeError), canonicalises parameters. Returns its outputs.
+  std::vector<ValueRef> add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs,
+                               std::string label = "");
+  // As add_op, but returns an existing node with the same structure instead
+  // of adding a duplicate (hash-consing).
+  std::vector<ValueRef> find_or_add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs);
+  // Convenience for single-output operators, by name with given parameters.
+  ValueRef apply(std::string_view op_name, std::vector<ValueRef> inputs,
+                 std::vector<std::pair<std::string, ParamValue>> params = {});
+
+  void add_output(ValueRef value, std::string name = "");
+
+  const Node& node(int32_t index) const { return nodes_.at(index); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Shape& shape(ValueRef v) const { return nodes_.at(v.node).output_shapes.at(v.output); }
+  uint64_t hash(ValueRef v) const;
+
+  const std::vector<int32_t>& inputs() const { return inputs_; }  // input node indices, declared order
+  const std::vector<ValueRef>& outputs() const { return outputs_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  std::optional<ValueRef> find_input(std::string_view name) const;
+
+  // The nodes the outputs depend on (inputs included), in dependency order.
+  std::vector<int32_t> topological_order() const;
+  // How many times each value is read by live nodes and outputs, indexed
+  // [node][output]; what the interpreter uses to free intermediates.
+  std::vector<std::vector<int32_t>> use_counts() const;
+
+  // Structural hash of the whole graph: its output hashes, in order.
+  uint64_t structural_hash() const;
+  int num_ops() const;  // live operator nodes
+
+ private:
+  int32_t append(Node node);
+  void check_ref(ValueRef v) const;
+
+  std::vector<Node> nodes_;
+  std::vector<int32_t> inputs_;
+  std::vector<ValueRef> outputs_;
+  std::vector<std::string> output_names_;
+  std::unordered_multimap<uint64_t, int32_t> by_hash_;
+};
+
+}  // namespace tgr

@@ -1,0 +1,107 @@
+#include <algorithm>
+#include <stdexcept>
+
+#include "ir/op_def.h"
+#include "ir/ops/families.h"
+
+namespace tgr {
+
+Params OpDef::make_params(std::vector<std::pair<std::string, ParamValue>> given) const {
+  for (const auto& [key, value] : given) {
+    if (!find_param(key)) {
+      std::string known;
+      for (const auto& p : params) known += (known.empty() ? "" : ", ") + p.name;
+      throw ParamError(name + ": unknown parameter '" + key + "'" +
+                       (known.empty() ? " (it takes none)" : " (it takes: " + known + ")"));
+    }
+  }
+  Params out;
+  for (const auto& spec : params) {
+    const ParamValue* value = nullptr;
+    for (const auto& [key, v] : given)
+      if (key == spec.name) {
+        if (value) throw ParamError(name + ": parameter '" + key + "' given twice");
+        value = &v;
+      }
+    if (!value && !spec.default_value)
+      throw ParamError(name + ": missing required parameter '" + spec.name + "'");
+    const ParamValue& v = value ? *value : *spec.default_value;
+    check_param_value(name, spec, v);
+    out.entries_.emplace_back(spec.name, v);
+  }
+  return out;
+}
+
+bool OpDef::accepts_input_count(size_t n) const {
+  return variadic ? n >= inputs.size() : n == inputs.size();
+}
+
+bool OpDef::is_multilinear_in(const Params& p, size_t input) const {
+  if (multilinear.empty() || (nonlinear_when && nonlinear_when(p))) return false;
+  return multilinear[std::min(input, multilinear.size() - 1)];
+}
+
+const ParamSpec* OpDef::find_param(std::string_view param_name) const {
+  for (const auto& p : params)
+    if (p.name == param_name) return &p;
+  return nullptr;
+}
+
+std::vector<Shape> OpDef::output_shapes(const Params& p, std::span<const Shape> input_shapes) const {
+  if (!accepts_input_count(input_shapes.size()))
+    throw ShapeError(name + ": expected " + (variadic ? "at least " : "") +
+                     std::to_string(inputs.size()) + " input(s), got " +
+                     std::to_string(input_shapes.size()));
+  OpCall call{*this, p, input_shapes, {}};
+  std::vector<Shape> shapes = infer_shapes(call);
+  if (static_cast<int>(shapes.size()) != num_outputs(p))
+    throw std::logic_error(name + ": shape inference returned the wrong number of outputs");
+  return shapes;
+}
+
+const OpTable& OpTable::instance() {
+  static const OpTable table = [] {
+    OpTable t;
+    register_elementwise_ops(t);
+    register_linear_algebra_ops(t);
+    register_convolution_ops(t);
+    register_pooling_ops(t);
+    register_layout_ops(t);
+    register_constant_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+const OpDef* OpTable::find(std::string_view name) const {
+  for (const auto& op : ops_)
+    if (op->name == name) return op.get();
+  return nullptr;
+}
+
+const OpDef& OpTable::get(std::string_view name) const {
+  if (const OpDef* op = find(name)) return *op;
+  throw std::out_of_range("unknown operator '" + std::string(name) + "'");
+}
+
+std::vector<const OpDef*> OpTable::all() const {
+  std::vector<const OpDef*> out;
+  for (const auto& op : ops_) out.push_back(op.get());
+  return out;
+}
+
+OpDef& OpTable::add(OpDef def) {
+  // These are programming errors in a table entry, caught on first use of
+  // the table (every test touches it), so they are logic_errors.
+  if (find(def.name)) throw std::logic_error("operator '" + def.name + "' defined twice");
+  if (!def.infer_shapes || !def.kernels.f32 || !def.kernels.f64 || !def.kernels.field)
+    throw std::logic_error("operator '" + def.name + "' lacks shape inference or a kernel");
+  if (def.multilinear.size() != def.inputs.size())
+    throw std::logic_error("operator '" + def.name + "' needs one multilinear flag per input");
+  for (const auto& spec : def.params)
+    if (spec.default_value) check_param_value(def.name, spec, *spec.default_value);
+  ops_.push_back(std::make_unique<OpDef>(std::move(def)));
+  return *ops_.back();
+}
+
+}  // namespace tgr

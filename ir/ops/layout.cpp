@@ -1,0 +1,197 @@
+// Layout operators: transpose, concat, split, reshape. They move elements
+// without arithmetic, so all three semantics share one kernel.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "ir/ops/families.h"
+#include "ir/ops/op_helpers.h"
+
+namespace tgr {
+namespace {
+
+std::vector<int64_t> effective_perm(const Params& p, size_t rank) {
+  std::vector<int64_t> perm = p.get_ints("perm");
+  if (perm.empty()) {  // default: reverse the axes
+    perm.resize(rank);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  return perm;
+}
+
+std::vector<Shape> transpose_shapes(const OpCall& call) {
+  const Shape& x = call.input_shapes[0];
+  const std::vector<int64_t> perm = effective_perm(call.params, x.size());
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> identity(x.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (sorted != identity)
+    throw ShapeError("transpose: perm " + param_value_to_string(perm) + " is not a permutation of the " +
+                     std::to_string(x.size()) + " axes of " + shape_to_string(x));
+  Shape out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[perm[i]];
+  return {out};
+}
+
+template <class T>
+void transpose_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  const Tensor<T>& x = *in[0];
+  Tensor<T>& o = out[0];
+  const int rank = x.rank();
+  const std::vector<int64_t> perm = effective_perm(call.params, rank);
+  const std::vector<int64_t> in_strides = row_major_strides(x.shape);
+  std::vector<int64_t> stride(rank);  // input stride of each output axis
+  for (int i = 0; i < rank; ++i) stride[i] = in_strides[perm[i]];
+  std::vector<int64_t> idx(rank, 0);
+  int64_t src = 0;
+  for (int64_t dst = 0; dst < o.size(); ++dst) {
+    o.data[dst] = x.data[src];
+    for (int ax = rank - 1; ax >= 0; --ax) {
+      src += stride[ax];
+      if (++idx[ax] < o.shape[ax]) break;
+      src -= stride[ax] * o.shape[ax];
+      idx[ax] = 0;
+    }
+  }
+}
+
+std::vector<Shape> concat_shapes(const OpCall& call) {
+  const int64_t axis = call.params.get_int("axis");
+  Shape out = call.input_shapes[0];
+  if (axis >= static_cast<int64_t>(out.size()))
+    throw ShapeError("concat: axis " + std::to_string(axis) + " out of range for " + shape_to_string(out));
+  for (size_t i = 1; i < call.input_shapes.size(); ++i) {
+    const Shape& s = call.input_shapes[i];
+    bool match = s.size() == out.size();
+    for (size_t d = 0; match && d < s.size(); ++d) match = static_cast<int64_t>(d) == axis || s[d] == out[d];
+    if (!match)
+      throw ShapeError("concat: input " + std::to_string(i) + " has shape " + shape_to_string(s) +
+                       ", which differs from " + shape_to_string(call.input_shapes[0]) +
+                       " outside axis " + std::to_string(axis));
+    out[axis] += s[axis];
+  }
+  return {out};
+}
+
+// The tensor viewed as [outer, axis, inner] around `axis`.
+struct AxisView {
+  int64_t outer = 1, inner = 1;
+  AxisView(const Shape& s, int64_t axis) {
+    for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+    for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  }
+};
+
+template <class T>
+void concat_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  const int64_t axis = call.params.get_int("axis");
+  const AxisView view(out[0].shape, axis);
+  const int64_t out_block = out[0].shape[axis] * view.inner;
+  int64_t offset = 0;
+  for (const Tensor<T>* t : in) {
+    const int64_t block = t->shape[axis] * view.inner;
+    for (int64_t o = 0; o < view.outer; ++o)
+      std::copy_n(t->data.data() + o * block, block, out[0].data.data() + o * out_block + offset);
+    offset += block;
+  }
+}
+
+std::vector<Shape> split_shapes(const OpCall& call) {
+  const Shape& x = call.input_shapes[0];
+  const int64_t axis = call.params.get_int("axis");
+  const auto& sizes = call.params.get_ints("sizes");
+  if (axis >= static_cast<int64_t>(x.size()))
+    throw ShapeError("split: axis " + std::to_string(axis) + " out of range for " + shape_to_string(x));
+  const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+  if (total != x[axis])
+    throw ShapeError("split: sizes " + param_value_to_string(sizes) + " add up to " + std::to_string(total) +
+                     ", but axis " + std::to_string(axis) + " of " + shape_to_string(x) + " has " +
+                     std::to_string(x[axis]));
+  std::vector<Shape> out;
+  for (int64_t size : sizes) {
+    Shape s = x;
+    s[axis] = size;
+    out.push_back(s);
+  }
+  return out;
+}
+
+template <class T>
+void split_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  const int64_t axis = call.params.get_int("axis");
+  const Tensor<T>& x = *in[0];
+  const AxisView view(x.shape, axis);
+  const int64_t in_block = x.shape[axis] * view.inner;
+  int64_t offset = 0;
+  for (Tensor<T>& o : out) {
+    const int64_t block = o.shape[axis] * view.inner;
+    for (int64_t i = 0; i < view.outer; ++i)
+      std::copy_n(x.data.data() + i * in_block + offset, block, o.data.data() + i * block);
+    offset += block;
+  }
+}
+
+std::vector<Shape> reshape_shapes(const OpCall& call) {
+  const Shape& x = call.input_shapes[0];
+  const auto& target = call.params.get_ints("shape");
+  if (num_elements(target) != num_elements(x))
+    throw ShapeError("reshape: cannot reshape " + shape_to_string(x) + " (" + std::to_string(num_elements(x)) +
+                     " elements) to " + shape_to_string(target) + " (" +
+                     std::to_string(num_elements(target)) + " elements)");
+  return {target};
+}
+
+template <class T>
+void copy_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  out[0].data = in[0]->data;
+}
+
+}  // namespace
+
+void register_layout_ops(OpTable& table) {
+  using namespace ops;
+  ParamSpec perm = ints_param("perm", std::vector<int64_t>{}, -1, 0, "output axis i is input axis perm[i]");
+  perm.allow_empty = true;
+  perm.doc += " (default: the axes reversed)";
+  table.add({.name = "transpose",
+             .summary = "permute the axes",
+             .inputs = {"x"},
+             .params = {perm},
+             .infer_shapes = transpose_shapes,
+             .kernels = TGR_KERNELS(transpose_kernel),
+             .multilinear = {true},
+             .canonicalize =
+                 [](Params& p, std::span<const Shape> shapes) {
+                   // An explicit reversal prints as the default.
+                   std::vector<int64_t> reversed(shapes[0].size());
+                   std::iota(reversed.rbegin(), reversed.rend(), 0);
+                   if (p.get_ints("perm") == reversed) p.set("perm", std::vector<int64_t>{});
+                 }});
+  table.add({.name = "concat",
+             .summary = "join the inputs along an axis",
+             .inputs = {"inputs"},
+             .variadic = true,
+             .params = {int_param("axis", std::nullopt, 0, INT64_MAX, "the axis to join along")},
+             .infer_shapes = concat_shapes,
+             .kernels = TGR_KERNELS(concat_kernel),
+             .multilinear = {true}});
+  table.add({.name = "split",
+             .summary = "cut along an axis into pieces of the given sizes (one output each)",
+             .inputs = {"x"},
+             .params = {int_param("axis", std::nullopt, 0, INT64_MAX, "the axis to cut"),
+                        ints_param("sizes", std::nullopt, -1, 1, "size of each piece")},
+             .num_outputs = [](const Params& p) { return static_cast<int>(p.get_ints("sizes").size()); },
+             .infer_shapes = split_shapes,
+             .kernels = TGR_KERNELS(split_kernel),
+             .multilinear = {true}});
+  table.add({.name = "reshape",
+             .summary = "the same elements in row-major order under a new shape",
+             .inputs = {"x"},
+             .params = {ints_param("shape", std::nullopt, -1, 1, "the new dimensions")},
+             .infer_shapes = reshape_shapes,
+             .kernels = TGR_KERNELS(copy_kernel),
+             .multilinear = {true}});
+}
+
+}  // namespace tgr

@@ -1,0 +1,49 @@
+#include "ir/shape.h"
+
+#include <charconv>
+
+namespace tgr {
+
+int64_t num_elements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  if (shape.empty()) return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
+  return s;
+}
+
+Shape parse_shape(std::string_view text) {
+  if (text == "scalar") return {};
+  Shape shape;
+  size_t pos = 0;
+  while (true) {
+    size_t end = text.find('x', pos);
+    std::string_view part = text.substr(pos, end == std::string_view::npos ? end : end - pos);
+    int64_t d = 0;
+    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), d);
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || d < 0)
+      throw std::invalid_argument("bad shape '" + std::string(text) +
+                                  "': expected dimensions like 1x3x8x8 or 'scalar'");
+    shape.push_back(d);
+    if (end == std::string_view::npos) break;
+    pos = end + 1;
+  }
+  return shape;
+}
+
+std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+}  // namespace tgr

@@ -1,0 +1,33 @@
+// Tensor shapes and the errors shape inference raises.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tgr {
+
+// Dimensions, outermost first. A rank-0 shape is a scalar.
+using Shape = std::vector<int64_t>;
+
+int64_t num_elements(const Shape& shape);
+
+// "1x3x8x8"; a scalar prints as "scalar".
+std::string shape_to_string(const Shape& shape);
+
+// Inverse of shape_to_string; throws std::invalid_argument naming the bad text.
+Shape parse_shape(std::string_view text);
+
+// Row-major strides of `shape` in elements.
+std::vector<int64_t> row_major_strides(const Shape& shape);
+
+// Raised by shape inference and parameter checks: the message names the
+// operator and what is wrong, e.g. "matmul: inner dimensions differ (3 vs 4)".
+class ShapeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tgr

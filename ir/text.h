@@ -1,0 +1,81 @@
+// The canonical text form of graphs and rules (a public interface: tests,
+// the `rules` tool and the rules database use it; see README.md).
+//
+//   expr := var | op ['[' key '=' value {',' key '=' value} ']'] '(' [expr {',' expr}] ')' ['.' k]
+//   tuple:= expr | '(' expr {',' expr} ')'
+//   rule := tuple '=>' tuple
+//
+// Parameters equal to their default are omitted when printing; `.k` selects
+// output k of a multi-output operator (split) and is required there.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tgr {
+
+// A parsed expression, before shapes are known.
+struct Expr {
+  enum class Kind { kVar, kCall };
+  Kind kind = Kind::kVar;
+  std::string name;  // variable or operator name
+  std::vector<std::pair<std::string, ParamValue>> params;
+  std::vector<Expr> args;
+  int output = -1;  // the `.k` selector; -1 when absent
+  size_t pos = 0;   // byte offset in the source text
+};
+
+struct RuleExpr {
+  std::vector<Expr> source, target;
+};
+
+// A rule: two graphs over the same input variables (same names, shapes and
+// order), with outputs matched by position.
+struct Rule {
+  Graph source, target;
+};
+
+// Errors carry the byte offset and a message that shows the text and a caret.
+class ParseError : public std::runtime_error {
+ public:
+  ParseError(std::string_view text, size_t position, const std::string& what);
+  size_t position() const { return position_; }
+
+ private:
+  size_t position_;
+};
+
+using ShapeMap = std::map<std::string, Shape, std::less<>>;
+
+// "x0=1x3x8x8,k0=4x3x3x3" (commas or spaces between entries).
+ShapeMap parse_shape_map(std::string_view text);
+
+std::vector<Expr> parse_tuple(std::string_view text);
+RuleExpr parse_rule_expr(std::string_view text);
+
+// Builds a graph from expressions: variables become inputs in order of first
+// appearance and must have a shape in `shapes`; equal subexpressions are
+// shared. Parameter and shape errors are reported as ParseErrors at the
+// operator's position.
+Graph build_graph(std::string_view text, const ShapeMap& shapes);
+Rule build_rule(std::string_view text, const ShapeMap& shapes);
+
+// Canonical printing.
+std::string to_text(const Expr& expr);
+std::string to_text(const Graph& graph);  // one output: expr; several: (e1, e2)
+std::string to_text(const Rule& rule);
+Expr to_expr(const Graph& graph, ValueRef value);
+
+// A graph file (.tg, see examples/): '#' comments and lines
+//   input NAME SHAPE        declare an input variable
+//   let NAME = expr         name an intermediate value (so DAGs stay small)
+//   output expr             a graph output (one or more lines)
+Graph parse_graph_file(std::string_view text);
+
+}  // namespace tgr

@@ -1,0 +1,173 @@
+// `run`: evaluates a graph with the CPU reference interpreter, and prints the
+// operator table. (Running ONNX models arrives with issue 3.)
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "ir/text.h"
+#include "runtime/interpreter.h"
+#include "tools/cli_common.h"
+#ifdef TGR_HAVE_CUDA
+#include "runtime/cuda/device_info.h"
+#endif
+
+namespace tgr {
+namespace {
+
+std::string param_range(const ParamSpec& p) {
+  switch (p.kind) {
+    case ParamKind::kInt:
+      return p.max == INT64_MAX ? "int >= " + std::to_string(p.min)
+                                : "int in [" + std::to_string(p.min) + ", " + std::to_string(p.max) + "]";
+    case ParamKind::kInts:
+      return (p.length >= 0 ? std::to_string(p.length) + " ints" : "ints") + " >= " + std::to_string(p.min);
+    case ParamKind::kEnum: {
+      std::string s;
+      for (const auto& c : p.choices) s += (s.empty() ? "" : "|") + c;
+      return s;
+    }
+    case ParamKind::kPadding:
+      return "same|valid|TxLxBxR";
+  }
+  return "";
+}
+
+void print_op_table() {
+  const auto ops = OpTable::instance().all();
+  std::printf("%zu operators (the operator table, ir/ops/):\n\n", ops.size());
+  for (const OpDef* op : ops) {
+    std::string sig = op->name + "(";
+    for (size_t i = 0; i < op->inputs.size(); ++i) sig += (i ? ", " : "") + op->inputs[i];
+    sig += op->variadic ? ", ...)" : ")";
+    std::printf("%-28s %s\n", sig.c_str(), op->summary.c_str());
+    for (const ParamSpec& p : op->params) {
+      std::string def = p.default_value ? param_value_to_string(*p.default_value) : "(required)";
+      if (p.default_value && def.empty()) def = "(derived)";
+      std::printf("    %-10s = %-10s %s; %s\n", p.name.c_str(), def.c_str(), param_range(p).c_str(), p.doc.c_str());
+    }
+    std::string linear;
+    for (size_t i = 0; i < op->inputs.size(); ++i)
+      if (op->multilinear[i]) linear += (linear.empty() ? "" : ", ") + op->inputs[i];
+    if (op->nonlinear_when) linear += " (not with a fused activation)";
+    const char* field = op->field == FieldSemantics::kExact     ? "exact"
+                        : op->field == FieldSemantics::kInverse ? "exact, division by the field inverse"
+                                                                : "fixed pseudo-random function";
+    std::printf("    multi-linear in: %s; field semantics: %s%s\n\n", linear.empty() ? "-" : linear.c_str(), field,
+                op->commutative ? "; commutative" : "");
+  }
+}
+
+template <class T>
+std::string summary(const Tensor<T>& t) {
+  char buf[256];
+  if constexpr (kIsField<T>) {
+    uint64_t h = 1469598103934665603ULL;
+    for (const Fp& v : t.data) h = (h ^ v.residue()) * 1099511628211ULL;
+    std::snprintf(buf, sizeof buf, "fingerprint %016llx", static_cast<unsigned long long>(h));
+  } else {
+    double sum = 0, abs_sum = 0;
+    for (T v : t.data) sum += v, abs_sum += std::fabs(static_cast<double>(v));
+    std::string first;
+    for (int64_t i = 0; i < std::min<int64_t>(4, t.size()); ++i) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%s%.6g", i ? ", " : "", static_cast<double>(t.data[i]));
+      first += v;
+    }
+    std::snprintf(buf, sizeof buf, "sum %.6g, mean |x| %.6g, first [%s]", sum,
+                  t.size() ? abs_sum / static_cast<double>(t.size()) : 0.0, first.c_str());
+  }
+  return buf;
+}
+
+template <class T>
+std::vector<Tensor<T>> timed_eval(const Graph& g, uint64_t seed, const char* label) {
+  const auto inputs = random_inputs<T>(g, seed);
+  const auto start = std::chrono::steady_clock::now();
+  auto outs = evaluate<T>(g, std::span<const Tensor<T>>(inputs));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("  %-8s %9.1f ms\n", label, ms);
+  return outs;
+}
+
+void evaluate_and_print(const Graph& g, const std::string& domain, uint64_t seed) {
+  std::printf("graph: %zu inputs, %d operators, %zu outputs\n", g.inputs().size(), g.num_ops(), g.outputs().size());
+  for (int32_t i : g.inputs())
+    std::printf("  input  %-10s %s\n", g.node(i).name.c_str(), shape_to_string(g.node(i).output_shapes[0]).c_str());
+  for (size_t k = 0; k < g.outputs().size(); ++k)
+    std::printf("  output %-10s %s\n", g.output_names()[k].c_str(), shape_to_string(g.shape(g.outputs()[k])).c_str());
+  if (g.num_ops() <= 12) std::printf("  text   %s\n", to_text(g).c_str());
+  std::printf("evaluating on random inputs (seed %llu):\n", static_cast<unsigned long long>(seed));
+  std::vector<Tensor<float>> f32;
+  std::vector<Tensor<double>> f64;
+  std::vector<Tensor<Fp>> field;
+  if (domain == "f32" || domain == "all") f32 = timed_eval<float>(g, seed, "float32");
+  if (domain == "f64" || domain == "all") f64 = timed_eval<double>(g, seed, "float64");
+  if (domain == "field" || domain == "all") field = timed_eval<Fp>(g, seed, "field");
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    std::printf("%s:\n", g.output_names()[k].c_str());
+    if (!f32.empty()) std::printf("  float32  %s\n", summary(f32[k]).c_str());
+    if (!f64.empty()) std::printf("  float64  %s\n", summary(f64[k]).c_str());
+    if (!field.empty()) std::printf("  field    %s\n", summary(field[k]).c_str());
+    if (!f32.empty() && !f64.empty()) {
+      // The same random inputs in both precisions: their gap is rounding only.
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < f64[k].size(); ++i) {
+        const double d = static_cast<double>(f32[k].data[i]) - f64[k].data[i];
+        num += d * d;
+        den += f64[k].data[i] * f64[k].data[i];
+      }
+      std::printf("  float32 vs float64: relative L2 error %.2e\n", den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+    }
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+}  // namespace tgr
+
+int main(int argc, char** argv) {
+  CLI::App app{"run: evaluate a graph with the CPU reference interpreter (float32, float64, prime field)"};
+  bool list_ops = false, version = false;
+  std::string graph_file, expr, shapes, domain = "all";
+  uint64_t seed = 1;
+  app.add_flag("--ops", list_ops, "print the operator table");
+  app.add_flag("--version", version, "print the build configuration and the GPUs visible");
+  auto* g_opt = app.add_option("--graph", graph_file, "a graph file (.tg, see examples/)")->check(CLI::ExistingFile);
+  auto* e_opt = app.add_option("--expr", expr, "a graph in text form, e.g. \"relu(conv2d(i0, k0))\"");
+  app.add_option("--shapes", shapes, "shapes of the variables of --expr, e.g. i0=1x3x8x8,k0=4x3x3x3")->needs(e_opt);
+  app.add_option("--domain", domain, "float32, float64, the prime field, or all")
+      ->check(CLI::IsMember({"f32", "f64", "field", "all"}));
+  app.add_option("--seed", seed, "seed of the random inputs");
+  g_opt->excludes(e_opt);
+  CLI11_PARSE(app, argc, argv);
+
+  return tgr::cli::guarded("run", [&] {
+    if (version) {
+      std::printf("tgr 0.1.0, %zu operators\n", tgr::OpTable::instance().all().size());
+#ifdef TGR_HAVE_CUDA
+      std::printf("GPU runtime: %s\n", tgr::cuda_device_report().c_str());
+#else
+      std::printf("GPU runtime: not built (CUDA, cuBLAS or cuDNN not found at build time)\n");
+#endif
+    }
+    if (list_ops) tgr::print_op_table();
+    if (!graph_file.empty()) tgr::evaluate_and_print(tgr::parse_graph_file(tgr::read_file(graph_file)), domain, seed);
+    if (!expr.empty()) tgr::evaluate_and_print(tgr::build_graph(expr, tgr::parse_shape_map(shapes)), domain, seed);
+    if (!version && !list_ops && graph_file.empty() && expr.empty()) {
+      std::fprintf(stderr, "run: nothing to do: give --ops, --graph FILE or --expr TEXT (see --help)\n");
+      return 2;
+    }
+    return 0;
+  });
+}
