@@ -94,7 +94,7 @@ std::vector<Tensor<T>> timed_eval(const Graph& g, uint64_t seed, const char* lab
 }
 
 void evaluate_and_print(const Graph& g, const std::string& domain, uint64_t seed) {
-  std::printf("graph: %zu inputs, %d operators, %zu outputs\n", g.inputs().size(), g.num_ops(), g.outputs().size());
+  std::printf("graph: %zu input(s), %d operator(s), %zu output(s)\n", g.inputs().size(), g.num_ops(), g.outputs().size());
   for (int32_t i : g.inputs())
     std::printf("  input  %-10s %s\n", g.node(i).name.c_str(), shape_to_string(g.node(i).output_shapes[0]).c_str());
   for (size_t k = 0; k < g.outputs().size(); ++k)
