@@ -56,51 +56,46 @@ ValueRef Graph::add_input(std::string name, Shape shape) {
   return {index, 0};
 }
 
-std::vector<ValueRef> Graph::add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs,
-                                    std::string label) {
+std::vector<Shape> Graph::prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const {
   std::vector<Shape> in_shapes;
   for (ValueRef v : inputs) {
     check_ref(v);
     in_shapes.push_back(shape(v));
   }
-  Node n;
-  n.output_shapes = op.output_shapes(params, in_shapes);
+  std::vector<Shape> out_shapes = op.output_shapes(params, in_shapes);
   if (op.canonicalize) op.canonicalize(params, in_shapes);
+  return out_shapes;
+}
+
+std::vector<ValueRef> Graph::outputs_of(int32_t index) const {
+  std::vector<ValueRef> outs;
+  for (int32_t k = 0; k < static_cast<int32_t>(nodes_[index].output_shapes.size()); ++k) outs.push_back({index, k});
+  return outs;
+}
+
+std::vector<ValueRef> Graph::add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs,
+                                    std::string label) {
+  Node n;
+  n.output_shapes = prepare(op, params, inputs);
   n.op = &op;
   n.name = std::move(label);
   n.params = std::move(params);
   n.inputs = std::move(inputs);
-  const int32_t index = append(std::move(n));
-  std::vector<ValueRef> outs;
-  for (int32_t k = 0; k < static_cast<int32_t>(nodes_[index].output_shapes.size()); ++k)
-    outs.push_back({index, k});
-  return outs;
+  return outputs_of(append(std::move(n)));
 }
 
 std::vector<ValueRef> Graph::find_or_add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs) {
-  std::vector<Shape> in_shapes;
-  for (ValueRef v : inputs) {
-    check_ref(v);
-    in_shapes.push_back(shape(v));
-  }
-  // Canonicalise first so the lookup sees the stored form.
-  op.output_shapes(params, in_shapes);
-  if (op.canonicalize) op.canonicalize(params, in_shapes);
-  Node probe;
-  probe.op = &op;
-  probe.params = params;
-  probe.inputs = inputs;
-  const uint64_t h = hash_node(probe, nodes_);
-  auto [begin, end] = by_hash_.equal_range(h);
+  Node n;
+  n.output_shapes = prepare(op, params, inputs);  // canonical params, so the lookup sees the stored form
+  n.op = &op;
+  n.params = std::move(params);
+  n.inputs = std::move(inputs);
+  auto [begin, end] = by_hash_.equal_range(hash_node(n, nodes_));
   for (auto it = begin; it != end; ++it) {
-    const Node& n = nodes_[it->second];
-    if (n.op == &op && n.params == params && n.inputs == inputs) {
-      std::vector<ValueRef> outs;
-      for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) outs.push_back({it->second, k});
-      return outs;
-    }
+    const Node& other = nodes_[it->second];
+    if (other.op == n.op && other.params == n.params && other.inputs == n.inputs) return outputs_of(it->second);
   }
-  return add_op(op, std::move(params), std::move(inputs));
+  return outputs_of(append(std::move(n)));
 }
 
 ValueRef Graph::apply(std::string_view op_name, std::vector<ValueRef> inputs,

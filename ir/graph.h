@@ -74,6 +74,9 @@ class Graph {
 
  private:
   int32_t append(Node node);
+  // Checks the inputs, infers output shapes, canonicalises `params`.
+  std::vector<Shape> prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const;
+  std::vector<ValueRef> outputs_of(int32_t index) const;
   void check_ref(ValueRef v) const;
 
   std::vector<Node> nodes_;
