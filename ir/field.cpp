@@ -1,5 +1,7 @@
 #include "ir/field.h"
 
+#include <cstring>
+
 namespace tgr {
 
 namespace {
@@ -19,6 +21,14 @@ uint64_t field_salt(std::string_view operator_name) {
 
 Fp field_random_function(uint64_t salt, Fp x) {
   return Fp::from_residue(mix64(x.residue() ^ salt) ^ mix64(salt + 0x9e3779b97f4a7c15ULL));
+}
+
+Fp field_from_real(double x) {
+  if (x == static_cast<double>(static_cast<int64_t>(x)) && x > -4e18 && x < 4e18) return Fp(static_cast<int64_t>(x));
+  uint64_t bits;
+  static_assert(sizeof bits == sizeof x);
+  std::memcpy(&bits, &x, sizeof bits);
+  return Fp::from_residue(mix64(bits ^ 0x5bd1e995ULL));
 }
 
 }  // namespace tgr

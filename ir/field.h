@@ -69,4 +69,9 @@ class Fp {
 uint64_t field_salt(std::string_view operator_name);
 Fp field_random_function(uint64_t salt, Fp x);
 
+// A real number in the field: integers map to their residue, any other
+// value to a fixed pseudo-random element of its bit pattern (constants such
+// as trained weights have no exact image; they only need to be fixed).
+Fp field_from_real(double x);
+
 }  // namespace tgr

@@ -17,10 +17,24 @@ uint64_t hash_string(std::string_view s) {
   return h;
 }
 
+uint64_t hash_bytes(const void* data, size_t size, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
 uint64_t hash_node(const Node& n, const std::vector<Node>& nodes) {
   if (n.is_input()) {
     uint64_t h = mix(hash_string("input"), hash_string(n.name));
+    h = mix(h, static_cast<uint64_t>(n.output_dtypes[0]));
     return mix(h, hash_string(shape_to_string(n.output_shapes[0])));
+  }
+  if (n.is_constant()) {
+    const ConstantValue& c = *n.constant;
+    uint64_t h = mix(hash_string("constant"), static_cast<uint64_t>(c.dtype));
+    h = mix(h, hash_string(shape_to_string(c.shape())));
+    return c.is_float() ? hash_bytes(c.real.data.data(), c.real.data.size() * sizeof(float), h)
+                        : hash_bytes(c.ints.data.data(), c.ints.data.size() * sizeof(int64_t), h);
   }
   uint64_t h = hash_string(n.op->name);
   for (const auto& [key, value] : n.params.entries())
@@ -46,25 +60,37 @@ int32_t Graph::append(Node node) {
   return index;
 }
 
-ValueRef Graph::add_input(std::string name, Shape shape) {
+ValueRef Graph::add_input(std::string name, Shape shape, DType dtype) {
   if (find_input(name)) throw std::invalid_argument("graph: input '" + name + "' declared twice");
   Node n;
   n.name = std::move(name);
   n.output_shapes = {std::move(shape)};
+  n.output_dtypes = {dtype};
   const int32_t index = append(std::move(n));
   inputs_.push_back(index);
   return {index, 0};
 }
 
-std::vector<Shape> Graph::prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const {
+ValueRef Graph::add_constant(ConstantValue value, std::string name) {
+  Node n;
+  n.name = std::move(name);
+  n.output_shapes = {value.shape()};
+  n.output_dtypes = {value.dtype};
+  n.constant = std::make_shared<const ConstantValue>(std::move(value));
+  return {append(std::move(n)), 0};
+}
+
+OpDef::Inferred Graph::prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const {
   std::vector<Shape> in_shapes;
+  std::vector<DType> in_dtypes;
   for (ValueRef v : inputs) {
     check_ref(v);
     in_shapes.push_back(shape(v));
+    in_dtypes.push_back(dtype(v));
   }
-  std::vector<Shape> out_shapes = op.output_shapes(params, in_shapes);
+  OpDef::Inferred out = op.infer(params, in_shapes, in_dtypes);
   if (op.canonicalize) op.canonicalize(params, in_shapes);
-  return out_shapes;
+  return out;
 }
 
 std::vector<ValueRef> Graph::outputs_of(int32_t index) const {
@@ -76,7 +102,9 @@ std::vector<ValueRef> Graph::outputs_of(int32_t index) const {
 std::vector<ValueRef> Graph::add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs,
                                     std::string label) {
   Node n;
-  n.output_shapes = prepare(op, params, inputs);
+  OpDef::Inferred types = prepare(op, params, inputs);
+  n.output_shapes = std::move(types.shapes);
+  n.output_dtypes = std::move(types.dtypes);
   n.op = &op;
   n.name = std::move(label);
   n.params = std::move(params);
@@ -86,7 +114,9 @@ std::vector<ValueRef> Graph::add_op(const OpDef& op, Params params, std::vector<
 
 std::vector<ValueRef> Graph::find_or_add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs) {
   Node n;
-  n.output_shapes = prepare(op, params, inputs);  // canonical params, so the lookup sees the stored form
+  OpDef::Inferred types = prepare(op, params, inputs);  // canonical params, so the lookup sees the stored form
+  n.output_shapes = std::move(types.shapes);
+  n.output_dtypes = std::move(types.dtypes);
   n.op = &op;
   n.params = std::move(params);
   n.inputs = std::move(inputs);
@@ -154,7 +184,7 @@ uint64_t Graph::structural_hash() const {
 
 int Graph::num_ops() const {
   int n = 0;
-  for (int32_t i : topological_order()) n += nodes_[i].is_input() ? 0 : 1;
+  for (int32_t i : topological_order()) n += nodes_[i].is_op() ? 1 : 0;
   return n;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -24,20 +25,27 @@ struct ValueRef {
 };
 
 struct Node {
-  const OpDef* op = nullptr;  // null for a graph input
-  std::string name;           // inputs: the variable name; ops: optional label
+  const OpDef* op = nullptr;  // null for graph inputs and constants
+  std::string name;           // inputs: the variable name; constants, ops: optional label
   Params params;
   std::vector<ValueRef> inputs;
   std::vector<Shape> output_shapes;
-  uint64_t hash = 0;  // structural hash
+  std::vector<DType> output_dtypes;
+  std::shared_ptr<const ConstantValue> constant;  // set for constants (weights)
+  uint64_t hash = 0;                              // structural hash
 
-  bool is_input() const { return op == nullptr; }
+  bool is_input() const { return op == nullptr && constant == nullptr; }
+  bool is_constant() const { return constant != nullptr; }
+  bool is_op() const { return op != nullptr; }
 };
 
 class Graph {
  public:
   // Declares an input variable; names are unique.
-  ValueRef add_input(std::string name, Shape shape);
+  ValueRef add_input(std::string name, Shape shape, DType dtype = DType::kFloat);
+  // A constant tensor (a weight, or a value folded at import). Equal
+  // constants hash equally.
+  ValueRef add_constant(ConstantValue value, std::string name = "");
 
   // Appends an application of `op`: checks arity, infers output shapes
   // (raising ShapeError), canonicalises parameters. Returns its outputs.
@@ -55,6 +63,7 @@ class Graph {
   const Node& node(int32_t index) const { return nodes_.at(index); }
   const std::vector<Node>& nodes() const { return nodes_; }
   const Shape& shape(ValueRef v) const { return nodes_.at(v.node).output_shapes.at(v.output); }
+  DType dtype(ValueRef v) const { return nodes_.at(v.node).output_dtypes.at(v.output); }
   uint64_t hash(ValueRef v) const;
 
   const std::vector<int32_t>& inputs() const { return inputs_; }  // input node indices, declared order
@@ -71,11 +80,13 @@ class Graph {
   // Structural hash of the whole graph: its output hashes, in order.
   uint64_t structural_hash() const;
   int num_ops() const;  // live operator nodes
+  // Marks outputs and renames: what an importer needs after building.
+  void set_output_name(size_t index, std::string name) { output_names_.at(index) = std::move(name); }
 
  private:
   int32_t append(Node node);
   // Checks the inputs, infers output shapes, canonicalises `params`.
-  std::vector<Shape> prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const;
+  OpDef::Inferred prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const;
   std::vector<ValueRef> outputs_of(int32_t index) const;
   void check_ref(ValueRef v) const;
 

@@ -27,30 +27,65 @@ struct OpCall {
   const OpDef& op;
   const Params& params;
   std::span<const Shape> input_shapes;
+  std::span<const DType> input_dtypes;
   std::span<const Shape> output_shapes;  // empty during shape inference
 };
 
 // A kernel computes all outputs (already sized to their inferred shapes).
+// Most operators have one element type throughout and use these.
 template <class T>
 using Kernel = void (*)(const OpCall& call, std::span<const Tensor<T>* const> inputs,
                         std::span<Tensor<T>> outputs);
 
-// The three semantics of an operator: float32 and float64 (the real
-// semantics), and the prime field (for fingerprints).
+// Operators whose inputs and outputs mix element types (gather's indices,
+// where's mask, comparisons, cast) use these instead: kFloat values in
+// `real`, the others in `ints`; outputs arrive with dtype and shape set.
+template <class T>
+using MixedKernel = void (*)(const OpCall& call, std::span<const Value<T>* const> inputs,
+                             std::span<Value<T>> outputs);
+
+// The semantics of an operator: float32 and float64 (the real semantics),
+// the prime field (for fingerprints), and optionally int64 for operators
+// that are also defined on integers (add, concat, reshape, ...).
 struct KernelSet {
   Kernel<float> f32 = nullptr;
   Kernel<double> f64 = nullptr;
   Kernel<Fp> field = nullptr;
+  Kernel<int64_t> i64 = nullptr;
 
   template <class T>
   Kernel<T> get() const {
     if constexpr (std::is_same_v<T, float>) return f32;
     else if constexpr (std::is_same_v<T, double>) return f64;
+    else if constexpr (std::is_same_v<T, int64_t>) return i64;
     else return field;
   }
 };
-// KERNELS(fn) instantiates one kernel template for the three domains.
+// TGR_KERNELS(fn) instantiates one kernel template for the three domains;
+// TGR_KERNELS_AND_INT64(fn) for integers too.
 #define TGR_KERNELS(fn) ::tgr::KernelSet{&fn<float>, &fn<double>, &fn<::tgr::Fp>}
+#define TGR_KERNELS_AND_INT64(fn) ::tgr::KernelSet{&fn<float>, &fn<double>, &fn<::tgr::Fp>, &fn<int64_t>}
+
+struct MixedKernelSet {
+  MixedKernel<float> f32 = nullptr;
+  MixedKernel<double> f64 = nullptr;
+  MixedKernel<Fp> field = nullptr;
+
+  template <class T>
+  MixedKernel<T> get() const {
+    if constexpr (std::is_same_v<T, float>) return f32;
+    else if constexpr (std::is_same_v<T, double>) return f64;
+    else return field;
+  }
+};
+#define TGR_MIXED_KERNELS(fn) ::tgr::MixedKernelSet{&fn<float>, &fn<double>, &fn<::tgr::Fp>}
+
+// Raised by a kernel for an operator with no semantics in a domain (the
+// field has no order, so comparisons and float-to-int casts have none).
+class UndefinedSemantics : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // How the field semantics relates to the real one (documentation, shown by
 // `run --ops`, and used by the generator to know what fingerprints mean).
@@ -58,6 +93,7 @@ enum class FieldSemantics {
   kExact,         // the same formula in field arithmetic
   kInverse,       // the same formula, division by the field inverse
   kPseudoRandom,  // a fixed pseudo-random function (non-linear operators)
+  kUndefined,     // none (comparisons: the field has no order)
 };
 
 struct OpDef {
@@ -71,8 +107,12 @@ struct OpDef {
   // Output shapes, or ShapeError naming what is wrong. Arity and parameters
   // have already been checked when this runs.
   std::function<std::vector<Shape>(const OpCall&)> infer_shapes{};
+  // Output element types; null means: inputs all kFloat, or (with an i64
+  // kernel) all of one type, and every output of that type.
+  std::function<std::vector<DType>(const OpCall&)> infer_dtypes{};
   KernelSet kernels{};
-  FieldSemantics field = FieldSemantics::kExact;
+  MixedKernelSet mixed_kernels{};  // set instead of `kernels` for mixed types
+  FieldSemantics field = FieldSemantics::kExact;  // kUndefined: kernels throw in the field
   // multilinear[i]: the outputs are multi-linear (degree <= 1) in input i;
   // for variadic operators the last flag covers every repeated input.
   std::vector<bool> multilinear{};
@@ -90,8 +130,16 @@ struct OpDef {
   // ParamError.
   Params make_params(std::vector<std::pair<std::string, ParamValue>> given = {}) const;
 
-  // Checks arity, then runs infer_shapes. Raises ShapeError.
+  // Checks arity and element types, then runs infer_shapes. Raises ShapeError.
+  struct Inferred {
+    std::vector<Shape> shapes;
+    std::vector<DType> dtypes;
+  };
+  Inferred infer(const Params& params, std::span<const Shape> input_shapes,
+                 std::span<const DType> input_dtypes) const;
+  // The same for inputs that are all kFloat.
   std::vector<Shape> output_shapes(const Params& params, std::span<const Shape> input_shapes) const;
+  bool has_mixed_kernels() const { return mixed_kernels.f32 != nullptr; }
 
   bool accepts_input_count(size_t n) const;
   bool is_multilinear_in(const Params& params, size_t input) const;

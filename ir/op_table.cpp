@@ -47,16 +47,38 @@ const ParamSpec* OpDef::find_param(std::string_view param_name) const {
   return nullptr;
 }
 
-std::vector<Shape> OpDef::output_shapes(const Params& p, std::span<const Shape> input_shapes) const {
+OpDef::Inferred OpDef::infer(const Params& p, std::span<const Shape> input_shapes,
+                             std::span<const DType> input_dtypes) const {
   if (!accepts_input_count(input_shapes.size()))
-    throw ShapeError(name + ": expected " + (variadic ? "at least " : "") +
-                     std::to_string(inputs.size()) + " input(s), got " +
-                     std::to_string(input_shapes.size()));
-  OpCall call{*this, p, input_shapes, {}};
-  std::vector<Shape> shapes = infer_shapes(call);
-  if (static_cast<int>(shapes.size()) != num_outputs(p))
-    throw std::logic_error(name + ": shape inference returned the wrong number of outputs");
-  return shapes;
+    throw ShapeError(name + ": expected " + (variadic ? "at least " : "") + std::to_string(inputs.size()) +
+                     " input(s), got " + std::to_string(input_shapes.size()));
+  OpCall call{*this, p, input_shapes, input_dtypes, {}};
+  Inferred out;
+  if (infer_dtypes) {
+    out.dtypes = infer_dtypes(call);
+  } else {
+    // One element type throughout: float, or int64 where an int64 kernel exists.
+    const DType t = input_dtypes.empty() ? DType::kFloat : input_dtypes[0];
+    for (size_t i = 0; i < input_dtypes.size(); ++i) {
+      if (input_dtypes[i] != t)
+        throw ShapeError(name + ": inputs must have one element type, got " + std::string(dtype_name(t)) + " and " +
+                         std::string(dtype_name(input_dtypes[i])));
+    }
+    // The int64 kernel serves bools too: operators that have one move or
+    // combine integers exactly (layout operators, integer arithmetic).
+    if (t != DType::kFloat && !kernels.i64)
+      throw ShapeError(name + ": defined on float values only, got " + std::string(dtype_name(t)));
+    out.dtypes.assign(static_cast<size_t>(num_outputs(p)), t);
+  }
+  out.shapes = infer_shapes(call);
+  if (static_cast<int>(out.shapes.size()) != num_outputs(p) || out.dtypes.size() != out.shapes.size())
+    throw std::logic_error(name + ": type inference returned the wrong number of outputs");
+  return out;
+}
+
+std::vector<Shape> OpDef::output_shapes(const Params& p, std::span<const Shape> input_shapes) const {
+  const std::vector<DType> floats(input_shapes.size(), DType::kFloat);
+  return infer(p, input_shapes, floats).shapes;
 }
 
 const OpTable& OpTable::instance() {
@@ -94,8 +116,12 @@ OpDef& OpTable::add(OpDef def) {
   // These are programming errors in a table entry, caught on first use of
   // the table (every test touches it), so they are logic_errors.
   if (find(def.name)) throw std::logic_error("operator '" + def.name + "' defined twice");
-  if (!def.infer_shapes || !def.kernels.f32 || !def.kernels.f64 || !def.kernels.field)
-    throw std::logic_error("operator '" + def.name + "' lacks shape inference or a kernel");
+  const bool plain = def.kernels.f32 && def.kernels.f64 && def.kernels.field;
+  const bool mixed = def.mixed_kernels.f32 && def.mixed_kernels.f64 && def.mixed_kernels.field;
+  if (!def.infer_shapes || plain == mixed)
+    throw std::logic_error("operator '" + def.name + "' needs shape inference and one complete kernel set");
+  if (mixed && !def.infer_dtypes)
+    throw std::logic_error("operator '" + def.name + "' has mixed kernels but no element-type rule");
   if (def.multilinear.size() != def.inputs.size())
     throw std::logic_error("operator '" + def.name + "' needs one multilinear flag per input");
   for (const auto& spec : def.params)

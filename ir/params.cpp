@@ -7,6 +7,11 @@ namespace tgr {
 std::string param_value_to_string(const ParamValue& value) {
   if (auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
   if (auto* s = std::get_if<std::string>(&value)) return *s;
+  if (auto* d = std::get_if<double>(&value)) {
+    char buf[64];
+    auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, *d);  // shortest round-trip form
+    return std::string(buf, ec == std::errc() ? ptr : buf);
+  }
   const auto& list = std::get<std::vector<int64_t>>(value);
   std::string out;
   for (size_t k = 0; k < list.size(); ++k) {
@@ -79,6 +84,13 @@ void check_param_value(std::string_view op_name, const ParamSpec& spec, const Pa
       }
       break;
     }
+    case ParamKind::kFloat: {
+      auto* d = std::get_if<double>(&value);
+      if (!d) fail("expected a number");
+      if (!(*d >= spec.min_float && *d <= spec.max_float))
+        fail("must be in [" + param_value_to_string(spec.min_float) + ", " + param_value_to_string(spec.max_float) + "]");
+      break;
+    }
     case ParamKind::kPadding:
       if (auto* word = std::get_if<std::string>(&value)) {
         if (*word != "same" && *word != "valid") fail("expected same, valid or TxLxBxR");
@@ -109,6 +121,14 @@ ParamValue parse_param_value(const ParamSpec& spec, std::string_view text) {
     case ParamKind::kEnum:
       value = std::string(text);
       break;
+    case ParamKind::kFloat: {
+      double d = 0;
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+      if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
+        throw ParamError("parameter '" + spec.name + "': '" + std::string(text) + "' is not a number");
+      value = d;
+      break;
+    }
     case ParamKind::kPadding:
       if (!text.empty() && parse_int_list(text, list)) value = list;
       else value = std::string(text);
@@ -137,6 +157,8 @@ int64_t Params::get_int(std::string_view name) const { return std::get<int64_t>(
 const std::vector<int64_t>& Params::get_ints(std::string_view name) const {
   return std::get<std::vector<int64_t>>(get(name));
 }
+
+double Params::get_float(std::string_view name) const { return std::get<double>(get(name)); }
 
 const std::string& Params::get_word(std::string_view name) const {
   return std::get<std::string>(get(name));

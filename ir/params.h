@@ -19,9 +19,10 @@ enum class ParamKind {
   kEnum,     // one of a fixed set of words
   kPadding,  // "same" (output = ceil(input / stride)), "valid" (no padding),
              // or explicit "top x left x bottom x right"
+  kFloat,    // one real number in [min_float, max_float] (alpha, epsilon)
 };
 
-using ParamValue = std::variant<int64_t, std::vector<int64_t>, std::string>;
+using ParamValue = std::variant<int64_t, std::vector<int64_t>, std::string, double>;
 
 struct ParamSpec {
   std::string name{};
@@ -32,10 +33,12 @@ struct ParamSpec {
   int length = -1;                          // kInts: exact list length, -1 = any
   bool allow_empty = false;                 // kInts: the empty list is legal (a default meaning "derived")
   std::vector<std::string> choices{};         // kEnum
+  double min_float = -1e308, max_float = 1e308;  // kFloat
   std::string doc{};
 };
 
-// Text form of a value: 3, 3x3, same. (Values never contain ',', '[' or ']'.)
+// Text form of a value: 3, 3x3, same, 0.01 (floats in their shortest exact
+// form). Values never contain ',', '[' or ']'.
 std::string param_value_to_string(const ParamValue& value);
 
 // Parses `text` as a value of `spec` and checks it; throws ParamError.
@@ -58,6 +61,7 @@ class Params {
   int64_t get_int(std::string_view name) const;
   const std::vector<int64_t>& get_ints(std::string_view name) const;
   const std::string& get_word(std::string_view name) const;  // kEnum or a padding word
+  double get_float(std::string_view name) const;
   const ParamValue& get(std::string_view name) const;
   // Replaces an existing entry (used by canonicalisation); the caller keeps
   // the value legal.

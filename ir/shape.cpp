@@ -1,4 +1,5 @@
 #include "ir/shape.h"
+#include "ir/tensor.h"
 
 #include <charconv>
 
@@ -44,6 +45,21 @@ std::vector<int64_t> row_major_strides(const Shape& shape) {
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
     strides[i] = strides[i + 1] * shape[i + 1];
   return strides;
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::kFloat: return "float";
+    case DType::kInt64: return "int64";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
+
+DType parse_dtype(std::string_view name) {
+  for (DType t : {DType::kFloat, DType::kInt64, DType::kBool})
+    if (dtype_name(t) == name) return t;
+  throw ShapeError("unknown element type '" + std::string(name) + "' (float, int64 or bool)");
 }
 
 }  // namespace tgr

@@ -1,6 +1,9 @@
-// A dense row-major tensor over one numeric domain: float, double or Fp.
+// Dense row-major tensors, element types, and the values the interpreter
+// passes between operators.
 #pragma once
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/field.h"
@@ -28,5 +31,31 @@ struct Tensor {
 // The three domains every operator is defined over.
 template <class T>
 inline constexpr bool kIsField = std::is_same_v<T, Fp>;
+
+// Element type of a value in the graph. kFloat values are computed in the
+// domain of the evaluation (float32, float64 or the field); kInt64 and kBool
+// values (indices, masks) are exact integers in every domain, bools 0 or 1.
+enum class DType : uint8_t { kFloat, kInt64, kBool };
+
+std::string_view dtype_name(DType t);  // "float", "int64", "bool"
+DType parse_dtype(std::string_view name);  // throws ShapeError
+
+// One value: a domain tensor for kFloat, an integer tensor otherwise.
+template <class T>
+struct Value {
+  DType dtype = DType::kFloat;
+  Tensor<T> real;
+  Tensor<int64_t> ints;
+
+  Value() = default;
+  explicit Value(Tensor<T> t) : real(std::move(t)) {}
+  Value(DType type, Tensor<int64_t> t) : dtype(type), ints(std::move(t)) {}
+
+  bool is_float() const { return dtype == DType::kFloat; }
+  const Shape& shape() const { return is_float() ? real.shape : ints.shape; }
+};
+
+// Constants in a graph (initializers, folded values) keep float32 data.
+using ConstantValue = Value<float>;
 
 }  // namespace tgr

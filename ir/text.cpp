@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 
 namespace tgr {
 
@@ -334,6 +335,12 @@ std::string to_text(const Expr& e) {
 Expr to_expr(const Graph& graph, ValueRef value) {
   const Node& n = graph.node(value.node);
   Expr e;
+  if (n.is_constant()) {  // weights print as a leaf: their name, or a hash
+    char tag[32];
+    std::snprintf(tag, sizeof tag, "const_%08llx", static_cast<unsigned long long>(n.hash & 0xffffffffULL));
+    e.name = n.name.empty() ? tag : n.name;
+    return e;
+  }
   e.name = n.is_input() ? n.name : n.op->name;
   if (n.is_input()) return e;
   e.kind = Expr::Kind::kCall;

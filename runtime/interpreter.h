@@ -13,14 +13,22 @@
 
 namespace tgr {
 
-// Values for the graph's inputs, in declaration order (Graph::inputs()).
-// Raises std::invalid_argument when a count or shape does not match.
+// Values for the graph's inputs, in declaration order (Graph::inputs()), of
+// any element types. Raises std::invalid_argument when a count, type or
+// shape does not match, and UndefinedSemantics when an operator has no
+// semantics in the domain (comparisons in the field).
+template <class T>
+std::vector<Value<T>> evaluate_values(const Graph& graph, std::span<const Value<T>> inputs);
+
+// For graphs whose inputs and outputs are all kFloat.
 template <class T>
 std::vector<Tensor<T>> evaluate(const Graph& graph, std::span<const Tensor<T>> inputs);
-
-// Inputs by variable name.
 template <class T>
 std::vector<Tensor<T>> evaluate(const Graph& graph, const std::map<std::string, Tensor<T>>& inputs);
+
+// A stored constant in domain T (float32 data; in the field via field_from_real).
+template <class T>
+Value<T> constant_in_domain(const ConstantValue& c);
 
 // Independent random values: floats uniform in [-1, 1), field elements
 // uniform in F_p. Deterministic for a seed.

@@ -70,3 +70,53 @@ TEST(Graph, SplitHasOneValuePerOutput) {
 
 }  // namespace
 }  // namespace tgr
+
+namespace tgr {
+namespace {
+
+TEST(Graph, ConstantsAreLeavesInEveryDomain) {
+  Graph g;
+  ValueRef x = g.add_input("x", {2});
+  ValueRef c = g.add_constant(ConstantValue(Tensor<float>({2}, {0.5f, 3.0f})), "bias");
+  g.add_output(g.apply("add", {x, c}));
+  EXPECT_EQ(to_text(g), "add(x, bias)");
+  const auto f32 = evaluate<float>(g, {{"x", Tensor<float>({2}, {1, 1})}});
+  test::expect_tensor(f32[0], {2}, {1.5, 4});
+  const auto f64 = evaluate<double>(g, {{"x", Tensor<double>({2}, {1, 1})}});
+  test::expect_tensor(f64[0], {2}, {1.5, 4});
+  // In the field an integer constant is its residue; others a fixed element.
+  const auto field = evaluate<Fp>(g, {{"x", Tensor<Fp>({2}, {Fp(1), Fp(1)})}});
+  EXPECT_EQ(field[0].data[1], Fp(4));
+  EXPECT_EQ(field[0].data[0], Fp(1) + field_from_real(0.5));
+  // Equal constants hash equally; different data does not.
+  Graph h;
+  ValueRef c1 = h.add_constant(ConstantValue(Tensor<float>({2}, {0.5f, 3.0f})));
+  ValueRef c2 = h.add_constant(ConstantValue(Tensor<float>({2}, {0.5f, 3.0f})));
+  ValueRef c3 = h.add_constant(ConstantValue(Tensor<float>({2}, {0.5f, 4.0f})));
+  EXPECT_EQ(h.hash(c1), h.hash(c2));
+  EXPECT_NE(h.hash(c1), h.hash(c3));
+}
+
+TEST(Graph, IntegerValuesUseTheInt64Kernels) {
+  Graph g;
+  ValueRef a = g.add_input("a", {2, 2}, DType::kInt64);
+  ValueRef b = g.add_input("b", {2}, DType::kInt64);
+  ValueRef s = g.apply("add", {a, b});
+  EXPECT_EQ(g.dtype(s), DType::kInt64);
+  g.add_output(g.apply("transpose", {s}));
+  // Large integers stay exact even when the evaluation domain is float32.
+  const int64_t big = (int64_t{1} << 40) + 1;
+  std::vector<Value<float>> in{Value<float>(DType::kInt64, Tensor<int64_t>({2, 2}, {big, 2, 3, 4})),
+                               Value<float>(DType::kInt64, Tensor<int64_t>({2}, {10, 20}))};
+  const auto out = evaluate_values<float>(g, in);
+  ASSERT_EQ(out[0].dtype, DType::kInt64);
+  EXPECT_EQ(out[0].ints.data, (std::vector<int64_t>{big + 10, 13, 22, 24}));
+  // Mixing element types, or ints where only floats are defined, is a shape error.
+  ValueRef f = g.add_input("f", {2});
+  test::expect_error<ShapeError>([&] { g.apply("add", {b, f}); }, "add: inputs must have one element type, got int64 and float");
+  test::expect_error<ShapeError>([&] { g.apply("relu", {b}); }, "relu: defined on float values only, got int64");
+  test::expect_error<std::invalid_argument>([&] { evaluate<float>(g, std::span<const Tensor<float>>{}); }, "has 3 inputs");
+}
+
+}  // namespace
+}  // namespace tgr

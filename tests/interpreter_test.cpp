@@ -35,7 +35,7 @@ TEST(Interpreter, RejectsMissingOrMisshapenInputs) {
   test::expect_error<std::invalid_argument>([&] { evaluate<double>(g, {{"y", Tensor<double>({2, 2})}}); },
                                             "no value given for input 'x'");
   test::expect_error<std::invalid_argument>([&] { evaluate<double>(g, {{"x", Tensor<double>({2, 3})}}); },
-                                            "input 'x' has shape 2x2, given 2x3");
+                                            "input 'x' is float 2x2, given float 2x3");
 }
 
 TEST(Interpreter, DeepChainsFreeIntermediates) {

@@ -67,3 +67,20 @@ TEST(OpTable, LinearityDependsOnFusedActivation) {
 
 }  // namespace
 }  // namespace tgr
+
+namespace tgr {
+namespace {
+
+TEST(Params, FloatValuesPrintInTheirShortestExactForm) {
+  ParamSpec alpha{.name = "alpha", .kind = ParamKind::kFloat, .min_float = 0, .max_float = 1};
+  EXPECT_EQ(parse_param_value(alpha, "0.01"), ParamValue(0.01));
+  EXPECT_EQ(parse_param_value(alpha, "1"), ParamValue(1.0));
+  EXPECT_EQ(param_value_to_string(ParamValue(0.01)), "0.01");
+  EXPECT_EQ(param_value_to_string(ParamValue(1e-5)), "1e-05");
+  EXPECT_EQ(param_value_to_string(ParamValue(static_cast<double>(0.1f))), "0.10000000149011612");
+  test::expect_error<ParamError>([&] { check_param_value("op", alpha, ParamValue(2.0)); }, "must be in [0, 1]");
+  test::expect_error<ParamError>([&] { parse_param_value(alpha, "abc"); }, "is not a number");
+}
+
+}  // namespace
+}  // namespace tgr

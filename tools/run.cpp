@@ -32,6 +32,8 @@ std::string param_range(const ParamSpec& p) {
     }
     case ParamKind::kPadding:
       return "same|valid|TxLxBxR";
+    case ParamKind::kFloat:
+      return "number";
   }
   return "";
 }
@@ -53,9 +55,10 @@ void print_op_table() {
     for (size_t i = 0; i < op->inputs.size(); ++i)
       if (op->multilinear[i]) linear += (linear.empty() ? "" : ", ") + op->inputs[i];
     if (op->nonlinear_when) linear += " (not with a fused activation)";
-    const char* field = op->field == FieldSemantics::kExact     ? "exact"
-                        : op->field == FieldSemantics::kInverse ? "exact, division by the field inverse"
-                                                                : "fixed pseudo-random function";
+    const char* field = op->field == FieldSemantics::kExact          ? "exact"
+                        : op->field == FieldSemantics::kInverse      ? "exact, division by the field inverse"
+                        : op->field == FieldSemantics::kPseudoRandom ? "fixed pseudo-random function"
+                                                                     : "none (needs an order)";
     std::printf("    multi-linear in: %s; field semantics: %s%s\n\n", linear.empty() ? "-" : linear.c_str(), field,
                 op->commutative ? "; commutative" : "");
   }

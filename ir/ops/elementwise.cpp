@@ -91,14 +91,14 @@ void register_elementwise_ops(OpTable& table) {
              .summary = "a + b, elementwise with broadcasting",
              .inputs = {"a", "b"},
              .infer_shapes = broadcast_inference,
-             .kernels = TGR_KERNELS(add_kernel),
+             .kernels = TGR_KERNELS_AND_INT64(add_kernel),
              .multilinear = {true, true},
              .commutative = true});
   table.add({.name = "mul",
              .summary = "a * b, elementwise with broadcasting",
              .inputs = {"a", "b"},
              .infer_shapes = broadcast_inference,
-             .kernels = TGR_KERNELS(mul_kernel),
+             .kernels = TGR_KERNELS_AND_INT64(mul_kernel),
              .multilinear = {true, true},
              .commutative = true});
   table.add({.name = "scalar_mul",

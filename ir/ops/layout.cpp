@@ -159,7 +159,7 @@ void register_layout_ops(OpTable& table) {
              .inputs = {"x"},
              .params = {perm},
              .infer_shapes = transpose_shapes,
-             .kernels = TGR_KERNELS(transpose_kernel),
+             .kernels = TGR_KERNELS_AND_INT64(transpose_kernel),
              .multilinear = {true},
              .canonicalize =
                  [](Params& p, std::span<const Shape> shapes) {
@@ -174,7 +174,7 @@ void register_layout_ops(OpTable& table) {
              .variadic = true,
              .params = {int_param("axis", std::nullopt, 0, INT64_MAX, "the axis to join along")},
              .infer_shapes = concat_shapes,
-             .kernels = TGR_KERNELS(concat_kernel),
+             .kernels = TGR_KERNELS_AND_INT64(concat_kernel),
              .multilinear = {true}});
   table.add({.name = "split",
              .summary = "cut along an axis into pieces of the given sizes (one output each)",
@@ -183,14 +183,14 @@ void register_layout_ops(OpTable& table) {
                         ints_param("sizes", std::nullopt, -1, 1, "size of each piece")},
              .num_outputs = [](const Params& p) { return static_cast<int>(p.get_ints("sizes").size()); },
              .infer_shapes = split_shapes,
-             .kernels = TGR_KERNELS(split_kernel),
+             .kernels = TGR_KERNELS_AND_INT64(split_kernel),
              .multilinear = {true}});
   table.add({.name = "reshape",
              .summary = "the same elements in row-major order under a new shape",
              .inputs = {"x"},
              .params = {ints_param("shape", std::nullopt, -1, 1, "the new dimensions")},
              .infer_shapes = reshape_shapes,
-             .kernels = TGR_KERNELS(copy_kernel),
+             .kernels = TGR_KERNELS_AND_INT64(copy_kernel),
              .multilinear = {true}});
 }
 
