@@ -90,6 +90,10 @@ const OpTable& OpTable::instance() {
     register_pooling_ops(t);
     register_layout_ops(t);
     register_constant_ops(t);
+    register_comparison_ops(t);
+    register_normalization_ops(t);
+    register_reduction_ops(t);
+    register_indexing_ops(t);
     return t;
   }();
   return table;

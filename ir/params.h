@@ -2,6 +2,7 @@
 // operator's table entry) and their values (Params, attached to a node).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -33,7 +34,7 @@ struct ParamSpec {
   int length = -1;                          // kInts: exact list length, -1 = any
   bool allow_empty = false;                 // kInts: the empty list is legal (a default meaning "derived")
   std::vector<std::string> choices{};         // kEnum
-  double min_float = -1e308, max_float = 1e308;  // kFloat
+  double min_float = -HUGE_VAL, max_float = HUGE_VAL;  // kFloat (NaN is never legal)
   std::string doc{};
 };
 

@@ -206,7 +206,7 @@ class Builder {
 };
 
 void declare_inputs(std::string_view text, const std::vector<const Expr*>& roots, const ShapeMap& shapes,
-                    std::vector<Graph*> graphs, std::vector<Builder*> builders) {
+                    const DTypeMap& dtypes, std::vector<Graph*> graphs, std::vector<Builder*> builders) {
   std::vector<std::string> names;
   for (const Expr* e : roots) collect_variables(*e, names);
   for (const std::string& name : names) {
@@ -225,7 +225,9 @@ void declare_inputs(std::string_view text, const std::vector<const Expr*>& roots
       }
       throw ParseError(text, at ? at - 1 : 0, "variable '" + name + "' has no shape (give one, e.g. " + name + "=1x3x8x8)");
     }
-    for (size_t i = 0; i < graphs.size(); ++i) builders[i]->bound[name] = graphs[i]->add_input(name, it->second);
+    auto type = dtypes.find(name);
+    const DType dtype = type == dtypes.end() ? DType::kFloat : type->second;
+    for (size_t i = 0; i < graphs.size(); ++i) builders[i]->bound[name] = graphs[i]->add_input(name, it->second, dtype);
   }
 }
 
@@ -234,7 +236,7 @@ void declare_inputs(std::string_view text, const std::vector<const Expr*>& roots
 ParseError::ParseError(std::string_view text, size_t position, const std::string& what)
     : std::runtime_error(caret_message(text, position, what)), position_(position) {}
 
-ShapeMap parse_shape_map(std::string_view text) {
+ShapeMap parse_shape_map(std::string_view text, DTypeMap* dtypes) {
   ShapeMap out;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -246,7 +248,18 @@ ShapeMap parse_shape_map(std::string_view text) {
     const size_t eq = entry.find('=');
     if (eq == std::string_view::npos || eq == 0)
       throw std::invalid_argument("bad shape entry '" + std::string(entry) + "': expected NAME=DIMS, e.g. x0=1x3x8x8");
-    out[std::string(entry.substr(0, eq))] = parse_shape(entry.substr(eq + 1));
+    const std::string name(entry.substr(0, eq));
+    std::string_view dims = entry.substr(eq + 1);
+    if (const size_t colon = dims.find(':'); colon != std::string_view::npos) {
+      if (!dtypes) throw std::invalid_argument("bad shape entry '" + std::string(entry) + "': no element types here");
+      try {
+        (*dtypes)[name] = parse_dtype(dims.substr(0, colon));
+      } catch (const ShapeError& e) {
+        throw std::invalid_argument("bad shape entry '" + std::string(entry) + "': " + e.what());
+      }
+      dims = dims.substr(colon + 1);
+    }
+    out[name] = parse_shape(dims);
     pos = end;
   }
   return out;
@@ -273,25 +286,25 @@ RuleExpr parse_rule_expr(std::string_view text) {
   return rule;
 }
 
-Graph build_graph(std::string_view text, const ShapeMap& shapes) {
+Graph build_graph(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes) {
   std::vector<Expr> exprs = parse_tuple(text);
   Graph g;
   Builder b(text, g);
   std::vector<const Expr*> roots;
   for (const Expr& e : exprs) roots.push_back(&e);
-  declare_inputs(text, roots, shapes, {&g}, {&b});
+  declare_inputs(text, roots, shapes, dtypes, {&g}, {&b});
   for (const Expr& e : exprs) g.add_output(b.build(e));
   return g;
 }
 
-Rule build_rule(std::string_view text, const ShapeMap& shapes) {
+Rule build_rule(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes) {
   RuleExpr r = parse_rule_expr(text);
   Rule rule;
   Builder src(text, rule.source), dst(text, rule.target);
   std::vector<const Expr*> roots;
   for (const Expr& e : r.source) roots.push_back(&e);
   for (const Expr& e : r.target) roots.push_back(&e);
-  declare_inputs(text, roots, shapes, {&rule.source, &rule.target}, {&src, &dst});
+  declare_inputs(text, roots, shapes, dtypes, {&rule.source, &rule.target}, {&src, &dst});
   for (size_t i = 0; i < r.source.size(); ++i) {
     const size_t at = r.target[i].pos;
     rule.source.add_output(src.build(r.source[i]));

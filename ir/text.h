@@ -52,9 +52,12 @@ class ParseError : public std::runtime_error {
 };
 
 using ShapeMap = std::map<std::string, Shape, std::less<>>;
+// Element types of variables that are not float (indices, masks).
+using DTypeMap = std::map<std::string, DType, std::less<>>;
 
-// "x0=1x3x8x8,k0=4x3x3x3" (commas or spaces between entries).
-ShapeMap parse_shape_map(std::string_view text);
+// "x0=1x3x8x8,k0=4x3x3x3" (commas or spaces between entries); an entry may
+// name an element type first, "ids=int64:1x64", which goes to `dtypes`.
+ShapeMap parse_shape_map(std::string_view text, DTypeMap* dtypes = nullptr);
 
 std::vector<Expr> parse_tuple(std::string_view text);
 RuleExpr parse_rule_expr(std::string_view text);
@@ -63,8 +66,8 @@ RuleExpr parse_rule_expr(std::string_view text);
 // appearance and must have a shape in `shapes`; equal subexpressions are
 // shared. Parameter and shape errors are reported as ParseErrors at the
 // operator's position.
-Graph build_graph(std::string_view text, const ShapeMap& shapes);
-Rule build_rule(std::string_view text, const ShapeMap& shapes);
+Graph build_graph(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes = {});
+Rule build_rule(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes = {});
 
 // Canonical printing.
 std::string to_text(const Expr& expr);

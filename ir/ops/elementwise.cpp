@@ -1,6 +1,9 @@
-// Elementwise operators: add, mul (with NumPy/ONNX broadcasting), scalar_mul,
-// and the non-linear activations relu, sigmoid, tanh.
+// Elementwise operators with NumPy/ONNX broadcasting (add, sub, mul, div,
+// pow), scalar_mul, and the unary operators. Non-linear unary operators are
+// a fixed pseudo-random function in the field (ops::unary_kernel).
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 
 #include "ir/ops/families.h"
 #include "ir/ops/op_helpers.h"
@@ -31,14 +34,42 @@ std::vector<Shape> broadcast_inference(const OpCall& call) {
 
 std::vector<Shape> same_as_first_input(const OpCall& call) { return {call.input_shapes[0]}; }
 
+// --- binary -----------------------------------------------------------------
+
 template <class T>
 void add_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
   map_broadcast(*in[0], *in[1], out[0], [](T a, T b) { return a + b; });
 }
 
 template <class T>
+void sub_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  map_broadcast(*in[0], *in[1], out[0], [](T a, T b) { return a - b; });
+}
+
+template <class T>
 void mul_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
   map_broadcast(*in[0], *in[1], out[0], [](T a, T b) { return a * b; });
+}
+
+// Floats: IEEE division. Integers: truncation toward zero. Field: times the inverse.
+template <class T>
+void div_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  if constexpr (std::is_integral_v<T>) {
+    for (T b : in[1]->data)
+      if (b == 0) throw std::domain_error("div: integer division by zero");
+  }
+  map_broadcast(*in[0], *in[1], out[0], [](T a, T b) { return a / b; });
+}
+
+template <class T>
+void pow_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  if constexpr (kIsField<T>) {
+    const uint64_t salt = call_salt(call), inner = salt ^ 0x51ed270b27a1f3c5ULL;
+    map_broadcast(*in[0], *in[1], out[0],
+                  [=](T a, T b) { return field_random_function(salt, field_random_function(inner, a) + b); });
+  } else {
+    map_broadcast(*in[0], *in[1], out[0], [](T a, T b) { return static_cast<T>(std::pow(a, b)); });
+  }
 }
 
 template <class T>
@@ -47,39 +78,66 @@ void scalar_mul_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std:
   map_elements(*in[0], out[0], [s](T x) { return x * s; });
 }
 
+// --- unary ------------------------------------------------------------------
+
+template <class T>
+void neg_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  map_elements(*in[0], out[0], [](T x) { return -x; });
+}
+
 template <class T>
 void relu_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
   map_elements(*in[0], out[0], [](T x) { return relu_value(x); });
 }
 
-template <class T>
-void sigmoid_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
-  if constexpr (kIsField<T>) {
-    static const uint64_t salt = field_salt("sigmoid");
-    map_elements(*in[0], out[0], [](T x) { return field_random_function(salt, x); });
-  } else {
-    map_elements(*in[0], out[0], [](T x) { return T(1) / (T(1) + std::exp(-x)); });
+// A non-linear unary operator: `expr` of x (and parameters p) on real
+// numbers and integers, the pseudo-random function in the field.
+#define TGR_UNARY(name, expr)                                                                              \
+  template <class T>                                                                                       \
+  void name##_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) { \
+    if constexpr (kIsField<T>) {                                                                           \
+      field_unary(call, *in[0], out[0]);                                                                   \
+    } else {                                                                                               \
+      [[maybe_unused]] const Params& p = call.params;                                                      \
+      map_elements(*in[0], out[0], [&](T x) -> T { return expr; });                                        \
+    }                                                                                                      \
   }
-}
 
-template <class T>
-void tanh_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
-  if constexpr (kIsField<T>) {
-    static const uint64_t salt = field_salt("tanh");
-    map_elements(*in[0], out[0], [](T x) { return field_random_function(salt, x); });
-  } else {
-    map_elements(*in[0], out[0], [](T x) { return std::tanh(x); });
-  }
-}
+TGR_UNARY(abs, x < T(0) ? -x : x)
+TGR_UNARY(sigmoid, T(1) / (T(1) + std::exp(-x)))
+TGR_UNARY(tanh, std::tanh(x))
+TGR_UNARY(sqrt, std::sqrt(x))
+TGR_UNARY(exp, std::exp(x))
+TGR_UNARY(log, std::log(x))
+TGR_UNARY(erf, std::erf(x))
+TGR_UNARY(leaky_relu, x >= T(0) ? x : static_cast<T>(p.get_float("alpha")) * x)
+TGR_UNARY(hard_sigmoid, std::max(T(0), std::min(T(1), static_cast<T>(p.get_float("alpha")) * x +
+                                                          static_cast<T>(p.get_float("beta")))))
+TGR_UNARY(hard_swish, x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))))
+TGR_UNARY(clip, std::min(std::max(x, static_cast<T>(p.get_float("min"))), static_cast<T>(p.get_float("max"))))
+#undef TGR_UNARY
 
-OpDef unary_activation(std::string name, std::string summary, KernelSet kernels) {
+OpDef unary(std::string name, std::string summary, KernelSet kernels, std::vector<ParamSpec> params = {}) {
   return OpDef{.name = std::move(name),
                .summary = std::move(summary),
                .inputs = {"x"},
+               .params = std::move(params),
                .infer_shapes = same_as_first_input,
                .kernels = kernels,
                .field = FieldSemantics::kPseudoRandom,
                .multilinear = {false}};
+}
+
+OpDef binary(std::string name, std::string summary, KernelSet kernels, std::vector<bool> multilinear,
+             FieldSemantics field = FieldSemantics::kExact, bool commutative = false) {
+  return OpDef{.name = std::move(name),
+               .summary = std::move(summary),
+               .inputs = {"a", "b"},
+               .infer_shapes = broadcast_inference,
+               .kernels = kernels,
+               .field = field,
+               .multilinear = std::move(multilinear),
+               .commutative = commutative};
 }
 
 }  // namespace
@@ -87,20 +145,16 @@ OpDef unary_activation(std::string name, std::string summary, KernelSet kernels)
 
 void register_elementwise_ops(OpTable& table) {
   using namespace ops;
-  table.add({.name = "add",
-             .summary = "a + b, elementwise with broadcasting",
-             .inputs = {"a", "b"},
-             .infer_shapes = broadcast_inference,
-             .kernels = TGR_KERNELS_AND_INT64(add_kernel),
-             .multilinear = {true, true},
-             .commutative = true});
-  table.add({.name = "mul",
-             .summary = "a * b, elementwise with broadcasting",
-             .inputs = {"a", "b"},
-             .infer_shapes = broadcast_inference,
-             .kernels = TGR_KERNELS_AND_INT64(mul_kernel),
-             .multilinear = {true, true},
-             .commutative = true});
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  table.add(binary("add", "a + b, elementwise with broadcasting", TGR_KERNELS_AND_INT64(add_kernel), {true, true},
+                   FieldSemantics::kExact, true));
+  table.add(binary("sub", "a - b, elementwise with broadcasting", TGR_KERNELS_AND_INT64(sub_kernel), {true, true}));
+  table.add(binary("mul", "a * b, elementwise with broadcasting", TGR_KERNELS_AND_INT64(mul_kernel), {true, true},
+                   FieldSemantics::kExact, true));
+  table.add(binary("div", "a / b, elementwise with broadcasting (integers truncate)", TGR_KERNELS_AND_INT64(div_kernel),
+                   {true, false}, FieldSemantics::kInverse));
+  table.add(binary("pow", "a ^ b, elementwise with broadcasting", TGR_KERNELS(pow_kernel), {false, false},
+                   FieldSemantics::kPseudoRandom));
   table.add({.name = "scalar_mul",
              .summary = "x * s for a scalar (rank-0) s",
              .inputs = {"x", "s"},
@@ -113,9 +167,26 @@ void register_elementwise_ops(OpTable& table) {
                  },
              .kernels = TGR_KERNELS(scalar_mul_kernel),
              .multilinear = {true, true}});
-  table.add(unary_activation("relu", "max(x, 0)", TGR_KERNELS(relu_kernel)));
-  table.add(unary_activation("sigmoid", "1 / (1 + exp(-x))", TGR_KERNELS(sigmoid_kernel)));
-  table.add(unary_activation("tanh", "tanh(x)", TGR_KERNELS(tanh_kernel)));
+  OpDef neg = unary("neg", "-x", TGR_KERNELS_AND_INT64(neg_kernel));
+  neg.field = FieldSemantics::kExact;
+  neg.multilinear = {true};
+  table.add(std::move(neg));
+  table.add(unary("relu", "max(x, 0)", TGR_KERNELS(relu_kernel)));
+  table.add(unary("sigmoid", "1 / (1 + exp(-x))", TGR_KERNELS(sigmoid_kernel)));
+  table.add(unary("tanh", "tanh(x)", TGR_KERNELS(tanh_kernel)));
+  table.add(unary("abs", "|x|", TGR_KERNELS_AND_INT64(abs_kernel)));
+  table.add(unary("sqrt", "square root", TGR_KERNELS(sqrt_kernel)));
+  table.add(unary("exp", "e^x", TGR_KERNELS(exp_kernel)));
+  table.add(unary("log", "natural logarithm", TGR_KERNELS(log_kernel)));
+  table.add(unary("erf", "the error function", TGR_KERNELS(erf_kernel)));
+  table.add(unary("leaky_relu", "x if x >= 0, else alpha * x", TGR_KERNELS(leaky_relu_kernel),
+                  {float_param("alpha", 0.01, -kInf, kInf, "slope for x < 0")}));
+  table.add(unary("hard_sigmoid", "max(0, min(1, alpha * x + beta))", TGR_KERNELS(hard_sigmoid_kernel),
+                  {float_param("alpha", 0.2, -kInf, kInf, "slope"), float_param("beta", 0.5, -kInf, kInf, "offset")}));
+  table.add(unary("hard_swish", "x * max(0, min(1, x / 6 + 1 / 2))", TGR_KERNELS(hard_swish_kernel)));
+  table.add(unary("clip", "min(max(x, min), max)", TGR_KERNELS(clip_kernel),
+                  {float_param("min", -kInf, -kInf, kInf, "lower bound"),
+                   float_param("max", kInf, -kInf, kInf, "upper bound")}));
 }
 
 }  // namespace tgr

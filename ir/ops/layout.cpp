@@ -1,6 +1,8 @@
-// Layout operators: transpose, concat, split, reshape. They move elements
-// without arithmetic, so all three semantics share one kernel.
+// Layout operators: transpose, concat, split, slice, expand, pad, reshape.
+// They move elements without arithmetic, so every semantics (and int64)
+// shares one kernel.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -142,6 +144,119 @@ std::vector<Shape> reshape_shapes(const OpCall& call) {
   return {target};
 }
 
+// slice: per axis, elements start, start + step, ... before end. Steps may be
+// negative (then end may be -1: "through index 0").
+int64_t slice_count(int64_t start, int64_t end, int64_t step) {
+  if (step > 0) return std::max<int64_t>(0, (end - start + step - 1) / step);
+  return std::max<int64_t>(0, (start - end + (-step) - 1) / (-step));
+}
+
+std::vector<int64_t> slice_steps(const Params& p, size_t rank) {
+  std::vector<int64_t> steps = p.get_ints("steps");
+  if (steps.empty()) steps.assign(rank, 1);
+  return steps;
+}
+
+std::vector<Shape> slice_shapes(const OpCall& call) {
+  const Shape& x = call.input_shapes[0];
+  const auto& starts = call.params.get_ints("starts");
+  const auto& ends = call.params.get_ints("ends");
+  const std::vector<int64_t> steps = slice_steps(call.params, x.size());
+  if (starts.size() != x.size() || ends.size() != x.size() || steps.size() != x.size())
+    throw ShapeError("slice: starts, ends and steps need one entry per axis of " + shape_to_string(x));
+  Shape out(x.size());
+  for (size_t d = 0; d < x.size(); ++d) {
+    const int64_t s = starts[d], e = ends[d], st = steps[d];
+    const bool ok = st > 0 ? (s >= 0 && s <= x[d] && e >= s && e <= x[d])
+                  : st < 0 ? (s >= 0 && s < x[d] && e >= -1 && e <= s)
+                           : false;
+    if (!ok)
+      throw ShapeError("slice: axis " + std::to_string(d) + " of size " + std::to_string(x[d]) + ": start " +
+                       std::to_string(s) + ", end " + std::to_string(e) + ", step " + std::to_string(st) +
+                       " is not a normalised range");
+    out[d] = slice_count(s, e, st);
+  }
+  return {out};
+}
+
+template <class T>
+void slice_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  const Tensor<T>& x = *in[0];
+  Tensor<T>& o = out[0];
+  const int rank = x.rank();
+  const auto& starts = call.params.get_ints("starts");
+  const std::vector<int64_t> steps = slice_steps(call.params, rank);
+  const std::vector<int64_t> strides = row_major_strides(x.shape);
+  int64_t src = 0;
+  std::vector<int64_t> step_stride(rank);
+  for (int d = 0; d < rank; ++d) {
+    src += starts[d] * strides[d];
+    step_stride[d] = steps[d] * strides[d];
+  }
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t dst = 0; dst < o.size(); ++dst) {
+    o.data[dst] = x.data[src];
+    for (int ax = rank - 1; ax >= 0; --ax) {
+      src += step_stride[ax];
+      if (++idx[ax] < o.shape[ax]) break;
+      src -= step_stride[ax] * o.shape[ax];
+      idx[ax] = 0;
+    }
+  }
+}
+
+std::vector<Shape> expand_shapes(const OpCall& call) {
+  const auto& target = call.params.get_ints("shape");
+  if (ops::broadcast_shapes("expand", call.input_shapes[0], target) != target)
+    throw ShapeError("expand: " + shape_to_string(call.input_shapes[0]) + " does not broadcast to " +
+                     shape_to_string(target));
+  return {target};
+}
+
+template <class T>
+void expand_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  const Tensor<T>& x = *in[0];
+  ops::for_each_broadcast<1>(out[0].shape, {&x.shape},
+                             [&](int64_t o, const std::array<int64_t, 1>& at) { out[0].data[o] = x.data[at[0]]; });
+}
+
+std::vector<Shape> pad_shapes(const OpCall& call) {
+  const Shape& x = call.input_shapes[0];
+  const auto& pads = call.params.get_ints("pads");
+  if (pads.size() != 2 * x.size())
+    throw ShapeError("pad: pads needs " + std::to_string(2 * x.size()) + " entries (all begins, then all ends) for " +
+                     shape_to_string(x) + ", got " + std::to_string(pads.size()));
+  Shape out = x;
+  for (size_t d = 0; d < x.size(); ++d) out[d] += pads[d] + pads[d + x.size()];
+  return {out};
+}
+
+template <class T>
+void pad_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  const Tensor<T>& x = *in[0];
+  Tensor<T>& o = out[0];
+  const double value = call.params.get_float("value");
+  T fill;
+  if constexpr (kIsField<T>) fill = field_from_real(value);
+  else fill = static_cast<T>(value);
+  std::fill(o.data.begin(), o.data.end(), fill);
+  const auto& pads = call.params.get_ints("pads");
+  const int rank = x.rank();
+  const std::vector<int64_t> ostrides = row_major_strides(o.shape);
+  int64_t dst = 0;
+  for (int d = 0; d < rank; ++d) dst += pads[d] * ostrides[d];
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t src = 0; src < x.size(); ++src) {
+    o.data[dst] = x.data[src];
+    for (int ax = rank - 1; ax >= 0; --ax) {
+      dst += ostrides[ax];
+      if (++idx[ax] < x.shape[ax]) break;
+      dst -= ostrides[ax] * x.shape[ax];
+      idx[ax] = 0;
+    }
+  }
+}
+
 template <class T>
 void copy_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
   out[0].data = in[0]->data;
@@ -184,6 +299,31 @@ void register_layout_ops(OpTable& table) {
              .num_outputs = [](const Params& p) { return static_cast<int>(p.get_ints("sizes").size()); },
              .infer_shapes = split_shapes,
              .kernels = TGR_KERNELS_AND_INT64(split_kernel),
+             .multilinear = {true}});
+  ParamSpec steps = ints_param("steps", std::vector<int64_t>{}, -1, INT64_MIN, "per axis, non-zero (default: all 1)");
+  steps.allow_empty = true;
+  table.add({.name = "slice",
+             .summary = "elements start, start + step, ... before end, per axis (normalised ranges)",
+             .inputs = {"x"},
+             .params = {ints_param("starts", std::nullopt, -1, 0, "per axis"),
+                        ints_param("ends", std::nullopt, -1, -1, "per axis; -1 only with a negative step"), steps},
+             .infer_shapes = slice_shapes,
+             .kernels = TGR_KERNELS_AND_INT64(slice_kernel),
+             .multilinear = {true}});
+  table.add({.name = "expand",
+             .summary = "broadcast to a shape",
+             .inputs = {"x"},
+             .params = {ints_param("shape", std::nullopt, -1, 1, "the output shape")},
+             .infer_shapes = expand_shapes,
+             .kernels = TGR_KERNELS_AND_INT64(expand_kernel),
+             .multilinear = {true}});
+  table.add({.name = "pad",
+             .summary = "surround with a constant value",
+             .inputs = {"x"},
+             .params = {ints_param("pads", std::nullopt, -1, 0, "the begins of every axis, then the ends"),
+                        float_param("value", 0.0, -HUGE_VAL, HUGE_VAL, "the fill value")},
+             .infer_shapes = pad_shapes,
+             .kernels = TGR_KERNELS_AND_INT64(pad_kernel),
              .multilinear = {true}});
   table.add({.name = "reshape",
              .summary = "the same elements in row-major order under a new shape",

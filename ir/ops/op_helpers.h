@@ -4,6 +4,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -51,48 +52,75 @@ void map_elements(const Tensor<T>& in, Tensor<T>& out, F f) {
   });
 }
 
+inline ParamSpec float_param(std::string name, std::optional<double> def, double min, double max, std::string doc) {
+  ParamSpec p{.name = std::move(name), .kind = ParamKind::kFloat, .min_float = min, .max_float = max, .doc = std::move(doc)};
+  if (def) p.default_value = *def;
+  return p;
+}
+
+// The salt of an operator's pseudo-random field function: its name and
+// parameters, so leaky_relu[alpha=0.1] and [alpha=0.2] are different functions.
+inline uint64_t call_salt(const OpCall& call) {
+  std::string key = call.op.name;
+  for (const auto& [k, v] : call.params.entries()) key += "," + k + "=" + param_value_to_string(v);
+  return field_salt(key);
+}
+
+// The field semantics of a non-linear elementwise operator: the fixed
+// pseudo-random function of its salt.
+inline void field_unary(const OpCall& call, const Tensor<Fp>& in, Tensor<Fp>& out) {
+  const uint64_t salt = call_salt(call);
+  map_elements(in, out, [salt](Fp x) { return field_random_function(salt, x); });
+}
+
 // Multidirectional (NumPy/ONNX) broadcasting of two shapes; ShapeError otherwise.
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b);
 
+// Calls f(out_index, offsets) for every element of `out`, where offsets[k]
+// is the flat index of the element of input k broadcast (NumPy/ONNX) to it.
+template <size_t N, class F>
+void for_each_broadcast(const Shape& out, const std::array<const Shape*, N>& ins, F f) {
+  const int rank = static_cast<int>(out.size());
+  std::array<std::vector<int64_t>, N> strides;  // 0 along broadcast axes
+  for (size_t k = 0; k < N; ++k) {
+    const Shape& s = *ins[k];
+    strides[k].assign(rank, 0);
+    const int off = rank - static_cast<int>(s.size());
+    int64_t st = 1;
+    for (int i = static_cast<int>(s.size()) - 1; i >= 0; --i) {
+      strides[k][off + i] = s[i] == 1 ? 0 : st;
+      st *= s[i];
+    }
+  }
+  std::vector<int64_t> idx(rank, 0);
+  std::array<int64_t, N> offsets{};
+  const int64_t total = num_elements(out);
+  for (int64_t o = 0; o < total; ++o) {
+    f(o, offsets);
+    for (int ax = rank - 1; ax >= 0; --ax) {  // odometer increment
+      for (size_t k = 0; k < N; ++k) offsets[k] += strides[k][ax];
+      if (++idx[ax] < out[ax]) break;
+      for (size_t k = 0; k < N; ++k) offsets[k] -= strides[k][ax] * out[ax];
+      idx[ax] = 0;
+    }
+  }
+}
+
 // out[i] = f(a[ia], b[ib]) with a and b broadcast to out's shape.
-template <class T, class F>
-void map_broadcast(const Tensor<T>& a, const Tensor<T>& b, Tensor<T>& out, F f) {
+template <class T, class U, class V, class F>
+void map_broadcast(const Tensor<T>& a, const Tensor<U>& b, Tensor<V>& out, F f) {
   if (a.shape == b.shape) {
     const T* pa = a.data.data();
-    const T* pb = b.data.data();
-    T* po = out.data.data();
+    const U* pb = b.data.data();
+    V* po = out.data.data();
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, out.size(), 1 << 15),
                       [&](const tbb::blocked_range<int64_t>& r) {
                         for (int64_t i = r.begin(); i < r.end(); ++i) po[i] = f(pa[i], pb[i]);
                       });
     return;
   }
-  const int rank = out.rank();
-  // Strides of a and b in out's index space (0 along broadcast axes).
-  std::vector<int64_t> sa(rank, 0), sb(rank, 0);
-  auto fill = [&](const Shape& s, std::vector<int64_t>& strides) {
-    const int off = rank - static_cast<int>(s.size());
-    int64_t st = 1;
-    for (int i = static_cast<int>(s.size()) - 1; i >= 0; --i) {
-      strides[off + i] = s[i] == 1 ? 0 : st;
-      st *= s[i];
-    }
-  };
-  fill(a.shape, sa);
-  fill(b.shape, sb);
-  std::vector<int64_t> idx(rank, 0);
-  int64_t ia = 0, ib = 0;
-  for (int64_t o = 0; o < out.size(); ++o) {
-    out.data[o] = f(a.data[ia], b.data[ib]);
-    for (int ax = rank - 1; ax >= 0; --ax) {  // odometer increment
-      ia += sa[ax];
-      ib += sb[ax];
-      if (++idx[ax] < out.shape[ax]) break;
-      ia -= sa[ax] * out.shape[ax];
-      ib -= sb[ax] * out.shape[ax];
-      idx[ax] = 0;
-    }
-  }
+  for_each_broadcast<2>(out.shape, {&a.shape, &b.shape},
+                        [&](int64_t o, const std::array<int64_t, 2>& at) { out.data[o] = f(a.data[at[0]], b.data[at[1]]); });
 }
 
 // The activations, defined once: used by relu/sigmoid/tanh and by the fused

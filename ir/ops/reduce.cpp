@@ -1,0 +1,91 @@
+// Reductions over a set of axes: reduce_sum and reduce_mean.
+#include "ir/ops/families.h"
+#include "ir/ops/op_helpers.h"
+
+namespace tgr {
+namespace {
+
+std::vector<Shape> reduce_shapes(const OpCall& call) {
+  const Shape& x = call.input_shapes[0];
+  const auto& axes = call.params.get_ints("axes");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] >= static_cast<int64_t>(x.size()))
+      throw ShapeError(call.op.name + ": axis " + std::to_string(axes[i]) + " out of range for " + shape_to_string(x));
+    if (i > 0 && axes[i] <= axes[i - 1])
+      throw ShapeError(call.op.name + ": axes " + param_value_to_string(axes) + " must be increasing");
+  }
+  const bool keep = call.params.get_int("keepdims") != 0;
+  Shape out;
+  for (size_t d = 0; d < x.size(); ++d) {
+    const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+    if (!reduced) out.push_back(x[d]);
+    else if (keep) out.push_back(1);
+  }
+  return {out};
+}
+
+// Sums x into out: each input element adds to the output element whose index
+// drops (or zeroes) the reduced axes.
+template <class T>
+void sum_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
+  const auto& axes = call.params.get_ints("axes");
+  const int rank = x.rank();
+  std::vector<int64_t> out_stride(rank, 0);
+  int64_t st = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (std::find(axes.begin(), axes.end(), d) != axes.end()) continue;
+    out_stride[d] = st;
+    st *= x.shape[d];
+  }
+  std::fill(out.data.begin(), out.data.end(), T{});
+  std::vector<int64_t> idx(rank, 0);
+  int64_t o = 0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    out.data[o] += x.data[i];
+    for (int ax = rank - 1; ax >= 0; --ax) {
+      o += out_stride[ax];
+      if (++idx[ax] < x.shape[ax]) break;
+      o -= out_stride[ax] * x.shape[ax];
+      idx[ax] = 0;
+    }
+  }
+}
+
+template <class T>
+void reduce_sum_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  sum_into(call, *in[0], out[0]);
+}
+
+template <class T>
+void reduce_mean_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  sum_into(call, *in[0], out[0]);
+  const T scale = T(1) / T(in[0]->size() / std::max<int64_t>(out[0].size(), 1));
+  for (T& v : out[0].data) v *= scale;
+}
+
+}  // namespace
+
+void register_reduction_ops(OpTable& table) {
+  using namespace ops;
+  auto params = [] {
+    return std::vector<ParamSpec>{ints_param("axes", std::nullopt, -1, 0, "the axes to reduce, increasing"),
+                                  int_param("keepdims", 1, 0, 1, "1: keep reduced axes with size 1")};
+  };
+  table.add({.name = "reduce_sum",
+             .summary = "sum over axes",
+             .inputs = {"x"},
+             .params = params(),
+             .infer_shapes = reduce_shapes,
+             .kernels = TGR_KERNELS_AND_INT64(reduce_sum_kernel),
+             .multilinear = {true}});
+  table.add({.name = "reduce_mean",
+             .summary = "mean over axes",
+             .inputs = {"x"},
+             .params = params(),
+             .infer_shapes = reduce_shapes,
+             .kernels = TGR_KERNELS(reduce_mean_kernel),
+             .field = FieldSemantics::kInverse,
+             .multilinear = {true}});
+}
+
+}  // namespace tgr
