@@ -1,0 +1,327 @@
+#include "optimizer/onnx_proto.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+
+namespace tgr::onnx_io {
+namespace fs = std::filesystem;
+using onnx::TensorProto;
+
+// raw_data is little-endian; we copy it with memcpy.
+static_assert(std::endian::native == std::endian::little, "raw_data decoding assumes a little-endian host");
+
+namespace {
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+std::string tensor_label(const TensorProto& t) {
+  return "tensor " + (t.name().empty() ? std::string("<unnamed>") : in_quotes(t.name()));
+}
+std::string type_name(int32_t elem_type) {
+  return TensorProto::DataType_IsValid(elem_type)
+             ? TensorProto::DataType_Name(static_cast<TensorProto::DataType>(elem_type))
+             : "type " + std::to_string(elem_type);
+}
+
+// Opens `path` for reading, with a message that says why it cannot be.
+std::ifstream open_input(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw OnnxError(in_quotes(path) + ": no such file");
+  if (fs::is_directory(path, ec)) throw OnnxError(in_quotes(path) + ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw OnnxError(in_quotes(path) + ": cannot open for reading");
+  return in;
+}
+
+// Parses a whole file as one message. protobuf's default limit would reject
+// messages over 64 MB in older versions; models are routinely larger, so the
+// limit is raised to the format's own 2 GB ceiling.
+bool parse_file(const std::string& path, google::protobuf::MessageLite& msg) {
+  std::ifstream in = open_input(path);
+  google::protobuf::io::IstreamInputStream zin(&in);
+  google::protobuf::io::CodedInputStream coded(&zin);
+  coded.SetTotalBytesLimit(INT_MAX);
+  const bool ok = msg.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+  if (in.bad()) throw OnnxError(in_quotes(path) + ": read error");
+  return ok;
+}
+
+// Writes `msg` to a temporary file next to `path`, then renames it over
+// `path`: readers see either the old file or the complete new one.
+void write_file(const google::protobuf::MessageLite& msg, const std::string& path) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path() && !fs::is_directory(target.parent_path(), ec))
+    throw OnnxError("cannot write " + in_quotes(path) + ": folder " + in_quotes(target.parent_path().string()) +
+                    " does not exist");
+  std::string bytes;
+  if (!msg.SerializeToString(&bytes))
+    throw OnnxError("cannot write " + in_quotes(path) + ": serialization failed (message over 2 GB?)");
+  const std::string tmp = path + ".tmp" + std::to_string(std::random_device{}());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      throw OnnxError("cannot write " + in_quotes(path) + ": write to " + in_quotes(tmp) + " failed");
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw OnnxError("cannot write " + in_quotes(path) + ": " + ec.message());
+  }
+}
+
+// Moves a tensor's external data (a byte range of a file next to the model)
+// into raw_data.
+void inline_external_data(TensorProto& t, const fs::path& base_dir) {
+  if (t.data_location() != TensorProto::EXTERNAL) return;
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const auto& entry : t.external_data()) {
+    auto number = [&]() {
+      uint64_t v = 0;
+      const std::string& s = entry.value();
+      auto [end, err] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (err != std::errc() || end != s.data() + s.size())
+        throw OnnxError(tensor_label(t) + ": bad external data " + entry.key() + " " + in_quotes(s));
+      return v;
+    };
+    if (entry.key() == "location") location = entry.value();
+    else if (entry.key() == "offset") offset = number();
+    else if (entry.key() == "length") length = number();
+  }
+  if (location.empty()) throw OnnxError(tensor_label(t) + ": external data without a location");
+  // Like ONNX's checker: the data must lie inside the model's folder.
+  const fs::path rel(location);
+  if (rel.is_absolute() || std::find(rel.begin(), rel.end(), "..") != rel.end())
+    throw OnnxError(tensor_label(t) + ": external data location " + in_quotes(location) +
+                    " points outside the model's folder");
+  const std::string file = (base_dir / rel).string();
+  std::error_code ec;
+  const uint64_t size = fs::file_size(file, ec);
+  if (ec) throw OnnxError(tensor_label(t) + ": cannot read external data file " + in_quotes(file) + ": " + ec.message());
+  if (offset > size || (length && *length > size - offset))
+    throw OnnxError(tensor_label(t) + ": external data range (offset " + std::to_string(offset) + ", length " +
+                    (length ? std::to_string(*length) : std::string("rest")) + ") lies beyond the end of " +
+                    in_quotes(file) + " (" + std::to_string(size) + " bytes)");
+  const uint64_t n = length.value_or(size - offset);
+  std::string bytes(n, '\0');
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(bytes.data(), static_cast<std::streamsize>(n));
+  if (!in) throw OnnxError(tensor_label(t) + ": read error in external data file " + in_quotes(file));
+  t.set_raw_data(std::move(bytes));
+  t.clear_external_data();
+  t.set_data_location(TensorProto::DEFAULT);
+}
+
+void inline_external_data(onnx::GraphProto& g, const fs::path& base_dir) {
+  for (auto& t : *g.mutable_initializer()) inline_external_data(t, base_dir);
+  for (auto& node : *g.mutable_node())  // e.g. Constant's `value`
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_t()) inline_external_data(*attr.mutable_t(), base_dir);
+      for (auto& t : *attr.mutable_tensors()) inline_external_data(t, base_dir);
+    }
+}
+
+float half_to_float(uint16_t h) {
+  const int exp = (h >> 10) & 0x1f;
+  const int man = h & 0x3ff;
+  float mag;
+  if (exp == 0) mag = std::ldexp(static_cast<float>(man), -24);  // zero or subnormal
+  else if (exp == 31) mag = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else mag = std::ldexp(static_cast<float>(man | 0x400), exp - 25);
+  return (h & 0x8000) ? -mag : mag;
+}
+
+float bfloat16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+// The `count` elements of `t` as C type Raw: from raw_data when present,
+// otherwise from the typed repeated field ONNX stores this type in.
+template <class Raw, class Field>
+std::vector<Raw> elements(const TensorProto& t, int64_t count, const Field& field) {
+  // Sizes are checked before allocating: the dims of a corrupt file may be huge.
+  const auto n = static_cast<size_t>(count);
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() != n * sizeof(Raw))
+      throw OnnxError(tensor_label(t) + ": raw_data has " + std::to_string(raw.size()) + " bytes, " +
+                      std::to_string(n * sizeof(Raw)) + " expected for " + std::to_string(count) + " " +
+                      type_name(t.data_type()) + " values");
+    std::vector<Raw> out(n);
+    std::memcpy(out.data(), raw.data(), raw.size());
+    return out;
+  }
+  if (static_cast<size_t>(field.size()) != n)
+    throw OnnxError(tensor_label(t) + ": has " + std::to_string(field.size()) + " values, " +
+                    std::to_string(count) + " expected from its dims");
+  // int32_data holds the bits of narrower types (int8, uint16, float16, ...).
+  std::vector<Raw> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<Raw>(field[static_cast<int>(i)]);
+  return out;
+}
+
+template <class Raw, class Fn>
+std::vector<float> to_floats(const std::vector<Raw>& in, Fn convert) {
+  std::vector<float> out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) out[i] = convert(in[i]);
+  return out;
+}
+
+template <class Raw>
+std::vector<int64_t> to_ints(const TensorProto& t, const std::vector<Raw>& in) {
+  std::vector<int64_t> out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if constexpr (std::is_same_v<Raw, uint64_t>)
+      if (in[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        throw OnnxError(tensor_label(t) + ": UINT64 value " + std::to_string(in[i]) + " does not fit in int64");
+    out[i] = static_cast<int64_t>(in[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+onnx::ModelProto load_model(const std::string& path) {
+  onnx::ModelProto model;
+  const std::string invalid = in_quotes(path) + " is not a valid ONNX model";
+  // Many byte strings (text, empty files) are valid protobuf; no graph or no
+  // ir_version is what tells them apart from a model.
+  if (!parse_file(path, model)) throw OnnxError(invalid + " (protobuf parse failed: truncated or not ONNX)");
+  if (!model.has_graph()) throw OnnxError(invalid + " (no graph)");
+  if (model.ir_version() <= 0) throw OnnxError(invalid + " (no ir_version)");
+  inline_external_data(*model.mutable_graph(), fs::path(path).parent_path());
+  return model;
+}
+
+void save_model(const onnx::ModelProto& model, const std::string& path) { write_file(model, path); }
+
+int64_t default_opset(const onnx::ModelProto& model) {
+  for (const auto& op : model.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
+  throw OnnxError("model" + (model.graph().name().empty() ? "" : " " + in_quotes(model.graph().name())) +
+                  " imports no opset of the default domain (\"\" or \"ai.onnx\")");
+}
+
+ConstantValue tensor_to_constant(const TensorProto& t) {
+  if (t.data_location() == TensorProto::EXTERNAL)
+    throw OnnxError(tensor_label(t) + ": data is external (load the model with load_model)");
+  if (t.has_segment()) throw OnnxError(tensor_label(t) + ": segmented tensors are not supported");
+  Shape shape;
+  int64_t count = 1;
+  for (int64_t d : t.dims()) {
+    // The bound keeps count * sizeof(element) from overflowing.
+    if (d < 0 || (d > 0 && count > std::numeric_limits<int64_t>::max() / 8 / d))
+      throw OnnxError(tensor_label(t) + ": bad dims (negative or too many elements)");
+    shape.push_back(d);
+    count *= d;
+  }
+  auto real = [&](std::vector<float> v) { return ConstantValue(Tensor<float>(shape, std::move(v))); };
+  auto ints = [&](DType dt, std::vector<int64_t> v) { return ConstantValue(dt, Tensor<int64_t>(shape, std::move(v))); };
+  auto same = [](auto x) { return static_cast<float>(x); };
+  switch (t.data_type()) {
+    case TensorProto::FLOAT: return real(elements<float>(t, count, t.float_data()));
+    case TensorProto::DOUBLE: return real(to_floats(elements<double>(t, count, t.double_data()), same));
+    case TensorProto::FLOAT16: return real(to_floats(elements<uint16_t>(t, count, t.int32_data()), half_to_float));
+    case TensorProto::BFLOAT16:
+      return real(to_floats(elements<uint16_t>(t, count, t.int32_data()), bfloat16_to_float));
+    case TensorProto::INT64: return ints(DType::kInt64, elements<int64_t>(t, count, t.int64_data()));
+    case TensorProto::INT32: return ints(DType::kInt64, to_ints(t, elements<int32_t>(t, count, t.int32_data())));
+    case TensorProto::INT16: return ints(DType::kInt64, to_ints(t, elements<int16_t>(t, count, t.int32_data())));
+    case TensorProto::INT8: return ints(DType::kInt64, to_ints(t, elements<int8_t>(t, count, t.int32_data())));
+    case TensorProto::UINT8: return ints(DType::kInt64, to_ints(t, elements<uint8_t>(t, count, t.int32_data())));
+    case TensorProto::UINT16: return ints(DType::kInt64, to_ints(t, elements<uint16_t>(t, count, t.int32_data())));
+    case TensorProto::UINT32: return ints(DType::kInt64, to_ints(t, elements<uint32_t>(t, count, t.uint64_data())));
+    case TensorProto::UINT64: return ints(DType::kInt64, to_ints(t, elements<uint64_t>(t, count, t.uint64_data())));
+    case TensorProto::BOOL: {
+      std::vector<int64_t> v = to_ints(t, elements<uint8_t>(t, count, t.int32_data()));
+      for (int64_t& b : v) b = b != 0;
+      return ints(DType::kBool, std::move(v));
+    }
+    default: throw OnnxError(tensor_label(t) + ": element type " + type_name(t.data_type()) + " is not supported");
+  }
+}
+
+TensorProto constant_to_tensor(const ConstantValue& value, const std::string& name) {
+  TensorProto t;
+  t.set_name(name);
+  for (int64_t d : value.shape()) t.add_dims(d);
+  t.set_data_type(onnx_elem_type(value.dtype));
+  const size_t n = static_cast<size_t>(num_elements(value.shape()));
+  const size_t have = value.is_float() ? value.real.data.size() : value.ints.data.size();
+  if (have != n)
+    throw OnnxError(tensor_label(t) + ": " + std::to_string(have) + " values for shape " +
+                    shape_to_string(value.shape()));
+  std::string* raw = t.mutable_raw_data();
+  if (value.dtype == DType::kFloat) {
+    raw->assign(reinterpret_cast<const char*>(value.real.data.data()), n * sizeof(float));
+  } else if (value.dtype == DType::kInt64) {
+    raw->assign(reinterpret_cast<const char*>(value.ints.data.data()), n * sizeof(int64_t));
+  } else {
+    raw->resize(n);
+    for (size_t i = 0; i < n; ++i) (*raw)[i] = value.ints.data[i] != 0 ? 1 : 0;
+  }
+  return t;
+}
+
+NamedTensor read_tensor_file(const std::string& path) {
+  TensorProto t;
+  // An empty or random file often parses; a tensor without a type is not one.
+  if (!parse_file(path, t) || t.data_type() == TensorProto::UNDEFINED)
+    throw OnnxError(in_quotes(path) + " is not a valid ONNX tensor file (protobuf parse failed or no data type)");
+  try {
+    inline_external_data(t, fs::path(path).parent_path());
+    return {t.name(), tensor_to_constant(t)};
+  } catch (const OnnxError& e) {
+    throw OnnxError(in_quotes(path) + ": " + e.what());
+  }
+}
+
+void write_tensor_file(const ConstantValue& value, const std::string& name, const std::string& path) {
+  write_file(constant_to_tensor(value, name), path);
+}
+
+int32_t onnx_elem_type(DType t) {
+  switch (t) {
+    case DType::kFloat: return TensorProto::FLOAT;
+    case DType::kInt64: return TensorProto::INT64;
+    case DType::kBool: return TensorProto::BOOL;
+  }
+  throw OnnxError("unknown DType");
+}
+
+std::optional<DType> dtype_of_elem_type(int32_t elem_type) {
+  switch (elem_type) {
+    case TensorProto::FLOAT:
+    case TensorProto::DOUBLE:
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16: return DType::kFloat;
+    case TensorProto::INT64:
+    case TensorProto::INT32:
+    case TensorProto::INT16:
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::UINT16:
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: return DType::kInt64;
+    case TensorProto::BOOL: return DType::kBool;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace tgr::onnx_io

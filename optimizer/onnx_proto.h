@@ -1,0 +1,63 @@
+// The ONNX protobuf layer: reading and writing model files and single-tensor
+// files, and converting TensorProto <-> ConstantValue. Everything above this
+// layer (the importer, the exporter) works on parsed protos and never sees
+// bytes, external data or the many ONNX element types.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "ir/tensor.h"
+
+namespace tgr::onnx_io {
+
+// Raised for every failure of this layer; the message names the file or
+// tensor and the problem.
+class OnnxError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Loads a model file (any size protobuf accepts, i.e. up to 2 GB). Tensors
+// stored as external data (initializers and tensor attributes of the main
+// graph's nodes) are read from files relative to the model's folder into
+// raw_data, so callers never see external data. Subgraphs are not visited.
+onnx::ModelProto load_model(const std::string& path);
+
+// Writes a model through a temporary file in the same folder and a rename, so
+// a failure never leaves a half-written file at `path`.
+void save_model(const onnx::ModelProto& model, const std::string& path);
+
+// The opset version of the default domain ("" or "ai.onnx").
+int64_t default_opset(const onnx::ModelProto& model);
+
+// FLOAT, DOUBLE, FLOAT16, BFLOAT16 -> kFloat (float32); INT8..INT64 and
+// UINT8..UINT64 -> kInt64 (UINT64 values beyond int64 raise); BOOL -> kBool.
+// Reads raw_data (little-endian) or the typed repeated fields. Other types, or
+// a data size that does not match the dims, raise OnnxError naming the tensor.
+ConstantValue tensor_to_constant(const onnx::TensorProto& t);
+
+// FLOAT / INT64 / BOOL tensor with the data in raw_data.
+onnx::TensorProto constant_to_tensor(const ConstantValue& value, const std::string& name);
+
+// Single TensorProto files, the layout of ONNX test data sets (input_0.pb).
+struct NamedTensor {
+  std::string name;
+  ConstantValue value;
+};
+NamedTensor read_tensor_file(const std::string& path);
+void write_tensor_file(const ConstantValue& value, const std::string& name, const std::string& path);
+
+// ONNX element type (TensorProto::DataType) of an ir DType: FLOAT, INT64, BOOL.
+int32_t onnx_elem_type(DType t);
+
+// The DType that tensor_to_constant gives for `elem_type` (so DOUBLE -> kFloat,
+// INT32 -> kInt64); std::nullopt for types it rejects (STRING, COMPLEX*, ...).
+// onnx_elem_type(*d) == elem_type tells whether the mapping is exact.
+std::optional<DType> dtype_of_elem_type(int32_t elem_type);
+
+}  // namespace tgr::onnx_io
