@@ -1,5 +1,6 @@
-// `run`: evaluates a graph with the CPU reference interpreter, and prints the
-// operator table. (Running ONNX models arrives with issue 3.)
+// `run`: evaluates an ONNX model or a graph with the CPU reference
+// interpreter, checks a model against reference outputs, and prints the
+// operator table.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "ir/text.h"
 #include "runtime/interpreter.h"
 #include "tools/cli_common.h"
+#include "tools/run_model.h"
 #ifdef TGR_HAVE_CUDA
 #include "runtime/cuda/device_info.h"
 #endif
@@ -140,8 +142,20 @@ std::string read_file(const std::string& path) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"run: evaluate a graph with the CPU reference interpreter (float32, float64, prime field)"};
+  CLI::App app{"run: evaluate an ONNX model or a graph with the CPU reference interpreter"};
   bool list_ops = false, version = false;
+  tgr::cli::ModelRunOptions model;
+  auto* m_opt = app.add_option("--model", model.model, "an ONNX model")->check(CLI::ExistingFile);
+  app.add_option("--inputs", model.inputs, "input tensor files (ONNX TensorProto), in the model's input order or named")
+      ->needs(m_opt)->check(CLI::ExistingFile);
+  app.add_option("--output-dir", model.output_dir, "where to write output_K.pb")->needs(m_opt);
+  auto* t_opt = app.add_option("--test-data", model.test_data,
+                               "a folder of input_K.pb/output_K.pb, or of test_data_set_N/ folders: compute and compare")
+                    ->needs(m_opt)->check(CLI::ExistingDirectory);
+  app.add_option("--rtol", model.rtol, "largest relative L2 error per output for --test-data to pass (default 1e-4)")
+      ->needs(t_opt);
+  app.add_option("--precision", model.precision, "evaluate models in float32 or float64")
+      ->check(CLI::IsMember({"f32", "f64"}))->needs(m_opt);
   std::string graph_file, expr, shapes, domain = "all";
   uint64_t seed = 1;
   app.add_flag("--ops", list_ops, "print the operator table");
@@ -153,6 +167,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"f32", "f64", "field", "all"}));
   app.add_option("--seed", seed, "seed of the random inputs");
   g_opt->excludes(e_opt);
+  m_opt->excludes(g_opt)->excludes(e_opt);
   CLI11_PARSE(app, argc, argv);
 
   return tgr::cli::guarded("run", [&] {
@@ -165,10 +180,15 @@ int main(int argc, char** argv) {
 #endif
     }
     if (list_ops) tgr::print_op_table();
+    if (!model.model.empty()) {
+      if (model.test_data.empty() && model.inputs.empty())
+        throw std::runtime_error("--model needs --inputs FILES or --test-data DIR");
+      return tgr::cli::run_model(model);
+    }
     if (!graph_file.empty()) tgr::evaluate_and_print(tgr::parse_graph_file(tgr::read_file(graph_file)), domain, seed);
     if (!expr.empty()) tgr::evaluate_and_print(tgr::build_graph(expr, tgr::parse_shape_map(shapes)), domain, seed);
     if (!version && !list_ops && graph_file.empty() && expr.empty()) {
-      std::fprintf(stderr, "run: nothing to do: give --ops, --graph FILE or --expr TEXT (see --help)\n");
+      std::fprintf(stderr, "run: nothing to do: give --model, --ops, --graph FILE or --expr TEXT (see --help)\n");
       return 2;
     }
     return 0;

@@ -1,0 +1,280 @@
+#include "optimizer/onnx_import.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include "optimizer/onnx_import_context.h"
+#include "runtime/interpreter.h"
+
+namespace tgr::onnx_io {
+
+// --- ImportContext ------------------------------------------------------------
+
+ImportContext::ImportContext(Graph& graph, const onnx::NodeProto& node, int64_t opset,
+                             std::vector<std::optional<ValueRef>> inputs)
+    : graph_(graph), node_(node), opset_(opset), inputs_(std::move(inputs)), outputs_(node.output_size()) {}
+
+std::string ImportContext::where() const {
+  std::string op = node_.op_type();
+  if (!node_.domain().empty() && node_.domain() != "ai.onnx") op = node_.domain() + "::" + op;
+  return "node '" + node_.name() + "' (" + op + ", opset " + std::to_string(opset_) + ")";
+}
+
+void ImportContext::fail(const std::string& what) const { throw OnnxError(where() + ": " + what); }
+
+ValueRef ImportContext::input(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required");
+  return *inputs_[i];
+}
+
+const ConstantValue* ImportContext::constant_input(size_t i) const {
+  if (!has_input(i)) return nullptr;
+  const Node& n = graph_.node(inputs_[i]->node);
+  return n.is_constant() ? n.constant.get() : nullptr;
+}
+
+std::vector<int64_t> ImportContext::constant_ints(size_t i, const char* what) const {
+  const ConstantValue* c = constant_input(i);
+  if (!c) fail(std::string(what) + " (input " + std::to_string(i) + ") must be a constant: only static shapes are supported");
+  if (c->is_float()) fail(std::string(what) + " must be integers");
+  return c->ints.data;
+}
+
+double ImportContext::constant_scalar(size_t i, const char* what) const {
+  const ConstantValue* c = constant_input(i);
+  if (!c) fail(std::string(what) + " (input " + std::to_string(i) + ") must be a constant");
+  if (num_elements(c->shape()) != 1) fail(std::string(what) + " must hold one value");
+  return c->is_float() ? c->real.data[0] : static_cast<double>(c->ints.data[0]);
+}
+
+const onnx::AttributeProto* ImportContext::find_attr(const std::string& name) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t ImportContext::attr_int(const std::string& name, int64_t def) const {
+  const auto* a = find_attr(name);
+  return a ? a->i() : def;
+}
+
+double ImportContext::attr_float(const std::string& name, double def) const {
+  const auto* a = find_attr(name);
+  return a ? a->f() : def;
+}
+
+std::vector<int64_t> ImportContext::attr_ints(const std::string& name, std::vector<int64_t> def) const {
+  const auto* a = find_attr(name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : def;
+}
+
+std::string ImportContext::attr_string(const std::string& name, const std::string& def) const {
+  const auto* a = find_attr(name);
+  return a ? a->s() : def;
+}
+
+const onnx::TensorProto* ImportContext::attr_tensor(const std::string& name) const {
+  const auto* a = find_attr(name);
+  return a && a->has_t() ? &a->t() : nullptr;
+}
+
+int64_t ImportContext::axis(int64_t a, int64_t rank) const {
+  const int64_t n = a < 0 ? a + rank : a;
+  if (n < 0 || n >= std::max<int64_t>(rank, 1)) fail("axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank));
+  return n;
+}
+
+std::vector<ValueRef> ImportContext::emit_multi(const std::string& op_name, std::vector<ValueRef> inputs,
+                                                std::vector<std::pair<std::string, ParamValue>> params) {
+  const OpDef& op = OpTable::instance().get(op_name);
+  std::vector<ValueRef> outs;
+  try {
+    outs = graph_.add_op(op, op.make_params(std::move(params)), inputs, node_.name());
+  } catch (const ShapeError& e) {
+    fail(e.what());
+  } catch (const ParamError& e) {
+    fail(e.what());
+  }
+  const bool all_constant = std::all_of(inputs.begin(), inputs.end(),
+                                        [&](ValueRef v) { return graph_.node(v.node).is_constant(); });
+  if (!all_constant) return outs;
+  // Constant folding: compute the node now, in float32 (integers exactly).
+  Graph single;
+  for (ValueRef v : inputs) single.add_constant(*graph_.node(v.node).constant);
+  std::vector<ValueRef> args;
+  for (int32_t i = 0; i < static_cast<int32_t>(inputs.size()); ++i) args.push_back({i, 0});
+  for (ValueRef v : single.add_op(op, graph_.node(outs[0].node).params, args)) single.add_output(v);
+  std::vector<Value<float>> values;
+  try {
+    values = evaluate_values<float>(single, std::span<const Value<float>>{});
+  } catch (const std::exception& e) {
+    fail(std::string("folding a constant subgraph: ") + e.what());
+  }
+  ++folded;
+  std::vector<ValueRef> folded_outs;
+  for (auto& v : values) folded_outs.push_back(graph_.add_constant(std::move(v)));
+  return folded_outs;
+}
+
+ValueRef ImportContext::emit(const std::string& op, std::vector<ValueRef> inputs,
+                             std::vector<std::pair<std::string, ParamValue>> params) {
+  auto outs = emit_multi(op, std::move(inputs), std::move(params));
+  return outs.at(0);
+}
+
+ValueRef ImportContext::constant(ConstantValue value) { return graph_.add_constant(std::move(value)); }
+
+ValueRef ImportContext::reshape(ValueRef v, const Shape& s) {
+  if (shape(v) == s) return v;
+  return emit("reshape", {v}, {{"shape", std::vector<int64_t>(s)}});
+}
+
+void ImportContext::set_output(size_t k, ValueRef v) {
+  if (k >= outputs_.size()) return;  // an output the model does not name
+  outputs_[k] = v;
+}
+
+// --- the driver ------------------------------------------------------------------
+
+namespace {
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+// Static shape and element type of a graph input.
+std::pair<Shape, DType> input_type(const onnx::ValueInfoProto& info, const ImportOptions& options) {
+  const std::string& name = info.name();
+  if (!info.type().has_tensor_type()) throw OnnxError("graph input '" + name + "' is not a tensor");
+  const auto& tt = info.type().tensor_type();
+  const std::optional<DType> dtype = dtype_of_elem_type(tt.elem_type());
+  if (!dtype) throw OnnxError("graph input '" + name + "' has an element type (" + std::to_string(tt.elem_type()) + ") that is not supported");
+  if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) return {it->second, *dtype};
+  if (!tt.has_shape()) throw OnnxError("graph input '" + name + "' has no shape; give one (e.g. from its input tensor)");
+  Shape shape;
+  for (const auto& d : tt.shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0)
+      throw OnnxError("graph input '" + name + "' has a symbolic dimension '" + d.dim_param() +
+                      "'; only static shapes are supported: give the input's shape (run takes it from the input tensor)");
+    shape.push_back(d.dim_value());
+  }
+  return {shape, *dtype};
+}
+
+// Nodes in dependency order (exporters sometimes write them out of order).
+std::vector<const onnx::NodeProto*> sorted_nodes(const onnx::GraphProto& g, const std::set<std::string>& available) {
+  std::unordered_map<std::string, size_t> producer;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& out : g.node(i).output())
+      if (!out.empty()) producer[out] = static_cast<size_t>(i);
+  std::vector<int> state(g.node_size(), 0);  // 0 new, 1 on the stack, 2 done
+  std::vector<const onnx::NodeProto*> order;
+  // Iterative depth-first search, so deep graphs do not overflow the stack.
+  for (int root = 0; root < g.node_size(); ++root) {
+    if (state[root]) continue;
+    std::vector<std::pair<size_t, int>> stack{{root, 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [index, next] = stack.back();
+      const onnx::NodeProto& n = g.node(static_cast<int>(index));
+      if (next < n.input_size()) {
+        const std::string& in = n.input(next++);
+        if (in.empty() || available.count(in)) continue;
+        auto p = producer.find(in);
+        if (p == producer.end())
+          throw OnnxError("node '" + n.name() + "' (" + n.op_type() + ") reads '" + in +
+                          "', which no node, graph input or initializer produces");
+        if (state[p->second] == 1) throw OnnxError("the graph has a cycle through node '" + n.name() + "'");
+        if (state[p->second] == 0) {
+          state[p->second] = 1;
+          stack.push_back({p->second, 0});
+        }
+        continue;
+      }
+      state[index] = 2;
+      order.push_back(&n);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options) {
+  ImportedModel out;
+  out.opset = default_opset(model);
+  out.ir_version = model.ir_version();
+  out.producer = model.producer_name();
+  if (out.opset < 11 || out.opset > 18)
+    throw OnnxError("opset " + std::to_string(out.opset) + " is not supported (opsets 11 to 18 are)");
+  const onnx::GraphProto& g = model.graph();
+  Graph& graph = out.graph;
+  std::unordered_map<std::string, ValueRef> values;
+
+  for (const auto& init : g.initializer()) {
+    try {
+      values[init.name()] = graph.add_constant(tensor_to_constant(init), init.name());
+    } catch (const ShapeError& e) {
+      throw OnnxError("initializer '" + init.name() + "': " + e.what());
+    }
+  }
+  for (const auto& info : g.input()) {
+    if (values.count(info.name())) continue;  // an initializer listed as an input (old exporters)
+    auto [shape, dtype] = input_type(info, options);
+    values[info.name()] = graph.add_input(info.name(), shape, dtype);
+  }
+  std::set<std::string> available;
+  for (const auto& [name, v] : values) available.insert(name);
+
+  const auto& importers = operator_importers();
+  for (const onnx::NodeProto* n : sorted_nodes(g, available)) {
+    std::vector<std::optional<ValueRef>> inputs;
+    for (const auto& name : n->input()) {
+      if (name.empty()) {
+        inputs.emplace_back();
+        continue;
+      }
+      auto it = values.find(name);
+      if (it == values.end())
+        throw OnnxError("node '" + n->name() + "' (" + n->op_type() + ") reads '" + name + "', which its producer does not provide");
+      inputs.emplace_back(it->second);
+    }
+    ImportContext ctx(graph, *n, out.opset, std::move(inputs));
+    auto importer = importers.find(n->op_type());
+    if (!is_default_domain(n->domain()) || importer == importers.end())
+      throw UnsupportedOperator(ctx.where() + ": operator not supported (the importer maps " +
+                                std::to_string(importers.size()) + " ONNX operators of the default domain; see README.md)");
+    importer->second(ctx);
+    out.folded_nodes += ctx.folded > 0 ? 1 : 0;
+    for (int k = 0; k < n->output_size(); ++k) {
+      if (n->output(k).empty()) continue;
+      if (!ctx.outputs()[k]) continue;  // an output this mapping does not produce; reading it fails below
+      values[n->output(k)] = *ctx.outputs()[k];
+    }
+  }
+  for (const auto& info : g.output()) {
+    auto it = values.find(info.name());
+    if (it == values.end()) throw OnnxError("graph output '" + info.name() + "' is not produced by any node");
+    graph.add_output(it->second, info.name());
+  }
+  return out;
+}
+
+ImportedModel import_model_file(const std::string& path, const ImportOptions& options) {
+  const onnx::ModelProto model = load_model(path);
+  try {
+    return import_model(model, options);
+  } catch (const OnnxError& e) {
+    if (dynamic_cast<const UnsupportedOperator*>(&e)) throw UnsupportedOperator("'" + path + "': " + e.what());
+    throw OnnxError("'" + path + "': " + e.what());
+  }
+}
+
+std::vector<std::string> supported_onnx_operators() {
+  std::vector<std::string> names;
+  for (const auto& [name, f] : operator_importers()) names.push_back(name);
+  return names;
+}
+
+}  // namespace tgr::onnx_io

@@ -1,0 +1,43 @@
+// ONNX -> graph IR. Loads models as exporters write them (opsets 11 to 18,
+// nodes in any order, external data), folds every subgraph that depends only
+// on constants (the Shape/Gather/Concat chains around Reshape, attention
+// masks), and maps each remaining node to operators of the table, so the
+// graph holds the real computation with static shapes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "optimizer/onnx_proto.h"
+
+namespace tgr::onnx_io {
+
+// A node whose operator has no mapping; the message names the node, its
+// operator (with the domain when not the default) and the opset.
+class UnsupportedOperator : public OnnxError {
+ public:
+  using OnnxError::OnnxError;
+};
+
+struct ImportOptions {
+  // Shapes for graph inputs, overriding (and required for) symbolic dims.
+  std::map<std::string, Shape> input_shapes;
+};
+
+struct ImportedModel {
+  Graph graph;  // inputs and outputs keep the model's names
+  int64_t opset = 0;
+  int64_t ir_version = 0;
+  std::string producer;
+  int folded_nodes = 0;  // ONNX nodes computed at import (constant subgraphs)
+};
+
+ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options = {});
+ImportedModel import_model_file(const std::string& path, const ImportOptions& options = {});
+
+// The ONNX operators the importer maps (for messages and the README).
+std::vector<std::string> supported_onnx_operators();
+
+}  // namespace tgr::onnx_io

@@ -1,0 +1,82 @@
+// What an ONNX operator's import function sees of its node: inputs as graph
+// values, attributes, constant operands, and `emit`, which adds an operator
+// of the table or, when every input is constant, computes it right away
+// (constant folding happens here and nowhere else). Private to optimizer/.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "optimizer/onnx_import.h"
+
+namespace tgr::onnx_io {
+
+class ImportContext {
+ public:
+  ImportContext(Graph& graph, const onnx::NodeProto& node, int64_t opset, std::vector<std::optional<ValueRef>> inputs);
+
+  int64_t opset() const { return opset_; }
+  const onnx::NodeProto& node() const { return node_; }
+
+  // Inputs. Optional inputs may be absent (an empty name in ONNX).
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].has_value(); }
+  ValueRef input(size_t i) const;
+  const Shape& shape(ValueRef v) const { return graph_.shape(v); }
+  DType dtype(ValueRef v) const { return graph_.dtype(v); }
+  int64_t rank(ValueRef v) const { return static_cast<int64_t>(graph_.shape(v).size()); }
+
+  // The value of input i if it is a constant (an initializer or folded).
+  const ConstantValue* constant_input(size_t i) const;
+  // As above, but the input must be constant: its integers (shape-like
+  // operands), or its single float. `what` names the operand in errors.
+  std::vector<int64_t> constant_ints(size_t i, const char* what) const;
+  double constant_scalar(size_t i, const char* what) const;
+
+  // Attributes.
+  bool has_attr(const std::string& name) const { return find_attr(name) != nullptr; }
+  int64_t attr_int(const std::string& name, int64_t def) const;
+  double attr_float(const std::string& name, double def) const;
+  std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> def = {}) const;
+  std::string attr_string(const std::string& name, const std::string& def) const;
+  const onnx::TensorProto* attr_tensor(const std::string& name) const;
+
+  // Normalises a possibly negative axis against a rank.
+  int64_t axis(int64_t a, int64_t rank) const;
+
+  // Adds operator `op` (folded when all inputs are constant).
+  std::vector<ValueRef> emit_multi(const std::string& op, std::vector<ValueRef> inputs,
+                                   std::vector<std::pair<std::string, ParamValue>> params = {});
+  ValueRef emit(const std::string& op, std::vector<ValueRef> inputs,
+                std::vector<std::pair<std::string, ParamValue>> params = {});
+  ValueRef constant(ConstantValue value);
+  ValueRef reshape(ValueRef v, const Shape& shape);  // no node when the shape is unchanged
+
+  // The node's outputs; an unset output that a later node reads is an error there.
+  void set_output(size_t k, ValueRef v);
+  const std::vector<std::optional<ValueRef>>& outputs() const { return outputs_; }
+
+  // An OnnxError naming this node, its operator and the opset.
+  [[noreturn]] void fail(const std::string& what) const;
+  std::string where() const;
+
+  int folded = 0;  // operators computed here
+
+ private:
+  const onnx::AttributeProto* find_attr(const std::string& name) const;
+
+  Graph& graph_;
+  const onnx::NodeProto& node_;
+  int64_t opset_;
+  std::vector<std::optional<ValueRef>> inputs_;
+  std::vector<std::optional<ValueRef>> outputs_;
+};
+
+using OperatorImporter = std::function<void(ImportContext&)>;
+// The table of ONNX operator importers (onnx_import_ops.cpp), by op_type.
+const std::map<std::string, OperatorImporter>& operator_importers();
+
+}  // namespace tgr::onnx_io

@@ -1,0 +1,22 @@
+// `run --model`: import an ONNX model, evaluate it with the reference
+// interpreter, and write or check its outputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tgr::cli {
+
+struct ModelRunOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // input tensor files (--inputs)
+  std::string output_dir;           // where output_K.pb go (--output-dir)
+  std::string test_data;            // a test data set, or a folder of test_data_set_N (--test-data)
+  double rtol = 1e-4;               // relative L2 error allowed per output
+  std::string precision = "f32";    // f32 | f64
+};
+
+// Returns the exit status: 0 on success (and every output within rtol).
+int run_model(const ModelRunOptions& options);
+
+}  // namespace tgr::cli
