@@ -13,13 +13,16 @@ namespace tgr::onnx_io {
 // --- ImportContext ------------------------------------------------------------
 
 ImportContext::ImportContext(Graph& graph, const onnx::NodeProto& node, int64_t opset,
-                             std::vector<std::optional<ValueRef>> inputs)
-    : graph_(graph), node_(node), opset_(opset), inputs_(std::move(inputs)), outputs_(node.output_size()) {}
+                             std::vector<std::optional<ValueRef>> inputs, int64_t domain_opset)
+    : graph_(graph), node_(node), opset_(opset), domain_opset_(domain_opset), inputs_(std::move(inputs)),
+      outputs_(node.output_size()) {}
 
 std::string ImportContext::where() const {
-  std::string op = node_.op_type();
-  if (!node_.domain().empty() && node_.domain() != "ai.onnx") op = node_.domain() + "::" + op;
-  return "node '" + node_.name() + "' (" + op + ", opset " + std::to_string(opset_) + ")";
+  const std::string& domain = node_.domain();
+  if (domain.empty() || domain == "ai.onnx")
+    return "node '" + node_.name() + "' (" + node_.op_type() + ", opset " + std::to_string(opset_) + ")";
+  return "node '" + node_.name() + "' (" + domain + "::" + node_.op_type() + ", " + domain + " opset " +
+         (domain_opset_ >= 0 ? std::to_string(domain_opset_) : std::string("not imported")) + ")";
 }
 
 void ImportContext::fail(const std::string& what) const { throw OnnxError(where() + ": " + what); }
@@ -240,7 +243,10 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
         throw OnnxError("node '" + n->name() + "' (" + n->op_type() + ") reads '" + name + "', which its producer does not provide");
       inputs.emplace_back(it->second);
     }
-    ImportContext ctx(graph, *n, out.opset, std::move(inputs));
+    int64_t domain_opset = -1;
+    for (const auto& imp : model.opset_import())
+      if (imp.domain() == n->domain()) domain_opset = imp.version();
+    ImportContext ctx(graph, *n, out.opset, std::move(inputs), domain_opset);
     auto importer = importers.find(n->op_type());
     if (!is_default_domain(n->domain()) || importer == importers.end())
       throw UnsupportedOperator(ctx.where() + ": operator not supported (the importer maps " +

@@ -16,7 +16,9 @@ namespace tgr::onnx_io {
 
 class ImportContext {
  public:
-  ImportContext(Graph& graph, const onnx::NodeProto& node, int64_t opset, std::vector<std::optional<ValueRef>> inputs);
+  // `opset` is the default domain's; `domain_opset` the node's own domain's.
+  ImportContext(Graph& graph, const onnx::NodeProto& node, int64_t opset, std::vector<std::optional<ValueRef>> inputs,
+                int64_t domain_opset = -1);
 
   int64_t opset() const { return opset_; }
   const onnx::NodeProto& node() const { return node_; }
@@ -71,6 +73,7 @@ class ImportContext {
   Graph& graph_;
   const onnx::NodeProto& node_;
   int64_t opset_;
+  int64_t domain_opset_;
   std::vector<std::optional<ValueRef>> inputs_;
   std::vector<std::optional<ValueRef>> outputs_;
 };

@@ -167,17 +167,18 @@ void import_conv(Ctx& c) {
 // ONNX's ceil_mode: extra end padding so that floor rounding gives the
 // ceiling, keeping PyTorch's (and ONNX Runtime's) rule that the last window
 // starts inside the input or its begin padding.
-ParamValue pool_padding(Ctx& c, const Shape& x, const Ints& kernel, const Ints& strides, bool count_pad) {
-  ParamValue pad = window_padding(c, x, kernel, strides, {1, 1});
+ParamValue pool_padding(Ctx& c, const Shape& x, const Ints& kernel, const Ints& strides, const Ints& dilations,
+                        bool count_pad) {
+  ParamValue pad = window_padding(c, x, kernel, strides, dilations);
   if (c.attr_int("ceil_mode", 0) == 0) return pad;
   auto* explicit_pads = std::get_if<Ints>(&pad);
   if (!explicit_pads) return pad;  // auto_pad ignores ceil_mode
   Ints p = *explicit_pads;
   for (int a = 0; a < 2; ++a) {
-    const int64_t in = x[2 + a], padded = in + p[a] + p[a + 2];
-    int64_t out = (padded - kernel[a] + strides[a] - 1) / strides[a] + 1;
+    const int64_t in = x[2 + a], padded = in + p[a] + p[a + 2], extent = (kernel[a] - 1) * dilations[a] + 1;
+    int64_t out = (padded - extent + strides[a] - 1) / strides[a] + 1;
     if ((out - 1) * strides[a] >= in + p[a]) --out;
-    const int64_t extra = (out - 1) * strides[a] + kernel[a] - padded;
+    const int64_t extra = (out - 1) * strides[a] + extent - padded;
     if (extra > 0) {
       if (count_pad) c.fail("ceil_mode with count_include_pad is not supported where it adds a window");
       p[a + 2] += extra;
@@ -192,12 +193,14 @@ OperatorImporter pool(const char* op) {
     if (c.rank(x) != 4) c.fail("only 2-D pooling (4-D input, NCHW) is supported");
     if (c.outputs().size() > 1 && !c.node().output(1).empty()) c.fail("the Indices output is not supported");
     const Ints kernel = two(c, "kernel_shape", {}), strides = two(c, "strides", {1, 1});
-    if (c.attr_ints("dilations", {1, 1}) != Ints{1, 1}) c.fail("dilated pooling is not supported");
+    const Ints dilations = two(c, "dilations", {1, 1});
     const bool avg = std::string(op) == "avgpool";
+    if (avg && dilations != Ints{1, 1}) c.fail("dilated average pooling is not supported");
     const bool count_pad = avg && c.attr_int("count_include_pad", 0) != 0;
     std::vector<std::pair<std::string, ParamValue>> params{
-        {"kernel", kernel}, {"stride", strides}, {"pad", pool_padding(c, c.shape(x), kernel, strides, count_pad)}};
+        {"kernel", kernel}, {"stride", strides}, {"pad", pool_padding(c, c.shape(x), kernel, strides, dilations, count_pad)}};
     if (avg) params.emplace_back("include_pad", int64_t{count_pad});
+    else params.emplace_back("dilation", dilations);
     c.set_output(0, c.emit(op, {x}, params));
   };
 }

@@ -51,7 +51,10 @@ TEST(OpTable, EveryEntryIsComplete) {
                            "conv_identity", "pool_kernel", "ones"})
     EXPECT_NE(OpTable::instance().find(name), nullptr) << name;
   for (const OpDef* op : ops) {
-    EXPECT_TRUE(op->kernels.f32 && op->kernels.f64 && op->kernels.field) << op->name;
+    const bool plain = op->kernels.f32 && op->kernels.f64 && op->kernels.field;
+    const bool mixed = op->mixed_kernels.f32 && op->mixed_kernels.f64 && op->mixed_kernels.field;
+    EXPECT_TRUE(plain != mixed) << op->name << ": one complete kernel set";
+    EXPECT_TRUE(!mixed || op->infer_dtypes) << op->name << ": mixed kernels need an element-type rule";
     EXPECT_EQ(op->multilinear.size(), op->inputs.size()) << op->name;
   }
   expect_error<std::out_of_range>([] { OpTable::instance().get("conv3d"); }, "unknown operator 'conv3d'");

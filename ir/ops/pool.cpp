@@ -12,10 +12,10 @@ Window2d pool_geometry(const OpCall& call, const Shape& x) {
   const std::string& op = call.op.name;
   if (x.size() != 4) throw ShapeError(op + ": input must be 4-D (N x C x H x W), got " + shape_to_string(x));
   const auto& kernel = call.params.get_ints("kernel");
-  Window2d w = window_geometry(op, call.params, x[2], x[3], kernel[0], kernel[1], false);
+  Window2d w = window_geometry(op, call.params, x[2], x[3], kernel[0], kernel[1], call.op.find_param("dilation"));
   // A window lying wholly in the padding would have no elements.
-  if (w.pad_top >= w.kernel_h || w.pad_bottom >= w.kernel_h || w.pad_left >= w.kernel_w ||
-      w.pad_right >= w.kernel_w)
+  const int64_t extent_h = (w.kernel_h - 1) * w.dilation_h + 1, extent_w = (w.kernel_w - 1) * w.dilation_w + 1;
+  if (w.pad_top >= extent_h || w.pad_bottom >= extent_h || w.pad_left >= extent_w || w.pad_right >= extent_w)
     throw ShapeError(op + ": padding must be smaller than the " + shape_to_string(kernel) + " kernel");
   return w;
 }
@@ -26,8 +26,20 @@ std::vector<Shape> pool_shapes(const OpCall& call) {
   return {{x[0], x[1], w.out_h, w.out_w}};
 }
 
-// Calls reduce(plane, out_index, ih0, ih1, iw0, iw1) for every output element
-// with the window clipped to the input; planes in parallel.
+// The taps of one window along one axis that fall inside the input:
+// first, first + dilation, ... (count of them).
+struct Taps {
+  int64_t first = 0, count = 0;
+};
+
+Taps clip_window(int64_t start, int64_t kernel, int64_t dilation, int64_t size) {
+  const int64_t k0 = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  const int64_t k1 = std::min(kernel, start >= size ? 0 : (size - start + dilation - 1) / dilation);
+  return {start + k0 * dilation, std::max<int64_t>(0, k1 - k0)};
+}
+
+// Calls reduce(plane, rows, columns) for every output element with its
+// window's taps inside the input; planes in parallel.
 template <class T, class Reduce>
 void for_each_window(const Tensor<T>& x, Tensor<T>& out, const Window2d& w, Reduce reduce) {
   const int64_t planes = x.shape[0] * x.shape[1];
@@ -35,12 +47,10 @@ void for_each_window(const Tensor<T>& x, Tensor<T>& out, const Window2d& w, Redu
     const T* plane = x.data.data() + p * w.in_h * w.in_w;
     T* dst = out.data.data() + p * w.out_h * w.out_w;
     for (int64_t oh = 0; oh < w.out_h; ++oh) {
-      const int64_t h0 = oh * w.stride_h - w.pad_top;
-      const int64_t ih0 = std::max<int64_t>(h0, 0), ih1 = std::min(h0 + w.kernel_h, w.in_h);
+      const Taps rows = clip_window(oh * w.stride_h - w.pad_top, w.kernel_h, w.dilation_h, w.in_h);
       for (int64_t ow = 0; ow < w.out_w; ++ow) {
-        const int64_t w0 = ow * w.stride_w - w.pad_left;
-        const int64_t iw0 = std::max<int64_t>(w0, 0), iw1 = std::min(w0 + w.kernel_w, w.in_w);
-        dst[oh * w.out_w + ow] = reduce(plane, ih0, ih1, iw0, iw1);
+        const Taps cols = clip_window(ow * w.stride_w - w.pad_left, w.kernel_w, w.dilation_w, w.in_w);
+        dst[oh * w.out_w + ow] = reduce(plane, rows, cols);
       }
     }
   });
@@ -51,11 +61,11 @@ void avgpool_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, st
   const Window2d w = pool_geometry(call, in[0]->shape);
   const bool include_pad = call.params.get_int("include_pad") != 0;
   const int64_t width = w.in_w;
-  for_each_window(*in[0], out[0], w, [&](const T* plane, int64_t ih0, int64_t ih1, int64_t iw0, int64_t iw1) {
+  for_each_window(*in[0], out[0], w, [&](const T* plane, Taps rows, Taps cols) {
     T sum{};
-    for (int64_t i = ih0; i < ih1; ++i)
-      for (int64_t j = iw0; j < iw1; ++j) sum += plane[i * width + j];
-    const int64_t count = include_pad ? w.kernel_h * w.kernel_w : (ih1 - ih0) * (iw1 - iw0);
+    for (int64_t i = rows.first; i < rows.first + rows.count; ++i)
+      for (int64_t j = cols.first; j < cols.first + cols.count; ++j) sum += plane[i * width + j];
+    const int64_t count = include_pad ? w.kernel_h * w.kernel_w : rows.count * cols.count;
     return sum / T(count);  // in the field: times the inverse of count
   });
 }
@@ -64,19 +74,21 @@ template <class T>
 void maxpool_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
   const Window2d w = pool_geometry(call, in[0]->shape);
   const int64_t width = w.in_w;
-  for_each_window(*in[0], out[0], w, [&](const T* plane, int64_t ih0, int64_t ih1, int64_t iw0, int64_t iw1) {
+  const int64_t dh = w.dilation_h, dw = w.dilation_w;
+  for_each_window(*in[0], out[0], w, [&](const T* plane, Taps rows, Taps cols) {
     if constexpr (kIsField<T>) {
       // The field has no order: a fixed pseudo-random symmetric function of
       // the window, h(sum of g(x)), over the elements inside the input.
       static const uint64_t inner = field_salt("maxpool.element"), outer = field_salt("maxpool");
       T acc{};
-      for (int64_t i = ih0; i < ih1; ++i)
-        for (int64_t j = iw0; j < iw1; ++j) acc += field_random_function(inner, plane[i * width + j]);
+      for (int64_t r = 0; r < rows.count; ++r)
+        for (int64_t c = 0; c < cols.count; ++c)
+          acc += field_random_function(inner, plane[(rows.first + r * dh) * width + cols.first + c * dw]);
       return field_random_function(outer, acc);
     } else {
       T best = -std::numeric_limits<T>::infinity();
-      for (int64_t i = ih0; i < ih1; ++i)
-        for (int64_t j = iw0; j < iw1; ++j) best = std::max(best, plane[i * width + j]);
+      for (int64_t r = 0; r < rows.count; ++r)
+        for (int64_t c = 0; c < cols.count; ++c) best = std::max(best, plane[(rows.first + r * dh) * width + cols.first + c * dw]);
       return best;
     }
   });
@@ -102,10 +114,12 @@ void register_pooling_ops(OpTable& table) {
              .kernels = TGR_KERNELS(avgpool_kernel),
              .field = FieldSemantics::kInverse,
              .multilinear = {true}});
+  std::vector<ParamSpec> max_params = pool_params();
+  max_params.push_back(dilation_param());
   table.add({.name = "maxpool",
              .summary = "maximum over each window (padding never wins)",
              .inputs = {"x"},
-             .params = pool_params(),
+             .params = max_params,
              .infer_shapes = pool_shapes,
              .kernels = TGR_KERNELS(maxpool_kernel),
              .field = FieldSemantics::kPseudoRandom,
