@@ -1,0 +1,129 @@
+// The importer: what the graph looks like after import (constant subgraphs
+// folded, ONNX operators mapped onto the table), and its errors. Values are
+// checked against ONNX Runtime by the onnx_op.* and onnx_model.* ctest
+// entries (`run --test-data`).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "optimizer/onnx_import.h"
+#include "runtime/interpreter.h"
+
+namespace tgr::onnx_io {
+namespace {
+
+const std::string kData = TGR_TEST_DATA;
+
+std::map<std::string, int> op_counts(const Graph& g) {
+  std::map<std::string, int> counts;
+  for (int32_t i : g.topological_order())
+    if (g.node(i).is_op()) ++counts[g.node(i).op->name];
+  return counts;
+}
+
+std::string model(const std::string& name) { return kData + "/onnx_ops/" + name + "/model.onnx"; }
+
+TEST(OnnxImport, ShapeChainsFoldAway) {
+  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape: one reshape remains.
+  const ImportedModel m = import_model_file(model("fold_shape_gather_reshape_op13"));
+  const auto counts = op_counts(m.graph);
+  EXPECT_EQ(counts.size(), 1u) << "operators left: " << counts.size();
+  EXPECT_EQ(counts.count("reshape"), 1u);
+  EXPECT_GT(m.folded_nodes, 0);
+}
+
+TEST(OnnxImport, AttentionMaskChainsFoldAway) {
+  for (const char* name : {"fold_attention_mask_op13", "fold_attention_mask_bert_op11"}) {
+    const ImportedModel m = import_model_file(model(name));
+    const auto counts = op_counts(m.graph);
+    for (const char* gone : {"equal", "where", "cast", "expand", "sub", "logical_not"})
+      EXPECT_EQ(counts.count(gone), 0u) << name << " still has " << gone;
+    EXPECT_GE(counts.count("add"), 1u) << name;
+  }
+}
+
+TEST(OnnxImport, BertHoldsOnlyTheRealComputation) {
+  const ImportedModel m = import_model_file(kData + "/models/bert_tiny.onnx");
+  EXPECT_EQ(m.opset, 17);
+  const auto counts = op_counts(m.graph);
+  // What is left is the network itself; the mask and position machinery
+  // (Shape, Equal, Where on constants, Expand, ConstantOfShape) is folded.
+  const std::set<std::string> allowed = {"gather", "add", "layer_norm", "matmul", "reshape", "transpose", "batch_matmul",
+                                         "mul", "div", "softmax", "is_nan", "where", "erf", "sub"};
+  for (const auto& [op, n] : counts) EXPECT_TRUE(allowed.count(op)) << "unexpected " << op << " x" << n;
+  EXPECT_EQ(counts.at("layer_norm"), 5);
+  EXPECT_EQ(counts.at("softmax"), 2);
+  EXPECT_EQ(counts.at("gather"), 1);  // the word embedding: its indices are the input
+  ASSERT_EQ(m.graph.inputs().size(), 1u);
+  EXPECT_EQ(m.graph.dtype({m.graph.inputs()[0], 0}), DType::kInt64);
+  EXPECT_EQ(m.graph.output_names().at(0), "283");
+}
+
+TEST(OnnxImport, SqueezeNetMapsConvBiasAndPools) {
+  const ImportedModel m = import_model_file(kData + "/models/squeezenet1_1.onnx");
+  const auto counts = op_counts(m.graph);
+  EXPECT_EQ(counts.at("conv2d"), 26);
+  EXPECT_EQ(counts.at("add"), 26);  // each Conv's bias
+  EXPECT_EQ(counts.at("relu"), 26);
+  EXPECT_EQ(counts.at("maxpool"), 3);
+  EXPECT_EQ(counts.at("avgpool"), 1);  // GlobalAveragePool
+  EXPECT_EQ(counts.count("identity"), 0u);
+  EXPECT_EQ(m.graph.node(m.graph.inputs()[0]).name, "input.1");
+}
+
+TEST(OnnxImport, NodesOutOfOrderAndExternalData) {
+  const ImportedModel shuffled = import_model_file(model("unsorted_nodes_op13"));
+  EXPECT_GE(shuffled.graph.num_ops(), 3);
+  const ImportedModel external = import_model_file(model("external_data_matmul_add_op13"));
+  EXPECT_GE(external.graph.num_ops(), 1);
+}
+
+TEST(OnnxImport, SymbolicDimensionsNeedAShape) {
+  onnx::ModelProto m = load_model(kData + "/models/bert_tiny.onnx");
+  auto* dim = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1);
+  dim->set_dim_param("sequence");
+  try {
+    import_model(m);
+    ADD_FAILURE() << "expected an error";
+  } catch (const OnnxError& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic dimension 'sequence'"), std::string::npos) << e.what();
+  }
+  ImportOptions options;
+  options.input_shapes["input.1"] = {1, 64};
+  EXPECT_NO_THROW(import_model(m, options));
+}
+
+TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
+  try {
+    import_model_file(kData + "/onnx_bad/unsupported_op.onnx");
+    ADD_FAILURE() << "expected an error";
+  } catch (const UnsupportedOperator& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'my_det_node' (Det, opset 13): operator not supported"), std::string::npos)
+        << e.what();
+  }
+  onnx::ModelProto m = load_model(kData + "/models/squeezenet1_1.onnx");
+  for (auto& imp : *m.mutable_opset_import())
+    if (imp.domain().empty()) imp.set_version(9);
+  try {
+    import_model(m);
+    ADD_FAILURE() << "expected an error";
+  } catch (const OnnxError& e) {
+    EXPECT_NE(std::string(e.what()).find("opset 9 is not supported (opsets 11 to 18 are)"), std::string::npos) << e.what();
+  }
+  // A node reading a value nothing produces.
+  onnx::ModelProto broken = load_model(kData + "/models/squeezenet1_1.onnx");
+  broken.mutable_graph()->mutable_node(3)->set_input(0, "nowhere");
+  try {
+    import_model(broken);
+    ADD_FAILURE() << "expected an error";
+  } catch (const OnnxError& e) {
+    EXPECT_NE(std::string(e.what()).find("reads 'nowhere', which no node, graph input or initializer produces"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_GE(supported_onnx_operators().size(), 55u);
+}
+
+}  // namespace
+}  // namespace tgr::onnx_io
