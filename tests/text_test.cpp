@@ -122,3 +122,28 @@ TEST(GraphFile, InputsLetsAndOutputs) {
 
 }  // namespace
 }  // namespace tgr
+
+#include "ir/canonical.h"
+
+namespace tgr {
+namespace {
+
+TEST(Canonical, RenamingCommutativityAndSides) {
+  const std::string a = canonical_rule_text("matmul(matmul(x0, w0), w1) => matmul(x0, matmul(w0, w1))");
+  EXPECT_EQ(canonical_rule_text("matmul(matmul(x7, w3), w1) => matmul(x7, matmul(w3, w1))"), a);
+  EXPECT_EQ(canonical_rule_text("matmul(x0, matmul(w0, w1)) => matmul(matmul(x0, w0), w1)"), a);
+  EXPECT_NE(canonical_rule_text("matmul(x0, matmul(w0, w1)) => matmul(matmul(x0, w0), w1)", false), a);
+  // Renaming keeps kinds apart and follows first appearance.
+  EXPECT_EQ(canonical_rule_text("add(x1, x0) => add(x0, x1)"), "add(x0, x1) => add(x0, x1)");
+  // Commutative arguments in any order.
+  const std::string d = canonical_rule_text("mul(add(x0, x1), x2) => add(mul(x0, x2), mul(x1, x2))");
+  EXPECT_EQ(canonical_rule_text("mul(x2, add(x1, x0)) => add(mul(x2, x1), mul(x0, x2))"), d);
+  // Non-commutative operators keep their order: matmul(a, b) != matmul(b, a).
+  EXPECT_NE(canonical_rule_text("matmul(x0, w0) => matmul(w0, x0)"), canonical_rule_text("matmul(x0, w0) => matmul(x0, w0)"));
+  // Defaults do not matter.
+  EXPECT_EQ(canonical_rule_text("conv2d[pad=same, act=none](i0, k0) => conv2d(i0, k0)"), "conv2d(i0, k0) => conv2d(i0, k0)");
+  EXPECT_EQ(canonical_text(parse_tuple("add(k3, i9)")), "add(i0, k0)");
+}
+
+}  // namespace
+}  // namespace tgr

@@ -1,0 +1,112 @@
+#include "ir/canonical.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+namespace tgr {
+
+void normalize_params(Expr& e) {
+  if (e.kind != Expr::Kind::kCall) return;
+  const OpDef& op = OpTable::instance().get(e.name);
+  const Params full = op.make_params(e.params);
+  e.params.clear();
+  for (const auto& [key, value] : full.entries()) {
+    const ParamSpec* spec = op.find_param(key);
+    if (!(spec->default_value && *spec->default_value == value)) e.params.emplace_back(key, value);
+  }
+  for (Expr& a : e.args) normalize_params(a);
+}
+
+namespace {
+
+// The commutative nodes of a tuple, in a fixed traversal order.
+void collect_commutative(std::vector<Expr>& exprs, std::vector<Expr*>& out) {
+  for (Expr& e : exprs) {
+    if (e.kind != Expr::Kind::kCall) continue;
+    const OpDef& op = OpTable::instance().get(e.name);
+    if (op.commutative && e.args.size() == 2) out.push_back(&e);
+    collect_commutative(e.args, out);
+  }
+}
+
+std::string kind_of(const std::string& name) {
+  size_t n = 0;
+  while (n < name.size() && std::isalpha(static_cast<unsigned char>(name[n]))) ++n;
+  return name.substr(0, n);
+}
+
+void rename(std::vector<Expr>& exprs, std::map<std::string, std::string>& names, std::map<std::string, int>& counters) {
+  for (Expr& e : exprs) {
+    if (e.kind == Expr::Kind::kVar) {
+      auto it = names.find(e.name);
+      if (it == names.end()) {
+        const std::string kind = kind_of(e.name);
+        it = names.emplace(e.name, kind + std::to_string(counters[kind]++)).first;
+      }
+      e.name = it->second;
+    } else {
+      rename(e.args, names, counters);
+    }
+  }
+}
+
+std::string tuple_text(const std::vector<Expr>& exprs) {
+  if (exprs.size() == 1) return to_text(exprs[0]);
+  std::string s = "(";
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    if (i) s += ", ";
+    s += to_text(exprs[i]);
+  }
+  return s + ")";
+}
+
+// The smallest renamed text over all argument orders of commutative nodes of
+// `sides` (one side for a graph, two for a rule, renamed together).
+std::string smallest_text(std::vector<std::vector<Expr>> sides) {
+  std::vector<Expr*> nodes;
+  for (auto& side : sides) collect_commutative(side, nodes);
+  // 2^k orders; rules from the generator have few commutative nodes. Past
+  // 16, fall back to one order (still a deterministic, valid form).
+  const size_t k = std::min<size_t>(nodes.size(), 16);
+  std::string best;
+  // Swapping a node's arguments moves its subtrees to other addresses, so
+  // swaps go children first (reverse pre-order) and are undone parents first:
+  // every pointer in `nodes` is valid when it is used.
+  for (uint64_t mask = 0; mask < (uint64_t{1} << k); ++mask) {
+    for (size_t i = k; i-- > 0;)
+      if ((mask >> i & 1) != 0) std::swap(nodes[i]->args[0], nodes[i]->args[1]);
+    std::vector<std::vector<Expr>> renamed = sides;
+    std::map<std::string, std::string> names;
+    std::map<std::string, int> counters;
+    for (auto& side : renamed) rename(side, names, counters);
+    std::string text = tuple_text(renamed[0]);
+    if (renamed.size() > 1) text += " => " + tuple_text(renamed[1]);
+    if (best.empty() || text < best) best = text;
+    for (size_t i = 0; i < k; ++i)  // undo
+      if ((mask >> i & 1) != 0) std::swap(nodes[i]->args[0], nodes[i]->args[1]);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string canonical_text(std::vector<Expr> outputs) {
+  for (Expr& e : outputs) normalize_params(e);
+  return smallest_text({std::move(outputs)});
+}
+
+std::string canonical_rule_text(RuleExpr rule, bool allow_swap) {
+  for (Expr& e : rule.source) normalize_params(e);
+  for (Expr& e : rule.target) normalize_params(e);
+  std::string forward = smallest_text({rule.source, rule.target});
+  if (!allow_swap) return forward;
+  std::string backward = smallest_text({rule.target, rule.source});
+  return std::min(forward, backward);
+}
+
+std::string canonical_rule_text(std::string_view text, bool allow_swap) {
+  return canonical_rule_text(parse_rule_expr(text), allow_swap);
+}
+
+}  // namespace tgr

@@ -1,0 +1,33 @@
+// Canonical forms of graphs and rules in the text syntax, up to
+//  - renaming of variables (renamed by order of first appearance, keeping the
+//    letters of their name as their kind: x1, x0 -> x0, x1; k5 -> k0),
+//  - the argument order of commutative operators (add, mul: the table's flag),
+//  - for rules, which side is written first,
+//  - parameters written at their default value.
+// The canonical text is the smallest text over all of these choices, so two
+// texts denote the same rule (in this sense) exactly when their canonical
+// texts are equal. It is the rules database's key and what `rules lookup`
+// compares.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/text.h"
+
+namespace tgr {
+
+// A tuple of expressions (one graph's outputs).
+std::string canonical_text(std::vector<Expr> outputs);
+
+// A rule. With `allow_swap`, "a => b" and "b => a" have one canonical text.
+std::string canonical_rule_text(RuleExpr rule, bool allow_swap = true);
+
+// Parses and canonicalises; throws ParseError.
+std::string canonical_rule_text(std::string_view text, bool allow_swap = true);
+
+// Parameters equal to their default removed (what printing omits), in table order.
+void normalize_params(Expr& e);
+
+}  // namespace tgr
