@@ -1,0 +1,328 @@
+#include "generator/enumerator.h"
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "runtime/interpreter.h"
+
+namespace tgr::gen {
+
+bool operator<(const GraphRecord& a, const GraphRecord& b) {
+  if (a.tie() != b.tie()) return a.tie() < b.tie();
+  for (int i = 0; i < a.n_ops; ++i) {
+    const auto ka = std::tie(a.ops[i].tmpl, a.ops[i].n_args, a.ops[i].args);
+    const auto kb = std::tie(b.ops[i].tmpl, b.ops[i].n_args, b.ops[i].args);
+    if (ka != kb) return ka < kb;
+  }
+  return a.outputs < b.outputs;
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+uint64_t fingerprint(const Tensor<Fp>& t) {
+  uint64_t h = 0x243f6a8885a308d3ULL;
+  for (int64_t d : t.shape) h = mix(h, static_cast<uint64_t>(d));
+  for (const Fp& v : t.data) h = mix(h, v.residue());
+  return h;
+}
+
+// Shape inference results by (template, argument shapes), per thread: the
+// set of shapes in a world is tiny, so this replaces nearly every call.
+struct ShapeCache {
+  std::map<Shape, uint16_t> ids;
+  std::vector<Shape> shapes;
+  std::unordered_map<uint64_t, std::vector<uint16_t>> results;  // empty vector = invalid
+  uint16_t id(const Shape& s) {
+    auto [it, fresh] = ids.emplace(s, static_cast<uint16_t>(shapes.size()));
+    if (fresh) shapes.push_back(s);
+    return it->second;
+  }
+};
+
+struct Slot {
+  Tensor<Fp> value;
+  uint64_t fp = 0;
+  uint16_t shape = 0;
+  int8_t op = -1;  // producing operator, -1 for a variable
+};
+
+class Search {
+ public:
+  Search(const World& world, uint8_t world_index, int max_ops, const std::vector<Tensor<Fp>>& vars,
+         const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop, EnumerationCounters& counters)
+      : world_(world), world_index_(world_index), max_ops_(max_ops), n_vars_(static_cast<int>(vars.size())), sink_(sink),
+        stop_(stop), counters_(counters) {
+    for (const auto& v : vars) slots_.push_back(Slot{v, fingerprint(v), cache_.id(v.shape), -1});
+  }
+
+  // All graphs whose first operator is `first` (one task of the parallel loop).
+  void run_branch(const OpRef& first) {
+    if (try_push(first)) {
+      dfs();
+      pop();
+    }
+  }
+
+  // Every valid first operator, in order.
+  std::vector<OpRef> first_ops() {
+    std::vector<OpRef> out;
+    for_each_candidate([&](const OpRef& op) { out.push_back(op); });
+    return out;
+  }
+
+ private:
+  bool is_leaf(const OpRef& op) const {
+    for (int a = 0; a < op.n_args; ++a)
+      if (slots_[op.args[a]].op >= 0) return false;
+    return true;
+  }
+
+  // Calls f for every operator application over the current slots that the
+  // ordering rules allow.
+  template <class F>
+  void for_each_candidate(F f) {
+    const int n = static_cast<int>(slots_.size());
+    const bool after_inner = !ops_.empty() && !is_leaf(ops_.back());
+    for (uint16_t t = 0; t < world_.templates.size(); ++t) {
+      const OpTemplate& tmpl = world_.templates[t];
+      OpRef op;
+      op.tmpl = t;
+      op.n_args = static_cast<uint8_t>(tmpl.arity);
+      auto consider = [&] {
+        // Operators reading only variables come first, in increasing order;
+        // each graph still has such an order, and permutations of them are
+        // not enumerated again.
+        const bool leaf = is_leaf(op);
+        if (leaf && after_inner) return;
+        if (leaf && !ops_.empty() && is_leaf(ops_.back()) && !before(ops_.back(), op)) return;
+        for (const OpRef& existing : ops_)
+          if (existing == op) return;  // the same node twice
+        if (tmpl.op->commutative && op.args[0] > op.args[1]) return;
+        f(op);
+      };
+      if (tmpl.arity == 0) {
+        consider();
+      } else if (tmpl.arity == 1) {
+        for (int a = 0; a < n; ++a) {
+          op.args[0] = static_cast<uint8_t>(a);
+          consider();
+        }
+      } else {
+        for (int a = 0; a < n; ++a)
+          for (int b = 0; b < n; ++b) {
+            op.args[0] = static_cast<uint8_t>(a);
+            op.args[1] = static_cast<uint8_t>(b);
+            consider();
+          }
+      }
+    }
+  }
+
+  static bool before(const OpRef& a, const OpRef& b) {
+    return std::tie(a.tmpl, a.args) < std::tie(b.tmpl, b.args);
+  }
+
+  // Output shapes of `op` on the current slots; empty when it does not apply.
+  const std::vector<uint16_t>& output_shapes(const OpRef& op) {
+    // template (12 bits), then one 16-bit shape id per argument (+1, so 0 is "none")
+    uint64_t key = op.tmpl;
+    for (int a = 0; a < 3; ++a) key = (key << 16) | (a < op.n_args ? slots_[op.args[a]].shape + 1u : 0u);
+    auto it = cache_.results.find(key);
+    if (it != cache_.results.end()) return it->second;
+    const OpTemplate& tmpl = world_.templates[op.tmpl];
+    std::vector<Shape> in;
+    for (int a = 0; a < op.n_args; ++a) in.push_back(cache_.shapes[slots_[op.args[a]].shape]);
+    std::vector<uint16_t> ids;
+    if (accepts(tmpl, in)) {
+      try {
+        for (const Shape& s : tmpl.op->output_shapes(tmpl.params, in)) ids.push_back(cache_.id(s));
+      } catch (const ShapeError&) {
+        ids.clear();
+      }
+    }
+    return cache_.results.emplace(key, std::move(ids)).first->second;
+  }
+
+  // TASO's operator set is narrower than the table's operators: elementwise
+  // operators on equal shapes (no broadcasting: scalar_mul scales), transpose
+  // of matrices, scalar_mul of a tensor. This keeps broadcasting variants of
+  // one computation from flooding the classes.
+  static bool accepts(const OpTemplate& t, const std::vector<Shape>& in) {
+    const std::string& name = t.op->name;
+    if (name == "add" || name == "mul") return in[0] == in[1];
+    if (name == "transpose") return in[0].size() == 2;
+    if (name == "scalar_mul" || name == "relu" || name == "concat" || name == "split") return !in[0].empty();
+    return true;
+  }
+
+  bool try_push(const OpRef& op) {
+    const std::vector<uint16_t>& outs = output_shapes(op);
+    if (outs.empty()) return false;
+    const OpTemplate& tmpl = world_.templates[op.tmpl];
+    std::vector<Shape> in_shapes, out_shapes;
+    std::vector<DType> dtypes(op.n_args, DType::kFloat);
+    std::vector<const Tensor<Fp>*> in;
+    for (int a = 0; a < op.n_args; ++a) {
+      in.push_back(&slots_[op.args[a]].value);
+      in_shapes.push_back(in.back()->shape);
+    }
+    std::vector<Tensor<Fp>> results;
+    for (uint16_t s : outs) {
+      out_shapes.push_back(cache_.shapes[s]);
+      results.emplace_back(cache_.shapes[s]);
+    }
+    const OpCall call{*tmpl.op, tmpl.params, in_shapes, dtypes, out_shapes};
+    tmpl.op->kernels.field(call, in, results);
+    for (size_t k = 0; k < results.size(); ++k) {
+      const uint64_t fp = fingerprint(results[k]);
+      slots_.push_back(Slot{std::move(results[k]), fp, outs[k], static_cast<int8_t>(ops_.size())});
+    }
+    ops_.push_back(op);
+    counters_.states.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  void pop() {
+    const int op = static_cast<int>(ops_.size()) - 1;
+    while (static_cast<int>(slots_.size()) > n_vars_ && slots_.back().op == op) slots_.pop_back();
+    ops_.pop_back();
+  }
+
+  // Operators are connected when one reads the other's output or both read
+  // one variable; a registered graph is one connected piece.
+  bool connected() const {
+    const int n = static_cast<int>(ops_.size());
+    std::array<int, kMaxOps> parent;
+    for (int i = 0; i < n; ++i) parent[i] = i;
+    auto find = [&](int i) {
+      while (parent[i] != i) i = parent[i] = parent[parent[i]];
+      return i;
+    };
+    std::array<int, 256> var_user;
+    var_user.fill(-1);
+    for (int i = 0; i < n; ++i)
+      for (int a = 0; a < ops_[i].n_args; ++a) {
+        const int s = ops_[i].args[a];
+        const int other = slots_[s].op >= 0 ? slots_[s].op : var_user[s];
+        if (slots_[s].op < 0) var_user[s] = i;
+        if (other >= 0) parent[find(i)] = find(other);
+      }
+    for (int i = 1; i < n; ++i)
+      if (find(i) != find(0)) return false;
+    return true;
+  }
+
+  // Whether adding `op` leaves the operators one connected piece.
+  bool connects(const OpRef& op) {
+    ops_.push_back(op);
+    // Its outputs do not exist yet; only its arguments matter here.
+    const bool ok = connected();
+    ops_.pop_back();
+    return ok;
+  }
+
+  void emit() {
+    if (!connected()) return;
+    // Outputs: values nobody reads; a split whose other outputs are read
+    // does not make the rest outputs.
+    std::array<bool, 256> read{};
+    for (const OpRef& op : ops_)
+      for (int a = 0; a < op.n_args; ++a) read[op.args[a]] = true;
+    std::array<bool, kMaxOps> op_read{};
+    for (int s = n_vars_; s < static_cast<int>(slots_.size()); ++s)
+      if (read[s]) op_read[slots_[s].op] = true;
+    GraphRecord r;
+    std::vector<std::pair<uint64_t, uint8_t>> outs;
+    for (int s = n_vars_; s < static_cast<int>(slots_.size()); ++s)
+      if (!read[s] && !op_read[slots_[s].op]) outs.emplace_back(slots_[s].fp, static_cast<uint8_t>(s));
+    if (outs.empty() || outs.size() > kMaxOutputs) return;
+    std::sort(outs.begin(), outs.end());
+    r.key = mix(0x13198a2e03707344ULL, outs.size());
+    for (size_t k = 0; k < outs.size(); ++k) {
+      r.key = mix(r.key, outs[k].first);
+      r.outputs[k] = outs[k].second;
+    }
+    r.world = world_index_;
+    r.n_ops = static_cast<uint8_t>(ops_.size());
+    r.n_outputs = static_cast<uint8_t>(outs.size());
+    std::copy(ops_.begin(), ops_.end(), r.ops.begin());
+    counters_.registered.fetch_add(1, std::memory_order_relaxed);
+    sink_(r);
+  }
+
+  void dfs() {
+    emit();
+    if (static_cast<int>(ops_.size()) >= max_ops_ || stop_.load(std::memory_order_relaxed)) return;
+    const bool last = static_cast<int>(ops_.size()) + 1 == max_ops_;
+    std::vector<OpRef> next;
+    for_each_candidate([&](const OpRef& op) { next.push_back(op); });
+    for (const OpRef& op : next) {
+      if (last && !connects(op)) continue;  // could not be registered
+      if (!try_push(op)) continue;
+      if (last) {
+        emit();  // the last level: no deeper search
+      } else {
+        dfs();
+      }
+      pop();
+    }
+  }
+
+  const World& world_;
+  uint8_t world_index_;
+  int max_ops_;
+  int n_vars_;
+  const std::function<void(const GraphRecord&)>& sink_;
+  const std::atomic<bool>& stop_;
+  EnumerationCounters& counters_;
+  ShapeCache cache_;
+  std::vector<Slot> slots_;
+  std::vector<OpRef> ops_;
+};
+
+}  // namespace
+
+Enumerator::Enumerator(const World& world, uint8_t world_index, int max_ops, uint64_t seed)
+    : world_(world), world_index_(world_index), max_ops_(max_ops) {
+  if (max_ops < 1 || max_ops > kMaxOps) throw std::invalid_argument("--max-ops must be in [1, " + std::to_string(kMaxOps) + "]");
+  // Independent random values for every variable (a shared pattern once let
+  // a peer accept false rules).
+  for (size_t v = 0; v < world.variables.size(); ++v)
+    variable_values_.push_back(random_tensor<Fp>(world.variables[v].shape, mix(seed, 1000 * world_index + v)));
+}
+
+void Enumerator::run(const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop,
+                     EnumerationCounters& counters) const {
+  if (world_.variables.size() + static_cast<size_t>(max_ops_) * 2 > 250)
+    throw std::invalid_argument("too many variables for the enumerator");
+  std::vector<OpRef> firsts = Search(world_, world_index_, max_ops_, variable_values_, sink, stop, counters).first_ops();
+  tbb::parallel_for(size_t{0}, firsts.size(), [&](size_t i) {
+    if (stop.load(std::memory_order_relaxed)) return;
+    Search search(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
+    search.run_branch(firsts[i]);
+  });
+}
+
+Graph Enumerator::to_graph(const GraphRecord& r) const {
+  Graph g;
+  std::vector<ValueRef> slots;
+  for (const Variable& v : world_.variables) slots.push_back(g.add_input(v.name, v.shape));
+  for (int i = 0; i < r.n_ops; ++i) {
+    const OpTemplate& t = world_.templates[r.ops[i].tmpl];
+    std::vector<ValueRef> args;
+    for (int a = 0; a < r.ops[i].n_args; ++a) args.push_back(slots.at(r.ops[i].args[a]));
+    for (ValueRef v : g.add_op(*t.op, t.params, args)) slots.push_back(v);
+  }
+  for (int k = 0; k < r.n_outputs; ++k) g.add_output(slots.at(r.outputs[k]));
+  return g;
+}
+
+}  // namespace tgr::gen
