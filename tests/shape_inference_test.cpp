@@ -104,5 +104,192 @@ TEST(ShapeInference, Constants) {
                            "has no centre");
 }
 
+
+// Inference with element types (int64 indices, bool masks).
+OpDef::Inferred infer_typed(const std::string& op_name, std::vector<Shape> shapes, std::vector<DType> dtypes,
+                            Given params = {}) {
+  const OpDef& op = OpTable::instance().get(op_name);
+  return op.infer(op.make_params(std::move(params)), shapes, dtypes);
+}
+
+constexpr DType kF = DType::kFloat, kI = DType::kInt64, kB = DType::kBool;
+
+TEST(ShapeInference, ArithmeticAndUnaryOperators) {
+  EXPECT_EQ(infer1("sub", {{2, 3}, {3}}), (Shape{2, 3}));
+  EXPECT_EQ(infer1("div", {{4, 1, 3}, {2, 1}}), (Shape{4, 2, 3}));
+  EXPECT_EQ(infer1("pow", {{2, 3}, {}}), (Shape{2, 3}));
+  expect_error<ShapeError>([] { infer("sub", {{2, 3}, {2}}); }, "sub: shapes 2x3 and 2 do not broadcast (axis 1: 3 vs 2)");
+  expect_error<ShapeError>([] { infer("div", {{4}, {3}}); }, "div: shapes 4 and 3 do not broadcast");
+  for (const char* op : {"neg", "abs", "sqrt", "exp", "log", "erf", "leaky_relu", "hard_sigmoid", "hard_swish", "clip"})
+    EXPECT_EQ(infer1(op, {{2, 3, 4}}), (Shape{2, 3, 4})) << op;
+  // int64 where an int64 kernel exists; the type follows the inputs.
+  EXPECT_EQ(infer_typed("div", {{2}, {2}}, {kI, kI}).dtypes, (std::vector<DType>{kI}));
+  EXPECT_EQ(infer_typed("neg", {{2}}, {kI}).dtypes, (std::vector<DType>{kI}));
+  expect_error<ShapeError>([] { infer_typed("add", {{2}, {2}}, {kF, kI}); },
+                           "add: inputs must have one element type, got float and int64");
+}
+
+TEST(ShapeInference, FloatOnlyOperatorsRejectIntegers) {
+  expect_error<ShapeError>([] { infer_typed("relu", {{2}}, {kI}); }, "relu: defined on float values only, got int64");
+  expect_error<ShapeError>([] { infer_typed("pow", {{2}, {2}}, {kI, kI}); }, "pow: defined on float values only");
+  expect_error<ShapeError>([] { infer_typed("sqrt", {{2}}, {kI}); }, "sqrt: defined on float values only");
+  expect_error<ShapeError>([] { infer_typed("reduce_mean", {{2}}, {kI}, {{"axes", Ints{0}}}); },
+                           "reduce_mean: defined on float values only, got int64");
+  expect_error<ShapeError>([] { infer_typed("softmax", {{2}}, {kI}, {{"axis", int64_t{0}}}); },
+                           "softmax: defined on float values only");
+  expect_error<ShapeError>([] { infer_typed("matmul", {{2, 2}, {2, 2}}, {kB, kB}); }, "matmul: defined on float values only, got bool");
+  // Through the text form, the error points at the operator.
+  expect_error<ParseError>([] { build_graph("relu(x)", {{"x", {2}}}, {{"x", kI}}); }, "relu: defined on float values only");
+}
+
+TEST(ShapeInference, Comparisons) {
+  for (const char* op : {"equal", "less", "greater", "less_equal", "greater_equal"}) {
+    const auto r = infer_typed(op, {{2, 1}, {3}}, {kF, kF});
+    EXPECT_EQ(r.shapes.at(0), (Shape{2, 3})) << op;
+    EXPECT_EQ(r.dtypes.at(0), kB) << op;
+    EXPECT_EQ(infer_typed(op, {{3}, {}}, {kI, kI}).dtypes.at(0), kB) << op;
+  }
+  EXPECT_EQ(infer_typed("equal", {{2}, {2}}, {kB, kB}).dtypes.at(0), kB);
+  expect_error<ShapeError>([] { infer_typed("less", {{2}, {2}}, {kB, kB}); }, "less: bool values have no order");
+  expect_error<ShapeError>([] { infer_typed("greater_equal", {{2}, {2}}, {kB, kB}); }, "greater_equal: bool values have no order");
+  expect_error<ShapeError>([] { infer_typed("less", {{2}, {2}}, {kF, kI}); },
+                           "less: both inputs must have one element type, got float and int64");
+  expect_error<ShapeError>([] { infer_typed("equal", {{2}, {3}}, {kF, kF}); }, "equal: shapes 2 and 3 do not broadcast");
+}
+
+TEST(ShapeInference, LogicAndCast) {
+  EXPECT_EQ(infer_typed("is_nan", {{2, 3}}, {kF}).dtypes.at(0), kB);
+  expect_error<ShapeError>([] { infer_typed("is_nan", {{2}}, {kI}); }, "is_nan: defined on float values, got int64");
+  EXPECT_EQ(infer_typed("logical_not", {{2}}, {kB}).dtypes.at(0), kB);
+  expect_error<ShapeError>([] { infer_typed("logical_not", {{2}}, {kF}); }, "logical_not: defined on bool values, got float");
+  expect_error<ShapeError>([] { infer_typed("logical_not", {{2}}, {kI}); }, "logical_not: defined on bool values, got int64");
+  EXPECT_EQ(infer_typed("cast", {{2, 3}}, {kF}, {{"to", std::string("int64")}}).dtypes.at(0), kI);
+  EXPECT_EQ(infer_typed("cast", {{2, 3}}, {kI}, {{"to", std::string("bool")}}).dtypes.at(0), kB);
+  const auto to_float = infer_typed("cast", {{2, 3}}, {kB});  // default: to float
+  EXPECT_EQ(to_float.dtypes.at(0), kF);
+  EXPECT_EQ(to_float.shapes.at(0), (Shape{2, 3}));
+  expect_error<ParamError>([] { infer_typed("cast", {{2}}, {kF}, {{"to", std::string("int32")}}); },
+                           "cast: parameter 'to' = int32: expected one of float|int64|bool");
+  expect_error<ParamError>([] { infer_typed("cast", {{2}}, {kF}, {{"to", int64_t{1}}}); }, "cast: parameter 'to'");
+  expect_error<ParseError>([] { build_graph("cast[to=double](x)", {{"x", {2}}}); }, "expected one of float|int64|bool");
+}
+
+TEST(ShapeInference, Where) {
+  const auto r = infer_typed("where", {{1, 3}, {2, 1}, {}}, {kB, kF, kF});
+  EXPECT_EQ(r.shapes.at(0), (Shape{2, 3}));
+  EXPECT_EQ(r.dtypes.at(0), kF);
+  EXPECT_EQ(infer_typed("where", {{4, 1, 1}, {3}, {2, 1}}, {kB, kI, kI}).shapes.at(0), (Shape{4, 2, 3}));
+  EXPECT_EQ(infer_typed("where", {{2}, {2}, {2}}, {kB, kI, kI}).dtypes.at(0), kI);
+  expect_error<ShapeError>([] { infer_typed("where", {{2}, {2}, {2}}, {kF, kF, kF}); }, "where: cond must be bool, got float");
+  expect_error<ShapeError>([] { infer_typed("where", {{2}, {2}, {2}}, {kI, kF, kF}); }, "where: cond must be bool, got int64");
+  expect_error<ShapeError>([] { infer_typed("where", {{2}, {2}, {2}}, {kB, kF, kI}); },
+                           "where: x and y must have one element type, got float and int64");
+  expect_error<ShapeError>([] { infer_typed("where", {{2}, {3}, {3}}, {kB, kF, kF}); }, "where: shapes 2 and 3 do not broadcast");
+  expect_error<ShapeError>([] { infer_typed("where", {{3}, {2}, {3}}, {kB, kF, kF}); }, "where: shapes 2 and 3 do not broadcast");
+}
+
+TEST(ShapeInference, SoftmaxAndNorms) {
+  EXPECT_EQ(infer1("softmax", {{2, 3}}, {{"axis", int64_t{1}}}), (Shape{2, 3}));
+  expect_error<ShapeError>([] { infer("softmax", {{2, 3}}, {{"axis", int64_t{2}}}); }, "softmax: axis 2 out of range for 2x3");
+  expect_error<ParamError>([] { infer("softmax", {{2, 3}}); }, "softmax: missing required parameter 'axis'");
+
+  EXPECT_EQ(infer1("layer_norm", {{2, 3, 4}, {3, 4}, {3, 4}}, {{"axis", int64_t{1}}}), (Shape{2, 3, 4}));
+  EXPECT_EQ(infer1("layer_norm", {{2, 3, 4}, {4}, {4}}, {{"axis", int64_t{2}}}), (Shape{2, 3, 4}));
+  expect_error<ShapeError>([] { infer("layer_norm", {{2, 4}, {3}, {4}}, {{"axis", int64_t{1}}}); },
+                           "layer_norm: scale has shape 3, expected 4 (the axes from 1 on)");
+  expect_error<ShapeError>([] { infer("layer_norm", {{2, 3, 4}, {3, 4}, {4}}, {{"axis", int64_t{1}}}); },
+                           "layer_norm: bias has shape 4, expected 3x4 (the axes from 1 on)");
+  expect_error<ShapeError>([] { infer("layer_norm", {{2, 4}, {4}, {4}}, {{"axis", int64_t{2}}}); },
+                           "layer_norm: axis 2 out of range for 2x4");
+  expect_error<ParamError>([] { infer("layer_norm", {{2, 4}, {4}, {4}}, {{"axis", int64_t{1}}, {"epsilon", -1.0}}); },
+                           "layer_norm: parameter 'epsilon' = -1");
+
+  EXPECT_EQ(infer1("batch_norm", {{2, 3, 4, 4}, {3}, {3}, {3}, {3}}), (Shape{2, 3, 4, 4}));
+  EXPECT_EQ(infer1("batch_norm", {{2, 3}, {3}, {3}, {3}, {3}}), (Shape{2, 3}));
+  expect_error<ShapeError>([] { infer("batch_norm", {{1, 2, 4, 4}, {2}, {2}, {3}, {2}}); },
+                           "batch_norm: mean has shape 3, expected 2 (one per channel)");
+  expect_error<ShapeError>([] { infer("batch_norm", {{1, 2, 4, 4}, {2, 1}, {2}, {2}, {2}}); }, "batch_norm: scale has shape 2x1");
+  expect_error<ShapeError>([] { infer("batch_norm", {{1, 2, 4, 4}, {2}, {2}, {2}, {}}); }, "batch_norm: var has shape scalar");
+  expect_error<ShapeError>([] { infer("batch_norm", {{5}, {5}, {5}, {5}, {5}}); },
+                           "batch_norm: input must have a channel axis (N x C x ...), got 5");
+  expect_error<ShapeError>([] { infer("batch_norm", {{1, 2}, {2}, {2}, {2}}); }, "batch_norm: expected 5 input(s), got 4");
+}
+
+TEST(ShapeInference, Reductions) {
+  EXPECT_EQ(infer1("reduce_sum", {{2, 3, 4}}, {{"axes", Ints{1}}}), (Shape{2, 1, 4}));
+  EXPECT_EQ(infer1("reduce_sum", {{2, 3, 4}}, {{"axes", Ints{0, 2}}, {"keepdims", int64_t{0}}}), (Shape{3}));
+  EXPECT_EQ(infer1("reduce_mean", {{2, 3}}, {{"axes", Ints{0, 1}}, {"keepdims", int64_t{0}}}), (Shape{}));
+  EXPECT_EQ(infer_typed("reduce_sum", {{2, 3}}, {kI}, {{"axes", Ints{1}}}).dtypes.at(0), kI);
+  expect_error<ShapeError>([] { infer("reduce_sum", {{2, 3}}, {{"axes", Ints{1, 0}}}); }, "reduce_sum: axes 1x0 must be increasing");
+  expect_error<ShapeError>([] { infer("reduce_mean", {{2, 3}}, {{"axes", Ints{1, 1}}}); }, "reduce_mean: axes 1x1 must be increasing");
+  expect_error<ShapeError>([] { infer("reduce_sum", {{2, 3}}, {{"axes", Ints{2}}}); }, "reduce_sum: axis 2 out of range for 2x3");
+  expect_error<ParamError>([] { infer("reduce_sum", {{2, 3}}, {{"axes", Ints{-1}}}); }, "reduce_sum: parameter 'axes' = -1");
+  expect_error<ParamError>([] { infer("reduce_sum", {{2, 3}}, {{"axes", Ints{0}}, {"keepdims", int64_t{2}}}); },
+                           "parameter 'keepdims' = 2");
+  expect_error<ParamError>([] { infer("reduce_sum", {{2, 3}}); }, "missing required parameter 'axes'");
+}
+
+TEST(ShapeInference, Slice) {
+  EXPECT_EQ(infer1("slice", {{3, 4}}, {{"starts", Ints{1, 1}}, {"ends", Ints{3, 3}}}), (Shape{2, 2}));
+  EXPECT_EQ(infer1("slice", {{5, 4}}, {{"starts", Ints{0, 0}}, {"ends", Ints{5, 4}}, {"steps", Ints{2, 3}}}), (Shape{3, 2}));
+  EXPECT_EQ(infer1("slice", {{4}}, {{"starts", Ints{3}}, {"ends", Ints{-1}}, {"steps", Ints{-1}}}), (Shape{4}));
+  EXPECT_EQ(infer1("slice", {{5}}, {{"starts", Ints{4}}, {"ends", Ints{-1}}, {"steps", Ints{-2}}}), (Shape{3}));
+  EXPECT_EQ(infer1("slice", {{4}}, {{"starts", Ints{2}}, {"ends", Ints{2}}}), (Shape{0}));
+  expect_error<ShapeError>([] { infer("slice", {{4}}, {{"starts", Ints{5}}, {"ends", Ints{5}}}); },
+                           "slice: axis 0 of size 4: start 5, end 5, step 1 is not a normalised range");
+  expect_error<ShapeError>([] { infer("slice", {{4}}, {{"starts", Ints{3}}, {"ends", Ints{2}}}); },
+                           "slice: axis 0 of size 4: start 3, end 2, step 1");
+  expect_error<ShapeError>([] { infer("slice", {{2, 4}}, {{"starts", Ints{0, 0}}, {"ends", Ints{2, 5}}}); },
+                           "slice: axis 1 of size 4: start 0, end 5, step 1");
+  expect_error<ShapeError>([] { infer("slice", {{4}}, {{"starts", Ints{0}}, {"ends", Ints{-1}}}); }, "end -1, step 1");
+  expect_error<ShapeError>([] { infer("slice", {{4}}, {{"starts", Ints{4}}, {"ends", Ints{-1}}, {"steps", Ints{-1}}}); },
+                           "start 4, end -1, step -1");
+  expect_error<ShapeError>([] { infer("slice", {{4}}, {{"starts", Ints{0}}, {"ends", Ints{4}}, {"steps", Ints{0}}}); },
+                           "step 0 is not a normalised range");
+  expect_error<ShapeError>([] { infer("slice", {{2, 3}}, {{"starts", Ints{0}}, {"ends", Ints{1}}}); },
+                           "slice: starts, ends and steps need one entry per axis of 2x3");
+  expect_error<ShapeError>([] { infer("slice", {{2, 3}}, {{"starts", Ints{0, 0}}, {"ends", Ints{1, 1}}, {"steps", Ints{1}}}); },
+                           "need one entry per axis");
+  expect_error<ParamError>([] { infer("slice", {{4}}, {{"starts", Ints{0}}, {"ends", Ints{-2}}}); }, "slice: parameter 'ends' = -2");
+}
+
+TEST(ShapeInference, ExpandAndPad) {
+  EXPECT_EQ(infer1("expand", {{3, 1}}, {{"shape", Ints{2, 3, 4}}}), (Shape{2, 3, 4}));
+  EXPECT_EQ(infer1("expand", {{}}, {{"shape", Ints{2}}}), (Shape{2}));
+  // A dimension that is neither equal nor 1 fails in the broadcast itself ...
+  expect_error<ShapeError>([] { infer("expand", {{2, 3}}, {{"shape", Ints{4, 3}}}); },
+                           "expand: shapes 2x3 and 4x3 do not broadcast (axis 0: 2 vs 4)");
+  // ... a broadcast that is not the target shape fails afterwards.
+  expect_error<ShapeError>([] { infer("expand", {{3, 1}}, {{"shape", Ints{1, 3}}}); }, "expand: 3x1 does not broadcast to 1x3");
+  expect_error<ShapeError>([] { infer("expand", {{2, 3}}, {{"shape", Ints{3}}}); }, "expand: 2x3 does not broadcast to 3");
+
+  EXPECT_EQ(infer1("pad", {{2, 3}}, {{"pads", Ints{1, 0, 2, 3}}}), (Shape{5, 6}));
+  EXPECT_EQ(infer_typed("pad", {{2}}, {kI}, {{"pads", Ints{1, 1}}}).dtypes.at(0), kI);
+  expect_error<ShapeError>([] { infer("pad", {{2, 3}}, {{"pads", Ints{1, 1}}}); },
+                           "pad: pads needs 4 entries (all begins, then all ends) for 2x3, got 2");
+  expect_error<ParamError>([] { infer("pad", {{2}}, {{"pads", Ints{-1, 0}}}); }, "pad: parameter 'pads' = -1x0");
+}
+
+TEST(ShapeInference, Gather) {
+  const auto g = infer_typed("gather", {{4, 2}, {2, 3}}, {kF, kI});
+  EXPECT_EQ(g.shapes.at(0), (Shape{2, 3, 2}));
+  EXPECT_EQ(g.dtypes.at(0), kF);
+  EXPECT_EQ(infer_typed("gather", {{2, 5, 3}, {4}}, {kF, kI}, {{"axis", int64_t{1}}}).shapes.at(0), (Shape{2, 4, 3}));
+  EXPECT_EQ(infer_typed("gather", {{4, 2}, {}}, {kF, kI}).shapes.at(0), (Shape{2}));
+  EXPECT_EQ(infer_typed("gather", {{4}, {2}}, {kI, kI}).dtypes.at(0), kI);
+  expect_error<ShapeError>([] { infer_typed("gather", {{4, 2}, {2}}, {kF, kF}); }, "gather: indices must be int64, got float");
+  expect_error<ShapeError>([] { infer_typed("gather", {{4, 2}, {2}}, {kF, kB}); }, "gather: indices must be int64, got bool");
+  expect_error<ShapeError>([] { infer_typed("gather", {{4, 2}, {2}}, {kF, kI}, {{"axis", int64_t{2}}}); },
+                           "gather: axis 2 out of range for 4x2");
+
+  EXPECT_EQ(infer_typed("gather_elements", {{3, 4}, {5, 2}}, {kF, kI}).shapes.at(0), (Shape{5, 2}));
+  EXPECT_EQ(infer_typed("gather_elements", {{3, 4}, {3, 7}}, {kF, kI}, {{"axis", int64_t{1}}}).shapes.at(0), (Shape{3, 7}));
+  expect_error<ShapeError>([] { infer_typed("gather_elements", {{2, 3}, {3, 2}}, {kF, kI}, {{"axis", int64_t{1}}}); },
+                           "gather_elements: indices 3x2 do not fit data 2x3 outside axis 1");
+  expect_error<ShapeError>([] { infer_typed("gather_elements", {{2, 3}, {2}}, {kF, kI}); }, "gather_elements: indices 2 do not fit");
+  expect_error<ShapeError>([] { infer_typed("gather_elements", {{2, 3}, {2, 3}}, {kF, kF}); },
+                           "gather_elements: indices must be int64, got float");
+}
+
 }  // namespace
 }  // namespace tgr
