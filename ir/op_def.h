@@ -120,6 +120,10 @@ struct OpDef {
   // fused relu); null when none do.
   std::function<bool(const Params&)> nonlinear_when{};
   bool commutative = false;  // two inputs that may be swapped
+  // With an int64 kernel: whether bool values may pass too. True for
+  // operators that only move elements (layout); arithmetic on bools is a
+  // type error, as in ONNX, since its results would leave {0, 1}.
+  bool accepts_bool = false;
   // Rewrites parameters to their canonical form once input shapes are known
   // (transpose: an explicit reversal becomes the default), so that equal
   // programs print equally. Null when parameters are already canonical.

@@ -68,6 +68,8 @@ OpDef::Inferred OpDef::infer(const Params& p, std::span<const Shape> input_shape
     // combine integers exactly (layout operators, integer arithmetic).
     if (t != DType::kFloat && !kernels.i64)
       throw ShapeError(name + ": defined on float values only, got " + std::string(dtype_name(t)));
+    if (t == DType::kBool && !accepts_bool)
+      throw ShapeError(name + ": arithmetic on bool values is not defined (cast them to int64 or float)");
     out.dtypes.assign(static_cast<size_t>(num_outputs(p)), t);
   }
   out.shapes = infer_shapes(call);

@@ -623,20 +623,20 @@ TEST(Precision, NewOperatorsFloat32AgreesWithFloat64) {
   for (size_t i = 0; i < out64.data.size(); ++i) EXPECT_NEAR(out32.data[i], out64.data[i], 1e-4);
 }
 
-// --- known operator bugs (disabled until fixed; see each comment) -------------------
+// --- operator bugs found by review, fixed (regression tests) --------------------------
 
-// BUG (ir/ops/normalization.cpp, softmax_kernel): along an axis of size 0 the
+// FIXED (ir/ops/normalization.cpp, softmax_kernel): along an axis of size 0 the
 // kernel still reads x.data[base] to find the maximum, past the end of the
 // empty input; softmax[axis=0] of a 0x3 tensor crashes with SIGSEGV instead of
 // returning the empty 0x3 result.
-TEST(Normalization, DISABLED_SoftmaxAlongAnEmptyAxis) {
+TEST(Normalization, SoftmaxAlongAnEmptyAxis) {
   expect_tensor(eval<double>("softmax[axis=0](x)", {{"x", Tensor<double>({0, 3})}}), {0, 3}, {});
 }
 
-// BUG (ir/ops/elementwise.cpp, div_kernel): integer division guards only
+// FIXED (ir/ops/elementwise.cpp, div_kernel): integer division guards only
 // against a zero divisor; INT64_MIN / -1 overflows and kills the process with
 // SIGFPE on x86-64 instead of raising std::domain_error like division by zero.
-TEST(Elementwise, DISABLED_IntegerDivOverflowRaises) {
+TEST(Elementwise, IntegerDivOverflowRaises) {
   test::expect_error<std::domain_error>(
       [] {
         eval_values<double>("div(a, b)", {{"a", I64({1}, {std::numeric_limits<int64_t>::min()})}, {"b", I64({1}, {-1})}});
@@ -644,14 +644,14 @@ TEST(Elementwise, DISABLED_IntegerDivOverflowRaises) {
       "div:");
 }
 
-// BUG (ir/op_table.cpp, OpDef::infer, and the int64 kernels): bool inputs are
+// FIXED (ir/op_table.cpp, OpDef::infer, and the int64 kernels): bool inputs are
 // accepted by every operator with an int64 kernel, including arithmetic, and
 // the result is typed bool although its values leave {0, 1} (ir/tensor.h:
 // "bools 0 or 1"): add(true, true) is a bool 2, neg(true) a bool -1,
 // reduce_sum of [true, true] a bool 2, pad[value=5] of a bool tensor fills 5.
 // Expected: arithmetic on bool is a type error (as in ONNX), or at least the
 // result is not a bool.
-TEST(Elementwise, DISABLED_ArithmeticRejectsBoolInputs) {
+TEST(Elementwise, ArithmeticRejectsBoolInputs) {
   const ShapeMap shapes{{"a", {2}}, {"b", {2}}};
   const DTypeMap bools{{"a", DType::kBool}, {"b", DType::kBool}};
   for (const char* text : {"add(a, b)", "sub(a, b)", "mul(a, b)", "div(a, b)", "neg(a)", "abs(a)", "reduce_sum[axes=0](a)"})
@@ -659,10 +659,10 @@ TEST(Elementwise, DISABLED_ArithmeticRejectsBoolInputs) {
   test::expect_error<ParseError>([&] { build_graph("pad[pads=1x0, value=5](a)", shapes, bools); }, "pad");
 }
 
-// BUG (ir/ops/compare.cpp, cast_kernel): the range check |v| < 9.2e18 rejects
+// FIXED (ir/ops/compare.cpp, cast_kernel): the range check |v| < 9.2e18 rejects
 // floats that fit int64: 9.22e18 (< 2^63 - 1) and -2^63 (== INT64_MIN) raise
 // "does not fit int64".
-TEST(Cast, DISABLED_EveryFloatThatFitsInt64Converts) {
+TEST(Cast, EveryFloatThatFitsInt64Converts) {
   expect_ints(eval_values<double>("cast[to=int64](x)", {{"x", Floats({2}, {9.22e18, -9223372036854775808.0})}}),
               DType::kInt64, {2}, {9220000000000000000, std::numeric_limits<int64_t>::min()});
 }

@@ -105,7 +105,9 @@ void cast_kernel(const OpCall& call, std::span<const Value<T>* const> in, std::s
       if (to_bool) {
         o.ints.data[i] = v != T(0);
       } else {
-        if (!(std::fabs(v) < T(9.2e18))) throw std::domain_error("cast: " + std::to_string(v) + " does not fit int64");
+        // [-2^63, 2^63): both bounds are exact in float and double.
+        if (!(v >= T(-9223372036854775808.0) && v < T(9223372036854775808.0)))
+          throw std::domain_error("cast: " + std::to_string(v) + " does not fit int64");
         o.ints.data[i] = static_cast<int64_t>(v);
       }
     }

@@ -57,6 +57,9 @@ void div_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<T
   if constexpr (std::is_integral_v<T>) {
     for (T b : in[1]->data)
       if (b == 0) throw std::domain_error("div: integer division by zero");
+    const bool min_present = std::find(in[0]->data.begin(), in[0]->data.end(), std::numeric_limits<T>::min()) != in[0]->data.end();
+    if (min_present && std::find(in[1]->data.begin(), in[1]->data.end(), T(-1)) != in[1]->data.end())
+      throw std::domain_error("div: integer overflow (the smallest int64 divided by -1)");
   }
   map_broadcast(*in[0], *in[1], out[0], [](T a, T b) { return a / b; });
 }

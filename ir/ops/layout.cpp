@@ -276,6 +276,7 @@ void register_layout_ops(OpTable& table) {
              .infer_shapes = transpose_shapes,
              .kernels = TGR_KERNELS_AND_INT64(transpose_kernel),
              .multilinear = {true},
+             .accepts_bool = true,
              .canonicalize =
                  [](Params& p, std::span<const Shape> shapes) {
                    // An explicit reversal prints as the default.
@@ -290,7 +291,8 @@ void register_layout_ops(OpTable& table) {
              .params = {int_param("axis", std::nullopt, 0, INT64_MAX, "the axis to join along")},
              .infer_shapes = concat_shapes,
              .kernels = TGR_KERNELS_AND_INT64(concat_kernel),
-             .multilinear = {true}});
+             .multilinear = {true},
+             .accepts_bool = true});
   table.add({.name = "split",
              .summary = "cut along an axis into pieces of the given sizes (one output each)",
              .inputs = {"x"},
@@ -299,7 +301,8 @@ void register_layout_ops(OpTable& table) {
              .num_outputs = [](const Params& p) { return static_cast<int>(p.get_ints("sizes").size()); },
              .infer_shapes = split_shapes,
              .kernels = TGR_KERNELS_AND_INT64(split_kernel),
-             .multilinear = {true}});
+             .multilinear = {true},
+             .accepts_bool = true});
   ParamSpec steps = ints_param("steps", std::vector<int64_t>{}, -1, INT64_MIN, "per axis, non-zero (default: all 1)");
   steps.allow_empty = true;
   table.add({.name = "slice",
@@ -309,29 +312,43 @@ void register_layout_ops(OpTable& table) {
                         ints_param("ends", std::nullopt, -1, -1, "per axis; -1 only with a negative step"), steps},
              .infer_shapes = slice_shapes,
              .kernels = TGR_KERNELS_AND_INT64(slice_kernel),
-             .multilinear = {true}});
+             .multilinear = {true},
+             .accepts_bool = true});
   table.add({.name = "expand",
              .summary = "broadcast to a shape",
              .inputs = {"x"},
              .params = {ints_param("shape", std::nullopt, -1, 1, "the output shape")},
              .infer_shapes = expand_shapes,
              .kernels = TGR_KERNELS_AND_INT64(expand_kernel),
-             .multilinear = {true}});
+             .multilinear = {true},
+             .accepts_bool = true});
   table.add({.name = "pad",
              .summary = "surround with a constant value",
              .inputs = {"x"},
              .params = {ints_param("pads", std::nullopt, -1, 0, "the begins of every axis, then the ends"),
                         float_param("value", 0.0, -HUGE_VAL, HUGE_VAL, "the fill value")},
              .infer_shapes = pad_shapes,
+             .infer_dtypes =
+                 [](const OpCall& call) {
+                   const DType t = call.input_dtypes[0];
+                   const double v = call.params.get_float("value");
+                   if (t == DType::kBool && v != 0 && v != 1)
+                     throw ShapeError("pad: a bool tensor pads with 0 or 1, not " + param_value_to_string(v));
+                   if (t == DType::kInt64 && v != std::trunc(v))
+                     throw ShapeError("pad: an int64 tensor pads with an integer, not " + param_value_to_string(v));
+                   return std::vector<DType>{t};
+                 },
              .kernels = TGR_KERNELS_AND_INT64(pad_kernel),
-             .multilinear = {true}});
+             .multilinear = {true},
+             .accepts_bool = true});
   table.add({.name = "reshape",
              .summary = "the same elements in row-major order under a new shape",
              .inputs = {"x"},
              .params = {ints_param("shape", std::nullopt, -1, 1, "the new dimensions")},
              .infer_shapes = reshape_shapes,
              .kernels = TGR_KERNELS_AND_INT64(copy_kernel),
-             .multilinear = {true}});
+             .multilinear = {true},
+             .accepts_bool = true});
 }
 
 }  // namespace tgr

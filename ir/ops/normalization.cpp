@@ -53,6 +53,7 @@ void softmax_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, st
   for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
   for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
   const int64_t n = x.shape[axis];
+  if (n == 0) return;  // nothing to normalise
   tbb::parallel_for(int64_t{0}, outer * inner, [&](int64_t task) {
     const int64_t base = (task / inner) * n * inner + task % inner;
     T shift{};
