@@ -4,4 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+# The ONNX exporter's onnxruntime comparison (ctest onnx_export_vs_onnxruntime)
+# needs the Python packages onnx and onnxruntime.
+if ! python3 -c "import onnx, onnxruntime" 2>/dev/null; then
+  python3 -m pip install -q onnx onnxruntime ||
+    echo "test.sh: could not install onnx and onnxruntime; onnx_export_vs_onnxruntime will fail" >&2
+fi
 ctest --test-dir build --output-on-failure -j "$(nproc)"
