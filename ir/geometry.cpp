@@ -1,5 +1,8 @@
 #include "ir/geometry.h"
 
+#include <algorithm>
+#include <span>
+
 #include <string>
 
 namespace tgr {
@@ -81,4 +84,33 @@ Conv2dGeometry conv2d_geometry(const Params& params, const Shape& input, const S
   return g;
 }
 
+namespace ops {
+
+void canonical_padding(Params& params, std::span<const Shape> shapes) {
+  const auto* pads = std::get_if<std::vector<int64_t>>(&params.get("pad"));
+  if (!pads) return;
+  if (std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; })) {
+    params.set("pad", std::string("valid"));
+    return;
+  }
+  const Shape& x = shapes[0];
+  if (x.size() != 4) return;
+  int64_t kh, kw;
+  if (shapes.size() > 1) {  // conv2d: the kernel comes from the weight
+    kh = shapes[1][2];
+    kw = shapes[1][3];
+  } else {
+    const auto& k = params.get_ints("kernel");
+    kh = k[0];
+    kw = k[1];
+  }
+  Params same = params;
+  same.set("pad", std::string("same"));
+  const bool dilated = std::any_of(params.entries().begin(), params.entries().end(),
+                                   [](const auto& e) { return e.first == "dilation"; });
+  const Window2d w = window_geometry("pad", same, x[2], x[3], kh, kw, dilated);
+  if (std::vector<int64_t>{w.pad_top, w.pad_left, w.pad_bottom, w.pad_right} == *pads) params.set("pad", std::string("same"));
+}
+
+}  // namespace ops
 }  // namespace tgr

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "ir/params.h"
@@ -41,5 +42,12 @@ struct Conv2dGeometry {
 };
 
 Conv2dGeometry conv2d_geometry(const Params& params, const Shape& input, const Shape& weight);
+
+namespace ops {
+// Explicit padding equal to what `same` gives becomes `same`, all zeros
+// `valid`: one window, one text and one hash (so imported models and rules
+// match). shapes[0] is the input; conv2d's shapes[1] the weight.
+void canonical_padding(Params& params, std::span<const Shape> shapes);
+}  // namespace ops
 
 }  // namespace tgr

@@ -122,7 +122,8 @@ void register_convolution_ops(OpTable& table) {
              .kernels = TGR_KERNELS(conv2d_kernel),
              .field = FieldSemantics::kExact,  // the fused relu uses relu's pseudo-random function
              .multilinear = {true, true},
-             .nonlinear_when = [](const Params& p) { return p.get_word("act") != "none"; }});
+             .nonlinear_when = [](const Params& p) { return p.get_word("act") != "none"; },
+             .canonicalize = ops::canonical_padding});
   table.add({.name = "enlarge",
              .summary = "zero-pad a kernel O x I x kh x kw to O x I x size, centred",
              .inputs = {"kernel"},

@@ -113,7 +113,8 @@ void register_pooling_ops(OpTable& table) {
              .infer_shapes = pool_shapes,
              .kernels = TGR_KERNELS(avgpool_kernel),
              .field = FieldSemantics::kInverse,
-             .multilinear = {true}});
+             .multilinear = {true},
+             .canonicalize = canonical_padding});
   std::vector<ParamSpec> max_params = pool_params();
   max_params.push_back(dilation_param());
   table.add({.name = "maxpool",
@@ -123,7 +124,8 @@ void register_pooling_ops(OpTable& table) {
              .infer_shapes = pool_shapes,
              .kernels = TGR_KERNELS(maxpool_kernel),
              .field = FieldSemantics::kPseudoRandom,
-             .multilinear = {false}});
+             .multilinear = {false},
+             .canonicalize = canonical_padding});
 }
 
 }  // namespace tgr
