@@ -1,10 +1,183 @@
-// `rules`: inspect and query the rules database (issue 4).
+// `rules`: inspect and query the rules database.
+//
+//   rules --db F stats                                  counts by status, kind, size; the runs
+//   rules --db F list [--status S] [--format text|json]
+//   rules --db F show ID                                every field of one rule
+//   rules --db F lookup "SRC => DST"                    by canonical text: exit 0 found, 1 not, 2 syntax error
+//
+// None of these creates a file: a missing database is an error.
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "ir/canonical.h"
+#include "rules_db/rules_db.h"
 #include "tools/cli_common.h"
 
+namespace {
+
+using tgr::rules_db::json_quote;
+using tgr::rules_db::RuleRecord;
+using tgr::rules_db::RulesDb;
+
+std::string number_text(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+std::string json_opt(const std::optional<std::string>& v) { return v ? json_quote(*v) : "null"; }
+
+std::string rule_json(const RuleRecord& r) {
+  std::string s = "{";
+  auto field = [&s](const char* key, const std::string& value) {
+    if (s.size() > 1) s += ", ";
+    s += json_quote(key) + ": " + value;
+  };
+  field("id", std::to_string(r.id));
+  field("canonical", json_quote(r.canonical));
+  field("source", json_quote(r.source));
+  field("target", json_quote(r.target));
+  field("variables", json_quote(r.variables));
+  field("constraints", json_quote(r.constraints));
+  field("source_ops", std::to_string(r.source_ops));
+  field("target_ops", std::to_string(r.target_ops));
+  field("operators", json_quote(r.operators));
+  field("kind", json_quote(r.kind));
+  field("status", json_quote(r.status));
+  field("proof_ms", r.proof_ms ? number_text(*r.proof_ms) : "null");
+  field("axioms", json_opt(r.axioms));
+  field("counterexample", json_opt(r.counterexample));
+  field("region_map", json_opt(r.region_map));
+  field("correction", json_opt(r.correction));
+  field("note", json_opt(r.note));
+  field("generator_run", r.generator_run ? std::to_string(r.generator_run) : "null");
+  field("created_at", json_quote(r.created_at));
+  return s + "}";
+}
+
+int cmd_stats(const RulesDb& db) {
+  std::printf("database %s (schema version %d): %lld rules\n", db.path().c_str(), db.schema_version(),
+              static_cast<long long>(db.count_rules()));
+  std::printf("by status:\n");
+  for (const auto& [status, n] : db.counts_by_status()) std::printf("  %-10s %8lld\n", status.c_str(), static_cast<long long>(n));
+  std::printf("by kind:\n");
+  for (const auto& [kind, n] : db.counts_by_kind()) std::printf("  %-10s %8lld\n", kind.c_str(), static_cast<long long>(n));
+  std::printf("by size (source ops -> target ops):\n");
+  for (const auto& [src, dst, n] : db.counts_by_size()) {
+    const std::string size = std::to_string(src) + " -> " + std::to_string(dst);
+    std::printf("  %-10s %8lld\n", size.c_str(), static_cast<long long>(n));
+  }
+  const auto runs = db.list_runs();
+  std::printf("runs: %zu\n", runs.size());
+  if (!runs.empty()) std::printf("  %-6s %-10s %-12s %8s  %s\n", "id", "kind", "status", "inserted", "started");
+  for (const auto& r : runs)
+    std::printf("  %-6lld %-10s %-12s %8lld  %s\n", static_cast<long long>(r.run.id), r.run.kind.c_str(),
+                r.run.status.c_str(), static_cast<long long>(r.rules_inserted), r.run.started_at.c_str());
+  return 0;
+}
+
+int cmd_list(const RulesDb& db, const std::optional<std::string>& status, const std::string& format) {
+  const auto rules = db.list_rules(status);
+  if (format == "json") {
+    std::string out = "[";
+    for (size_t i = 0; i < rules.size(); ++i) out += (i ? ",\n " : "\n ") + rule_json(rules[i]);
+    out += rules.empty() ? "]\n" : "\n]\n";
+    std::fputs(out.c_str(), stdout);
+    return 0;
+  }
+  for (const auto& r : rules)
+    std::printf("%lld  %-9s  %s\n", static_cast<long long>(r.id), r.status.c_str(), r.rule_text().c_str());
+  return 0;
+}
+
+int cmd_show(const RulesDb& db, int64_t id) {
+  const auto rule = db.get_rule(id);
+  if (!rule) throw std::runtime_error("no rule with id " + std::to_string(id) + " in '" + db.path() + "'");
+  const RuleRecord& r = *rule;
+  // One field per line: line breaks inside a value are shown as \n.
+  auto line = [](const char* key, const std::string& value) {
+    std::string v;
+    for (const char c : value) v += c == '\n' ? std::string("\\n") : c == '\r' ? std::string("\\r") : std::string(1, c);
+    std::printf("%-15s %s\n", key, v.c_str());
+  };
+  auto opt = [&line](const char* key, const std::optional<std::string>& v) { line(key, v ? *v : "(none)"); };
+  line("id:", std::to_string(r.id));
+  line("rule:", r.rule_text());
+  line("canonical:", r.canonical);
+  line("source:", r.source);
+  line("target:", r.target);
+  line("variables:", r.variables);
+  line("constraints:", r.constraints);
+  line("source_ops:", std::to_string(r.source_ops));
+  line("target_ops:", std::to_string(r.target_ops));
+  line("operators:", r.operators);
+  line("kind:", r.kind);
+  line("status:", r.status);
+  line("proof_ms:", r.proof_ms ? number_text(*r.proof_ms) : "(none)");
+  opt("axioms:", r.axioms);
+  opt("counterexample:", r.counterexample);
+  opt("region_map:", r.region_map);
+  opt("correction:", r.correction);
+  opt("note:", r.note);
+  line("generator_run:", r.generator_run ? std::to_string(r.generator_run) : "(none)");
+  line("created_at:", r.created_at);
+  return 0;
+}
+
+int cmd_lookup(const RulesDb& db, const std::string& text) {
+  std::string canonical;
+  try {
+    canonical = tgr::canonical_rule_text(text);
+  } catch (const tgr::ParseError& e) {
+    std::fprintf(stderr, "rules: error: %s\n", e.what());
+    return 2;
+  }
+  const auto rule = db.find_by_canonical(canonical);
+  if (!rule) {
+    std::printf("not found (canonical form: %s)\n", canonical.c_str());
+    return 1;
+  }
+  std::printf("%lld %s %s\n", static_cast<long long>(rule->id), rule->status.c_str(), rule->canonical.c_str());
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"rules: inspect and query the rules database (issue 4)"};
+  CLI::App app{"rules: inspect and query the rules database"};
+  std::string db_path;
+  app.add_option("--db", db_path, "the rules database (an SQLite file; never created here)")->required();
+  app.require_subcommand(1);
+
+  auto* stats = app.add_subcommand("stats", "rules by status, kind and size; the runs");
+  auto* list = app.add_subcommand("list", "one line per rule: ID  STATUS  SOURCE => TARGET");
+  std::optional<std::string> status;
+  std::string format = "text";
+  list->add_option("--status", status, "only rules of this status")
+      ->check(CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"}));
+  list->add_option("--format", format, "text or json (every column)")->check(CLI::IsMember({"text", "json"}));
+  auto* show = app.add_subcommand("show", "every field of one rule");
+  int64_t id = 0;
+  show->add_option("id", id, "rule id")->required();
+  auto* lookup = app.add_subcommand("lookup", "find a rule by its canonical text (exit 0 found, 1 not, 2 bad text)");
+  std::string text;
+  lookup->add_option("rule", text, "\"SRC => DST\" in the text form")->required();
+
   CLI11_PARSE(app, argc, argv);
-  return tgr::cli::not_yet("rules", "this command");
+
+  return tgr::cli::guarded("rules", [&]() -> int {
+    const RulesDb db = RulesDb::open(db_path, /*create=*/false);
+    if (*stats) return cmd_stats(db);
+    if (*list) return cmd_list(db, status, format);
+    if (*show) return cmd_show(db, id);
+    if (*lookup) return cmd_lookup(db, text);
+    return 2;
+  });
 }

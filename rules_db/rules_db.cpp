@@ -1,0 +1,525 @@
+#include "rules_db/rules_db.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "ir/canonical.h"
+#include "ir/text.h"
+#include "rules_db/schema.h"
+
+namespace tgr::rules_db {
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 30'000;
+
+std::string quote_path(const std::string& path) { return "'" + path + "'"; }
+
+// An SQLite failure as a DbError naming the file; a file that is not a
+// database or is damaged gets the message the tools promise.
+[[noreturn]] void fail(sqlite3* db, int rc, const std::string& path, const std::string& what) {
+  const char* msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
+    throw DbError(quote_path(path) + " is not a valid SQLite database (" + msg + ")");
+  throw DbError(quote_path(path) + ": " + what + ": " + msg);
+}
+
+// One prepared statement (RAII). Text columns that are NULL read as "".
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
+    const int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+    if (rc != SQLITE_OK) fail(db, rc, path, "preparing a query");
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& bind(int i, const std::string& v) { return check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT)); }
+  Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
+  Stmt& bind(int i, int v) { return check(sqlite3_bind_int(stmt_, i, v)); }
+  Stmt& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
+  Stmt& bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+  template <class T>
+  Stmt& bind(int i, const std::optional<T>& v) {
+    return v ? bind(i, *v) : bind_null(i);
+  }
+
+  // true: a row is ready; false: done.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(db_, rc, path_, "running a query");
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+
+  bool is_null(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
+  int64_t i64(int c) const { return sqlite3_column_int64(stmt_, c); }
+  double f64(int c) const { return sqlite3_column_double(stmt_, c); }
+  std::string text(int c) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, c));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, c))) : std::string();
+  }
+  std::optional<std::string> opt_text(int c) const {
+    if (is_null(c)) return std::nullopt;
+    return text(c);
+  }
+
+ private:
+  Stmt& check(int rc) {
+    if (rc != SQLITE_OK) fail(db_, rc, path_, "binding a parameter");
+    return *this;
+  }
+  sqlite3* db_;
+  const std::string& path_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void exec(sqlite3* db, const std::string& path, const char* sql, const char* what) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    const std::string msg = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    const int primary = rc & 0xff;
+    if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
+      throw DbError(quote_path(path) + " is not a valid SQLite database (" + msg + ")");
+    throw DbError(quote_path(path) + ": " + what + ": " + msg);
+  }
+}
+
+// A write transaction. BEGIN IMMEDIATE takes the write lock at once (waiting
+// up to the busy timeout for another writer): a deferred transaction that
+// reads first and writes later can fail with SQLITE_BUSY in WAL mode without
+// ever calling the busy handler.
+class WriteTransaction {
+ public:
+  WriteTransaction(sqlite3* db, const std::string& path) : db_(db), path_(path) {
+    exec(db, path, "BEGIN IMMEDIATE", "starting a write transaction");
+  }
+  ~WriteTransaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  WriteTransaction(const WriteTransaction&) = delete;
+  WriteTransaction& operator=(const WriteTransaction&) = delete;
+  void commit() {
+    exec(db_, path_, "COMMIT", "committing");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  bool done_ = false;
+};
+
+struct Handle {
+  sqlite3* db = nullptr;
+  ~Handle() { sqlite3_close_v2(db); }
+};
+
+sqlite3* open_handle(const std::string& path, int flags, Handle& h) {
+  const int rc = sqlite3_open_v2(path.c_str(), &h.db, flags, nullptr);
+  if (rc != SQLITE_OK) fail(h.db, rc, path, "cannot open");
+  sqlite3_extended_result_codes(h.db, 1);
+  sqlite3_busy_timeout(h.db, kBusyTimeoutMs);
+  return h.db;
+}
+
+bool table_exists(sqlite3* db, const std::string& path, const char* name) {
+  Stmt s(db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  s.bind(1, std::string(name));
+  return s.step();
+}
+
+int64_t object_count(sqlite3* db, const std::string& path) {
+  Stmt s(db, path, "SELECT COUNT(*) FROM sqlite_master");
+  s.step();
+  return s.i64(0);
+}
+
+std::optional<std::string> meta_value(sqlite3* db, const std::string& path, const char* key) {
+  Stmt s(db, path, "SELECT value FROM meta WHERE key = ?");
+  s.bind(1, std::string(key));
+  if (!s.step()) return std::nullopt;
+  return s.text(0);
+}
+
+// The schema version of a database that has a `meta` table; throws when the
+// file belongs to another application or is newer than this program.
+int checked_version(sqlite3* db, const std::string& path) {
+  const auto app = meta_value(db, path, "application");
+  if (!app) throw DbError(quote_path(path) + " is not a tgr rules database (its meta table has no 'application')");
+  if (*app != kApplication)
+    throw DbError(quote_path(path) + " is not a tgr rules database (its application is '" + *app + "', expected '" +
+                  kApplication + "')");
+  const auto text = meta_value(db, path, "schema_version");
+  int version = 0;
+  try {
+    size_t used = 0;
+    version = text ? std::stoi(*text, &used) : 0;
+    if (!text || used != text->size() || version < 1) throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    throw DbError(quote_path(path) + " is not a tgr rules database (bad schema_version '" + text.value_or("") + "')");
+  }
+  if (version > latest_schema_version())
+    throw DbError(quote_path(path) + " has schema version " + std::to_string(version) +
+                  ", newer than this program's version " + std::to_string(latest_schema_version()) +
+                  " (use a newer tgr)");
+  return version;
+}
+
+// Several reads from one snapshot: a read transaction, unless one is open.
+class ReadSnapshot {
+ public:
+  ReadSnapshot(sqlite3* db, const std::string& path) : db_(db), own_(sqlite3_get_autocommit(db) != 0) {
+    if (own_) exec(db, path, "BEGIN", "starting a read transaction");
+  }
+  ~ReadSnapshot() {
+    if (own_) sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+  }
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+ private:
+  sqlite3* db_;
+  bool own_;
+};
+
+// The version of a database without a meta table: 0 when it holds nothing
+// (a new file), else it is someone else's file. One snapshot: another process
+// may be creating the schema meanwhile.
+int version_of(sqlite3* db, const std::string& path) {
+  ReadSnapshot snapshot(db, path);
+  if (table_exists(db, path, "meta")) return checked_version(db, path);
+  if (object_count(db, path) == 0) return 0;
+  throw DbError(quote_path(path) + " is not a tgr rules database (it has no meta table)");
+}
+
+// Looks at an existing file without writing to it: its schema version, 0 for
+// an empty file (or an SQLite file with no tables). Throws for a file that is
+// not SQLite, is damaged, belongs to another application or is too new.
+int inspect_read_only(const std::string& path) {
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw DbError("cannot read " + quote_path(path));
+    std::array<char, 16> header{};
+    in.read(header.data(), header.size());
+    const auto got = in.gcount();
+    // An empty file is an empty database to SQLite (a new one: it may have
+    // pages in a -wal file already, while another process creates it).
+    static constexpr char kMagic[16] = "SQLite format 3";  // with its final NUL
+    if (got > 0 && (got < 16 || !std::equal(header.begin(), header.end(), kMagic)))
+      throw DbError(quote_path(path) + " is not a valid SQLite database (no SQLite header)");
+  }
+  Handle h;
+  sqlite3* db = open_handle(path, SQLITE_OPEN_READONLY, h);
+  return version_of(db, path);
+}
+
+std::string now_sql() { return "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"; }
+
+// ---- rows ----
+
+constexpr const char* kRuleColumns =
+    "id, canonical, source, target, variables, constraints, source_ops, target_ops, operators, kind, status, "
+    "proof_ms, axioms, counterexample, region_map, correction, note, generator_run, created_at";
+
+RuleRecord read_rule(const Stmt& s) {
+  RuleRecord r;
+  r.id = s.i64(0);
+  r.canonical = s.text(1);
+  r.source = s.text(2);
+  r.target = s.text(3);
+  r.variables = s.text(4);
+  r.constraints = s.text(5);
+  r.source_ops = static_cast<int>(s.i64(6));
+  r.target_ops = static_cast<int>(s.i64(7));
+  r.operators = s.text(8);
+  r.kind = s.text(9);
+  r.status = s.text(10);
+  if (!s.is_null(11)) r.proof_ms = s.f64(11);
+  r.axioms = s.opt_text(12);
+  r.counterexample = s.opt_text(13);
+  r.region_map = s.opt_text(14);
+  r.correction = s.opt_text(15);
+  r.note = s.opt_text(16);
+  r.generator_run = s.is_null(17) ? 0 : s.i64(17);
+  r.created_at = s.text(18);
+  return r;
+}
+
+constexpr const char* kRunColumns = "id, kind, settings, started_at, finished_at, status, stats, checkpoint";
+
+RunRecord read_run(const Stmt& s) {
+  return RunRecord{s.i64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7)};
+}
+
+void count_calls(const Expr& e, std::set<std::string>& nodes, std::set<std::string>& ops) {
+  if (e.kind != Expr::Kind::kCall) return;
+  Expr node = e;
+  node.output = -1;  // split(x).0 and split(x).1 are one node
+  nodes.insert(to_text(node));
+  ops.insert(e.name);
+  for (const Expr& a : e.args) count_calls(a, nodes, ops);
+}
+
+}  // namespace
+
+// ---- free functions ----
+
+RuleRecord rule_record_from_text(std::string_view rule_text, std::string variables) {
+  RuleRecord r;
+  r.canonical = canonical_rule_text(rule_text);
+  const size_t arrow = r.canonical.find(" => ");
+  if (arrow == std::string::npos) throw DbError("canonical rule text without ' => ': " + r.canonical);
+  r.source = r.canonical.substr(0, arrow);
+  r.target = r.canonical.substr(arrow + 4);
+  std::set<std::string> ops;
+  for (auto [side, count] : {std::pair{&r.source, &r.source_ops}, std::pair{&r.target, &r.target_ops}}) {
+    std::set<std::string> nodes;
+    for (const Expr& e : parse_tuple(*side)) count_calls(e, nodes, ops);
+    *count = static_cast<int>(nodes.size());
+  }
+  for (const std::string& op : ops) r.operators += (r.operators.empty() ? "" : ",") + op;
+  r.variables = std::move(variables);
+  return r;
+}
+
+std::string json_quote(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// ---- RulesDb ----
+
+void RulesDb::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+RulesDb::RulesDb(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+
+RulesDb RulesDb::open(const std::string& path, bool create) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    if (!create) throw DbError("no such database " + quote_path(path));
+  } else {
+    if (fs::is_directory(st)) throw DbError(quote_path(path) + " is a directory, not a rules database");
+    // Check before writing anything: a foreign or damaged file stays as it is.
+    if (inspect_read_only(path) == 0 && !create)
+      throw DbError(quote_path(path) + " is not a tgr rules database (it is empty)");
+  }
+
+  Handle h;
+  sqlite3* db = open_handle(path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), h);
+  exec(db, path, "PRAGMA foreign_keys = ON", "enabling foreign keys");
+  // Persistent in the file. Readers do not block the writer and the writer
+  // does not block readers; NORMAL sync is safe in WAL mode (a power cut may
+  // lose the last commits, never corrupt the file).
+  exec(db, path, "PRAGMA journal_mode = WAL", "enabling WAL mode");
+  exec(db, path, "PRAGMA synchronous = NORMAL", "setting synchronous mode");
+
+  // Migrate: check without the write lock first (the usual case: up to date),
+  // then again under BEGIN IMMEDIATE, since another process may be migrating.
+  if (version_of(db, path) < latest_schema_version()) {
+    WriteTransaction t(db, path);
+    const int from = version_of(db, path);
+    for (const Migration& m : migrations()) {
+      if (m.version <= from) continue;
+      exec(db, path, m.sql, ("migrating to schema version " + std::to_string(m.version)).c_str());
+      Stmt s(db, path, "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)");
+      s.bind(1, std::to_string(m.version)).run();
+    }
+    t.commit();
+  }
+  RulesDb out(path, db);
+  h.db = nullptr;
+  return out;
+}
+
+int RulesDb::schema_version() const {
+  const auto v = meta_value(db_.get(), path_, "schema_version");
+  return v ? std::stoi(*v) : 0;
+}
+
+int64_t RulesDb::begin_run(const std::string& kind, const std::string& settings_json) {
+  WriteTransaction t(db_.get(), path_);
+  Stmt s(db_.get(), path_, "INSERT INTO runs (kind, settings, status) VALUES (?, ?, 'running')");
+  s.bind(1, kind).bind(2, settings_json).run();
+  const int64_t id = sqlite3_last_insert_rowid(db_.get());
+  t.commit();
+  return id;
+}
+
+void RulesDb::set_checkpoint(int64_t run, const std::string& checkpoint) {
+  WriteTransaction t(db_.get(), path_);
+  Stmt s(db_.get(), path_, "UPDATE runs SET checkpoint = ? WHERE id = ?");
+  s.bind(1, checkpoint).bind(2, run).run();
+  if (sqlite3_changes(db_.get()) == 0) throw DbError(quote_path(path_) + ": no run " + std::to_string(run));
+  t.commit();
+}
+
+void RulesDb::finish_run(int64_t run, const std::string& status, const std::string& stats_json) {
+  if (status == "running") throw DbError("finish_run: status 'running' does not finish a run");
+  WriteTransaction t(db_.get(), path_);
+  const std::string sql = "UPDATE runs SET status = ?, stats = ?, finished_at = " + now_sql() + " WHERE id = ?";
+  Stmt s(db_.get(), path_, sql.c_str());
+  s.bind(1, status).bind(2, stats_json).bind(3, run).run();
+  if (sqlite3_changes(db_.get()) == 0) throw DbError(quote_path(path_) + ": no run " + std::to_string(run));
+  t.commit();
+}
+
+std::optional<RunRecord> RulesDb::get_run(int64_t run) const {
+  Stmt s(db_.get(), path_, (std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?").c_str());
+  s.bind(1, run);
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+std::optional<RunRecord> RulesDb::find_unfinished_run(const std::string& kind, const std::string& settings_json) const {
+  Stmt s(db_.get(), path_,
+         (std::string("SELECT ") + kRunColumns +
+          " FROM runs WHERE kind = ? AND settings = ? AND status <> 'finished' ORDER BY id DESC LIMIT 1")
+             .c_str());
+  s.bind(1, kind).bind(2, settings_json);
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+std::vector<RunSummary> RulesDb::list_runs() const {
+  Stmt s(db_.get(), path_,
+         (std::string("SELECT ") + kRunColumns +
+          ", (SELECT COUNT(*) FROM rules WHERE rules.generator_run = runs.id) FROM runs ORDER BY id")
+             .c_str());
+  std::vector<RunSummary> out;
+  while (s.step()) out.push_back({read_run(s), s.i64(8)});
+  return out;
+}
+
+int RulesDb::insert_rules(const std::vector<RuleRecord>& rules) {
+  if (rules.empty()) return 0;
+  WriteTransaction t(db_.get(), path_);
+  Stmt s(db_.get(), path_,
+         "INSERT INTO rules (canonical, source, target, variables, constraints, source_ops, target_ops, operators, "
+         "kind, status, proof_ms, axioms, counterexample, region_map, correction, note, generator_run) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (canonical) DO NOTHING");
+  int inserted = 0;
+  for (const RuleRecord& r : rules) {
+    if (r.canonical.empty()) throw DbError(quote_path(path_) + ": a rule without canonical text (" + r.rule_text() + ")");
+    s.reset();
+    s.bind(1, r.canonical).bind(2, r.source).bind(3, r.target).bind(4, r.variables).bind(5, r.constraints);
+    s.bind(6, r.source_ops).bind(7, r.target_ops).bind(8, r.operators).bind(9, r.kind).bind(10, r.status);
+    s.bind(11, r.proof_ms).bind(12, r.axioms).bind(13, r.counterexample).bind(14, r.region_map);
+    s.bind(15, r.correction).bind(16, r.note);
+    if (r.generator_run != 0)
+      s.bind(17, r.generator_run);
+    else
+      s.bind_null(17);
+    s.run();
+    inserted += sqlite3_changes(db_.get());
+  }
+  t.commit();
+  return inserted;
+}
+
+void RulesDb::update_rule(const RuleRecord& r) {
+  WriteTransaction t(db_.get(), path_);
+  Stmt s(db_.get(), path_,
+         "UPDATE rules SET kind = ?, status = ?, constraints = ?, proof_ms = ?, axioms = ?, counterexample = ?, "
+         "region_map = ?, correction = ?, note = ? WHERE id = ?");
+  s.bind(1, r.kind).bind(2, r.status).bind(3, r.constraints).bind(4, r.proof_ms).bind(5, r.axioms);
+  s.bind(6, r.counterexample).bind(7, r.region_map).bind(8, r.correction).bind(9, r.note).bind(10, r.id);
+  s.run();
+  if (sqlite3_changes(db_.get()) == 0) throw DbError(quote_path(path_) + ": no rule " + std::to_string(r.id));
+  t.commit();
+}
+
+std::optional<RuleRecord> RulesDb::get_rule(int64_t id) const {
+  Stmt s(db_.get(), path_, (std::string("SELECT ") + kRuleColumns + " FROM rules WHERE id = ?").c_str());
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_rule(s);
+}
+
+std::optional<RuleRecord> RulesDb::find_by_canonical(const std::string& canonical) const {
+  Stmt s(db_.get(), path_, (std::string("SELECT ") + kRuleColumns + " FROM rules WHERE canonical = ?").c_str());
+  s.bind(1, canonical);
+  if (!s.step()) return std::nullopt;
+  return read_rule(s);
+}
+
+std::vector<RuleRecord> RulesDb::list_rules(const std::optional<std::string>& status) const {
+  const std::string sql = std::string("SELECT ") + kRuleColumns + " FROM rules" +
+                          (status ? " WHERE status = ?" : "") + " ORDER BY id";
+  Stmt s(db_.get(), path_, sql.c_str());
+  if (status) s.bind(1, *status);
+  std::vector<RuleRecord> out;
+  while (s.step()) out.push_back(read_rule(s));
+  return out;
+}
+
+int64_t RulesDb::count_rules() const {
+  Stmt s(db_.get(), path_, "SELECT COUNT(*) FROM rules");
+  s.step();
+  return s.i64(0);
+}
+
+std::vector<std::pair<std::string, int64_t>> RulesDb::counts_by_status() const {
+  Stmt s(db_.get(), path_, "SELECT status, COUNT(*) FROM rules GROUP BY status ORDER BY status");
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (s.step()) out.emplace_back(s.text(0), s.i64(1));
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> RulesDb::counts_by_kind() const {
+  Stmt s(db_.get(), path_, "SELECT kind, COUNT(*) FROM rules GROUP BY kind ORDER BY kind");
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (s.step()) out.emplace_back(s.text(0), s.i64(1));
+  return out;
+}
+
+std::vector<std::tuple<int, int, int64_t>> RulesDb::counts_by_size() const {
+  Stmt s(db_.get(), path_,
+         "SELECT source_ops, target_ops, COUNT(*) FROM rules GROUP BY source_ops, target_ops "
+         "ORDER BY source_ops, target_ops");
+  std::vector<std::tuple<int, int, int64_t>> out;
+  while (s.step()) out.emplace_back(static_cast<int>(s.i64(0)), static_cast<int>(s.i64(1)), s.i64(2));
+  return out;
+}
+
+}  // namespace tgr::rules_db

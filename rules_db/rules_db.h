@@ -1,0 +1,120 @@
+// The rules database: one SQLite file holding every rule found by the
+// generator, its proof status and evidence, and the runs that produced it.
+// Schema: rules_db/schema.cpp; README.md, section "Rules database", documents
+// it for people reading the file with sqlite3.
+//
+// A RulesDb is used from one thread at a time. Several processes (or several
+// RulesDb objects) may open the same file: it is in WAL mode, so readers never
+// wait, and a writer waits (busy timeout, 30 s) for another writer's
+// transaction instead of failing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+struct sqlite3;
+
+namespace tgr::rules_db {
+
+// Every error of this library: a file that is not a (valid, known) rules
+// database, a constraint violated, an SQLite failure. The message names the file.
+class DbError : public std::runtime_error {
+  using runtime_error::runtime_error;
+};
+
+struct RuleRecord {
+  int64_t id = 0;  // assigned by the database; ignored by insert_rules
+  std::string canonical, source, target;  // canonical == source + " => " + target
+  std::string variables, constraints = "{}";
+  int source_ops = 0, target_ops = 0;
+  std::string operators;  // sorted distinct operator names, comma-separated
+  std::string kind = "full", status = "candidate";
+  std::optional<double> proof_ms;
+  std::optional<std::string> axioms, counterexample, region_map, correction, note;
+  int64_t generator_run = 0;  // 0: none (stored as NULL)
+  std::string created_at;     // set by the database; ignored on insert and update
+  std::string rule_text() const { return source + " => " + target; }
+};
+
+// A record with canonical, source, target, source_ops, target_ops and
+// operators filled in from a rule's text (any spelling: canonicalised with
+// ir/canonical.h). Operators are counted as distinct nodes (a subexpression
+// written twice is one node, as the parser shares it). Throws ParseError.
+RuleRecord rule_record_from_text(std::string_view rule_text, std::string variables = "");
+
+// finished_at, checkpoint: "" when NULL.
+struct RunRecord {
+  int64_t id = 0;
+  std::string kind, settings, started_at, finished_at, status, stats, checkpoint;
+};
+
+struct RunSummary {
+  RunRecord run;
+  int64_t rules_inserted = 0;  // rules whose generator_run is this run
+};
+
+class RulesDb {
+ public:
+  // Opens `path`. With create=true a missing (or empty) file is created with
+  // the latest schema; an older schema is migrated. Errors (DbError): no such
+  // file (create=false), not an SQLite file, an SQLite file of another
+  // application, a schema newer than this program. A file that is refused is
+  // never written to.
+  static RulesDb open(const std::string& path, bool create);
+
+  RulesDb(RulesDb&&) noexcept = default;
+  RulesDb& operator=(RulesDb&&) noexcept = default;
+  RulesDb(const RulesDb&) = delete;
+  RulesDb& operator=(const RulesDb&) = delete;
+  ~RulesDb() = default;
+
+  const std::string& path() const { return path_; }
+  int schema_version() const;
+
+  // Runs. Statuses: 'running' (begin_run), 'interrupted', 'finished', 'failed'.
+  int64_t begin_run(const std::string& kind, const std::string& settings_json);
+  void set_checkpoint(int64_t run, const std::string& checkpoint);  // its own small transaction
+  void finish_run(int64_t run, const std::string& status, const std::string& stats_json);
+  std::optional<RunRecord> get_run(int64_t run) const;
+  // The most recent run of `kind` with exactly these settings whose status is
+  // not 'finished' (to resume), if any.
+  std::optional<RunRecord> find_unfinished_run(const std::string& kind, const std::string& settings_json) const;
+  std::vector<RunSummary> list_runs() const;  // by id
+
+  // Inserts in one transaction; rows whose `canonical` already exists are
+  // skipped. Returns how many were inserted.
+  int insert_rules(const std::vector<RuleRecord>& rules);
+  // Writes the mutable fields of rule `rule.id` (kind, status, constraints,
+  // proof_ms, axioms, counterexample, region_map, correction, note); the
+  // identity (canonical, sides, variables, sizes, run) is kept. Unknown id: DbError.
+  void update_rule(const RuleRecord& rule);
+  std::optional<RuleRecord> get_rule(int64_t id) const;
+  std::optional<RuleRecord> find_by_canonical(const std::string& canonical) const;
+  std::vector<RuleRecord> list_rules(const std::optional<std::string>& status = std::nullopt) const;  // by id
+  int64_t count_rules() const;
+  std::vector<std::pair<std::string, int64_t>> counts_by_status() const;  // by status
+  std::vector<std::pair<std::string, int64_t>> counts_by_kind() const;    // by kind
+  std::vector<std::tuple<int, int, int64_t>> counts_by_size() const;      // by (source_ops, target_ops)
+
+ private:
+  struct Closer {
+    void operator()(sqlite3* db) const;
+  };
+  RulesDb(std::string path, sqlite3* db);
+
+  std::string path_;
+  std::unique_ptr<sqlite3, Closer> db_;
+};
+
+// `text` as a JSON string literal, quotes included (for settings, stats and
+// the `rules` tool's JSON output).
+std::string json_quote(std::string_view text);
+
+}  // namespace tgr::rules_db

@@ -1,0 +1,95 @@
+// The rules database schema, in one place. Never edit a migration that has
+// shipped: append a new one (and describe its change in README.md, section
+// "Rules database"). The migration runner (rules_db.cpp) records the version
+// in `meta` after each step; migration 1 also writes it itself, so running
+// its SQL alone gives a valid version-1 database (the schema tests do that).
+#include "rules_db/schema.h"
+
+#include <array>
+
+namespace tgr::rules_db {
+
+namespace {
+
+// Timestamps are UTC ISO-8601 text with milliseconds: 2024-05-01T12:00:00.123Z.
+#define TGR_NOW "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+
+constexpr const char* kV1 = R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+INSERT INTO meta (key, value) VALUES ('application', 'tgr-rules'), ('schema_version', '1');
+
+CREATE TABLE runs (
+  id          INTEGER PRIMARY KEY,
+  kind        TEXT NOT NULL,
+  settings    TEXT NOT NULL DEFAULT '{}',
+  started_at  TEXT NOT NULL DEFAULT )sql" TGR_NOW R"sql(,
+  finished_at TEXT,
+  status      TEXT NOT NULL DEFAULT 'running'
+              CHECK (status IN ('running', 'interrupted', 'finished', 'failed')),
+  stats       TEXT NOT NULL DEFAULT '{}',
+  checkpoint  TEXT
+);
+CREATE INDEX runs_kind_settings ON runs (kind, settings);
+
+CREATE TABLE rules (
+  id             INTEGER PRIMARY KEY,
+  canonical      TEXT NOT NULL UNIQUE,
+  source         TEXT NOT NULL,
+  target         TEXT NOT NULL,
+  variables      TEXT NOT NULL DEFAULT '',
+  constraints    TEXT NOT NULL DEFAULT '{}',
+  source_ops     INTEGER NOT NULL,
+  target_ops     INTEGER NOT NULL,
+  operators      TEXT NOT NULL,
+  kind           TEXT NOT NULL DEFAULT 'full' CHECK (kind IN ('full', 'partial')),
+  status         TEXT NOT NULL DEFAULT 'candidate'
+                 CHECK (status IN ('candidate', 'proved', 'refuted', 'unknown', 'partial')),
+  proof_ms       REAL,
+  axioms         TEXT,
+  counterexample TEXT,
+  region_map     TEXT,
+  correction     TEXT,
+  note           TEXT,
+  generator_run  INTEGER REFERENCES runs (id),
+  created_at     TEXT NOT NULL DEFAULT )sql" TGR_NOW R"sql(
+);
+CREATE INDEX rules_status ON rules (status);
+CREATE INDEX rules_kind ON rules (kind);
+CREATE INDEX rules_generator_run ON rules (generator_run);
+)sql";
+
+constexpr const char* kV2 = R"sql(
+CREATE VIEW proved_rules AS
+  SELECT id, source || ' => ' || target AS rule, source_ops, target_ops, axioms, proof_ms
+  FROM rules WHERE status = 'proved' ORDER BY id;
+
+CREATE VIEW rule_counts_by_status AS
+  SELECT status, COUNT(*) AS n FROM rules GROUP BY status ORDER BY status;
+
+CREATE VIEW rule_counts_by_size AS
+  SELECT source_ops, target_ops, COUNT(*) AS n FROM rules
+  GROUP BY source_ops, target_ops ORDER BY source_ops, target_ops;
+
+CREATE VIEW run_summary AS
+  SELECT runs.id, runs.kind, runs.status, runs.started_at, runs.finished_at,
+         (SELECT COUNT(*) FROM rules WHERE rules.generator_run = runs.id) AS rules_inserted
+  FROM runs ORDER BY runs.id;
+)sql";
+
+#undef TGR_NOW
+
+constexpr std::array kMigrations = {
+    Migration{1, "tables meta, runs, rules; indexes on status and kind", kV1},
+    Migration{2, "views proved_rules, rule_counts_by_status, rule_counts_by_size, run_summary", kV2},
+};
+
+}  // namespace
+
+std::span<const Migration> migrations() { return kMigrations; }
+
+int latest_schema_version() { return kMigrations.back().version; }
+
+}  // namespace tgr::rules_db
