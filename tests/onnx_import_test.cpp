@@ -4,6 +4,7 @@
 // entries (`run --test-data`).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -123,6 +124,58 @@ TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
         << e.what();
   }
   EXPECT_GE(supported_onnx_operators().size(), 55u);
+}
+
+}  // namespace
+}  // namespace tgr::onnx_io
+
+#include "optimizer/onnx_export.h"
+
+namespace tgr::onnx_io {
+namespace {
+
+// import -> export -> import: the same graph (structural hash, so the same
+// operators, parameters, constants and names) and the same outputs.
+TEST(OnnxRoundTrip, ImportExportImportIsTheSameGraph) {
+  const std::vector<std::string> paths = {
+      kData + "/models/squeezenet1_1.onnx", kData + "/models/bert_tiny.onnx", model("conv_groups_dilation_op11"),
+      model("gemm_transab_alpha_beta_op13"), model("maxpool_ceil_changes_op11"), model("fold_attention_mask_op13"),
+      model("layernorm_axis1_op17"), model("split_input_op13"), model("slice_neg_axes_steps_op13")};
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    if (!std::filesystem::exists(path)) {
+      ADD_FAILURE() << "missing test model";
+      continue;
+    }
+    const ImportedModel first = import_model_file(path);
+    ExportOptions options;
+    options.opset = first.opset;
+    const onnx::ModelProto exported = export_graph(first.graph, options);
+    EXPECT_EQ(default_opset(exported), first.opset);
+    const ImportedModel second = import_model(exported);
+    EXPECT_EQ(second.graph.num_ops(), first.graph.num_ops());
+    EXPECT_EQ(second.graph.structural_hash(), first.graph.structural_hash());
+    ASSERT_EQ(second.graph.inputs().size(), first.graph.inputs().size());
+    std::vector<Value<float>> inputs;
+    for (size_t i = 0; i < first.graph.inputs().size(); ++i) {
+      const Node& in = first.graph.node(first.graph.inputs()[i]);
+      EXPECT_EQ(second.graph.node(second.graph.inputs()[i]).name, in.name);
+      if (in.output_dtypes[0] == DType::kFloat) {
+        inputs.emplace_back(random_tensor<float>(in.output_shapes[0], 5 + i));
+      } else {
+        Tensor<int64_t> ids(in.output_shapes[0]);
+        for (size_t k = 0; k < ids.data.size(); ++k) ids.data[k] = static_cast<int64_t>(k % 2);
+        inputs.emplace_back(in.output_dtypes[0], ids);
+      }
+    }
+    EXPECT_EQ(second.graph.output_names(), first.graph.output_names());
+    const auto a = evaluate_values<float>(first.graph, inputs), b = evaluate_values<float>(second.graph, inputs);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k].real.data, b[k].real.data);
+      EXPECT_EQ(a[k].ints.data, b[k].ints.data);
+    }
+  }
 }
 
 }  // namespace

@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
                     ->needs(m_opt)->check(CLI::ExistingDirectory);
   app.add_option("--rtol", model.rtol, "largest relative L2 error per output for --test-data to pass (default 1e-4)")
       ->needs(t_opt);
+  app.add_option("--export", model.export_path, "also write the imported graph as an ONNX model (same opset)")->needs(m_opt);
   app.add_option("--precision", model.precision, "evaluate models in float32 or float64")
       ->check(CLI::IsMember({"f32", "f64"}))->needs(m_opt);
   std::string graph_file, expr, shapes, domain = "all";

@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 
+#include "optimizer/onnx_export.h"
 #include "optimizer/onnx_import.h"
 #include "runtime/interpreter.h"
 
@@ -95,7 +96,7 @@ struct Loaded {
 
 // Imports with the inputs' shapes, evaluates, returns float32 outputs.
 std::vector<ConstantValue> compute(const Loaded& model, const std::string& path, const std::vector<NamedTensor>& inputs,
-                                   const std::string& precision, bool verbose) {
+                                   const std::string& precision, bool verbose, const std::string& export_path) {
   onnx_io::ImportOptions import_options;
   for (size_t i = 0; i < inputs.size(); ++i) import_options.input_shapes[model.input_names[i]] = inputs[i].value.shape();
   auto start = std::chrono::steady_clock::now();
@@ -106,6 +107,12 @@ std::vector<ConstantValue> compute(const Loaded& model, const std::string& path,
     throw std::runtime_error("'" + path + "': " + e.what());
   }
   const double import_s = seconds_since(start);
+  if (!export_path.empty()) {
+    onnx_io::ExportOptions export_options;
+    export_options.opset = imported.opset;
+    onnx_io::save_model(onnx_io::export_graph(imported.graph, export_options), export_path);
+    std::printf("exported the imported graph (opset %lld) to %s\n", static_cast<long long>(imported.opset), export_path.c_str());
+  }
   start = std::chrono::steady_clock::now();
   std::vector<ConstantValue> outputs;
   if (precision == "f64") {
@@ -128,7 +135,7 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
   for (const auto& p : numbered_files(dir, "output")) expected.push_back(onnx_io::read_tensor_file(p));
   if (inputs.empty()) throw std::runtime_error("no input_K.pb files in '" + dir + "'");
   inputs = order_inputs(std::move(inputs), model.input_names);
-  const std::vector<ConstantValue> actual = compute(model, o.model, inputs, o.precision, verbose);
+  const std::vector<ConstantValue> actual = compute(model, o.model, inputs, o.precision, verbose, verbose ? o.export_path : "");
   if (expected.size() != actual.size())
     throw std::runtime_error("'" + dir + "' has " + std::to_string(expected.size()) + " reference output(s), the model " +
                              std::to_string(actual.size()));
@@ -187,7 +194,7 @@ int run_model(const ModelRunOptions& o) {
   std::vector<NamedTensor> inputs;
   for (const auto& p : o.inputs) inputs.push_back(onnx_io::read_tensor_file(p));
   inputs = order_inputs(std::move(inputs), model.input_names);
-  const std::vector<ConstantValue> outputs = compute(model, o.model, inputs, o.precision, true);
+  const std::vector<ConstantValue> outputs = compute(model, o.model, inputs, o.precision, true, o.export_path);
   if (!o.output_dir.empty()) fs::create_directories(o.output_dir);
   for (size_t k = 0; k < outputs.size(); ++k) {
     const std::string name = model.proto.graph().output(static_cast<int>(k)).name();

@@ -14,6 +14,7 @@ struct ModelRunOptions {
   std::string test_data;            // a test data set, or a folder of test_data_set_N (--test-data)
   double rtol = 1e-4;               // relative L2 error allowed per output
   std::string precision = "f32";    // f32 | f64
+  std::string export_path;          // write the imported graph as ONNX (--export)
 };
 
 // Returns the exit status: 0 on success (and every output within rtol).
