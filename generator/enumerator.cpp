@@ -52,6 +52,8 @@ struct Slot {
   uint64_t fp = 0;
   uint16_t shape = 0;
   int8_t op = -1;  // producing operator, -1 for a variable
+  Role role = Role::kTensor;
+  uint64_t structure = 0;  // order-independent hash of how it is computed
 };
 
 class Search {
@@ -60,7 +62,9 @@ class Search {
          const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop, EnumerationCounters& counters)
       : world_(world), world_index_(world_index), max_ops_(max_ops), n_vars_(static_cast<int>(vars.size())), sink_(sink),
         stop_(stop), counters_(counters) {
-    for (const auto& v : vars) slots_.push_back(Slot{v, fingerprint(v), cache_.id(v.shape), -1});
+    for (size_t v = 0; v < vars.size(); ++v)
+      slots_.push_back(Slot{vars[v], fingerprint(vars[v]), cache_.id(vars[v].shape), -1, world.variables[v].role,
+                            mix(0x452821e638d01377ULL, v)});
   }
 
   // All graphs whose first operator is `first` (one task of the parallel loop).
@@ -68,6 +72,33 @@ class Search {
     if (try_push(first)) {
       dfs();
       pop();
+    }
+  }
+
+  // Graphs of no operator: one variable, or two (a split's pieces can equal
+  // them: split(concat(a, b)) => (a, b)).
+  void emit_variables() {
+    auto emit_outputs = [&](std::vector<uint8_t> vars) {
+      std::vector<std::pair<uint64_t, uint8_t>> outs;
+      for (uint8_t v : vars) outs.emplace_back(slots_[v].fp, v);
+      std::sort(outs.begin(), outs.end());
+      GraphRecord r;
+      r.key = mix(0x13198a2e03707344ULL, outs.size());
+      r.structure = mix(0x082efa98ec4e6c89ULL, outs.size());
+      for (size_t k = 0; k < outs.size(); ++k) {
+        r.key = mix(r.key, outs[k].first);
+        r.structure = mix(r.structure, slots_[outs[k].second].structure);
+        r.outputs[k] = outs[k].second;
+      }
+      r.world = world_index_;
+      r.n_outputs = static_cast<uint8_t>(outs.size());
+      counters_.registered.fetch_add(1, std::memory_order_relaxed);
+      sink_(r);
+    };
+    for (int a = 0; a < n_vars_; ++a) {
+      emit_outputs({static_cast<uint8_t>(a)});
+      for (int b = a + 1; b < n_vars_; ++b)
+        if (slots_[a].role == slots_[b].role) emit_outputs({static_cast<uint8_t>(a), static_cast<uint8_t>(b)});
     }
   }
 
@@ -79,10 +110,18 @@ class Search {
   }
 
  private:
-  bool is_leaf(const OpRef& op) const {
-    for (int a = 0; a < op.n_args; ++a)
-      if (slots_[op.args[a]].op >= 0) return false;
+  bool roles_fit(const OpTemplate& t, const OpRef& op) const {
+    for (int a = 0; a < op.n_args; ++a) {
+      const Role want = t.arg_roles[a] == Role::kSame ? slots_[op.args[0]].role : t.arg_roles[a];
+      if (want != Role::kAny && slots_[op.args[a]].role != want) return false;
+    }
     return true;
+  }
+
+  bool reads_output_of(const OpRef& op, int producer) const {
+    for (int a = 0; a < op.n_args; ++a)
+      if (slots_[op.args[a]].op == producer) return true;
+    return false;
   }
 
   // Calls f for every operator application over the current slots that the
@@ -90,22 +129,25 @@ class Search {
   template <class F>
   void for_each_candidate(F f) {
     const int n = static_cast<int>(slots_.size());
-    const bool after_inner = !ops_.empty() && !is_leaf(ops_.back());
     for (uint16_t t = 0; t < world_.templates.size(); ++t) {
       const OpTemplate& tmpl = world_.templates[t];
       OpRef op;
       op.tmpl = t;
       op.n_args = static_cast<uint8_t>(tmpl.arity);
       auto consider = [&] {
-        // Operators reading only variables come first, in increasing order;
-        // each graph still has such an order, and permutations of them are
-        // not enumerated again.
-        const bool leaf = is_leaf(op);
-        if (leaf && after_inner) return;
-        if (leaf && !ops_.empty() && is_leaf(ops_.back()) && !before(ops_.back(), op)) return;
+        // Of two adjacent operators where the second does not read the
+        // first, only the order with increasing keys is enumerated. Every
+        // graph keeps an order that passes (pick, at each step, the
+        // smallest-key operator whose inputs exist), so no graph is lost,
+        // while reorderings of independent operators are not repeated.
+        if (!ops_.empty() && !reads_output_of(op, static_cast<int>(ops_.size()) - 1) && !before(ops_.back(), op)) return;
         for (const OpRef& existing : ops_)
           if (existing == op) return;  // the same node twice
+        if (!roles_fit(tmpl, op)) return;
         if (tmpl.op->commutative && op.args[0] > op.args[1]) return;
+        // One value as both arguments (add(a, a), concat(a, a)) only makes
+        // special cases of rules over distinct values.
+        if (op.n_args == 2 && op.args[0] == op.args[1]) return;
         f(op);
       };
       if (tmpl.arity == 0) {
@@ -181,9 +223,15 @@ class Search {
     }
     const OpCall call{*tmpl.op, tmpl.params, in_shapes, dtypes, out_shapes};
     tmpl.op->kernels.field(call, in, results);
+    const Role role = tmpl.output_role == Role::kSame ? slots_[op.args[0]].role : tmpl.output_role;
+    uint64_t structure = mix(0xa4093822299f31d0ULL, op.tmpl);
+    std::array<uint64_t, 3> arg_structure{};
+    for (int a = 0; a < op.n_args; ++a) arg_structure[a] = slots_[op.args[a]].structure;
+    if (tmpl.op->commutative) std::sort(arg_structure.begin(), arg_structure.begin() + op.n_args);
+    for (int a = 0; a < op.n_args; ++a) structure = mix(structure, arg_structure[a]);
     for (size_t k = 0; k < results.size(); ++k) {
       const uint64_t fp = fingerprint(results[k]);
-      slots_.push_back(Slot{std::move(results[k]), fp, outs[k], static_cast<int8_t>(ops_.size())});
+      slots_.push_back(Slot{std::move(results[k]), fp, outs[k], static_cast<int8_t>(ops_.size()), role, mix(structure, k)});
     }
     ops_.push_back(op);
     counters_.states.fetch_add(1, std::memory_order_relaxed);
@@ -250,6 +298,8 @@ class Search {
       r.key = mix(r.key, outs[k].first);
       r.outputs[k] = outs[k].second;
     }
+    r.structure = mix(0x082efa98ec4e6c89ULL, outs.size());
+    for (size_t k = 0; k < outs.size(); ++k) r.structure = mix(r.structure, slots_[outs[k].second].structure);
     r.world = world_index_;
     r.n_ops = static_cast<uint8_t>(ops_.size());
     r.n_outputs = static_cast<uint8_t>(outs.size());
@@ -303,7 +353,9 @@ void Enumerator::run(const std::function<void(const GraphRecord&)>& sink, const 
                      EnumerationCounters& counters) const {
   if (world_.variables.size() + static_cast<size_t>(max_ops_) * 2 > 250)
     throw std::invalid_argument("too many variables for the enumerator");
-  std::vector<OpRef> firsts = Search(world_, world_index_, max_ops_, variable_values_, sink, stop, counters).first_ops();
+  Search top(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
+  top.emit_variables();
+  std::vector<OpRef> firsts = top.first_ops();
   tbb::parallel_for(size_t{0}, firsts.size(), [&](size_t i) {
     if (stop.load(std::memory_order_relaxed)) return;
     Search search(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);

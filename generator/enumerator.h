@@ -29,14 +29,15 @@ struct OpRef {
 // A compact enumerated graph. Its outputs are the values no other operator
 // reads, listed in fingerprint order so that equal classes line up.
 struct GraphRecord {
-  uint64_t key = 0;  // fingerprint of the outputs (and their shapes), the class
+  uint64_t key = 0;        // fingerprint of the outputs (and their shapes), the class
+  uint64_t structure = 0;  // hash of the graph itself, whatever order built it
   uint8_t world = 0;
   uint8_t n_ops = 0;
   uint8_t n_outputs = 0;
   std::array<OpRef, kMaxOps> ops{};
   std::array<uint8_t, kMaxOutputs> outputs{};  // slots
 
-  auto tie() const { return std::tie(key, world, n_ops, n_outputs); }
+  auto tie() const { return std::tie(key, structure, world, n_ops, n_outputs); }
 };
 bool operator<(const GraphRecord& a, const GraphRecord& b);
 

@@ -6,6 +6,7 @@
 // world is enumerated on its own.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,14 @@
 
 namespace tgr::gen {
 
+// What a tensor stands for. Shapes alone would let a kernel be convolved as
+// an image; roles keep the enumeration to TASO's typed operators.
+enum class Role : uint8_t { kAny, kSame, kTensor, kImage, kKernel, kScalar };
+
 struct Variable {
   std::string name;  // kind letters + index: x0, w1, i2, k0 (3x3), p0 (1x1), r0 (1x3), b0, s0
   Shape shape;
+  Role role = Role::kTensor;
 };
 
 struct OpTemplate {
@@ -23,6 +29,8 @@ struct OpTemplate {
   Params params;
   std::string label;  // e.g. "concat[axis=1]"
   int arity = 0;
+  std::array<Role, 3> arg_roles{Role::kAny, Role::kAny, Role::kAny};  // kSame: the role of argument 0
+  Role output_role = Role::kSame;                                      // kSame: the role of argument 0
 };
 
 struct World {

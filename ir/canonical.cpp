@@ -63,9 +63,10 @@ std::string tuple_text(const std::vector<Expr>& exprs) {
 
 // The smallest renamed text over all argument orders of commutative nodes of
 // `sides` (one side for a graph, two for a rule, renamed together).
-std::string smallest_text(std::vector<std::vector<Expr>> sides) {
+std::string smallest_text(std::vector<std::vector<Expr>> sides, bool commutative = true) {
   std::vector<Expr*> nodes;
-  for (auto& side : sides) collect_commutative(side, nodes);
+  if (commutative)
+    for (auto& side : sides) collect_commutative(side, nodes);
   // 2^k orders; rules from the generator have few commutative nodes. Past
   // 16, fall back to one order (still a deterministic, valid form).
   const size_t k = std::min<size_t>(nodes.size(), 16);
@@ -96,12 +97,12 @@ std::string canonical_text(std::vector<Expr> outputs) {
   return smallest_text({std::move(outputs)});
 }
 
-std::string canonical_rule_text(RuleExpr rule, bool allow_swap) {
+std::string canonical_rule_text(RuleExpr rule, bool allow_swap, bool commutative) {
   for (Expr& e : rule.source) normalize_params(e);
   for (Expr& e : rule.target) normalize_params(e);
-  std::string forward = smallest_text({rule.source, rule.target});
+  std::string forward = smallest_text({rule.source, rule.target}, commutative);
   if (!allow_swap) return forward;
-  std::string backward = smallest_text({rule.target, rule.source});
+  std::string backward = smallest_text({rule.target, rule.source}, commutative);
   return std::min(forward, backward);
 }
 

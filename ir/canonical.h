@@ -22,7 +22,9 @@ namespace tgr {
 std::string canonical_text(std::vector<Expr> outputs);
 
 // A rule. With `allow_swap`, "a => b" and "b => a" have one canonical text.
-std::string canonical_rule_text(RuleExpr rule, bool allow_swap = true);
+// Without `commutative`, the argument order of commutative operators is kept
+// (the generator counts what each equivalence removes).
+std::string canonical_rule_text(RuleExpr rule, bool allow_swap = true, bool commutative = true);
 
 // Parses and canonicalises; throws ParseError.
 std::string canonical_rule_text(std::string_view text, bool allow_swap = true);

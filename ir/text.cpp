@@ -345,7 +345,14 @@ std::string to_text(const Expr& e) {
   return s;
 }
 
-Expr to_expr(const Graph& graph, ValueRef value) {
+Expr to_expr(const Graph& graph, ValueRef value) { return to_expr(graph, value, [](ValueRef) { return std::nullopt; }); }
+
+Expr to_expr(const Graph& graph, ValueRef value, const std::function<std::optional<std::string>(ValueRef)>& leaf) {
+  if (auto name = leaf(value)) {
+    Expr var;
+    var.name = *name;
+    return var;
+  }
   const Node& n = graph.node(value.node);
   Expr e;
   if (n.is_constant()) {  // weights print as a leaf: their name, or a hash
@@ -361,7 +368,7 @@ Expr to_expr(const Graph& graph, ValueRef value) {
     const ParamSpec* spec = n.op->find_param(key);
     if (!(spec->default_value && *spec->default_value == v)) e.params.emplace_back(key, v);
   }
-  for (ValueRef in : n.inputs) e.args.push_back(to_expr(graph, in));
+  for (ValueRef in : n.inputs) e.args.push_back(to_expr(graph, in, leaf));
   if (n.output_shapes.size() > 1) e.output = value.output;
   return e;
 }

@@ -9,7 +9,9 @@
 // output k of a multi-output operator (split) and is required there.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -74,6 +76,9 @@ std::string to_text(const Expr& expr);
 std::string to_text(const Graph& graph);  // one output: expr; several: (e1, e2)
 std::string to_text(const Rule& rule);
 Expr to_expr(const Graph& graph, ValueRef value);
+// The same, printing the values `leaf` names as variables of that name
+// (used to cut a subgraph out of a rule).
+Expr to_expr(const Graph& graph, ValueRef value, const std::function<std::optional<std::string>(ValueRef)>& leaf);
 
 // A graph file (.tg, see examples/): '#' comments and lines
 //   input NAME SHAPE        declare an input variable

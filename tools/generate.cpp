@@ -1,10 +1,66 @@
-// `generate`: enumerate operator graphs, fingerprint them and store candidate rules (issue 4).
+// `generate`: enumerate operator graphs, fingerprint them, and store the
+// candidate rules in a rules database.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
+#include <cstdio>
+
+#include "generator/generate.h"
 #include "tools/cli_common.h"
 
+namespace {
+std::atomic<bool> g_stop{false};
+void on_interrupt(int) {
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"generate: enumerate operator graphs, fingerprint them and store candidate rules (issue 4)"};
+  CLI::App app{"generate: enumerate operator graphs, fingerprint them in a prime field, and store candidate rules"};
+  tgr::gen::GenerateOptions o;
+  std::string ops;
+  app.add_option("--db", o.db, "the rules database (created if missing)")->required();
+  app.add_option("--max-ops", o.max_ops, "largest graph, in operators")->check(CLI::Range(1, 5));
+  app.add_option("--ops", ops, "comma-separated operators (default: TASO's set plus batch_matmul)");
+  app.add_option("--vars-per-kind", o.vars_per_kind, "variables of each kind (x, w, b, i, k, p, r)")->check(CLI::Range(1, 9));
+  app.add_option("--seed", o.seed, "seed of the random fingerprint and float64 inputs");
+  app.add_flag("!--no-progress", o.progress, "no progress lines on stderr");
+  app.add_option("--stop-after", o.stop_after, "testing: stop as if interrupted after storing N rules")->group("");
   CLI11_PARSE(app, argc, argv);
-  return tgr::cli::not_yet("generate", "this command");
+  for (size_t pos = 0; !ops.empty() && pos <= ops.size();) {
+    const size_t comma = std::min(ops.find(',', pos), ops.size());
+    if (comma > pos) o.ops.push_back(ops.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  std::signal(SIGINT, on_interrupt);
+  return tgr::cli::guarded("generate", [&] {
+    const tgr::gen::GenerateReport r = tgr::gen::generate(o, g_stop);
+    const auto& c = r.candidates;
+    std::printf("generate: run %lld%s, --max-ops %d\n", (long long)r.run, r.resumed ? " (resumed)" : "", o.max_ops);
+    std::printf("  graphs enumerated          %llu\n", (unsigned long long)r.enumerated);
+    std::printf("  connected graphs           %llu\n", (unsigned long long)r.registered);
+    std::printf("  fingerprint classes        %llu (%llu with two or more graphs, %llu graphs in them)\n",
+                (unsigned long long)r.fingerprints, (unsigned long long)c.classes, (unsigned long long)c.class_graphs);
+    uint64_t left = c.pairs;
+    std::printf("  candidate pairs            %llu\n", (unsigned long long)left);
+    auto pass = [&](const char* name, uint64_t removed) {
+      left -= removed;
+      std::printf("  - %-24s -%llu -> %llu\n", name, (unsigned long long)removed, (unsigned long long)left);
+    };
+    pass("trivial", c.trivial);
+    pass("variable renaming", c.renaming);
+    pass("commutative arguments", c.commutative);
+    pass("common subgraph", c.common_subgraph);
+    pass("common supergraph", c.common_supergraph);
+    pass("float64 re-check", c.float64_rejected);
+    std::printf("  stored                     %lld new (%lld before this invocation)\n", (long long)r.inserted,
+                (long long)r.already_stored);
+    std::printf("  time %.1f s, peak memory %.0f MB\n", r.seconds, r.peak_memory_mb);
+    if (r.interrupted) {
+      std::printf("interrupted: what is stored is committed; run the same command again to continue\n");
+      return 130;
+    }
+    return 0;
+  });
 }

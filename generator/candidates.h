@@ -1,0 +1,41 @@
+// From fingerprint classes to candidate rules: every pair of graphs with
+// equal fingerprints is a candidate; pruning passes remove the redundant
+// ones (each counted); survivors are re-checked in float64 with the real
+// semantics on fresh random inputs before they are kept.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "generator/enumerator.h"
+
+namespace tgr::gen {
+
+struct CandidateStats {
+  uint64_t classes = 0;        // fingerprint classes with two or more distinct graphs
+  uint64_t class_graphs = 0;   // distinct graphs in those classes
+  uint64_t star_classes = 0;   // classes so large that each graph is paired with the smallest only
+  uint64_t pairs = 0;          // candidate pairs before pruning
+  // Removed by each pass, in this order:
+  uint64_t trivial = 0;            // both sides the same up to commutativity
+  uint64_t renaming = 0;           // equal to another candidate up to variable names (and sides)
+  uint64_t commutative = 0;        // ... and argument order of commutative operators
+  uint64_t common_subgraph = 0;    // a smaller candidate with a shared subgraph replaced by an input
+  uint64_t common_supergraph = 0;  // a smaller candidate with the same context added on both sides
+  uint64_t float64_rejected = 0;   // field collisions that real arithmetic refutes
+  uint64_t kept = 0;
+};
+
+struct Candidate {
+  std::string text;       // "source => target" as found
+  std::string canonical;  // ir/canonical.h key
+  std::string variables;  // "x0=2x4,w0=4x4" in the canonical names
+};
+
+// `kept` holds every graph whose class has at least two members (any order).
+// Candidates come back sorted by canonical text: deterministic for a seed.
+std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
+                                       uint64_t seed, CandidateStats& stats);
+
+}  // namespace tgr::gen

@@ -1,0 +1,187 @@
+#include "generator/generate.h"
+
+#include <tbb/enumerable_thread_specific.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+#include "rules_db/rules_db.h"
+
+namespace tgr::gen {
+namespace {
+
+double peak_memory_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
+  return 0;
+}
+
+std::string settings_json(const GenerateOptions& o) {
+  std::string ops;
+  for (const auto& op : o.ops.empty() ? default_operator_set() : o.ops) {
+    if (!ops.empty()) ops += ',';
+    ops += rules_db::json_quote(op);
+  }
+  return "{\"max_ops\":" + std::to_string(o.max_ops) + ",\"ops\":[" + ops + "],\"vars_per_kind\":" +
+         std::to_string(o.vars_per_kind) + ",\"seed\":" + std::to_string(o.seed) + "}";
+}
+
+// Prints a progress line about once a second while alive.
+class Progress {
+ public:
+  Progress(bool enabled, std::function<std::string()> line) : enabled_(enabled), line_(std::move(line)), tty_(isatty(2)) {
+    if (enabled_) thread_ = std::thread([this] { loop(); });
+  }
+  ~Progress() {
+    if (!enabled_) return;
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    if (tty_) std::fprintf(stderr, "\r%s\n", line_().c_str());
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    int tick = 0;
+    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) {
+      if (tty_) std::fprintf(stderr, "\r%s\033[K", line_().c_str());
+      else if (++tick % 10 == 0) std::fprintf(stderr, "%s\n", line_().c_str());
+    }
+  }
+  bool enabled_;
+  std::function<std::string()> line_;
+  bool tty_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+std::string GenerateReport::stats_json() const {
+  const CandidateStats& c = candidates;
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "{\"enumerated\":%llu,\"registered\":%llu,\"fingerprint_classes\":%llu,\"multi_classes\":%llu,"
+                "\"class_graphs\":%llu,\"pairs\":%llu,\"pruned_trivial\":%llu,\"pruned_renaming\":%llu,"
+                "\"pruned_commutative\":%llu,\"pruned_common_subgraph\":%llu,\"pruned_common_supergraph\":%llu,"
+                "\"float64_rejected\":%llu,\"candidates\":%llu,\"seconds\":%.2f,\"peak_memory_mb\":%.0f}",
+                (unsigned long long)enumerated, (unsigned long long)registered, (unsigned long long)fingerprints,
+                (unsigned long long)c.classes, (unsigned long long)c.class_graphs, (unsigned long long)c.pairs,
+                (unsigned long long)c.trivial, (unsigned long long)c.renaming, (unsigned long long)c.commutative,
+                (unsigned long long)c.common_subgraph, (unsigned long long)c.common_supergraph,
+                (unsigned long long)c.float64_rejected, (unsigned long long)c.kept, seconds, peak_memory_mb);
+  return buf;
+}
+
+GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop) {
+  const auto start = std::chrono::steady_clock::now();
+  GenerateReport report;
+  const std::vector<World> worlds = build_worlds({o.ops, o.vars_per_kind});
+  std::vector<Enumerator> enumerators;
+  for (size_t w = 0; w < worlds.size(); ++w) enumerators.emplace_back(worlds[w], static_cast<uint8_t>(w), o.max_ops, o.seed);
+
+  rules_db::RulesDb db = rules_db::RulesDb::open(o.db, true);
+  const std::string settings = settings_json(o);
+  if (auto unfinished = db.find_unfinished_run("generate", settings)) {
+    report.run = unfinished->id;
+    report.resumed = true;
+    if (unfinished->checkpoint.rfind("inserted=", 0) == 0) report.already_stored = std::stoll(unfinished->checkpoint.substr(9));
+  } else {
+    report.run = db.begin_run("generate", settings);
+  }
+
+  // Pass 1: every fingerprint; the classes with two or more graphs.
+  // Pass 2: the same enumeration again, keeping only those classes' graphs,
+  // so memory follows what is kept, not what is enumerated.
+  EnumerationCounters counters;
+  std::string phase = "pass 1";
+  Progress progress(o.progress, [&] {
+    char line[256];
+    const double s = since(start);
+    std::snprintf(line, sizeof line, "generate: %s: %llu graphs, %llu fingerprinted, %.0f graphs/s, %.1f s", phase.c_str(),
+                  (unsigned long long)counters.states.load(), (unsigned long long)counters.registered.load(),
+                  counters.states.load() / std::max(s, 1e-9), s);
+    return std::string(line);
+  });
+  std::vector<std::vector<uint64_t>> repeated(enumerators.size());  // per world, sorted
+  for (size_t w = 0; w < enumerators.size() && !stop; ++w) {
+    tbb::enumerable_thread_specific<std::vector<uint64_t>> keys;
+    enumerators[w].run([&](const GraphRecord& r) { keys.local().push_back(r.key); }, stop, counters);
+    std::vector<uint64_t> all;
+    for (auto& k : keys) all.insert(all.end(), k.begin(), k.end());
+    std::sort(all.begin(), all.end());
+    for (size_t i = 0; i < all.size();) {
+      size_t j = i;
+      while (j < all.size() && all[j] == all[i]) ++j;
+      ++report.fingerprints;
+      if (j - i > 1) repeated[w].push_back(all[i]);
+      i = j;
+    }
+  }
+  report.enumerated = counters.states.load();
+  report.registered = counters.registered.load();
+  std::vector<GraphRecord> kept;
+  if (!stop) {
+    phase = "pass 2";
+    EnumerationCounters again;
+    for (size_t w = 0; w < enumerators.size() && !stop; ++w) {
+      tbb::enumerable_thread_specific<std::vector<GraphRecord>> local;
+      const auto& rep = repeated[w];
+      enumerators[w].run([&](const GraphRecord& r) {
+        if (std::binary_search(rep.begin(), rep.end(), r.key)) local.local().push_back(r);
+      }, stop, again);
+      for (auto& v : local) kept.insert(kept.end(), v.begin(), v.end());
+    }
+  }
+  std::vector<Candidate> candidates;
+  if (!stop) {
+    phase = "pairing and pruning";
+    candidates = find_candidates(enumerators, std::move(kept), o.seed, report.candidates);
+  }
+
+  // Store in batches; the checkpoint counts what is stored, so a re-run
+  // continues after it (the candidate list is the same for the same settings).
+  if (!stop) phase = "storing";
+  int64_t index = report.already_stored;
+  const size_t batch = 500;
+  while (!stop && index < static_cast<int64_t>(candidates.size())) {
+    if (o.stop_after >= 0 && report.inserted >= o.stop_after) break;
+    std::vector<rules_db::RuleRecord> records;
+    for (size_t k = 0; k < batch && index + static_cast<int64_t>(k) < static_cast<int64_t>(candidates.size()); ++k) {
+      if (o.stop_after >= 0 && report.inserted + static_cast<int64_t>(k) >= o.stop_after) break;
+      const Candidate& c = candidates[index + k];
+      rules_db::RuleRecord r = rules_db::rule_record_from_text(c.canonical, c.variables);
+      r.generator_run = report.run;
+      r.note = "found as: " + c.text;
+      records.push_back(std::move(r));
+    }
+    db.insert_rules(records);
+    index += static_cast<int64_t>(records.size());
+    report.inserted += static_cast<int64_t>(records.size());
+    db.set_checkpoint(report.run, "inserted=" + std::to_string(index));
+  }
+  report.interrupted = stop || index < static_cast<int64_t>(candidates.size());
+  report.seconds = since(start);
+  report.peak_memory_mb = peak_memory_mb();
+  db.finish_run(report.run, report.interrupted ? "interrupted" : "finished", report.stats_json());
+  return report;
+}
+
+}  // namespace tgr::gen

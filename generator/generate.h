@@ -1,0 +1,40 @@
+// A generation run: enumerate, fingerprint, pair, prune, re-check, store.
+// Progress goes to stderr; setting `stop` (Ctrl-C) ends the run cleanly with
+// what is stored committed; running the same settings again resumes it.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "generator/candidates.h"
+
+namespace tgr::gen {
+
+struct GenerateOptions {
+  std::string db;
+  int max_ops = 3;
+  std::vector<std::string> ops;  // empty: the default set
+  int vars_per_kind = 3;
+  uint64_t seed = 1;
+  bool progress = true;
+  int64_t stop_after = -1;  // testing: behave as if interrupted after inserting this many rules
+};
+
+struct GenerateReport {
+  int64_t run = 0;
+  bool resumed = false, interrupted = false;
+  uint64_t enumerated = 0;      // graphs built, every size
+  uint64_t registered = 0;      // connected graphs fingerprinted
+  uint64_t fingerprints = 0;    // distinct fingerprint classes
+  CandidateStats candidates;
+  int64_t inserted = 0;          // rules this invocation stored
+  int64_t already_stored = 0;    // rules an earlier, interrupted invocation stored
+  double seconds = 0;
+  double peak_memory_mb = 0;
+  std::string stats_json() const;
+};
+
+GenerateReport generate(const GenerateOptions& options, const std::atomic<bool>& stop);
+
+}  // namespace tgr::gen
