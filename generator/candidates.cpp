@@ -218,7 +218,7 @@ std::string variables_of(const std::string& canonical, const World& world) {
 }  // namespace
 
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
-                                       uint64_t seed, CandidateStats& stats) {
+                                       uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop) {
   std::sort(kept.begin(), kept.end());
   // Classes: equal (world, key); members: distinct structures.
   std::vector<std::pair<size_t, size_t>> classes;
@@ -244,6 +244,7 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   std::vector<uint8_t> star(classes.size(), 0);
   std::vector<uint64_t> members_per_class(classes.size(), 0);
   tbb::parallel_for(size_t{0}, classes.size(), [&](size_t c) {
+    if (stop.load(std::memory_order_relaxed)) return;
     const auto [begin, end] = classes[c];
     const Enumerator& e = enumerators[kept[begin].world];
     std::vector<Member> members;
@@ -269,6 +270,7 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
       }
   });
 
+  if (stop) return {};
   // The passes, in a fixed order over a fixed sequence: deterministic.
   std::vector<std::pair<const PairInfo*, size_t>> pairs;  // with its class
   for (size_t c = 0; c < classes.size(); ++c) {

@@ -35,7 +35,8 @@ struct Candidate {
 
 // `kept` holds every graph whose class has at least two members (any order).
 // Candidates come back sorted by canonical text: deterministic for a seed.
+// Returns early (with an incomplete list) when `stop` is set.
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
-                                       uint64_t seed, CandidateStats& stats);
+                                       uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop);
 
 }  // namespace tgr::gen

@@ -153,7 +153,7 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   std::vector<Candidate> candidates;
   if (!stop) {
     phase = "pairing and pruning";
-    candidates = find_candidates(enumerators, std::move(kept), o.seed, report.candidates);
+    candidates = find_candidates(enumerators, std::move(kept), o.seed, report.candidates, stop);
   }
 
   // Store in batches; the checkpoint counts what is stored, so a re-run
