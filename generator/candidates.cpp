@@ -20,7 +20,6 @@ struct Member {
   Graph graph;
   std::string text;
   int ops = 0;
-  std::vector<Tensor<double>> outputs;  // float64, on the class's world's fresh inputs
 };
 
 // What one pair needs for the passes, computed in parallel.
@@ -29,6 +28,7 @@ struct PairInfo {
   std::string rename_key, full_key;
   bool trivial = false;
   bool float64_equal = false;
+  size_t a = 0, b = 0;                   // the members, in their class
   bool smaller_subgraph_rule = false;    // a shared subgraph, made an input, leaves a valid rule
   bool smaller_supergraph_rule = false;  // a shared context, removed, leaves a valid rule
 };
@@ -59,33 +59,31 @@ class PairAnalysis {
   PairAnalysis(const World& world, const std::vector<Tensor<double>>& inputs, const Member& a, const Member& b)
       : world_(world), inputs_(inputs), a_(a), b_(b) {}
 
-  PairInfo run() {
-    PairInfo info;
+  // The keys the deduplicating passes compare (cheap), for every pair.
+  void keys(PairInfo& info) const {
     info.text = a_.text + " => " + b_.text;
     const RuleExpr rule = parse_rule_expr(info.text);
     info.rename_key = canonical_rule_text(rule, true, false);
     info.full_key = canonical_rule_text(rule, true, true);
     info.trivial = sides_equal(info.full_key);
+  }
+
+  // The evaluations (dearer), for pairs that survive deduplication.
+  void checks(PairInfo& info) const {
     info.float64_equal = float64_equal();
-    if (!info.trivial) {
-      info.smaller_supergraph_rule = supergraph();
-      info.smaller_subgraph_rule = subgraph();
-    }
-    return info;
+    info.smaller_supergraph_rule = supergraph();
+    info.smaller_subgraph_rule = subgraph();
   }
 
  private:
+  // The two graphs in float64 with the real semantics, on the class's
+  // fresh random inputs.
   bool float64_equal() const {
-    if (a_.outputs.size() != b_.outputs.size()) return false;
-    for (size_t k = 0; k < a_.outputs.size(); ++k) {
-      const auto& x = a_.outputs[k].data;
-      const auto& y = b_.outputs[k].data;
-      if (a_.outputs[k].shape != b_.outputs[k].shape) return false;
-      double scale = 1;
-      for (double v : y) scale = std::max(scale, std::fabs(v));
-      for (size_t i = 0; i < x.size(); ++i)
-        if (!(std::fabs(x[i] - y[i]) <= 1e-9 * scale)) return false;
-    }
+    const auto x = evaluate<double>(a_.graph, std::span<const Tensor<double>>(inputs_));
+    const auto y = evaluate<double>(b_.graph, std::span<const Tensor<double>>(inputs_));
+    if (x.size() != y.size()) return false;
+    for (size_t k = 0; k < x.size(); ++k)
+      if (!close(x[k], y[k])) return false;
     return true;
   }
 
@@ -215,6 +213,36 @@ std::string variables_of(const std::string& canonical, const World& world) {
   return out;
 }
 
+// Does the rule type-check and hold at other sizes of every kind?
+std::string generalization(const Candidate& c, uint64_t seed) {
+  ShapeMap shapes;
+  std::string checked;
+  for (size_t pos = 0; pos < c.variables.size();) {
+    const size_t comma = std::min(c.variables.find(',', pos), c.variables.size());
+    const std::string name = c.variables.substr(pos, c.variables.find('=', pos) - pos);
+    shapes[name] = alternative_shape(kind_letters(name));
+    if (!checked.empty()) checked += ',';
+    checked += name + "=" + shape_to_string(shapes[name]);
+    pos = comma + 1;
+  }
+  try {
+    const Rule rule = build_rule(c.canonical, shapes);
+    const auto in = random_inputs<double>(rule.source, seed ^ 0xa11ce);
+    const auto a = evaluate<double>(rule.source, std::span<const Tensor<double>>(in));
+    const auto b = evaluate<double>(rule.target, std::span<const Tensor<double>>(in));
+    for (size_t k = 0; k < a.size(); ++k) {
+      double scale = 1;
+      for (double v : b[k].data) scale = std::max(scale, std::fabs(v));
+      for (size_t e = 0; e < a[k].data.size(); ++e)
+        if (!(std::fabs(a[k].data[e] - b[k].data[e]) <= 1e-9 * scale))
+          return "{\"generalizes\":false,\"reason\":\"differs on " + checked + "\"}";
+    }
+    return "{\"generalizes\":true,\"checked_on\":\"" + checked + "\"}";
+  } catch (const ParseError&) {
+    return "{\"generalizes\":false,\"reason\":\"does not type-check on " + checked + "\"}";
+  }
+}
+
 }  // namespace
 
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
@@ -240,75 +268,77 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
     for (size_t v = 0; v < enumerators[w].world().variables.size(); ++v)
       inputs[w].push_back(random_tensor<double>(enumerators[w].world().variables[v].shape, seed * 7919 + 104729 * w + v));
 
-  std::vector<std::vector<PairInfo>> per_class(classes.size());
-  std::vector<uint8_t> star(classes.size(), 0);
-  std::vector<uint64_t> members_per_class(classes.size(), 0);
-  tbb::parallel_for(size_t{0}, classes.size(), [&](size_t c) {
-    if (stop.load(std::memory_order_relaxed)) return;
-    const auto [begin, end] = classes[c];
-    const Enumerator& e = enumerators[kept[begin].world];
-    std::vector<Member> members;
-    for (size_t k = begin; k < end; ++k) {
-      if (k > begin && kept[k].structure == kept[k - 1].structure) continue;
-      Member m;
-      m.graph = e.to_graph(kept[k]);
-      m.text = to_text(m.graph);
-      m.ops = kept[k].n_ops;
-      m.outputs = evaluate<double>(m.graph, std::span<const Tensor<double>>(inputs[kept[begin].world]));
-      members.push_back(std::move(m));
-    }
-    // Smallest first: the representative of a large class.
-    std::sort(members.begin(), members.end(),
-              [](const Member& x, const Member& y) { return std::tie(x.ops, x.text) < std::tie(y.ops, y.text); });
-    members_per_class[c] = members.size();
-    const bool all_pairs = members.size() <= kAllPairsUpTo;
-    star[c] = !all_pairs;
-    for (size_t i = 0; i < members.size(); ++i)
-      for (size_t j = i + 1; j < members.size(); ++j) {
-        if (!all_pairs && i > 0) break;
-        per_class[c].push_back(PairAnalysis(e.world(), inputs[kept[begin].world], members[j], members[i]).run());
+  // Classes in chunks, in order: each chunk's members are built and paired
+  // in parallel, deduplicated in sequence against everything before it
+  // (deterministic), then the survivors are checked in parallel. Memory:
+  // one chunk's graphs plus the keys seen.
+  std::unordered_set<std::string> rename_seen, full_seen;
+  std::vector<std::pair<PairInfo, size_t>> live;  // survivors, with their class
+  const size_t chunk = 2048;
+  for (size_t first = 0; first < classes.size() && !stop; first += chunk) {
+    const size_t last = std::min(classes.size(), first + chunk);
+    std::vector<std::vector<Member>> members(last - first);
+    std::vector<std::vector<PairInfo>> pairs(last - first);
+    tbb::parallel_for(first, last, [&](size_t c) {
+      const auto [begin, end] = classes[c];
+      const Enumerator& e = enumerators[kept[begin].world];
+      std::vector<Member>& ms = members[c - first];
+      for (size_t k = begin; k < end; ++k) {
+        if (k > begin && kept[k].structure == kept[k - 1].structure) continue;
+        Member m;
+        m.graph = e.to_graph(kept[k]);
+        m.text = to_text(m.graph);
+        m.ops = kept[k].n_ops;
+        ms.push_back(std::move(m));
       }
-  });
-
-  if (stop) return {};
-  // The passes, in a fixed order over a fixed sequence: deterministic.
-  std::vector<std::pair<const PairInfo*, size_t>> pairs;  // with its class
-  for (size_t c = 0; c < classes.size(); ++c) {
-    stats.class_graphs += members_per_class[c];
-    stats.star_classes += star[c];
-    for (const PairInfo& p : per_class[c]) pairs.emplace_back(&p, c);
-  }
-  stats.pairs = pairs.size();
-  std::vector<std::pair<const PairInfo*, size_t>> live;
-  for (auto& p : pairs)
-    if (p.first->trivial) ++stats.trivial;
-    else live.push_back(p);
-  auto dedupe = [&](auto key, uint64_t& removed) {
-    std::sort(live.begin(), live.end(), [&](const auto& x, const auto& y) {
-      return std::tie(key(*x.first), x.first->text) < std::tie(key(*y.first), y.first->text);
+      // Smallest first: the representative of a large class.
+      std::sort(ms.begin(), ms.end(), [](const Member& x, const Member& y) { return std::tie(x.ops, x.text) < std::tie(y.ops, y.text); });
+      const bool all_pairs = ms.size() <= kAllPairsUpTo;
+      for (size_t i = 0; i < ms.size(); ++i)
+        for (size_t j = i + 1; j < ms.size(); ++j) {
+          if (!all_pairs && i > 0) break;
+          PairInfo info;
+          info.a = j;
+          info.b = i;
+          PairAnalysis(e.world(), inputs[kept[begin].world], ms[j], ms[i]).keys(info);
+          pairs[c - first].push_back(std::move(info));
+        }
     });
-    std::vector<std::pair<const PairInfo*, size_t>> out;
-    for (size_t i = 0; i < live.size(); ++i)
-      if (i == 0 || key(*live[i].first) != key(*live[i - 1].first)) out.push_back(live[i]);
-    removed = live.size() - out.size();
-    live = std::move(out);
-  };
-  dedupe([](const PairInfo& p) -> const std::string& { return p.rename_key; }, stats.renaming);
-  dedupe([](const PairInfo& p) -> const std::string& { return p.full_key; }, stats.commutative);
-  auto drop = [&](auto pred, uint64_t& removed) {
-    std::vector<std::pair<const PairInfo*, size_t>> out;
-    for (auto& p : live)
-      if (pred(*p.first)) ++removed;
-      else out.push_back(p);
-    live = std::move(out);
-  };
-  drop([&](const PairInfo& p) { return p.smaller_subgraph_rule; }, stats.common_subgraph);
-  drop([&](const PairInfo& p) { return p.smaller_supergraph_rule; }, stats.common_supergraph);
-  drop([&](const PairInfo& p) { return !p.float64_equal; }, stats.float64_rejected);
+    std::vector<std::pair<PairInfo*, size_t>> fresh;
+    for (size_t c = first; c < last; ++c) {
+      stats.class_graphs += members[c - first].size();
+      stats.star_classes += members[c - first].size() > kAllPairsUpTo;
+      for (PairInfo& p : pairs[c - first]) {
+        ++stats.pairs;
+        if (p.trivial) ++stats.trivial;
+        else if (!rename_seen.insert(p.rename_key).second) ++stats.renaming;
+        else if (!full_seen.insert(p.full_key).second) ++stats.commutative;
+        else fresh.emplace_back(&p, c);
+      }
+    }
+    tbb::parallel_for(size_t{0}, fresh.size(), [&](size_t i) {
+      auto [p, c] = fresh[i];
+      const auto [begin, end] = classes[c];
+      (void)end;
+      std::vector<Member>& ms = members[c - first];
+      const Enumerator& e = enumerators[kept[begin].world];
+      Member& ma = ms[p->a];
+      Member& mb = ms[p->b];
+      PairAnalysis(e.world(), inputs[kept[begin].world], ma, mb).checks(*p);
+    });
+    for (auto [p, c] : fresh) {
+      if (p->smaller_subgraph_rule) ++stats.common_subgraph;
+      else if (p->smaller_supergraph_rule) ++stats.common_supergraph;
+      else if (!p->float64_equal) ++stats.float64_rejected;
+      else live.emplace_back(std::move(*p), c);
+    }
+  }
+  if (stop) return {};
 
   std::vector<Candidate> out;
   for (auto& [p, c] : live)
-    out.push_back({p->text, p->full_key, variables_of(p->full_key, enumerators[kept[classes[c].first].world].world())});
+    out.push_back({p.text, p.full_key, variables_of(p.full_key, enumerators[kept[classes[c].first].world].world()), ""});
+  tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) { out[i].constraints = generalization(out[i], seed); });
   std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
   stats.kept = out.size();
   return out;

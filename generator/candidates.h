@@ -31,6 +31,11 @@ struct Candidate {
   std::string text;       // "source => target" as found
   std::string canonical;  // ir/canonical.h key
   std::string variables;  // "x0=2x4,w0=4x4" in the canonical names
+  // JSON: whether the rule also type-checks and holds (float64) when every
+  // kind takes other sizes, e.g. {"generalizes":true,"checked_on":"x0=3x6,..."};
+  // false for rules tied to the sizes they were found on (split halves,
+  // constants' parameters).
+  std::string constraints;
 };
 
 // `kept` holds every graph whose class has at least two members (any order).

@@ -68,6 +68,51 @@ class Progress {
   std::thread thread_;
 };
 
+// Pass 1's memory: a Bloom filter of the class keys seen, and the keys seen
+// again (an exact list, as long as what pass 2 keeps, plus the filter's rare
+// false positives, which only make pass 2 keep a few single graphs). Batches
+// from the threads go in one at a time, so a key's second arrival always
+// finds its first: the repeated keys are the same whatever the scheduling.
+class RepeatedKeys {
+ public:
+  explicit RepeatedKeys(int log2_bits) : words_(size_t{1} << (log2_bits - 6)), mask_((uint64_t{1} << log2_bits) - 1) {}
+
+  void add(const std::vector<uint64_t>& keys) {
+    std::lock_guard lock(mutex_);
+    for (uint64_t key : keys) {
+      bool seen = true;
+      for (uint64_t probe = 0; probe < 3; ++probe) {
+        const uint64_t bit = hash(key, probe) & mask_;
+        uint64_t& word = words_[bit >> 6];
+        seen = seen && (word >> (bit & 63) & 1);
+        word |= uint64_t{1} << (bit & 63);
+      }
+      if (seen) repeated_.push_back(key);
+    }
+  }
+
+  std::vector<uint64_t> take() {
+    std::sort(repeated_.begin(), repeated_.end());
+    repeated_.erase(std::unique(repeated_.begin(), repeated_.end()), repeated_.end());
+    return std::move(repeated_);
+  }
+
+ private:
+  static uint64_t hash(uint64_t key, uint64_t probe) {
+    uint64_t z = key + (probe + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::mutex mutex_;
+  std::vector<uint64_t> words_;
+  uint64_t mask_;
+  std::vector<uint64_t> repeated_;
+};
+
+// About 16 filter bits per graph expected at this size.
+int filter_bits(int max_ops) { return max_ops <= 2 ? 22 : max_ops == 3 ? 26 : max_ops == 4 ? 31 : 34; }
+
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -122,22 +167,23 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   });
   std::vector<std::vector<uint64_t>> repeated(enumerators.size());  // per world, sorted
   for (size_t w = 0; w < enumerators.size() && !stop; ++w) {
-    tbb::enumerable_thread_specific<std::vector<uint64_t>> keys;
-    enumerators[w].run([&](const GraphRecord& r) { keys.local().push_back(r.key); }, stop, counters);
-    std::vector<uint64_t> all;
-    for (auto& k : keys) all.insert(all.end(), k.begin(), k.end());
-    std::sort(all.begin(), all.end());
-    for (size_t i = 0; i < all.size();) {
-      size_t j = i;
-      while (j < all.size() && all[j] == all[i]) ++j;
-      ++report.fingerprints;
-      if (j - i > 1) repeated[w].push_back(all[i]);
-      i = j;
-    }
+    RepeatedKeys filter(filter_bits(o.max_ops));
+    tbb::enumerable_thread_specific<std::vector<uint64_t>> buffers;
+    const size_t flush_at = 1 << 16;
+    enumerators[w].run([&](const GraphRecord& r) {
+      std::vector<uint64_t>& buffer = buffers.local();
+      buffer.push_back(r.key);
+      if (buffer.size() >= flush_at) {
+        filter.add(buffer);
+        buffer.clear();
+      }
+    }, stop, counters);
+    for (auto& buffer : buffers) filter.add(buffer);
+    repeated[w] = filter.take();
   }
   report.enumerated = counters.states.load();
   report.registered = counters.registered.load();
-  std::vector<GraphRecord> kept;
+  std::vector<GraphRecord> kept;  // pass 2 also counts the distinct classes exactly
   if (!stop) {
     phase = "pass 2";
     EnumerationCounters again;
@@ -149,6 +195,14 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
       }, stop, again);
       for (auto& v : local) kept.insert(kept.end(), v.begin(), v.end());
     }
+  }
+  // Classes: one per graph outside the repeated classes, plus those.
+  {
+    std::vector<std::pair<uint8_t, uint64_t>> keys;
+    for (const GraphRecord& r : kept) keys.emplace_back(r.world, r.key);
+    std::sort(keys.begin(), keys.end());
+    const uint64_t distinct = static_cast<uint64_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
+    report.fingerprints = report.registered - kept.size() + distinct;
   }
   std::vector<Candidate> candidates;
   if (!stop) {
@@ -170,6 +224,7 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
       rules_db::RuleRecord r = rules_db::rule_record_from_text(c.canonical, c.variables);
       r.generator_run = report.run;
       r.note = "found as: " + c.text;
+      r.constraints = c.constraints;
       records.push_back(std::move(r));
     }
     db.insert_rules(records);

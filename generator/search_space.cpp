@@ -1,6 +1,7 @@
 #include "generator/search_space.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -38,6 +39,15 @@ void add_template(World& w, const std::string& op_name, Given params = {},
 }
 
 }  // namespace
+
+Shape alternative_shape(const std::string& kind) {
+  static const std::map<std::string, Shape> shapes = {
+      {"x", {3, 6}},          {"w", {6, 6}},          {"b", {3, 5, 5}}, {"i", {2, 3, 5, 6}},
+      {"k", {3, 3, 3, 3}}, {"p", {3, 3, 1, 1}}, {"r", {3, 3, 1, 3}}, {"s", {}}};
+  auto it = shapes.find(kind);
+  if (it == shapes.end()) throw std::invalid_argument("no variable kind '" + kind + "'");
+  return it->second;
+}
 
 std::vector<std::string> default_operator_set() {
   return {"matmul", "batch_matmul", "conv2d", "add", "mul", "scalar_mul", "relu", "transpose", "concat", "split",

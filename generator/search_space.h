@@ -53,4 +53,9 @@ std::vector<std::string> default_operator_set();
 // Raises std::invalid_argument for an operator name the generator cannot use.
 std::vector<World> build_worlds(const SpaceOptions& options);
 
+// Other sizes for each kind of variable (by kind letters), consistent with
+// one another (channels of images and kernels, inner dimensions), used to
+// test whether a rule depends on the sizes it was found on.
+Shape alternative_shape(const std::string& kind);
+
 }  // namespace tgr::gen
