@@ -155,14 +155,21 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   // Pass 1: every fingerprint; the classes with two or more graphs.
   // Pass 2: the same enumeration again, keeping only those classes' graphs,
   // so memory follows what is kept, not what is enumerated.
-  EnumerationCounters counters;
-  std::string phase = "pass 1";
+  EnumerationCounters counters, again;
+  std::atomic<EnumerationCounters*> shown{&counters};
+  std::atomic<int> phase{1};  // 1, 2: enumeration passes; 3: pairing; 4: storing
+  std::atomic<double> phase_began{0};
   Progress progress(o.progress, [&] {
     char line[256];
     const double s = since(start);
-    std::snprintf(line, sizeof line, "generate: %s: %llu graphs, %llu fingerprinted, %.0f graphs/s, %.1f s", phase.c_str(),
-                  (unsigned long long)counters.states.load(), (unsigned long long)counters.registered.load(),
-                  counters.states.load() / std::max(s, 1e-9), s);
+    if (phase <= 2) {
+      const EnumerationCounters& c = *shown.load();
+      std::snprintf(line, sizeof line, "generate: pass %d of 2: %llu graphs, %llu fingerprinted, %.0f graphs/s, %.1f s",
+                    phase.load(), (unsigned long long)c.states.load(), (unsigned long long)c.registered.load(),
+                    c.states.load() / std::max(s - phase_began.load(), 1e-9), s);
+    } else {
+      std::snprintf(line, sizeof line, "generate: %s, %.1f s", phase == 3 ? "pairing and pruning" : "storing", s);
+    }
     return std::string(line);
   });
   std::vector<std::vector<uint64_t>> repeated(enumerators.size());  // per world, sorted
@@ -185,8 +192,9 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   report.registered = counters.registered.load();
   std::vector<GraphRecord> kept;  // pass 2 also counts the distinct classes exactly
   if (!stop) {
-    phase = "pass 2";
-    EnumerationCounters again;
+    phase_began = since(start);
+    shown = &again;
+    phase = 2;
     for (size_t w = 0; w < enumerators.size() && !stop; ++w) {
       tbb::enumerable_thread_specific<std::vector<GraphRecord>> local;
       const auto& rep = repeated[w];
@@ -206,13 +214,13 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   }
   std::vector<Candidate> candidates;
   if (!stop) {
-    phase = "pairing and pruning";
+    phase = 3;
     candidates = find_candidates(enumerators, std::move(kept), o.seed, report.candidates, stop);
   }
 
   // Store in batches; the checkpoint counts what is stored, so a re-run
   // continues after it (the candidate list is the same for the same settings).
-  if (!stop) phase = "storing";
+  if (!stop) phase = 4;
   int64_t index = report.already_stored;
   const size_t batch = 500;
   while (!stop && index < static_cast<int64_t>(candidates.size())) {
