@@ -18,6 +18,7 @@ constexpr size_t kAllPairsUpTo = 6;  // larger classes pair each graph with the 
 
 struct Member {
   Graph graph;
+  std::vector<Expr> exprs;  // its outputs, parameters normalised
   std::string text;
   int ops = 0;
 };
@@ -62,7 +63,7 @@ class PairAnalysis {
   // The keys the deduplicating passes compare (cheap), for every pair.
   void keys(PairInfo& info) const {
     info.text = a_.text + " => " + b_.text;
-    const RuleExpr rule = parse_rule_expr(info.text);
+    const RuleExpr rule{a_.exprs, b_.exprs};
     info.rename_key = canonical_rule_text(rule, true, false);
     info.full_key = canonical_rule_text(rule, true, true);
     info.trivial = sides_equal(info.full_key);
@@ -287,7 +288,8 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
         if (k > begin && kept[k].structure == kept[k - 1].structure) continue;
         Member m;
         m.graph = e.to_graph(kept[k]);
-        m.text = to_text(m.graph);
+        for (ValueRef v : m.graph.outputs()) m.exprs.push_back(to_expr(m.graph, v));
+        m.text = tuple_text(m.exprs);
         m.ops = kept[k].n_ops;
         ms.push_back(std::move(m));
       }

@@ -36,29 +36,54 @@ std::string kind_of(const std::string& name) {
   return name.substr(0, n);
 }
 
-void rename(std::vector<Expr>& exprs, std::map<std::string, std::string>& names, std::map<std::string, int>& counters) {
-  for (Expr& e : exprs) {
-    if (e.kind == Expr::Kind::kVar) {
-      auto it = names.find(e.name);
-      if (it == names.end()) {
-        const std::string kind = kind_of(e.name);
-        it = names.emplace(e.name, kind + std::to_string(counters[kind]++)).first;
-      }
-      e.name = it->second;
-    } else {
-      rename(e.args, names, counters);
+// Prints `e` with variables renamed by order of first appearance (the
+// renaming is built while printing, so no tree is copied).
+void print_renamed(const Expr& e, std::map<std::string, std::string>& names, std::map<std::string, int>& counters,
+                   std::string& out) {
+  if (e.kind == Expr::Kind::kVar) {
+    auto it = names.find(e.name);
+    if (it == names.end()) {
+      const std::string kind = kind_of(e.name);
+      it = names.emplace(e.name, kind + std::to_string(counters[kind]++)).first;
     }
+    out += it->second;
+  } else {
+    out += e.name;
+    if (!e.params.empty()) {
+      out += '[';
+      for (size_t i = 0; i < e.params.size(); ++i) {
+        if (i) out += ", ";
+        out += e.params[i].first;
+        out += '=';
+        out += param_value_to_string(e.params[i].second);
+      }
+      out += ']';
+    }
+    out += '(';
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      if (i) out += ", ";
+      print_renamed(e.args[i], names, counters, out);
+    }
+    out += ')';
+  }
+  if (e.output >= 0) {
+    out += '.';
+    out += std::to_string(e.output);
   }
 }
 
-std::string tuple_text(const std::vector<Expr>& exprs) {
-  if (exprs.size() == 1) return to_text(exprs[0]);
-  std::string s = "(";
-  for (size_t i = 0; i < exprs.size(); ++i) {
-    if (i) s += ", ";
-    s += to_text(exprs[i]);
+void print_tuple_renamed(const std::vector<Expr>& exprs, std::map<std::string, std::string>& names,
+                         std::map<std::string, int>& counters, std::string& out) {
+  if (exprs.size() == 1) {
+    print_renamed(exprs[0], names, counters, out);
+    return;
   }
-  return s + ")";
+  out += '(';
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    if (i) out += ", ";
+    print_renamed(exprs[i], names, counters, out);
+  }
+  out += ')';
 }
 
 // The smallest renamed text over all argument orders of commutative nodes of
@@ -77,12 +102,14 @@ std::string smallest_text(std::vector<std::vector<Expr>> sides, bool commutative
   for (uint64_t mask = 0; mask < (uint64_t{1} << k); ++mask) {
     for (size_t i = k; i-- > 0;)
       if ((mask >> i & 1) != 0) std::swap(nodes[i]->args[0], nodes[i]->args[1]);
-    std::vector<std::vector<Expr>> renamed = sides;
     std::map<std::string, std::string> names;
     std::map<std::string, int> counters;
-    for (auto& side : renamed) rename(side, names, counters);
-    std::string text = tuple_text(renamed[0]);
-    if (renamed.size() > 1) text += " => " + tuple_text(renamed[1]);
+    std::string text;
+    print_tuple_renamed(sides[0], names, counters, text);
+    if (sides.size() > 1) {
+      text += " => ";
+      print_tuple_renamed(sides[1], names, counters, text);
+    }
     if (best.empty() || text < best) best = text;
     for (size_t i = 0; i < k; ++i)  // undo
       if ((mask >> i & 1) != 0) std::swap(nodes[i]->args[0], nodes[i]->args[1]);
