@@ -276,7 +276,7 @@ class FileParser {
     std::string_view comment = text_.substr(comment_start, pos_ - comment_start);
     while (!comment.empty() && std::isspace(static_cast<unsigned char>(comment.front()))) comment.remove_prefix(1);
     while (!comment.empty() && std::isspace(static_cast<unsigned char>(comment.back()))) comment.remove_suffix(1);
-    if (comment.empty()) fail(comment_start, "the comment after the header is empty: say what the axiom means");
+    if (comment.empty()) fail(comment_start - 1, "the comment after the header is empty: say what the axiom means");
     ax.comment = std::string(comment);
 
     while (true) {
@@ -502,7 +502,11 @@ class FileParser {
       t.name = name;
       return t;
     }
-    fail(at, "unknown term '" + name + "' (terms: integers, parameters, dim(v, axis), rank(v), shape(v))");
+    if (ax.find_variable(name))
+      fail(at, "'" + name + "' is a variable: compare shape(" + name + "), rank(" + name + ") or dim(" + name + ", i)");
+    t.op = Term::Op::kWord;  // a word value (same, valid) for a parameter of words
+    t.name = name;
+    return t;
   }
 
   // ---- expressions ----
@@ -761,7 +765,8 @@ std::string to_text(const Term& t) {
   };
   switch (t.op) {
     case Term::Op::kInt: return std::to_string(t.value);
-    case Term::Op::kParam: return t.name;
+    case Term::Op::kParam:
+    case Term::Op::kWord: return t.name;
     case Term::Op::kDim: return "dim(" + t.name + ", " + to_text(t.args[0]) + ")";
     case Term::Op::kRank: return "rank(" + t.name + ")";
     case Term::Op::kShape: return "shape(" + t.name + ")";

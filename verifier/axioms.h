@@ -9,7 +9,7 @@
 //   PARAM  := NAME ['in' (INT '..' INT | '{' VALUE {',' VALUE} '}')]
 //   COND   := TERM CMP TERM {CMP TERM} | 'positive' '(' VAR ')' | 'nonnegative' '(' VAR ')'
 //   CMP    := '=' | '!=' | '<' | '<=' | '>' | '>='
-//   TERM   := INT | PARAM | 'dim' '(' VAR ',' TERM ')' | 'rank' '(' VAR ')' | 'shape' '(' VAR ')'
+//   TERM   := INT | WORD | PARAM | 'dim' '(' VAR ',' TERM ')' | 'rank' '(' VAR ')' | 'shape' '(' VAR ')'
 //             | TERM ('+' | '-' | '*' | '/' | '%') TERM | '-' TERM | '(' TERM ')'
 //
 // Parameters are upper-case names (A, S1, KH); an operator parameter's value
@@ -65,10 +65,10 @@ struct ParamVar {
 
 // An integer-, list- or word-valued term of a condition.
 struct Term {
-  enum class Op { kInt, kParam, kDim, kRank, kShape, kAdd, kSub, kMul, kDiv, kMod, kNeg };
+  enum class Op { kInt, kWord, kParam, kDim, kRank, kShape, kAdd, kSub, kMul, kDiv, kMod, kNeg };
   Op op = Op::kInt;
   int64_t value = 0;      // kInt
-  std::string name;       // kParam: the parameter; kDim, kRank, kShape: the variable
+  std::string name;       // kWord: the word; kParam: the parameter; kDim, kRank, kShape: the variable
   std::vector<Term> args;  // kDim: the axis; binary operators: two; kNeg: one
 };
 

@@ -57,12 +57,14 @@ std::string substitute_text(const std::string& raw, const std::function<const Pa
   return out;
 }
 
-ParamValue concrete_value(const ParamSpec& spec, const ParamValue& value,
+ParamValue concrete_value(const OpDef& op, const ParamSpec& spec, const ParamValue& value,
                           const std::function<const ParamValue*(std::string_view)>& lookup) {
   if (!is_symbolic(value)) return value;
   const std::string text = substitute_text(std::get<std::string>(value), lookup);
   if (text.empty()) throw ParamError("parameter '" + spec.name + "': empty value");
-  return parse_param_value(spec, text);
+  ParamValue v = parse_param_value(spec, text);
+  check_param_value(op.name, spec, v);
+  return v;
 }
 
 // ---- the compiled axiom ------------------------------------------------------
@@ -304,6 +306,7 @@ class Enumerator {
     };
     switch (t.op) {
       case Term::Op::kInt: return ParamValue(t.value);
+      case Term::Op::kWord: return ParamValue(t.name);
       case Term::Op::kParam: return param_value_[param_index(t.name)];
       case Term::Op::kRank: return ParamValue(static_cast<int64_t>(var_shape_[var_index(t.name)].size()));
       case Term::Op::kShape: return ParamValue(var_shape_[var_index(t.name)]);
@@ -380,7 +383,7 @@ class Enumerator {
     try {
       std::vector<std::pair<std::string, ParamValue>> given;
       for (const auto& [key, value] : n.expr->params)
-        given.emplace_back(key, concrete_value(*n.op->find_param(key), value,
+        given.emplace_back(key, concrete_value(*n.op, *n.op->find_param(key), value,
                                                [this](std::string_view s) { return lookup(s); }));
       n.fixed = n.op->make_params(std::move(given));
       n.cache_legal = true;
@@ -536,7 +539,7 @@ Expr substitute(const Expr& expr, const Bindings& params) {
   if (expr.kind == Expr::Kind::kCall) {
     const OpDef& op = OpTable::instance().get(expr.name);
     for (auto& [key, value] : out.params)
-      value = concrete_value(*op.find_param(key), value, [&](std::string_view s) -> const ParamValue* {
+      value = concrete_value(op, *op.find_param(key), value, [&](std::string_view s) -> const ParamValue* {
         auto it = params.find(s);
         return it == params.end() ? nullptr : &it->second;
       });
