@@ -179,6 +179,9 @@ TEST(Syntax, ErrorsGiveFileLineAndColumn) {
       {"axiom a  # m\n  vars relu: any\n  x = x\n", 2, 8, "'relu' is an operator"},
       {"axiom a  # m\n  vars x: any\n  relu(x) = x\n  junk\n", 4, 3, "expected the next 'axiom'"},
       {"  vars x: any\n", 1, 3, "expected 'axiom'"},
+      {"axiom a[A]  # m\n  vars x: any\n  relu(split[axis=A, sizes=1x1](x)) = x\n", 3, 8, "split has 2 outputs: select one"},
+      {"axiom a[S1 in 1..2]  # m\n  vars x: any\n  split[axis=0, sizes=S1xS1](x).2 = x\n", 3, 3, "split has no output 2"},
+      {"axiom a  # m\n  vars x: any\n  split[axis=0](x).0 = x\n", 3, 3, "split needs the parameter 'sizes'"},
   };
   for (const Case& c : cases) {
     const AxiomError e = parse_error(c.text);
@@ -232,7 +235,7 @@ TEST(Instances, KindsHaveTheDocumentedSizes) {
   EXPECT_EQ(kind_shapes(Kind::kMatrix).size(), 9u);
   EXPECT_EQ(kind_shapes(Kind::kBatch).size(), 18u);
   EXPECT_EQ(kind_shapes(Kind::kImage).size(), 96u);
-  EXPECT_EQ(kind_shapes(Kind::kKernel).size(), 36u);
+  EXPECT_EQ(kind_shapes(Kind::kKernel).size(), 81u);
   EXPECT_EQ(kind_shapes(Kind::kAny).size(), 120u);
   EXPECT_EQ(kind_shapes(Kind::kAny).front(), Shape{1});
   EXPECT_EQ(kind_shapes(Kind::kAny).back(), (Shape{3, 3, 3, 3}));
@@ -413,8 +416,9 @@ TEST(WrongAxioms, MaxpoolWithANegativeScalarIsFalse) {
 }
 
 TEST(WrongAxioms, MistakesFoundWhileEnumeratingAreErrors) {
-  // split has two outputs: one must be selected.
-  const AxiomReport r = check_text("axiom s  # no .k\n  vars a: any\n  relu(split[axis=0, sizes=1x1](a)) = a\n");
+  // split has as many outputs as the list S has entries: one must be selected.
+  const AxiomReport r = check_text(
+      "axiom s[S]  # no .k\n  vars a: any, b: any\n  where S = shape(b)\n  relu(split[axis=0, sizes=S](a)) = relu(b)\n");
   EXPECT_FALSE(r.holds());
   EXPECT_NE(r.error.find("select one with .k"), std::string::npos) << r.error;
   // A list compared with an integer.

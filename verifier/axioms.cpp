@@ -79,13 +79,13 @@ void product(const std::vector<std::vector<int64_t>>& ranges, std::vector<Shape>
 
 const std::vector<Shape>& kind_shapes(Kind kind) {
   static const std::vector<std::vector<Shape>> table = [] {
-    const std::vector<int64_t> small{1, 2, 3}, batch{1, 2}, spatial{1, 2, 3, 4}, odd{1, 3};
+    const std::vector<int64_t> small{1, 2, 3}, batch{1, 2}, spatial{1, 2, 3, 4};
     std::vector<std::vector<Shape>> t(6);
     t[static_cast<int>(Kind::kScalar)] = {Shape{}};
     product({small, small}, t[static_cast<int>(Kind::kMatrix)]);
     product({batch, small, small}, t[static_cast<int>(Kind::kBatch)]);
     product({batch, small, spatial, spatial}, t[static_cast<int>(Kind::kImage)]);
-    product({small, small, odd, odd}, t[static_cast<int>(Kind::kKernel)]);
+    product({small, small, small, small}, t[static_cast<int>(Kind::kKernel)]);
     for (size_t rank = 1; rank <= 4; ++rank)
       product(std::vector<std::vector<int64_t>>(rank, small), t[static_cast<int>(Kind::kAny)]);
     return t;
@@ -553,12 +553,54 @@ class FileParser {
         pos_ = ptr - text_.data();
         e.output = k;
       }
+      check_call(*op, e);
     } else if (op) {
       fail(e.pos, "'" + e.name + "' is an operator, not a variable: write " + e.name + "(...)");
     } else if (!ax.find_variable(e.name)) {
       fail(e.pos, "variable '" + e.name + "' is not declared (add it to a vars line: vars " + e.name + ": any)");
     }
     return e;
+  }
+
+  // Required parameters, and the output selector where the number of
+  // outputs is known before the parameters have values (split's sizes
+  // S1xS2 has two, whatever S1 and S2 are).
+  void check_call(const OpDef& op, const Expr& e) {
+    for (const ParamSpec& spec : op.params) {
+      bool given = false;
+      for (const auto& entry : e.params) given = given || entry.first == spec.name;
+      if (!spec.default_value && !given) fail(e.pos, e.name + " needs the parameter '" + spec.name + "'");
+    }
+    std::vector<std::pair<std::string, ParamValue>> trial;
+    for (const auto& [key, value] : e.params) {
+      if (!is_symbolic(value)) {
+        trial.emplace_back(key, value);
+        continue;
+      }
+      const ParamSpec& spec = *op.find_param(key);
+      const auto tokens = value_tokens(std::get<std::string>(value));
+      if (tokens.size() == 1 && spec.kind != ParamKind::kInt) return;  // a list or a word: unknown length
+      std::string dummy;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        if (i) dummy.push_back('x');
+        if (is_param_name(tokens[i])) dummy.push_back('1');
+        else dummy.append(tokens[i]);
+      }
+      try {
+        trial.emplace_back(key, parse_param_value(spec, dummy));
+      } catch (const ParamError&) {
+        return;
+      }
+    }
+    int outputs = 1;
+    try {
+      outputs = op.num_outputs(op.make_params(trial));
+    } catch (const ParamError&) {
+      return;
+    }
+    if (outputs > 1 && e.output < 0)
+      fail(e.pos, e.name + " has " + std::to_string(outputs) + " outputs: select one with .k, e.g. " + e.name + "(...).0");
+    if (e.output >= outputs) fail(e.pos, e.name + " has no output " + std::to_string(e.output));
   }
 
   void params(const Axiom& ax, const OpDef& op, Expr& e) {

@@ -17,8 +17,11 @@
 // parameter without a domain is defined by a condition `P = TERM` (the first
 // one with P alone on the left), or, when it is only ever an `axis=` value,
 // ranges over 0..3. An axiom claims its two sides are equal for every
-// assignment of variable shapes (from their kinds), parameter values and
-// input values for which the conditions hold and both sides type-check.
+// assignment of variable shapes, parameter values and input values for
+// which the conditions hold and both sides type-check. Kinds and domains are
+// the small samples validation tries; they do not restrict the claim (a
+// restriction is a condition: `where A <= 1`), except that a kind fixes the
+// rank (scalar 0, matrix 2, batch 3, image and kernel 4, any: 1 and up).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +43,7 @@ enum class Kind {
   kMatrix,  // M x N, M, N in 1..3
   kBatch,   // B x M x N, B in 1..2, M, N in 1..3
   kImage,   // N x C x H x W, N in 1..2, C in 1..3, H, W in 1..4
-  kKernel,  // O x I x KH x KW, O, I in 1..3, KH, KW in {1, 3}
+  kKernel,  // O x I x KH x KW, O, I, KH, KW in 1..3
   kAny,     // ranks 1 to 4, every dimension in 1..3
 };
 std::string_view kind_name(Kind kind);
@@ -57,7 +60,7 @@ struct Variable {
 // of integers (from shape(v)) or words (same, valid), held as ParamValue.
 struct ParamVar {
   std::string name;
-  std::vector<ParamValue> domain;  // the values tried; empty when defined by a condition
+  std::vector<ParamValue> domain;  // the values validation tries; empty when defined by a condition
   bool default_domain = false;     // an axis without a given domain: 0..3
   int definition = -1;             // index of the defining condition `P = TERM`, or -1
   int line = 0, column = 0;
