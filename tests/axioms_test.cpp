@@ -59,7 +59,8 @@ TEST(Specs, CoverTheGeneratorSet) {
     for (const Expr& e : a.lhs) collect(e);
     for (const Expr& e : a.rhs) collect(e);
   }
-  for (const char* f : {"elementwise.axioms", "linear_algebra.axioms", "layout.axioms", "conv.axioms", "pooling.axioms"})
+  for (const char* f : {"elementwise.axioms", "linear_algebra.axioms", "transpose.axioms", "layout.axioms", "conv.axioms",
+                        "pooling.axioms"})
     EXPECT_TRUE(files.count(f)) << f;
   for (const char* op : {"matmul", "batch_matmul", "conv2d", "add", "mul", "scalar_mul", "relu", "transpose", "concat",
                          "split", "avgpool", "maxpool", "enlarge", "eye", "conv_identity", "pool_kernel", "ones"})
