@@ -159,8 +159,10 @@ std::string format_report(const AxiomReport& r) {
   std::string name = ax.name;
   if (name.size() < 36) name += std::string(36 - name.size(), ' ');
   s += name + " ";
+  // Errors raised by the enumeration carry their own FILE:LINE:COL.
+  const std::string error = r.error.rfind(ax.file + ":", 0) == 0 ? r.error : ax.location() + ": " + r.error;
   if (!r.error.empty() && r.admitted == 0 && r.checked == 0) {
-    s += ax.location() + ": " + r.error + "\n";
+    s += error + "\n";
     return s;
   }
   char counts[160];
@@ -172,7 +174,7 @@ std::string format_report(const AxiomReport& r) {
   s += counts;
   if (r.failed) s += ", " + std::to_string(r.failed) + " false";
   s += "\n";
-  if (!r.error.empty()) s += "         " + ax.location() + ": " + r.error + "\n";
+  if (!r.error.empty()) s += "         " + error + "\n";
   for (const Failure& f : r.failures) {
     s += "         " + ax.location() + ": " + equation_text(ax) + "\n";
     s += "         instance: " + to_text(f.instance, &ax) + "\n";

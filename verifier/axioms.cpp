@@ -146,7 +146,7 @@ class FileParser {
       out.push_back(entry());
       for (size_t i = 0; i + 1 < out.size(); ++i)
         if (out[i].name == out.back().name)
-          fail(entry_start_ + 6, "axiom '" + out.back().name + "' is already defined at line " +
+          fail(name_pos_, "axiom '" + out.back().name + "' is already defined at line " +
                                      std::to_string(out[i].line));
     }
     return out;
@@ -257,9 +257,9 @@ class FileParser {
     ax.file = file_;
     ax.line = line_column(entry_start_).first;
     skip_blanks();
-    const size_t name_pos = pos_;
+    name_pos_ = pos_;
     ax.name = ident("the axiom's name");
-    if (is_param_name(ax.name)) fail(name_pos, "axiom names start with a lower-case letter");
+    if (is_param_name(ax.name)) fail(name_pos_, "axiom names start with a lower-case letter");
     skip_blanks();
     if (pos_ < text_.size() && text_[pos_] == '[') {
       ++pos_;
@@ -729,6 +729,7 @@ class FileParser {
   std::string file_;
   size_t pos_ = 0;
   size_t entry_start_ = 0;
+  size_t name_pos_ = 0;
 };
 
 // ---- printing ---------------------------------------------------------------
