@@ -97,6 +97,7 @@ struct Axiom {
   // The two sides, as expressions of the text form; a parameter value that
   // names axiom parameters is kept as its text (a string, e.g. "S1xS2"),
   // every other value is parsed and checked against the operator table.
+  // Expr::pos is the byte offset in the file.
   std::vector<Expr> lhs, rhs;
   std::string file;
   int line = 0;
