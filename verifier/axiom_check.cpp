@@ -1,0 +1,193 @@
+// Validation of axioms: each admitted instance's two sides evaluated with the
+// float64 interpreter on random inputs and compared.
+#include <tbb/parallel_for.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+
+#include "runtime/interpreter.h"
+#include "verifier/axioms.h"
+
+namespace tgr::axioms {
+
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t name_hash(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+std::vector<int64_t> unflatten(const Shape& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+
+std::string tensor_text(const Tensor<double>& t) {
+  constexpr int64_t kShown = 16;
+  std::string s = "[";
+  for (int64_t i = 0; i < std::min(t.size(), kShown); ++i) s += (i ? ", " : "") + number(t.data[i]);
+  if (t.size() > kShown) s += ", ... (" + std::to_string(t.size()) + " values)";
+  return s + "]";
+}
+
+}  // namespace
+
+std::optional<Failure> check_instance(const Axiom& axiom, const Instance& instance, uint64_t seed, double rtol,
+                                      double* max_error) {
+  Failure f;
+  f.instance = instance;
+  Rule rule;
+  try {
+    rule = build_instance(axiom, instance);
+  } catch (const std::exception& e) {
+    f.what = std::string("cannot build the instance: ") + e.what();
+    return f;
+  }
+  // Random inputs, one independent tensor per variable; value conditions shape them.
+  std::vector<Tensor<double>> inputs;
+  for (size_t i = 0; i < axiom.variables.size(); ++i) {
+    const Variable& v = axiom.variables[i];
+    Tensor<double> t = random_tensor<double>(instance.shapes.at(v.name), mix(seed + 0x1000 * (i + 1)));
+    for (const Condition& c : axiom.conditions) {
+      if (c.var != v.name) continue;
+      if (c.kind == Condition::Kind::kPositive)
+        for (double& x : t.data) x = 0.05 + std::fabs(x);
+      if (c.kind == Condition::Kind::kNonnegative)
+        for (double& x : t.data) x = std::fabs(x);
+    }
+    inputs.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    f.inputs += (i ? "; " : "") + axiom.variables[i].name + " = " + tensor_text(inputs[i]);
+  std::vector<Tensor<double>> lhs, rhs;
+  try {
+    lhs = evaluate<double>(rule.source, std::span<const Tensor<double>>(inputs));
+    rhs = evaluate<double>(rule.target, std::span<const Tensor<double>>(inputs));
+  } catch (const std::exception& e) {
+    f.what = std::string("evaluation failed: ") + e.what();
+    return f;
+  }
+  double worst = 0;
+  for (size_t k = 0; k < lhs.size(); ++k) {
+    if (lhs[k].shape != rhs[k].shape) {
+      f.what = "output " + std::to_string(k) + " has shape " + shape_to_string(lhs[k].shape) + " on the left but " +
+               shape_to_string(rhs[k].shape) + " on the right";
+      f.output = static_cast<int>(k);
+      if (max_error) *max_error = HUGE_VAL;
+      return f;
+    }
+    for (int64_t i = 0; i < lhs[k].size(); ++i) {
+      const double l = lhs[k].data[i], r = rhs[k].data[i];
+      double err = std::fabs(l - r) / std::max({1.0, std::fabs(l), std::fabs(r)});
+      if (std::isnan(l) != std::isnan(r) || (std::isinf(l) || std::isinf(r) ? l != r : false)) err = HUGE_VAL;
+      if (std::isnan(l) && std::isnan(r)) err = 0;
+      if (err > worst || f.output < 0) {
+        worst = std::max(worst, err);
+        f.output = static_cast<int>(k);
+        f.index = unflatten(lhs[k].shape, i);
+        f.lhs = l;
+        f.rhs = r;
+      }
+    }
+  }
+  if (max_error) *max_error = worst;
+  if (!(worst > rtol)) return std::nullopt;
+  f.what = "the sides differ (relative error " + number(worst) + ")";
+  return f;
+}
+
+AxiomReport check_axiom(const Axiom& axiom, const CheckOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  AxiomReport report;
+  report.axiom = &axiom;
+  Instantiation inst;
+  try {
+    inst = instantiate(axiom, options.max_instances, options.seed);
+  } catch (const std::exception& e) {
+    report.error = e.what();
+    return report;
+  }
+  report.admitted = inst.admitted;
+  report.checked = inst.instances.size();
+  report.sampled = inst.sampled;
+  if (inst.admitted == 0) report.error = "no instance is admitted (the conditions and types exclude every shape)";
+  std::vector<std::optional<Failure>> results(inst.instances.size());
+  std::vector<double> errors(inst.instances.size(), 0.0);
+  const uint64_t base = mix(options.seed ^ name_hash(axiom.name));
+  tbb::parallel_for(size_t{0}, inst.instances.size(), [&](size_t i) {
+    results[i] = check_instance(axiom, inst.instances[i], mix(base + inst.instances[i].ordinal), options.rtol, &errors[i]);
+  });
+  for (size_t i = 0; i < results.size(); ++i) {
+    report.max_error = std::max(report.max_error, errors[i]);
+    if (!results[i]) continue;
+    ++report.failed;
+    if (report.failures.empty()) report.failures.push_back(std::move(*results[i]));
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+std::vector<AxiomReport> check_axioms(const std::vector<Axiom>& axioms, const CheckOptions& options) {
+  std::vector<AxiomReport> reports(axioms.size());
+  tbb::parallel_for(size_t{0}, axioms.size(), [&](size_t i) { reports[i] = check_axiom(axioms[i], options); });
+  return reports;
+}
+
+std::string format_report(const AxiomReport& r) {
+  const Axiom& ax = *r.axiom;
+  std::string s = r.holds() ? "  ok     " : r.error.empty() ? "  FALSE  " : "  ERROR  ";
+  std::string name = ax.name;
+  if (name.size() < 36) name += std::string(36 - name.size(), ' ');
+  s += name + " ";
+  // Errors raised by the enumeration carry their own FILE:LINE:COL.
+  const std::string error = r.error.rfind(ax.file + ":", 0) == 0 ? r.error : ax.location() + ": " + r.error;
+  if (!r.error.empty() && r.admitted == 0 && r.checked == 0) {
+    s += error + "\n";
+    return s;
+  }
+  char counts[160];
+  if (r.sampled)
+    std::snprintf(counts, sizeof counts, "%6llu instances (sampled from %llu admitted)", static_cast<unsigned long long>(r.checked),
+                  static_cast<unsigned long long>(r.admitted));
+  else
+    std::snprintf(counts, sizeof counts, "%6llu instances", static_cast<unsigned long long>(r.checked));
+  s += counts;
+  if (r.failed) s += ", " + std::to_string(r.failed) + " false";
+  s += "\n";
+  if (!r.error.empty()) s += "         " + error + "\n";
+  for (const Failure& f : r.failures) {
+    s += "         " + ax.location() + ": " + equation_text(ax) + "\n";
+    s += "         instance: " + to_text(f.instance, &ax) + "\n";
+    s += "         " + f.what + "\n";
+    if (f.output >= 0 && f.what.rfind("the sides", 0) == 0) {
+      std::string idx = "[";
+      for (size_t d = 0; d < f.index.size(); ++d) idx += (d ? ", " : "") + std::to_string(f.index[d]);
+      s += "         worst element: output " + std::to_string(f.output) + " at " + idx + "]: lhs " + number(f.lhs) +
+           ", rhs " + number(f.rhs) + "\n";
+    }
+    if (!f.inputs.empty()) s += "         inputs: " + f.inputs + "\n";
+  }
+  return s;
+}
+
+}  // namespace tgr::axioms
