@@ -119,18 +119,49 @@ std::string smallest_text(std::vector<std::vector<Expr>> sides, bool commutative
 
 }  // namespace
 
+// Calls f(order) for every order of n outputs (one order past 5 outputs).
+template <class F>
+void for_each_output_order(size_t n, F f) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  if (n > 5) {
+    f(order);
+    return;
+  }
+  do f(order);
+  while (std::next_permutation(order.begin(), order.end()));
+}
+
+std::vector<Expr> reordered(const std::vector<Expr>& exprs, const std::vector<size_t>& order) {
+  std::vector<Expr> out;
+  for (size_t i : order) out.push_back(exprs[i]);
+  return out;
+}
+
 std::string canonical_text(std::vector<Expr> outputs) {
   for (Expr& e : outputs) normalize_params(e);
-  return smallest_text({std::move(outputs)});
+  // The outputs of a graph are a set: any order is the same graph.
+  std::string best;
+  for_each_output_order(outputs.size(), [&](const std::vector<size_t>& order) {
+    std::string text = smallest_text({reordered(outputs, order)});
+    if (best.empty() || text < best) best = std::move(text);
+  });
+  return best;
 }
 
 std::string canonical_rule_text(RuleExpr rule, bool allow_swap, bool commutative) {
   for (Expr& e : rule.source) normalize_params(e);
   for (Expr& e : rule.target) normalize_params(e);
-  std::string forward = smallest_text({rule.source, rule.target}, commutative);
-  if (!allow_swap) return forward;
-  std::string backward = smallest_text({rule.target, rule.source}, commutative);
-  return std::min(forward, backward);
+  // Outputs are matched by position, so permuting both tuples alike is the
+  // same rule.
+  std::string best;
+  for_each_output_order(rule.source.size(), [&](const std::vector<size_t>& order) {
+    const std::vector<Expr> source = reordered(rule.source, order), target = reordered(rule.target, order);
+    std::string text = smallest_text({source, target}, commutative);
+    if (allow_swap) text = std::min(text, smallest_text({target, source}, commutative));
+    if (best.empty() || text < best) best = std::move(text);
+  });
+  return best;
 }
 
 std::string canonical_rule_text(std::string_view text, bool allow_swap) {

@@ -3,6 +3,7 @@
 //    letters of their name as their kind: x1, x0 -> x0, x1; k5 -> k0),
 //  - the argument order of commutative operators (add, mul: the table's flag),
 //  - for rules, which side is written first,
+//  - for several outputs, their order (permuted alike on both sides),
 //  - parameters written at their default value.
 // The canonical text is the smallest text over all of these choices, so two
 // texts denote the same rule (in this sense) exactly when their canonical

@@ -147,3 +147,25 @@ TEST(Canonical, RenamingCommutativityAndSides) {
 
 }  // namespace
 }  // namespace tgr
+
+namespace tgr {
+namespace {
+
+TEST(Canonical, OutputsInAnyOrder) {
+  const std::string a = canonical_rule_text(
+      "(split[axis=1, sizes=2x2](matmul(x0, w0)).0, split[axis=1, sizes=2x2](matmul(x0, w0)).1) => "
+      "(matmul(x0, split[axis=1, sizes=2x2](w0).0), matmul(x0, split[axis=1, sizes=2x2](w0).1))");
+  const std::string b = canonical_rule_text(
+      "(split[axis=1, sizes=2x2](matmul(x0, w0)).1, split[axis=1, sizes=2x2](matmul(x0, w0)).0) => "
+      "(matmul(x0, split[axis=1, sizes=2x2](w0).1), matmul(x0, split[axis=1, sizes=2x2](w0).0))");
+  EXPECT_EQ(a, b);
+  // Permuting one side only is another rule.
+  const std::string c = canonical_rule_text(
+      "(split[axis=1, sizes=2x2](matmul(x0, w0)).1, split[axis=1, sizes=2x2](matmul(x0, w0)).0) => "
+      "(matmul(x0, split[axis=1, sizes=2x2](w0).0), matmul(x0, split[axis=1, sizes=2x2](w0).1))");
+  EXPECT_NE(a, c);
+  EXPECT_EQ(canonical_text(parse_tuple("(relu(x1), tanh(x0))")), canonical_text(parse_tuple("(tanh(x0), relu(x1))")));
+}
+
+}  // namespace
+}  // namespace tgr
