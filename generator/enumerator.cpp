@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <unordered_map>
 
@@ -65,6 +66,16 @@ class Search {
     for (size_t v = 0; v < vars.size(); ++v)
       slots_.push_back(Slot{vars[v], fingerprint(vars[v]), cache_.id(vars[v].shape), -1, world.variables[v].role,
                             mix(0x452821e638d01377ULL, v)});
+    // Variable kinds (the letters of the name) and indices within the kind.
+    std::map<std::string, int> kinds;
+    for (const Variable& v : world.variables) {
+      size_t n = 0;
+      while (n < v.name.size() && std::isalpha(static_cast<unsigned char>(v.name[n]))) ++n;
+      const int kind = kinds.emplace(v.name.substr(0, n), static_cast<int>(kinds.size())).first->second;
+      var_kind_.push_back(kind);
+      var_index_.push_back(std::stoi(v.name.substr(n)));
+    }
+    n_kinds_ = static_cast<int>(kinds.size());
   }
 
   // All graphs whose first operator is `first` (one task of the parallel loop).
@@ -96,9 +107,10 @@ class Search {
       sink_(r);
     };
     for (int a = 0; a < n_vars_; ++a) {
-      emit_outputs({static_cast<uint8_t>(a)});
+      if (variables_are_first_ones({a})) emit_outputs({static_cast<uint8_t>(a)});
       for (int b = a + 1; b < n_vars_; ++b)
-        if (slots_[a].role == slots_[b].role) emit_outputs({static_cast<uint8_t>(a), static_cast<uint8_t>(b)});
+        if (slots_[a].role == slots_[b].role && variables_are_first_ones({a, b}))
+          emit_outputs({static_cast<uint8_t>(a), static_cast<uint8_t>(b)});
     }
   }
 
@@ -277,8 +289,28 @@ class Search {
     return ok;
   }
 
+  // Graphs are kept only when each kind's variables in use are its first
+  // ones (x0, x1, not x1 alone): renamings of one graph are not kept again.
+  // A rule's sides can always be renamed so that both are of this form (the
+  // variables of the side using fewer first), so no rule is lost; only
+  // renamed copies, which the renaming pass would remove, are never paired.
+  bool variables_are_first_ones(const std::vector<int>& vars) const {
+    std::array<uint32_t, 16> used{};
+    for (int v : vars) used[var_kind_[v]] |= 1u << var_index_[v];
+    for (int k = 0; k < n_kinds_; ++k)
+      if ((used[k] & (used[k] + 1)) != 0) return false;  // not of the form 0..01..1
+    return true;
+  }
+
   void emit() {
     if (!connected()) return;
+    {
+      std::vector<int> vars;
+      for (const OpRef& op : ops_)
+        for (int a = 0; a < op.n_args; ++a)
+          if (slots_[op.args[a]].op < 0) vars.push_back(op.args[a]);
+      if (!variables_are_first_ones(vars)) return;
+    }
     // Outputs: values nobody reads; a split whose other outputs are read
     // does not make the rest outputs.
     std::array<bool, 256> read{};
@@ -334,6 +366,8 @@ class Search {
   const std::atomic<bool>& stop_;
   EnumerationCounters& counters_;
   ShapeCache cache_;
+  std::vector<int> var_kind_, var_index_;
+  int n_kinds_ = 0;
   std::vector<Slot> slots_;
   std::vector<OpRef> ops_;
 };
