@@ -34,20 +34,24 @@ struct PairInfo {
   bool smaller_supergraph_rule = false;  // a shared context, removed, leaves a valid rule
 };
 
-std::string kind_letters(const std::string& name) {
-  size_t n = 0;
-  while (n < name.size() && std::isalpha(static_cast<unsigned char>(name[n]))) ++n;
-  return name.substr(0, n);
+// Equal in float64 up to rounding, relative to the larger magnitude.
+bool close(const Tensor<double>& x, const Tensor<double>& y) {
+  if (x.shape != y.shape) return false;
+  double scale = 1;
+  for (double v : y.data) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < x.data.size(); ++i)
+    if (!(std::fabs(x.data[i] - y.data[i]) <= 1e-9 * scale)) return false;
+  return true;
 }
 
-std::string tuple_text(const std::vector<Expr>& exprs) {
-  if (exprs.size() == 1) return to_text(exprs[0]);
-  std::string s = "(";
-  for (size_t i = 0; i < exprs.size(); ++i) {
-    if (i) s += ", ";
-    s += to_text(exprs[i]);
-  }
-  return s + ")";
+// Both sides of `rule` agree in float64 on fresh random inputs.
+bool holds_in_float64(const Rule& rule, uint64_t seed) {
+  const auto in = random_inputs<double>(rule.source, seed);
+  const auto a = evaluate<double>(rule.source, std::span<const Tensor<double>>(in));
+  const auto b = evaluate<double>(rule.target, std::span<const Tensor<double>>(in));
+  for (size_t k = 0; k < a.size(); ++k)
+    if (!close(a[k], b[k])) return false;
+  return true;
 }
 
 bool sides_equal(const std::string& canonical) {
@@ -97,15 +101,6 @@ class PairAnalysis {
     const auto vx = evaluate<double>(gx, std::span<const Tensor<double>>(inputs_)).back();
     const auto vy = evaluate<double>(gy, std::span<const Tensor<double>>(inputs_)).back();
     return close(vx, vy);
-  }
-
-  static bool close(const Tensor<double>& x, const Tensor<double>& y) {
-    if (x.shape != y.shape) return false;
-    double scale = 1;
-    for (double v : y.data) scale = std::max(scale, std::fabs(v));
-    for (size_t i = 0; i < x.data.size(); ++i)
-      if (!(std::fabs(x.data[i] - y.data[i]) <= 1e-9 * scale)) return false;
-    return true;
   }
 
   // The same context on both sides (TASO's common supergraph): an output
@@ -175,13 +170,7 @@ class PairAnalysis {
     std::vector<Expr> ra, rb;
     for (ValueRef v : a_.graph.outputs()) ra.push_back(to_expr(a_.graph, v, leaf(a_.graph)));
     for (ValueRef v : b_.graph.outputs()) rb.push_back(to_expr(b_.graph, v, leaf(b_.graph)));
-    const Rule reduced = build_rule(tuple_text(ra) + " => " + tuple_text(rb), shapes);
-    const auto in = random_inputs<double>(reduced.source, 0x5eed);
-    const auto va = evaluate<double>(reduced.source, std::span<const Tensor<double>>(in));
-    const auto vb = evaluate<double>(reduced.target, std::span<const Tensor<double>>(in));
-    for (size_t k = 0; k < va.size(); ++k)
-      if (!close(va[k], vb[k])) return false;
-    return true;
+    return holds_in_float64(build_rule(to_text(ra) + " => " + to_text(rb), shapes), 0x5eed);
   }
 
   const World& world_;
@@ -193,7 +182,7 @@ class PairAnalysis {
 // The shapes of the canonical rule's variables, by kind letters.
 std::string variables_of(const std::string& canonical, const World& world) {
   std::map<std::string, Shape> shape_of_kind;
-  for (const Variable& v : world.variables) shape_of_kind.emplace(kind_letters(v.name), v.shape);
+  for (const Variable& v : world.variables) shape_of_kind.emplace(variable_kind(v.name), v.shape);
   std::vector<std::string> names;
   const RuleExpr r = parse_rule_expr(canonical);
   std::function<void(const Expr&)> walk = [&](const Expr& e) {
@@ -209,7 +198,7 @@ std::string variables_of(const std::string& canonical, const World& world) {
   std::string out;
   for (const auto& n : names) {
     if (!out.empty()) out += ',';
-    out += n + "=" + shape_to_string(shape_of_kind.at(kind_letters(n)));
+    out += n + "=" + shape_to_string(shape_of_kind.at(variable_kind(n)));
   }
   return out;
 }
@@ -221,23 +210,14 @@ std::string generalization(const Candidate& c, uint64_t seed) {
   for (size_t pos = 0; pos < c.variables.size();) {
     const size_t comma = std::min(c.variables.find(',', pos), c.variables.size());
     const std::string name = c.variables.substr(pos, c.variables.find('=', pos) - pos);
-    shapes[name] = alternative_shape(kind_letters(name));
+    shapes[name] = alternative_shape(variable_kind(name));
     if (!checked.empty()) checked += ',';
     checked += name + "=" + shape_to_string(shapes[name]);
     pos = comma + 1;
   }
   try {
-    const Rule rule = build_rule(c.canonical, shapes);
-    const auto in = random_inputs<double>(rule.source, seed ^ 0xa11ce);
-    const auto a = evaluate<double>(rule.source, std::span<const Tensor<double>>(in));
-    const auto b = evaluate<double>(rule.target, std::span<const Tensor<double>>(in));
-    for (size_t k = 0; k < a.size(); ++k) {
-      double scale = 1;
-      for (double v : b[k].data) scale = std::max(scale, std::fabs(v));
-      for (size_t e = 0; e < a[k].data.size(); ++e)
-        if (!(std::fabs(a[k].data[e] - b[k].data[e]) <= 1e-9 * scale))
-          return "{\"generalizes\":false,\"reason\":\"differs on " + checked + "\"}";
-    }
+    if (!holds_in_float64(build_rule(c.canonical, shapes), seed ^ 0xa11ce))
+      return "{\"generalizes\":false,\"reason\":\"differs on " + checked + "\"}";
     return "{\"generalizes\":true,\"checked_on\":\"" + checked + "\"}";
   } catch (const ParseError&) {
     return "{\"generalizes\":false,\"reason\":\"does not type-check on " + checked + "\"}";
@@ -289,7 +269,7 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
         Member m;
         m.graph = e.to_graph(kept[k]);
         for (ValueRef v : m.graph.outputs()) m.exprs.push_back(to_expr(m.graph, v));
-        m.text = tuple_text(m.exprs);
+        m.text = to_text(m.exprs);
         m.ops = kept[k].n_ops;
         ms.push_back(std::move(m));
       }

@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "ir/canonical.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::gen {
@@ -69,11 +70,9 @@ class Search {
     // Variable kinds (the letters of the name) and indices within the kind.
     std::map<std::string, int> kinds;
     for (const Variable& v : world.variables) {
-      size_t n = 0;
-      while (n < v.name.size() && std::isalpha(static_cast<unsigned char>(v.name[n]))) ++n;
-      const int kind = kinds.emplace(v.name.substr(0, n), static_cast<int>(kinds.size())).first->second;
-      var_kind_.push_back(kind);
-      var_index_.push_back(std::stoi(v.name.substr(n)));
+      const std::string kind = variable_kind(v.name);
+      var_kind_.push_back(kinds.emplace(kind, static_cast<int>(kinds.size())).first->second);
+      var_index_.push_back(std::stoi(v.name.substr(kind.size())));
     }
     n_kinds_ = static_cast<int>(kinds.size());
   }
@@ -89,28 +88,11 @@ class Search {
   // Graphs of no operator: one variable, or two (a split's pieces can equal
   // them: split(concat(a, b)) => (a, b)).
   void emit_variables() {
-    auto emit_outputs = [&](std::vector<uint8_t> vars) {
-      std::vector<std::pair<uint64_t, uint8_t>> outs;
-      for (uint8_t v : vars) outs.emplace_back(slots_[v].fp, v);
-      std::sort(outs.begin(), outs.end());
-      GraphRecord r;
-      r.key = mix(0x13198a2e03707344ULL, outs.size());
-      r.structure = mix(0x082efa98ec4e6c89ULL, outs.size());
-      for (size_t k = 0; k < outs.size(); ++k) {
-        r.key = mix(r.key, outs[k].first);
-        r.structure = mix(r.structure, slots_[outs[k].second].structure);
-        r.outputs[k] = outs[k].second;
-      }
-      r.world = world_index_;
-      r.n_outputs = static_cast<uint8_t>(outs.size());
-      counters_.registered.fetch_add(1, std::memory_order_relaxed);
-      sink_(r);
-    };
     for (int a = 0; a < n_vars_; ++a) {
-      if (variables_are_first_ones({a})) emit_outputs({static_cast<uint8_t>(a)});
+      if (variables_are_first_ones({a})) register_graph({static_cast<uint8_t>(a)});
       for (int b = a + 1; b < n_vars_; ++b)
         if (slots_[a].role == slots_[b].role && variables_are_first_ones({a, b}))
-          emit_outputs({static_cast<uint8_t>(a), static_cast<uint8_t>(b)});
+          register_graph({static_cast<uint8_t>(a), static_cast<uint8_t>(b)});
     }
   }
 
@@ -319,19 +301,28 @@ class Search {
     std::array<bool, kMaxOps> op_read{};
     for (int s = n_vars_; s < static_cast<int>(slots_.size()); ++s)
       if (read[s]) op_read[slots_[s].op] = true;
-    GraphRecord r;
-    std::vector<std::pair<uint64_t, uint8_t>> outs;
+    std::vector<uint8_t> outputs;
     for (int s = n_vars_; s < static_cast<int>(slots_.size()); ++s)
-      if (!read[s] && !op_read[slots_[s].op]) outs.emplace_back(slots_[s].fp, static_cast<uint8_t>(s));
-    if (outs.empty() || outs.size() > kMaxOutputs) return;
+      if (!read[s] && !op_read[slots_[s].op]) outputs.push_back(static_cast<uint8_t>(s));
+    if (outputs.empty() || outputs.size() > kMaxOutputs) return;
+    register_graph(outputs);
+  }
+
+  // Gives the sink the current operators with these output slots, listed in
+  // fingerprint order; the key hashes their fingerprints, the structure
+  // their structural hashes.
+  void register_graph(const std::vector<uint8_t>& output_slots) {
+    std::vector<std::pair<uint64_t, uint8_t>> outs;
+    for (uint8_t s : output_slots) outs.emplace_back(slots_[s].fp, s);
     std::sort(outs.begin(), outs.end());
+    GraphRecord r;
     r.key = mix(0x13198a2e03707344ULL, outs.size());
+    r.structure = mix(0x082efa98ec4e6c89ULL, outs.size());
     for (size_t k = 0; k < outs.size(); ++k) {
       r.key = mix(r.key, outs[k].first);
+      r.structure = mix(r.structure, slots_[outs[k].second].structure);
       r.outputs[k] = outs[k].second;
     }
-    r.structure = mix(0x082efa98ec4e6c89ULL, outs.size());
-    for (size_t k = 0; k < outs.size(); ++k) r.structure = mix(r.structure, slots_[outs[k].second].structure);
     r.world = world_index_;
     r.n_ops = static_cast<uint8_t>(ops_.size());
     r.n_outputs = static_cast<uint8_t>(outs.size());

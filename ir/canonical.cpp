@@ -30,61 +30,33 @@ void collect_commutative(std::vector<Expr>& exprs, std::vector<Expr*>& out) {
   }
 }
 
-std::string kind_of(const std::string& name) {
+}  // namespace
+
+std::string variable_kind(std::string_view name) {
   size_t n = 0;
   while (n < name.size() && std::isalpha(static_cast<unsigned char>(name[n]))) ++n;
-  return name.substr(0, n);
+  return std::string(name.substr(0, n));
 }
 
-// Prints `e` with variables renamed by order of first appearance (the
-// renaming is built while printing, so no tree is copied).
-void print_renamed(const Expr& e, std::map<std::string, std::string>& names, std::map<std::string, int>& counters,
-                   std::string& out) {
-  if (e.kind == Expr::Kind::kVar) {
-    auto it = names.find(e.name);
-    if (it == names.end()) {
-      const std::string kind = kind_of(e.name);
-      it = names.emplace(e.name, kind + std::to_string(counters[kind]++)).first;
-    }
-    out += it->second;
-  } else {
-    out += e.name;
-    if (!e.params.empty()) {
-      out += '[';
-      for (size_t i = 0; i < e.params.size(); ++i) {
-        if (i) out += ", ";
-        out += e.params[i].first;
-        out += '=';
-        out += param_value_to_string(e.params[i].second);
-      }
-      out += ']';
-    }
-    out += '(';
-    for (size_t i = 0; i < e.args.size(); ++i) {
-      if (i) out += ", ";
-      print_renamed(e.args[i], names, counters, out);
-    }
-    out += ')';
-  }
-  if (e.output >= 0) {
-    out += '.';
-    out += std::to_string(e.output);
-  }
-}
+namespace {
 
-void print_tuple_renamed(const std::vector<Expr>& exprs, std::map<std::string, std::string>& names,
-                         std::map<std::string, int>& counters, std::string& out) {
-  if (exprs.size() == 1) {
-    print_renamed(exprs[0], names, counters, out);
-    return;
+// Renames variables by order of first appearance while printing (no tree
+// is copied): each kind counts on from 0.
+class FirstAppearance {
+ public:
+  const std::string& operator()(const std::string& name) {
+    auto it = names_.find(name);
+    if (it == names_.end()) {
+      const std::string kind = variable_kind(name);
+      it = names_.emplace(name, kind + std::to_string(counters_[kind]++)).first;
+    }
+    return it->second;
   }
-  out += '(';
-  for (size_t i = 0; i < exprs.size(); ++i) {
-    if (i) out += ", ";
-    print_renamed(exprs[i], names, counters, out);
-  }
-  out += ')';
-}
+
+ private:
+  std::map<std::string, std::string> names_;
+  std::map<std::string, int> counters_;
+};
 
 // The smallest renamed text over all argument orders of commutative nodes of
 // `sides` (one side for a graph, two for a rule, renamed together).
@@ -102,13 +74,13 @@ std::string smallest_text(std::vector<std::vector<Expr>> sides, bool commutative
   for (uint64_t mask = 0; mask < (uint64_t{1} << k); ++mask) {
     for (size_t i = k; i-- > 0;)
       if ((mask >> i & 1) != 0) std::swap(nodes[i]->args[0], nodes[i]->args[1]);
-    std::map<std::string, std::string> names;
-    std::map<std::string, int> counters;
+    FirstAppearance renamer;
+    const VariableRenamer rename = std::ref(renamer);
     std::string text;
-    print_tuple_renamed(sides[0], names, counters, text);
+    append_text(sides[0], text, rename);
     if (sides.size() > 1) {
       text += " => ";
-      print_tuple_renamed(sides[1], names, counters, text);
+      append_text(sides[1], text, rename);
     }
     if (best.empty() || text < best) best = text;
     for (size_t i = 0; i < k; ++i)  // undo

@@ -30,6 +30,10 @@ std::string canonical_rule_text(RuleExpr rule, bool allow_swap = true, bool comm
 // Parses and canonicalises; throws ParseError.
 std::string canonical_rule_text(std::string_view text, bool allow_swap = true);
 
+// The kind of a variable: the letters its name starts with (x0 -> "x",
+// k12 -> "k"). Renaming keeps kinds apart.
+std::string variable_kind(std::string_view name);
+
 // Parameters equal to their default removed (what printing omits), in table order.
 void normalize_params(Expr& e);
 

@@ -32,6 +32,14 @@ struct Tensor {
 template <class T>
 inline constexpr bool kIsField = std::is_same_v<T, Fp>;
 
+// A real number in domain T: itself in float32/float64, field_from_real in
+// the field (parameters such as epsilon or a pad value, stored constants).
+template <class T>
+T from_real(double v) {
+  if constexpr (kIsField<T>) return field_from_real(v);
+  else return static_cast<T>(v);
+}
+
 // Element type of a value in the graph. kFloat values are computed in the
 // domain of the evaluation (float32, float64 or the field); kInt64 and kBool
 // values (indices, masks) are exact integers in every domain, bools 0 or 1.

@@ -318,30 +318,56 @@ Rule build_rule(std::string_view text, const ShapeMap& shapes, const DTypeMap& d
   return rule;
 }
 
-std::string to_text(const Expr& e) {
-  std::string s = e.name;
-  if (e.kind == Expr::Kind::kCall) {
+void append_text(const Expr& e, std::string& out, const VariableRenamer& rename) {
+  if (e.kind == Expr::Kind::kVar) {
+    out += rename ? rename(e.name) : e.name;
+  } else {
+    out += e.name;
     if (!e.params.empty()) {
-      s += '[';
+      out += '[';
       for (size_t i = 0; i < e.params.size(); ++i) {
-        if (i) s += ", ";
-        s += e.params[i].first;
-        s += '=';
-        s += param_value_to_string(e.params[i].second);
+        if (i) out += ", ";
+        out += e.params[i].first;
+        out += '=';
+        out += param_value_to_string(e.params[i].second);
       }
-      s += ']';
+      out += ']';
     }
-    s += '(';
+    out += '(';
     for (size_t i = 0; i < e.args.size(); ++i) {
-      if (i) s += ", ";
-      s += to_text(e.args[i]);
+      if (i) out += ", ";
+      append_text(e.args[i], out, rename);
     }
-    s += ')';
+    out += ')';
   }
   if (e.output >= 0) {
-    s += ".";
-    s += std::to_string(e.output);
+    out += '.';
+    out += std::to_string(e.output);
   }
+}
+
+void append_text(const std::vector<Expr>& tuple, std::string& out, const VariableRenamer& rename) {
+  if (tuple.size() == 1) {
+    append_text(tuple[0], out, rename);
+    return;
+  }
+  out += '(';
+  for (size_t i = 0; i < tuple.size(); ++i) {
+    if (i) out += ", ";
+    append_text(tuple[i], out, rename);
+  }
+  out += ')';
+}
+
+std::string to_text(const Expr& e) {
+  std::string s;
+  append_text(e, s);
+  return s;
+}
+
+std::string to_text(const std::vector<Expr>& tuple) {
+  std::string s;
+  append_text(tuple, s);
   return s;
 }
 
@@ -374,14 +400,9 @@ Expr to_expr(const Graph& graph, ValueRef value, const std::function<std::option
 }
 
 std::string to_text(const Graph& graph) {
-  const auto& outs = graph.outputs();
-  if (outs.size() == 1) return to_text(to_expr(graph, outs[0]));
-  std::string s = "(";
-  for (size_t i = 0; i < outs.size(); ++i) {
-    if (i) s += ", ";
-    s += to_text(to_expr(graph, outs[i]));
-  }
-  return s + ")";
+  std::vector<Expr> outputs;
+  for (ValueRef v : graph.outputs()) outputs.push_back(to_expr(graph, v));
+  return to_text(outputs);
 }
 
 std::string to_text(const Rule& rule) { return to_text(rule.source) + " => " + to_text(rule.target); }

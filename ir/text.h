@@ -73,6 +73,12 @@ Rule build_rule(std::string_view text, const ShapeMap& shapes, const DTypeMap& d
 
 // Canonical printing.
 std::string to_text(const Expr& expr);
+std::string to_text(const std::vector<Expr>& tuple);  // one: expr; several: (e1, e2)
+// Appends the text of `expr` (or a tuple); `rename`, when given, gives the
+// name printed for each variable (canonical forms rename while printing).
+using VariableRenamer = std::function<const std::string&(const std::string&)>;
+void append_text(const Expr& expr, std::string& out, const VariableRenamer& rename = {});
+void append_text(const std::vector<Expr>& tuple, std::string& out, const VariableRenamer& rename = {});
 std::string to_text(const Graph& graph);  // one output: expr; several: (e1, e2)
 std::string to_text(const Rule& rule);
 Expr to_expr(const Graph& graph, ValueRef value);

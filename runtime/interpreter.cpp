@@ -9,10 +9,7 @@ template <class T>
 Value<T> constant_in_domain(const ConstantValue& c) {
   if (!c.is_float()) return Value<T>(c.dtype, c.ints);
   Tensor<T> t(c.real.shape);
-  for (size_t i = 0; i < t.data.size(); ++i) {
-    if constexpr (kIsField<T>) t.data[i] = field_from_real(c.real.data[i]);
-    else t.data[i] = static_cast<T>(c.real.data[i]);
-  }
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = from_real<T>(c.real.data[i]);
   return Value<T>(std::move(t));
 }
 

@@ -14,13 +14,7 @@ std::vector<DType> data_dtype_with_int_indices(const OpCall& call) {
   return {call.input_dtypes[0]};
 }
 
-int64_t checked_axis(const OpCall& call) {
-  const int64_t axis = call.params.get_int("axis");
-  if (axis >= static_cast<int64_t>(call.input_shapes[0].size()))
-    throw ShapeError(call.op.name + ": axis " + std::to_string(axis) + " out of range for " +
-                     shape_to_string(call.input_shapes[0]));
-  return axis;
-}
+using ops::checked_axis;
 
 int64_t wrap_index(const char* op, int64_t index, int64_t size) {
   const int64_t i = index < 0 ? index + size : index;

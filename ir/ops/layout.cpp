@@ -59,10 +59,8 @@ void transpose_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, 
 }
 
 std::vector<Shape> concat_shapes(const OpCall& call) {
-  const int64_t axis = call.params.get_int("axis");
+  const int64_t axis = ops::checked_axis(call);
   Shape out = call.input_shapes[0];
-  if (axis >= static_cast<int64_t>(out.size()))
-    throw ShapeError("concat: axis " + std::to_string(axis) + " out of range for " + shape_to_string(out));
   for (size_t i = 1; i < call.input_shapes.size(); ++i) {
     const Shape& s = call.input_shapes[i];
     bool match = s.size() == out.size();
@@ -101,10 +99,8 @@ void concat_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std
 
 std::vector<Shape> split_shapes(const OpCall& call) {
   const Shape& x = call.input_shapes[0];
-  const int64_t axis = call.params.get_int("axis");
+  const int64_t axis = ops::checked_axis(call);
   const auto& sizes = call.params.get_ints("sizes");
-  if (axis >= static_cast<int64_t>(x.size()))
-    throw ShapeError("split: axis " + std::to_string(axis) + " out of range for " + shape_to_string(x));
   const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
   if (total != x[axis])
     throw ShapeError("split: sizes " + param_value_to_string(sizes) + " add up to " + std::to_string(total) +
@@ -236,10 +232,7 @@ void pad_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::s
   const Tensor<T>& x = *in[0];
   Tensor<T>& o = out[0];
   const double value = call.params.get_float("value");
-  T fill;
-  if constexpr (kIsField<T>) fill = field_from_real(value);
-  else fill = static_cast<T>(value);
-  std::fill(o.data.begin(), o.data.end(), fill);
+  std::fill(o.data.begin(), o.data.end(), from_real<T>(value));
   const auto& pads = call.params.get_ints("pads");
   const int rank = x.rank();
   const std::vector<int64_t> ostrides = row_major_strides(o.shape);

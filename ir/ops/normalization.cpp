@@ -30,19 +30,7 @@ T rsqrt_of(T x) {
   }
 }
 
-template <class T>
-T real_constant(double v) {
-  if constexpr (kIsField<T>) return field_from_real(v);
-  else return static_cast<T>(v);
-}
-
-int64_t checked_axis(const OpCall& call) {
-  const int64_t axis = call.params.get_int("axis");
-  if (axis >= static_cast<int64_t>(call.input_shapes[0].size()))
-    throw ShapeError(call.op.name + ": axis " + std::to_string(axis) + " out of range for " +
-                     shape_to_string(call.input_shapes[0]));
-  return axis;
-}
+using ops::checked_axis;
 
 // softmax along one axis: exp(x - max) / sum, the max subtracted for range.
 template <class T>
@@ -87,7 +75,7 @@ void layer_norm_kernel(const OpCall& call, std::span<const Tensor<T>* const> in,
   const T* scale = in[1]->data.data();
   const T* bias = in[2]->data.data();
   const int64_t n = in[1]->size();
-  const T eps = real_constant<T>(call.params.get_float("epsilon"));
+  const T eps = from_real<T>(call.params.get_float("epsilon"));
   const T inv_n = T(1) / T(n);
   tbb::parallel_for(int64_t{0}, x.size() / std::max<int64_t>(n, 1), [&](int64_t row) {
     const T* src = x.data.data() + row * n;
@@ -118,7 +106,7 @@ void batch_norm_kernel(const OpCall& call, std::span<const Tensor<T>* const> in,
   const int64_t channels = x.shape[1];
   int64_t inner = 1;
   for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
-  const T eps = real_constant<T>(call.params.get_float("epsilon"));
+  const T eps = from_real<T>(call.params.get_float("epsilon"));
   tbb::parallel_for(int64_t{0}, x.shape[0] * channels, [&](int64_t plane) {
     const int64_t c = plane % channels;
     const T r = rsqrt_of(in[4]->data[c] + eps) * in[1]->data[c];

@@ -33,6 +33,16 @@ inline ParamSpec enum_param(std::string name, std::string def, std::vector<std::
                    .choices = std::move(choices), .doc = std::move(doc)};
 }
 
+// The `axis` parameter, checked against the rank of the first input:
+// "OP: axis A out of range for SHAPE".
+inline int64_t checked_axis(const OpCall& call) {
+  const int64_t axis = call.params.get_int("axis");
+  if (axis >= static_cast<int64_t>(call.input_shapes[0].size()))
+    throw ShapeError(call.op.name + ": axis " + std::to_string(axis) + " out of range for " +
+                     shape_to_string(call.input_shapes[0]));
+  return axis;
+}
+
 // The window parameters shared by conv2d and the pools.
 inline ParamSpec stride_param() { return ints_param("stride", std::vector<int64_t>{1, 1}, 2, 1, "rows x columns"); }
 inline ParamSpec dilation_param() { return ints_param("dilation", std::vector<int64_t>{1, 1}, 2, 1, "rows x columns"); }
