@@ -1,4 +1,5 @@
 #include "generator/generate.h"
+#include "util/progress.h"
 
 #include <tbb/enumerable_thread_specific.h>
 
@@ -32,41 +33,6 @@ std::string settings_json(const GenerateOptions& o) {
   return "{\"max_ops\":" + std::to_string(o.max_ops) + ",\"ops\":[" + ops + "],\"vars_per_kind\":" +
          std::to_string(o.vars_per_kind) + ",\"seed\":" + std::to_string(o.seed) + "}";
 }
-
-// Prints a progress line about once a second while alive.
-class Progress {
- public:
-  Progress(bool enabled, std::function<std::string()> line) : enabled_(enabled), line_(std::move(line)), tty_(isatty(2)) {
-    if (enabled_) thread_ = std::thread([this] { loop(); });
-  }
-  ~Progress() {
-    if (!enabled_) return;
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    if (tty_) std::fprintf(stderr, "\r%s\n", line_().c_str());
-  }
-
- private:
-  void loop() {
-    std::unique_lock lock(mutex_);
-    int tick = 0;
-    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) {
-      if (tty_) std::fprintf(stderr, "\r%s\033[K", line_().c_str());
-      else if (++tick % 10 == 0) std::fprintf(stderr, "%s\n", line_().c_str());
-    }
-  }
-  bool enabled_;
-  std::function<std::string()> line_;
-  bool tty_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 // Pass 1's memory: a Bloom filter of the class keys seen, and the keys seen
 // again (an exact list, as long as what pass 2 keeps, plus the filter's rare
@@ -159,7 +125,7 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   std::atomic<EnumerationCounters*> shown{&counters};
   std::atomic<int> phase{1};  // 1, 2: enumeration passes; 3: pairing; 4: storing
   std::atomic<double> phase_began{0};
-  Progress progress(o.progress, [&] {
+  util::Progress progress(o.progress, [&] {
     char line[256];
     const double s = since(start);
     if (phase <= 2) {

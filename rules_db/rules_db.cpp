@@ -457,15 +457,20 @@ int RulesDb::insert_rules(const std::vector<RuleRecord>& rules) {
   return inserted;
 }
 
-void RulesDb::update_rule(const RuleRecord& r) {
+void RulesDb::update_rule(const RuleRecord& r) { update_rules({r}); }
+
+void RulesDb::update_rules(const std::vector<RuleRecord>& rules) {
   WriteTransaction t(db_.get(), path_);
   Stmt s(db_.get(), path_,
          "UPDATE rules SET kind = ?, status = ?, constraints = ?, proof_ms = ?, axioms = ?, counterexample = ?, "
          "region_map = ?, correction = ?, note = ? WHERE id = ?");
-  s.bind(1, r.kind).bind(2, r.status).bind(3, r.constraints).bind(4, r.proof_ms).bind(5, r.axioms);
-  s.bind(6, r.counterexample).bind(7, r.region_map).bind(8, r.correction).bind(9, r.note).bind(10, r.id);
-  s.run();
-  if (sqlite3_changes(db_.get()) == 0) throw DbError(quote_path(path_) + ": no rule " + std::to_string(r.id));
+  for (const RuleRecord& r : rules) {
+    s.reset();
+    s.bind(1, r.kind).bind(2, r.status).bind(3, r.constraints).bind(4, r.proof_ms).bind(5, r.axioms);
+    s.bind(6, r.counterexample).bind(7, r.region_map).bind(8, r.correction).bind(9, r.note).bind(10, r.id);
+    s.run();
+    if (sqlite3_changes(db_.get()) == 0) throw DbError(quote_path(path_) + ": no rule " + std::to_string(r.id));
+  }
   t.commit();
 }
 

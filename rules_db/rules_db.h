@@ -95,6 +95,8 @@ class RulesDb {
   // proof_ms, axioms, counterexample, region_map, correction, note); the
   // identity (canonical, sides, variables, sizes, run) is kept. Unknown id: DbError.
   void update_rule(const RuleRecord& rule);
+  // The same for many rules, in one transaction (all or none).
+  void update_rules(const std::vector<RuleRecord>& rules);
   std::optional<RuleRecord> get_rule(int64_t id) const;
   std::optional<RuleRecord> find_by_canonical(const std::string& canonical) const;
   std::vector<RuleRecord> list_rules(const std::optional<std::string>& status = std::nullopt) const;  // by id

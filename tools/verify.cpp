@@ -1,75 +1,183 @@
-// `verify`: prove candidate rules with Z3 and check partial ones (issues 5, 6).
+// `verify`: prove candidate rules with Z3 from the operator axioms (issue 5);
+// check partially equivalent ones (issue 6).
 //
-//   verify --check-axioms [--specs DIR|FILE] [--max-instances N] [--seed S] [--axiom NAME ...]
-//
-// checks every axiom of specs/ on its instances (small shapes, every
-// parameter value it admits; a deterministic sample beyond N) with the
-// float64 interpreter on random inputs: exit 0 when all hold, 1 when one is
-// false (or cannot be checked), 2 for a usage error. Proving rules arrives
-// with a later issue.
+//   verify --db rules.db [--timeout-ms MS] [--max-states N] [--retry-unknown] [--rule ID ...]
+//       gives every 'candidate' rule of the database a final status: proved
+//       (with the axioms of Z3's unsat core), refuted (with a float64
+//       counterexample) or unknown (with the reason). Resumable; Ctrl-C
+//       commits what is finished and exits 130.
+//   verify --prove "SRC => DST" --shapes x0=2x3,w0=3x4 [--smt2 FILE]
+//       the same for one rule given on the command line: exit 0 proved,
+//       1 refuted, 3 unknown.
+//   verify --check-axioms [--max-instances N] [--seed S] [--axiom NAME ...]
+//       checks every axiom of specs/ on its instances (small shapes, every
+//       parameter value it admits; a deterministic sample beyond N) with the
+//       float64 interpreter on random inputs: exit 0 when all hold, 1 when
+//       one is false (or cannot be checked).
+// Usage errors exit 2.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "tools/cli_common.h"
 #include "verifier/axioms.h"
+#include "verifier/prover.h"
+#include "verifier/verify_db.h"
 
 #ifndef TGR_SPECS_DIR
 #define TGR_SPECS_DIR "specs"
 #endif
 
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_interrupt(int) {
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+int check_axioms_command(const std::string& specs, const tgr::axioms::CheckOptions& options,
+                         const std::vector<std::string>& only) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<tgr::axioms::Axiom> axioms = tgr::axioms::load_axioms(specs);
+  if (!only.empty()) {
+    std::vector<tgr::axioms::Axiom> kept;
+    for (const std::string& name : only) {
+      bool found = false;
+      for (const auto& a : axioms)
+        if (a.name == name) {
+          kept.push_back(a);
+          found = true;
+        }
+      if (!found) throw std::runtime_error("no axiom named '" + name + "' in " + specs);
+    }
+    axioms = std::move(kept);
+  }
+  std::printf("checking %zu axioms from %s (float64, relative tolerance %.0e, at most %zu instances each, seed %llu)\n",
+              axioms.size(), specs.c_str(), options.rtol, options.max_instances,
+              static_cast<unsigned long long>(options.seed));
+  std::fflush(stdout);
+  const auto reports = tgr::axioms::check_axioms(axioms, options);
+  size_t holding = 0, instances = 0, sampled = 0;
+  for (const auto& r : reports) {
+    std::fputs(tgr::axioms::format_report(r).c_str(), stdout);
+    holding += r.holds();
+    instances += r.checked;
+    sampled += r.sampled;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%zu axioms: %zu hold, %zu false or unchecked; %zu instances checked (%zu axioms sampled) in %.1f s\n",
+              reports.size(), holding, reports.size() - holding, instances, sampled, seconds);
+  return holding == reports.size() ? 0 : 1;
+}
+
+int prove_command(const std::string& specs, const std::string& text, const std::string& shapes_text,
+                  const tgr::verifier::ProofOptions& options) {
+  using namespace tgr::verifier;
+  const Prover prover(tgr::axioms::load_axioms(specs));
+  tgr::DTypeMap dtypes;
+  const tgr::ShapeMap shapes = tgr::parse_shape_map(shapes_text, &dtypes);
+  const ProofResult r = prover.prove(tgr::build_rule(text, shapes, dtypes), options);
+  std::printf("%s in %.1f ms (%zu forms searched, %zu axiom instances)\n", std::string(status_name(r.status)).c_str(),
+              r.ms, r.states, r.instances_found);
+  switch (r.status) {
+    case ProofStatus::kProved:
+      std::printf("  axioms:");
+      for (const auto& a : r.axioms) std::printf(" %s", a.c_str());
+      std::printf("\n  instances (Z3's unsat core):");
+      for (const auto& i : r.instances) std::printf(" %s", i.c_str());
+      std::printf("\n");
+      return 0;
+    case ProofStatus::kRefuted: std::printf("  counterexample: %s\n", r.counterexample.c_str()); return 1;
+    case ProofStatus::kUnknown: std::printf("  reason: %s\n", r.reason.c_str()); return 3;
+  }
+  return 3;
+}
+
+int verify_db_command(const tgr::verifier::VerifyDbOptions& o) {
+  using namespace tgr::verifier;
+  std::signal(SIGINT, on_interrupt);
+  const VerifyDbReport r = verify_db(o, g_stop);
+  std::printf("verify: run %lld, %s\n", static_cast<long long>(r.run), o.db.c_str());
+  std::printf("  rules taken      %zu\n", r.taken);
+  std::printf("  proved           %zu\n", r.proved);
+  std::printf("  refuted          %zu\n", r.refuted);
+  std::printf("  unknown          %zu\n", r.unknown);
+  for (const auto& [why, n] : r.unknown_reasons) std::printf("    %6zu  %s\n", n, why.c_str());
+  std::printf("  time             %.1f s (timeout %u ms per rule)\n", r.seconds, o.proof.timeout_ms);
+  if (!r.slowest.empty()) {
+    std::printf("  slowest proofs:\n");
+    for (const SlowProof& s : r.slowest)
+      std::printf("    %8.1f ms  #%lld  %s  %s\n", s.ms, static_cast<long long>(s.id), s.rule.c_str(), s.axioms.c_str());
+  }
+  if (!r.axiom_uses.empty()) {
+    std::printf("  axioms cited by proofs:");
+    for (const auto& [name, n] : r.axiom_uses) std::printf(" %s %zu,", name.c_str(), n);
+    std::printf("\n");
+  }
+  if (r.interrupted) {
+    std::printf("interrupted: %zu rules stay 'candidate'; run the same command again to continue\n", r.remaining);
+    return 130;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"verify: prove candidate rules with Z3 and check partial ones (issues 5, 6)"};
-  bool check_axioms = false;
+  CLI::App app{"verify: prove candidate rules with Z3 from the operator axioms (specs/), and check axioms"};
   std::string specs = TGR_SPECS_DIR;
-  tgr::axioms::CheckOptions options;
-  std::vector<std::string> only;
-  app.add_flag("--check-axioms", check_axioms,
-               "check every axiom of the specs on its small-shape instances with the float64 interpreter");
   app.add_option("--specs", specs, "a folder of *.axioms files, or one file")->capture_default_str();
-  app.add_option("--max-instances", options.max_instances,
-                 "instances per axiom; beyond, a deterministic sample")
+
+  tgr::verifier::VerifyDbOptions db_options;
+  std::string prove_text, shapes_text;
+  auto* db_opt = app.add_option("--db", db_options.db, "prove every candidate rule of this rules database");
+  auto* prove_opt = app.add_option("--prove", prove_text, "prove one rule \"SRC => DST\" (with --shapes)");
+  auto* shapes_opt = app.add_option("--shapes", shapes_text, "variable shapes for --prove: x0=2x3,w0=3x4 (dtype prefix: ids=int64:1x8)");
+  tgr::verifier::ProofOptions& proof = db_options.proof;
+  app.add_option("--timeout-ms", proof.timeout_ms, "time limit per rule (search and Z3)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3'600'000u));
+  app.add_option("--max-states", proof.max_states, "rewritten forms the search may visit per rule")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{2}, size_t{100'000'000}));
+  app.add_flag("--retry-unknown", db_options.retry_unknown, "with --db: take rules whose status is 'unknown' again");
+  app.add_option("--rule", db_options.ids, "with --db: only these rule ids (whatever their status)");
+  app.add_flag("!--no-progress", db_options.progress, "no progress lines on stderr");
+  app.add_option("--stop-after", db_options.stop_after, "testing: stop as if interrupted after N rules")->group("");
+
+  bool check_axioms = false;
+  tgr::axioms::CheckOptions check_options;
+  std::vector<std::string> only;
+  auto* check_opt = app.add_flag("--check-axioms", check_axioms,
+                                 "check every axiom of the specs on its small-shape instances with the float64 interpreter");
+  app.add_option("--max-instances", check_options.max_instances, "instances per axiom; beyond, a deterministic sample")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}));
-  app.add_option("--seed", options.seed, "seed of the sample and the random inputs")->capture_default_str();
+  app.add_option("--seed", check_options.seed, "seed of the samples and the random inputs")->capture_default_str();
   app.add_option("--axiom", only, "check only the axioms of these names");
+  db_opt->excludes(prove_opt)->excludes(check_opt);
+  prove_opt->excludes(check_opt);
   CLI11_PARSE(app, argc, argv);
-  if (!check_axioms) return tgr::cli::not_yet("verify", "proving rules");
+  proof.seed = check_options.seed;
 
+  if (!check_axioms && db_options.db.empty() && prove_text.empty()) {
+    std::fprintf(stderr, "verify: give --db FILE, --prove \"SRC => DST\" or --check-axioms (see --help)\n");
+    return 2;
+  }
+  if (!prove_text.empty() && shapes_opt->count() == 0) {
+    std::fprintf(stderr, "verify: --prove needs --shapes (the shape of every variable; "" when there is none)\n");
+    return 2;
+  }
   return tgr::cli::guarded("verify", [&] {
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<tgr::axioms::Axiom> axioms = tgr::axioms::load_axioms(specs);
-    if (!only.empty()) {
-      std::vector<tgr::axioms::Axiom> kept;
-      for (const std::string& name : only) {
-        bool found = false;
-        for (const auto& a : axioms)
-          if (a.name == name) {
-            kept.push_back(a);
-            found = true;
-          }
-        if (!found) throw std::runtime_error("no axiom named '" + name + "' in " + specs);
-      }
-      axioms = std::move(kept);
-    }
-    std::printf("checking %zu axioms from %s (float64, relative tolerance %.0e, at most %zu instances each, seed %llu)\n",
-                axioms.size(), specs.c_str(), options.rtol, options.max_instances,
-                static_cast<unsigned long long>(options.seed));
-    std::fflush(stdout);
-    const auto reports = tgr::axioms::check_axioms(axioms, options);
-    size_t holding = 0, instances = 0, sampled = 0;
-    for (const auto& r : reports) {
-      std::fputs(tgr::axioms::format_report(r).c_str(), stdout);
-      holding += r.holds();
-      instances += r.checked;
-      sampled += r.sampled;
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%zu axioms: %zu hold, %zu false or unchecked; %zu instances checked (%zu axioms sampled) in %.1f s\n",
-                reports.size(), holding, reports.size() - holding, instances, sampled, seconds);
-    return holding == reports.size() ? 0 : 1;
+    if (check_axioms) return check_axioms_command(specs, check_options, only);
+    if (!prove_text.empty()) return prove_command(specs, prove_text, shapes_text, proof);
+    db_options.specs = specs;
+    return verify_db_command(db_options);
   });
 }

@@ -9,6 +9,7 @@
 
 #include "runtime/interpreter.h"
 #include "verifier/axioms.h"
+#include "verifier/side_comparison.h"
 
 namespace tgr::axioms {
 
@@ -25,29 +26,6 @@ uint64_t name_hash(std::string_view s) {
   uint64_t h = 1469598103934665603ULL;
   for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
   return h;
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
-std::vector<int64_t> unflatten(const Shape& shape, int64_t flat) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return idx;
-}
-
-std::string tensor_text(const Tensor<double>& t) {
-  constexpr int64_t kShown = 16;
-  std::string s = "[";
-  for (int64_t i = 0; i < std::min(t.size(), kShown); ++i) s += (i ? ", " : "") + number(t.data[i]);
-  if (t.size() > kShown) s += ", ... (" + std::to_string(t.size()) + " values)";
-  return s + "]";
 }
 
 }  // namespace
@@ -78,41 +56,27 @@ std::optional<Failure> check_instance(const Axiom& axiom, const Instance& instan
     inputs.push_back(std::move(t));
   }
   for (size_t i = 0; i < inputs.size(); ++i)
-    f.inputs += (i ? "; " : "") + axiom.variables[i].name + " = " + tensor_text(inputs[i]);
-  std::vector<Tensor<double>> lhs, rhs;
+    f.inputs += (i ? "; " : "") + axiom.variables[i].name + " = " + verifier::tensor_text(inputs[i]);
+  verifier::SideComparison c;
   try {
-    lhs = evaluate<double>(rule.source, std::span<const Tensor<double>>(inputs));
-    rhs = evaluate<double>(rule.target, std::span<const Tensor<double>>(inputs));
+    c = verifier::compare_sides(rule, inputs);
   } catch (const std::exception& e) {
     f.what = std::string("evaluation failed: ") + e.what();
     return f;
   }
-  double worst = 0;
-  for (size_t k = 0; k < lhs.size(); ++k) {
-    if (lhs[k].shape != rhs[k].shape) {
-      f.what = "output " + std::to_string(k) + " has shape " + shape_to_string(lhs[k].shape) + " on the left but " +
-               shape_to_string(rhs[k].shape) + " on the right";
-      f.output = static_cast<int>(k);
-      if (max_error) *max_error = HUGE_VAL;
-      return f;
-    }
-    for (int64_t i = 0; i < lhs[k].size(); ++i) {
-      const double l = lhs[k].data[i], r = rhs[k].data[i];
-      double err = std::fabs(l - r) / std::max({1.0, std::fabs(l), std::fabs(r)});
-      if (std::isnan(l) != std::isnan(r) || (std::isinf(l) || std::isinf(r) ? l != r : false)) err = HUGE_VAL;
-      if (std::isnan(l) && std::isnan(r)) err = 0;
-      if (err > worst || f.output < 0) {
-        worst = std::max(worst, err);
-        f.output = static_cast<int>(k);
-        f.index = unflatten(lhs[k].shape, i);
-        f.lhs = l;
-        f.rhs = r;
-      }
-    }
+  const double worst = c.worst;
+  f.output = c.output;
+  f.index = c.index;
+  f.lhs = c.source;
+  f.rhs = c.target;
+  if (!c.mismatch.empty()) {
+    f.what = c.mismatch;
+    if (max_error) *max_error = HUGE_VAL;
+    return f;
   }
   if (max_error) *max_error = worst;
   if (!(worst > rtol)) return std::nullopt;
-  f.what = "the sides differ (relative error " + number(worst) + ")";
+  f.what = "the sides differ (relative error " + verifier::number_text(worst) + ")";
   return f;
 }
 
@@ -182,8 +146,8 @@ std::string format_report(const AxiomReport& r) {
     if (f.output >= 0 && f.what.rfind("the sides", 0) == 0) {
       std::string idx = "[";
       for (size_t d = 0; d < f.index.size(); ++d) idx += (d ? ", " : "") + std::to_string(f.index[d]);
-      s += "         worst element: output " + std::to_string(f.output) + " at " + idx + "]: lhs " + number(f.lhs) +
-           ", rhs " + number(f.rhs) + "\n";
+      s += "         worst element: output " + std::to_string(f.output) + " at " + idx + "]: lhs " + verifier::number_text(f.lhs) +
+           ", rhs " + verifier::number_text(f.rhs) + "\n";
     }
     if (!f.inputs.empty()) s += "         inputs: " + f.inputs + "\n";
   }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "verifier/axioms.h"
+#include "verifier/conditions.h"
 
 namespace tgr::axioms {
 
@@ -14,15 +15,6 @@ namespace {
 
 [[noreturn, gnu::noinline]] void axiom_error(const Axiom& ax, const std::string& what) {
   throw AxiomError(ax.file, ax.line, 1, "axiom '" + ax.name + "': " + what);
-}
-
-// Kept out of line: GCC 12 reports a false -Wrestrict on the inlined concatenation.
-[[noreturn, gnu::noinline]] void unknown_symbol(const Axiom& ax, std::string_view name, const char* what) {
-  std::string message = "'";
-  message.append(name);
-  message += "' is not a ";
-  message += what;
-  axiom_error(ax, message);
 }
 
 uint64_t fnv1a(std::string_view s) {
@@ -209,16 +201,8 @@ class Enumerator {
 
   static uint64_t bit(int i) { return uint64_t{1} << i; }
 
-  int param_index(std::string_view name) const {
-    for (int i = 0; i < P_; ++i)
-      if (ax_.params[i].name == name) return i;
-    unknown_symbol(ax_, name, "parameter");
-  }
-  int var_index(std::string_view name) const {
-    for (int i = 0; i < V_; ++i)
-      if (ax_.variables[i].name == name) return i;
-    unknown_symbol(ax_, name, "variable");
-  }
+  int param_index(std::string_view name) const { return conditions_.param_index(name); }
+  int var_index(std::string_view name) const { return conditions_.var_index(name); }
 
   uint64_t term_deps(const Term& t) const {
     uint64_t d = 0;
@@ -297,71 +281,10 @@ class Enumerator {
 
   // ---- evaluation of terms and checks ----
 
-  std::optional<ParamValue> eval(const Term& t, const Condition& c) const {
-    auto as_int = [&](const std::optional<ParamValue>& v) -> std::optional<int64_t> {
-      if (!v) return std::nullopt;
-      if (const auto* i = std::get_if<int64_t>(&*v)) return *i;
-      throw AxiomError(ax_.file, c.line, c.column,
-                       "axiom '" + ax_.name + "': " + param_value_to_string(*v) + " is not an integer in '" + to_text(c) + "'");
-    };
-    switch (t.op) {
-      case Term::Op::kInt: return ParamValue(t.value);
-      case Term::Op::kWord: return ParamValue(t.name);
-      case Term::Op::kParam: return param_value_[param_index(t.name)];
-      case Term::Op::kRank: return ParamValue(static_cast<int64_t>(var_shape_[var_index(t.name)].size()));
-      case Term::Op::kShape: return ParamValue(var_shape_[var_index(t.name)]);
-      case Term::Op::kDim: {
-        const Shape& s = var_shape_[var_index(t.name)];
-        auto axis = as_int(eval(t.args[0], c));
-        if (!axis || *axis < 0 || *axis >= static_cast<int64_t>(s.size())) return std::nullopt;
-        return ParamValue(s[*axis]);
-      }
-      case Term::Op::kNeg: {
-        auto a = as_int(eval(t.args[0], c));
-        if (!a) return std::nullopt;
-        return ParamValue(-*a);
-      }
-      default: break;
-    }
-    auto a = as_int(eval(t.args[0], c)), b = as_int(eval(t.args[1], c));
-    if (!a || !b) return std::nullopt;
-    switch (t.op) {
-      case Term::Op::kAdd: return ParamValue(*a + *b);
-      case Term::Op::kSub: return ParamValue(*a - *b);
-      case Term::Op::kMul: return ParamValue(*a * *b);
-      case Term::Op::kDiv: return *b == 0 ? std::nullopt : std::optional<ParamValue>(*a / *b);
-      case Term::Op::kMod: return *b == 0 ? std::nullopt : std::optional<ParamValue>(*a % *b);
-      default: return std::nullopt;
-    }
-  }
-
-  bool compare(const Condition& c) const {
-    auto l = eval(c.lhs, c), r = eval(c.rhs, c);
-    if (!l || !r) return false;  // an axis out of range, a division by zero: not admitted
-    if (l->index() != r->index())
-      throw AxiomError(ax_.file, c.line, c.column,
-                       "axiom '" + ax_.name + "': '" + to_text(c) + "' compares " + param_value_to_string(*l) +
-                           " with " + param_value_to_string(*r));
-    using C = Condition::Cmp;
-    if (const auto* a = std::get_if<int64_t>(&*l)) {
-      const int64_t b = std::get<int64_t>(*r);
-      switch (c.cmp) {
-        case C::kEq: return *a == b;
-        case C::kNe: return *a != b;
-        case C::kLt: return *a < b;
-        case C::kLe: return *a <= b;
-        case C::kGt: return *a > b;
-        case C::kGe: return *a >= b;
-      }
-    }
-    if (c.cmp == C::kEq) return *l == *r;
-    if (c.cmp == C::kNe) return *l != *r;
-    throw AxiomError(ax_.file, c.line, c.column, "axiom '" + ax_.name + "': '" + to_text(c) + "' orders lists or words");
-  }
+  bool compare(const Condition& c) const { return conditions_.holds(c); }
 
   bool derive(int p) {
-    const Condition& c = ax_.conditions[ax_.params[p].definition];
-    auto v = eval(c.rhs, c);
+    auto v = conditions_.definition_value(p);
     if (!v) return false;
     param_value_[p] = std::move(*v);
     return true;
@@ -498,6 +421,7 @@ class Enumerator {
   std::vector<Step> steps_;
   std::vector<Shape> var_shape_;
   std::vector<ParamValue> param_value_;
+  ConditionEvaluator conditions_{ax_, var_shape_, param_value_};
   std::vector<Shape> node_shape_;
   std::mt19937_64 rng_;
   Instantiation result_;

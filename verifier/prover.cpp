@@ -1,0 +1,395 @@
+#include "verifier/prover.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "runtime/interpreter.h"
+#include "verifier/rewrites.h"
+#include "verifier/side_comparison.h"
+#include "verifier/z3_check.h"
+
+namespace tgr::verifier {
+
+std::string_view status_name(ProofStatus status) {
+  switch (status) {
+    case ProofStatus::kProved: return "proved";
+    case ProofStatus::kRefuted: return "refuted";
+    case ProofStatus::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+struct Prover::Impl {
+  explicit Impl(std::vector<axioms::Axiom> a) : axioms(std::move(a)), rewrites(axioms) {}
+  std::vector<axioms::Axiom> axioms;
+  RewriteSet rewrites;  // points into `axioms`
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t mix(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Random float64 inputs on which the sides differ, if the trials find any.
+std::optional<std::string> find_counterexample(const Rule& rule, const ProofOptions& options) {
+  constexpr double kTolerance = 1e-6;  // relative; rounding differences of true rules are ~1e-15
+  for (int trial = 0; trial < options.refute_trials; ++trial) {
+    const uint64_t seed = mix(options.seed + 0x51 * static_cast<uint64_t>(trial));
+    const std::vector<Tensor<double>> inputs = random_inputs<double>(rule.source, seed);
+    const SideComparison c = compare_sides(rule, std::span<const Tensor<double>>(inputs));
+    if (c.mismatch.empty() && !(c.worst > kTolerance)) continue;
+    std::string s = c.mismatch.empty() ? worst_element_text(c) + " (relative error " + number_text(c.worst) + ")"
+                                       : c.mismatch;
+    s += "; float64 inputs (seed ";
+    s += std::to_string(seed) + "):";
+    const auto& ids = rule.source.inputs();
+    for (size_t i = 0; i < ids.size(); ++i) s += " " + rule.source.node(ids[i]).name + " = " + tensor_text(inputs[i]) + ";";
+    s.pop_back();
+    return s;
+  }
+  return std::nullopt;
+}
+
+struct VecHash {
+  size_t operator()(const std::vector<ValueRef>& v) const {
+    uint64_t h = 1469598103934665603ULL;
+    for (ValueRef r : v) h = (h ^ ((static_cast<uint64_t>(r.node) << 8) ^ static_cast<uint64_t>(r.output))) * 1099511628211ULL;
+    return h;
+  }
+};
+
+// One proof attempt: the term graph both sides live in, and the search.
+class Search {
+ public:
+  Search(const RewriteSet& rewrites, const Rule& rule, const ProofOptions& options, Clock::time_point deadline)
+      : rewrites_(rewrites), options_(options), deadline_(deadline) {
+    std::vector<ValueRef> vars;
+    for (int32_t id : rule.source.inputs()) {
+      const Node& n = rule.source.node(id);
+      vars.push_back(terms_.add_input(n.name, n.output_shapes[0], n.output_dtypes[0]));
+    }
+    source_ = copy_outputs(rule.source, vars);
+    target_ = copy_outputs(rule.target, vars);
+    max_ops_ = std::max(count_ops(source_), count_ops(target_)) + options.extra_ops;
+  }
+
+  ProofResult run() {
+    ProofResult result;
+    // The sides with their closed terms evaluated; the evaluations are the
+    // first steps of each side's paths.
+    std::vector<int> folds[2];
+    source_folded_ = fold_closed(source_, folds[0]);
+    target_folded_ = fold_closed(target_, folds[1]);
+    add_state(source_, 0, -1, {});
+    add_state(target_, 1, -1, {});
+    int start[2] = {0, 1};
+    for (int side = 0; side < 2; ++side) {
+      const std::vector<ValueRef>& folded = side == 0 ? source_folded_ : target_folded_;
+      if (folded != states_[side].outs) start[side] = add_state(folded, side, side, folds[side]);
+    }
+    std::vector<int> frontier[2] = {{start[0]}, {start[1]}};
+    std::optional<std::pair<int, int>> met;
+    if (states_[start[0]].outs == states_[start[1]].outs) met = std::pair{start[0], start[1]};
+    bool exhausted = false, out_of_budget = false;
+    // One side's forms all found is no reason to stop: the other side's
+    // search may still reach one of them.
+    while (!met && (!frontier[0].empty() || !frontier[1].empty())) {
+      const int side = frontier[1].empty() || (!frontier[0].empty() && frontier[0].size() <= frontier[1].size()) ? 0 : 1;
+      std::vector<int> next;
+      for (int s : frontier[side]) {
+        if (states_.size() >= options_.max_states || Clock::now() > deadline_) {
+          out_of_budget = true;
+          break;
+        }
+        met = expand(s, side, next);
+        if (met) break;
+      }
+      if (out_of_budget) break;
+      frontier[side] = std::move(next);
+    }
+    exhausted = !met && !out_of_budget;
+    result.states = states_.size();
+    result.instances_found = instances_.size();
+
+    std::vector<const AxiomInstance*> used;
+    if (met) {
+      for (int side = 0; side < 2; ++side)
+        for (int s = side == 0 ? met->first : met->second; states_[s].parent >= 0; s = states_[s].parent)
+          for (int i : states_[s].instances) used.push_back(&instances_[i]);
+    } else {
+      for (const AxiomInstance& inst : instances_) used.push_back(&inst);
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+    const Z3Answer answer =
+        z3_check_equal(terms_, source_, target_, used, static_cast<unsigned>(std::max<int64_t>(left, 200)));
+    if (answer.result == Z3Answer::Result::kUnsat) {
+      result.status = ProofStatus::kProved;
+      std::set<std::string> names;
+      for (size_t i : answer.core) {
+        names.insert(used[i]->axiom->name);
+        result.instances.push_back(instance_text(*used[i]));
+      }
+      result.axioms.assign(names.begin(), names.end());
+      return result;
+    }
+    result.status = ProofStatus::kUnknown;
+    if (answer.result == Z3Answer::Result::kUnknown)
+      result.reason = "Z3 gave up (" + answer.reason + ")";
+    else if (met)
+      result.reason = "internal error: the rewriting path found is not a proof (Z3: sat)";
+    else if (exhausted)
+      result.reason = "no proof: the axioms rewrite the sides into " + std::to_string(states_.size()) +
+                      " forms and none is common (an axiom is missing)";
+    else
+      result.reason = "no proof within the budget (" + std::to_string(states_.size()) + " forms, " +
+                      std::to_string(instances_.size()) + " axiom instances)";
+    return result;
+  }
+
+ private:
+  struct State {
+    std::vector<ValueRef> outs;
+    int side = 0;
+    int parent = -1;    // the state it was rewritten from
+    std::vector<int> instances;  // what rewrote it: one axiom instance, and the evaluations of closed terms
+  };
+
+  std::vector<ValueRef> copy_outputs(const Graph& g, const std::vector<ValueRef>& vars) {
+    std::vector<int32_t> image(g.nodes().size(), -1);
+    for (size_t i = 0; i < g.inputs().size(); ++i) image[g.inputs()[i]] = vars[i].node;
+    for (int32_t id : g.topological_order()) {
+      const Node& n = g.node(id);
+      if (image[id] >= 0) continue;
+      if (n.is_constant()) {
+        image[id] = terms_.add_constant(*n.constant, n.name).node;
+        continue;
+      }
+      std::vector<ValueRef> ins;
+      for (ValueRef in : n.inputs) ins.push_back({image[in.node], in.output});
+      image[id] = terms_.find_or_add_op(*n.op, n.params, std::move(ins))[0].node;
+    }
+    std::vector<ValueRef> outs;
+    for (ValueRef o : g.outputs()) outs.push_back({image[o.node], o.output});
+    return outs;
+  }
+
+  // Records a state unless its side has seen it; returns its index or -1.
+  int add_state(std::vector<ValueRef> outs, int side, int parent, std::vector<int> instances) {
+    auto [it, inserted] = seen_[side].emplace(outs, static_cast<int>(states_.size()));
+    if (!inserted) return -1;
+    states_.push_back({std::move(outs), side, parent, std::move(instances)});
+    return it->second;
+  }
+
+  // Closed terms (no variables) built only from the operators that create
+  // constants or move elements are evaluated with the float64 interpreter,
+  // which computes them exactly (no arithmetic happens): two such terms are
+  // equal exactly when their values are. Each is replaced by the first term
+  // found with its value; the equation is an instance of `evaluation`.
+  std::vector<ValueRef> fold_closed(const std::vector<ValueRef>& outs, std::vector<int>& used) {
+    std::map<uint64_t, ValueRef> replaced;
+    std::vector<Equation> eqs;
+    for (ValueRef v : subterms(outs)) {
+      const std::optional<ValueRef> rep = representative(v);
+      if (rep && !(*rep == v)) eqs.push_back({v, *rep});
+    }
+    if (eqs.empty()) return outs;
+    for (const Equation& e : eqs) {
+      AxiomInstance inst;
+      inst.axiom = &evaluation_axiom();
+      inst.equations = {e};
+      used.push_back(record(std::move(inst)));
+    }
+    return replace(outs, eqs);
+  }
+
+  static const axioms::Axiom& evaluation_axiom() {
+    static const axioms::Axiom kEvaluation = [] {
+      axioms::Axiom a;
+      a.name = "evaluation";
+      a.comment = "a closed term of constant and layout operators equals its computed value";
+      return a;
+    }();
+    return kEvaluation;
+  }
+
+  static bool moves_elements(const OpDef& op) {
+    static const std::set<std::string> kNames = {"ones",  "eye",       "conv_identity", "pool_kernel",
+                                                 "concat", "split",    "transpose",     "reshape",
+                                                 "slice",  "pad",      "enlarge"};
+    return kNames.count(op.name) > 0;
+  }
+
+  // The representative of a closed term, or nothing for other terms.
+  std::optional<ValueRef> representative(ValueRef v) {
+    const uint64_t key = (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output);
+    if (auto it = folded_.find(key); it != folded_.end()) return it->second;
+    const Node& n = terms_.node(v.node);
+    if (!n.is_op() || !moves_elements(*n.op) || n.output_dtypes[v.output] != DType::kFloat) return std::nullopt;
+    for (ValueRef in : n.inputs)
+      if (!representative(in)) return std::nullopt;
+    // Evaluate the closed term alone.
+    Graph closed;
+    std::unordered_map<int32_t, int32_t> image;
+    std::function<ValueRef(ValueRef)> copy = [&](ValueRef x) -> ValueRef {
+      if (auto it = image.find(x.node); it != image.end()) return {it->second, x.output};
+      const Node node = terms_.node(x.node);
+      std::vector<ValueRef> ins;
+      for (ValueRef in : node.inputs) ins.push_back(copy(in));
+      const ValueRef out = closed.find_or_add_op(*node.op, node.params, std::move(ins))[0];
+      image.emplace(x.node, out.node);
+      return {out.node, x.output};
+    };
+    closed.add_output(copy(v));
+    Tensor<double> value = evaluate<double>(closed, std::span<const Tensor<double>>{}).at(0);
+    auto [it, inserted] = by_value_.emplace(std::pair{value.shape, std::move(value.data)}, v);
+    folded_.emplace(key, it->second);
+    return it->second;
+  }
+
+  size_t count_ops(const std::vector<ValueRef>& outs) const {
+    std::set<int32_t> nodes;
+    for (ValueRef v : subterms(outs)) nodes.insert(v.node);
+    return nodes.size();
+  }
+
+  // The op values the outputs depend on, each once.
+  std::vector<ValueRef> subterms(const std::vector<ValueRef>& outs) const {
+    std::vector<ValueRef> out;
+    std::set<int32_t> visited;
+    std::vector<int32_t> stack;
+    for (ValueRef v : outs) stack.push_back(v.node);
+    while (!stack.empty()) {
+      const int32_t id = stack.back();
+      stack.pop_back();
+      if (!visited.insert(id).second) continue;
+      const Node& n = terms_.node(id);
+      if (!n.is_op()) continue;
+      for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) out.push_back({id, k});
+      for (ValueRef in : n.inputs) stack.push_back(in.node);
+    }
+    return out;
+  }
+
+  // `outs` with every occurrence of a replaced value substituted.
+  std::vector<ValueRef> replace(const std::vector<ValueRef>& outs, const std::vector<Equation>& eqs) {
+    std::unordered_map<uint64_t, ValueRef> memo;
+    auto key = [](ValueRef v) { return (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output); };
+    for (const Equation& e : eqs)
+      if (!(e.from == e.to)) memo.emplace(key(e.from), e.to);
+    std::function<ValueRef(ValueRef)> rebuild = [&](ValueRef v) -> ValueRef {
+      if (auto it = memo.find(key(v)); it != memo.end()) return it->second;
+      const Node& n = terms_.node(v.node);
+      ValueRef result = v;
+      if (n.is_op()) {
+        const OpDef* op = n.op;
+        const Params params = n.params;
+        const std::vector<ValueRef> old_inputs = n.inputs;  // copies: find_or_add_op may move the nodes
+        std::vector<ValueRef> ins;
+        for (ValueRef in : old_inputs) ins.push_back(rebuild(in));
+        if (ins != old_inputs) result = terms_.find_or_add_op(*op, params, std::move(ins))[v.output];
+      }
+      memo.emplace(key(v), result);
+      return result;
+    };
+    std::vector<ValueRef> out;
+    for (ValueRef v : outs) out.push_back(rebuild(v));
+    return out;
+  }
+
+  // Applies every rewrite at every subterm of state `s`; a new form goes to
+  // `next`, and a form the other side has seen ends the search.
+  std::optional<std::pair<int, int>> expand(int s, int side, std::vector<int>& next) {
+    const std::vector<ValueRef> outs = states_[s].outs;
+    for (ValueRef v : subterms(outs)) {
+      const std::string op_name = terms_.node(v.node).op->name;
+      for (const Rewrite& rw : rewrites_.rooted_at(op_name)) {
+        std::optional<AxiomInstance> inst = apply_rewrite(rw, terms_, v);
+        if (!inst) continue;
+        std::vector<int> used{record(std::move(*inst))};
+        std::vector<ValueRef> rewritten = fold_closed(replace(outs, instances_[used[0]].equations), used);
+        if (rewritten == outs) continue;
+        // Forms much larger than both sides rarely lie on a proof and make
+        // the search explode (a -> a * ones -> ...): bounded.
+        if (count_ops(rewritten) > max_ops_) continue;
+        if (auto other = seen_[1 - side].find(rewritten); other != seen_[1 - side].end()) {
+          const int here = add_state(rewritten, side, s, used);
+          const int mine = here >= 0 ? here : seen_[side].at(rewritten);
+          return side == 0 ? std::pair{mine, other->second} : std::pair{other->second, mine};
+        }
+        const int added = add_state(std::move(rewritten), side, s, std::move(used));
+        if (added >= 0) next.push_back(added);
+      }
+    }
+    return std::nullopt;
+  }
+
+  int record(AxiomInstance inst) {
+    std::string key = inst.axiom->name;
+    for (const Equation& e : inst.equations)
+      for (int32_t part : {e.from.node, e.from.output, e.to.node, e.to.output}) {
+        key += ':';
+        key += std::to_string(part);
+      }
+    auto [it, inserted] = instance_index_.emplace(key, static_cast<int>(instances_.size()));
+    if (inserted) instances_.push_back(std::move(inst));
+    return it->second;
+  }
+
+  const RewriteSet& rewrites_;
+  const ProofOptions& options_;
+  Clock::time_point deadline_;
+  Graph terms_;
+  std::vector<ValueRef> source_, target_;
+  std::vector<ValueRef> source_folded_, target_folded_;
+  std::unordered_map<uint64_t, ValueRef> folded_;             // closed term -> its representative
+  std::map<std::pair<Shape, std::vector<double>>, ValueRef> by_value_;  // computed value -> representative
+  size_t max_ops_ = 0;  // largest form (distinct operator nodes) the search keeps
+  std::vector<State> states_;
+  std::unordered_map<std::vector<ValueRef>, int, VecHash> seen_[2];
+  std::vector<AxiomInstance> instances_;
+  std::unordered_map<std::string, int> instance_index_;
+};
+
+}  // namespace
+
+Prover::Prover(std::vector<axioms::Axiom> axioms) : impl_(std::make_unique<Impl>(std::move(axioms))) {}
+Prover::~Prover() = default;
+Prover::Prover(Prover&&) noexcept = default;
+Prover& Prover::operator=(Prover&&) noexcept = default;
+
+const std::vector<axioms::Axiom>& Prover::axioms() const { return impl_->axioms; }
+size_t Prover::rewrite_count() const { return impl_->rewrites.size(); }
+std::vector<std::pair<std::string, std::string>> Prover::unused_axioms() const { return impl_->rewrites.unused(); }
+
+ProofResult Prover::prove(const Rule& rule, const ProofOptions& options) const {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(options.timeout_ms);
+  ProofResult result;
+  try {
+    if (auto counterexample = find_counterexample(rule, options)) {
+      result.status = ProofStatus::kRefuted;
+      result.counterexample = std::move(*counterexample);
+    } else {
+      result = Search(impl_->rewrites, rule, options, deadline).run();
+    }
+  } catch (const std::exception& e) {
+    result = {};
+    result.status = ProofStatus::kUnknown;
+    result.reason = std::string("error: ") + e.what();
+  }
+  result.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace tgr::verifier

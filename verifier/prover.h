@@ -1,0 +1,73 @@
+// Proofs of rules from the operator axioms (specs/).
+//
+// A rule `source => target` (concrete shapes) is
+//   refuted  when the float64 interpreter finds inputs on which the sides
+//            differ (the counterexample is those inputs and the element);
+//   proved   when Z3 finds "every axiom instance used holds, and some output
+//            of the source differs from the target's" unsatisfiable; the
+//            axioms of its unsat core are recorded;
+//   unknown  otherwise (no proof within the budget, or Z3 gave up).
+//
+// The instances come from a bidirectional breadth-first search over rewrites
+// (verifier/rewrites.h): from each side, every axiom that matches a subterm,
+// with its shape conditions decided on the concrete shapes by the operator
+// table, replaces that subterm; when the two searches reach a common term,
+// the instances along both paths go to Z3. When they do not meet within the
+// budget, every instance found goes to Z3, which may still combine them.
+// Z3 never sees an instance the table's shape rules do not admit, which is
+// what keeps shape-dependent axioms (concat, split, enlarge) sound.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/text.h"
+#include "verifier/axioms.h"
+
+namespace tgr::verifier {
+
+enum class ProofStatus { kProved, kRefuted, kUnknown };
+std::string_view status_name(ProofStatus status);  // "proved", "refuted", "unknown"
+
+struct ProofOptions {
+  unsigned timeout_ms = 2000;  // the whole attempt: refutation, search and Z3
+  size_t max_states = 20000;   // rewritten forms of the two sides the search may visit
+  size_t extra_ops = 2;        // forms may have this many more operators than the larger side
+  int refute_trials = 3;       // random float64 inputs tried before searching
+  uint64_t seed = 1;
+};
+
+struct ProofResult {
+  ProofStatus status = ProofStatus::kUnknown;
+  std::vector<std::string> axioms;     // proved: names of the axioms in Z3's unsat core, sorted
+  std::vector<std::string> instances;  // proved: the instances of the core ("concat_associative[A=1]")
+  std::string counterexample;          // refuted: inputs and the differing element
+  std::string reason;                  // unknown: why
+  size_t states = 0;                   // forms visited by the search
+  size_t instances_found = 0;          // axiom instances the search produced
+  double ms = 0;
+};
+
+class Prover {
+ public:
+  explicit Prover(std::vector<axioms::Axiom> axioms);
+  ~Prover();
+  Prover(Prover&&) noexcept;
+  Prover& operator=(Prover&&) noexcept;
+
+  // Thread-safe: each calling thread uses its own Z3 context.
+  ProofResult prove(const Rule& rule, const ProofOptions& options) const;
+
+  const std::vector<axioms::Axiom>& axioms() const;
+  size_t rewrite_count() const;
+  // Axioms that cannot serve as rewrites, and why.
+  std::vector<std::pair<std::string, std::string>> unused_axioms() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tgr::verifier

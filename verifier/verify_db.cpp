@@ -1,0 +1,174 @@
+#include "verifier/verify_db.h"
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "util/progress.h"
+
+namespace tgr::verifier {
+
+namespace {
+
+using rules_db::json_quote;
+
+std::string settings_json(const VerifyDbOptions& o) {
+  std::string ids;
+  for (int64_t id : o.ids) {
+    if (!ids.empty()) ids += ',';
+    ids += std::to_string(id);
+  }
+  return "{\"specs\":" + json_quote(o.specs) + ",\"timeout_ms\":" + std::to_string(o.proof.timeout_ms) +
+         ",\"max_states\":" + std::to_string(o.proof.max_states) + ",\"seed\":" + std::to_string(o.proof.seed) +
+         ",\"retry_unknown\":" + (o.retry_unknown ? "true" : "false") + ",\"ids\":[" + ids + "]}";
+}
+
+std::string json_array(const std::vector<std::string>& items) {
+  std::string s = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) s += ',';
+    s += json_quote(items[i]);
+  }
+  return s + "]";
+}
+
+// "no proof within the budget (...)" -> "no proof within the budget"
+std::string reason_kind(const std::string& reason) {
+  const size_t cut = std::min(reason.find(" ("), reason.find(':'));
+  return reason.substr(0, cut);
+}
+
+}  // namespace
+
+void store_result(const ProofResult& result, rules_db::RuleRecord& record) {
+  record.status = std::string(status_name(result.status));
+  record.proof_ms = result.ms;
+  record.axioms.reset();
+  record.counterexample.reset();
+  record.note.reset();
+  switch (result.status) {
+    case ProofStatus::kProved:
+      record.axioms = json_array(result.axioms);
+      record.note = "instances: " + json_array(result.instances);
+      break;
+    case ProofStatus::kRefuted: record.counterexample = result.counterexample; break;
+    case ProofStatus::kUnknown: record.note = result.reason; break;
+  }
+}
+
+std::string VerifyDbReport::stats_json() const {
+  std::string s = "{\"taken\":" + std::to_string(taken) + ",\"proved\":" + std::to_string(proved) +
+                  ",\"refuted\":" + std::to_string(refuted) + ",\"unknown\":" + std::to_string(unknown) +
+                  ",\"remaining\":" + std::to_string(remaining);
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.3f", seconds);
+  s += ",\"seconds\":";
+  s += secs;
+  return s + "}";
+}
+
+VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop) {
+  const auto start = std::chrono::steady_clock::now();
+  const Prover prover(axioms::load_axioms(o.specs));
+  rules_db::RulesDb db = rules_db::RulesDb::open(o.db, false);
+
+  std::vector<rules_db::RuleRecord> work;
+  if (o.ids.empty()) {
+    work = db.list_rules("candidate");
+    if (o.retry_unknown) {
+      auto unknown = db.list_rules("unknown");
+      work.insert(work.end(), unknown.begin(), unknown.end());
+      std::sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    }
+  } else {
+    for (int64_t id : o.ids) {
+      auto r = db.get_rule(id);
+      if (!r) throw std::runtime_error(o.db + ": no rule " + std::to_string(id));
+      if (r->kind != "full") throw std::runtime_error("rule " + std::to_string(id) + " is a partial rule (verify --check)");
+      work.push_back(std::move(*r));
+    }
+  }
+
+  VerifyDbReport report;
+  const std::string settings = settings_json(o);
+  if (auto unfinished = db.find_unfinished_run("verify", settings))
+    report.run = unfinished->id;
+  else
+    report.run = db.begin_run("verify", settings);
+
+  std::atomic<size_t> done{0}, proved{0}, refuted{0}, unknown{0};
+  util::Progress progress(o.progress, [&] {
+    char line[200];
+    std::snprintf(line, sizeof line, "verify: %zu/%zu rules: %zu proved, %zu refuted, %zu unknown; %.0f s", done.load(),
+                  work.size(), proved.load(), refuted.load(), unknown.load(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return std::string(line);
+  });
+
+  std::map<std::string, size_t> uses, reasons;
+  constexpr size_t kBatch = 256;  // rules per committed transaction
+  for (size_t begin = 0; begin < work.size() && !report.interrupted; begin += kBatch) {
+    const size_t end = std::min(work.size(), begin + kBatch);
+    std::vector<std::optional<ProofResult>> results(end - begin);
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(begin, end, 1),
+        [&](const tbb::blocked_range<size_t>& range) {
+          for (size_t i = range.begin(); i != range.end(); ++i) {
+            if (stop.load() || (o.stop_after >= 0 && i >= static_cast<size_t>(o.stop_after))) return;
+            const rules_db::RuleRecord& r = work[i];
+            ProofResult result;
+            try {
+              DTypeMap dtypes;
+              const ShapeMap shapes = parse_shape_map(r.variables, &dtypes);
+              result = prover.prove(build_rule(r.rule_text(), shapes, dtypes), o.proof);
+            } catch (const std::exception& e) {
+              result.status = ProofStatus::kUnknown;
+              result.reason = std::string("error: the rule cannot be built: ") + e.what();
+            }
+            (result.status == ProofStatus::kProved ? proved : result.status == ProofStatus::kRefuted ? refuted : unknown)++;
+            ++done;
+            results[i - begin] = std::move(result);
+          }
+        },
+        tbb::simple_partitioner());
+    std::vector<rules_db::RuleRecord> updates;
+    for (size_t i = begin; i < end; ++i) {
+      const auto& result = results[i - begin];
+      if (!result) {
+        report.interrupted = true;
+        continue;
+      }
+      rules_db::RuleRecord r = work[i];
+      store_result(*result, r);
+      updates.push_back(r);
+      ++report.taken;
+      if (result->status == ProofStatus::kProved) {
+        ++report.proved;
+        for (const std::string& a : result->axioms) ++uses[a];
+        report.slowest.push_back({r.id, result->ms, r.rule_text(), *r.axioms});
+        std::sort(report.slowest.begin(), report.slowest.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
+        if (report.slowest.size() > 5) report.slowest.pop_back();
+      } else if (result->status == ProofStatus::kRefuted) {
+        ++report.refuted;
+      } else {
+        ++report.unknown;
+        ++reasons[reason_kind(result->reason)];
+      }
+    }
+    db.update_rules(updates);
+  }
+  report.remaining = work.size() - report.taken;
+  report.interrupted = report.remaining > 0;
+  for (const auto& [name, n] : uses) report.axiom_uses.emplace_back(name, n);
+  std::stable_sort(report.axiom_uses.begin(), report.axiom_uses.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [why, n] : reasons) report.unknown_reasons.emplace_back(why, n);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  db.finish_run(report.run, report.interrupted ? "interrupted" : "finished", report.stats_json());
+  return report;
+}
+
+}  // namespace tgr::verifier

@@ -1,0 +1,151 @@
+#include "verifier/z3_check.h"
+
+#include <z3++.h>
+
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+namespace tgr::verifier {
+
+namespace {
+
+// Integers standing for a parameter value: an integer is itself, a list is
+// its length then its elements, a word is a fixed code, a real its bits.
+void flatten(const ParamValue& value, std::vector<int64_t>& out) {
+  if (const auto* i = std::get_if<int64_t>(&value)) {
+    out.push_back(*i);
+  } else if (const auto* list = std::get_if<std::vector<int64_t>>(&value)) {
+    out.push_back(static_cast<int64_t>(list->size()));
+    out.insert(out.end(), list->begin(), list->end());
+  } else if (const auto* word = std::get_if<std::string>(&value)) {
+    int64_t code = 0;
+    for (char c : *word) code = code * 131 + static_cast<unsigned char>(c);
+    out.push_back(code & 0x7fffffffffffLL);
+  } else {
+    const double d = std::get<double>(value);
+    int64_t bits = 0;
+    std::memcpy(&bits, &d, sizeof bits);
+    out.push_back(bits);
+  }
+}
+
+class Encoder {
+ public:
+  Encoder(z3::context& ctx, const Graph& g) : ctx_(ctx), g_(g), tensor_(ctx.uninterpreted_sort("Tensor")) {}
+
+  z3::expr term(ValueRef v) {
+    const uint64_t key = (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    const Node& n = g_.node(v.node);
+    z3::expr e(ctx_);
+    if (n.is_input()) {
+      e = ctx_.constant(n.name.c_str(), tensor_);
+    } else if (n.is_constant()) {
+      e = ctx_.constant(("constant_" + std::to_string(n.hash)).c_str(), tensor_);
+    } else {
+      std::vector<int64_t> ints;
+      for (const auto& entry : n.params.entries()) flatten(entry.second, ints);
+      z3::expr_vector args(ctx_);
+      z3::sort_vector domain(ctx_);
+      for (int64_t i : ints) {
+        args.push_back(ctx_.int_val(i));
+        domain.push_back(ctx_.int_sort());
+      }
+      for (ValueRef in : n.inputs) {
+        args.push_back(term(in));
+        domain.push_back(tensor_);
+      }
+      std::string name = n.op->name;
+      // One function per output and per signature (a list parameter's length varies).
+      for (size_t part : {n.output_shapes.size() > 1 ? static_cast<size_t>(v.output) : SIZE_MAX, ints.size(), n.inputs.size()}) {
+        if (part == SIZE_MAX) continue;
+        name += '/';
+        name += std::to_string(part);
+      }
+      auto it = decls_.find(name);
+      if (it == decls_.end()) it = decls_.emplace(name, ctx_.function(name.c_str(), domain, tensor_)).first;
+      e = it->second(args);
+    }
+    memo_.emplace(key, e);
+    return e;
+  }
+
+ private:
+  z3::context& ctx_;
+  const Graph& g_;
+  z3::sort tensor_;
+  std::unordered_map<uint64_t, z3::expr> memo_;
+  std::map<std::string, z3::func_decl> decls_;
+};
+
+z3::expr disequality(z3::context& ctx, Encoder& enc, const std::vector<ValueRef>& source,
+                     const std::vector<ValueRef>& target) {
+  z3::expr_vector differs(ctx);
+  for (size_t k = 0; k < source.size(); ++k) differs.push_back(enc.term(source[k]) != enc.term(target[k]));
+  return z3::mk_or(differs);
+}
+
+z3::expr instance_formula(z3::context& ctx, Encoder& enc, const AxiomInstance& inst) {
+  z3::expr_vector eqs(ctx);
+  for (const Equation& e : inst.equations) eqs.push_back(enc.term(e.from) == enc.term(e.to));
+  return z3::mk_and(eqs);
+}
+
+}  // namespace
+
+Z3Answer z3_check_equal(const Graph& terms, const std::vector<ValueRef>& source, const std::vector<ValueRef>& target,
+                        const std::vector<const AxiomInstance*>& instances, unsigned timeout_ms) {
+  thread_local z3::context ctx;
+  Z3Answer answer;
+  try {
+    Encoder enc(ctx, terms);
+    z3::solver solver(ctx, "QF_UFLIA");
+    z3::params p(ctx);
+    p.set("timeout", std::max(1u, timeout_ms));
+    solver.set(p);
+    z3::expr_vector literals(ctx);
+    std::unordered_map<unsigned, size_t> by_literal;
+    for (size_t i = 0; i < instances.size(); ++i) {
+      std::string lit_name = "instance_";
+      lit_name += std::to_string(i);
+      z3::expr lit = ctx.bool_const(lit_name.c_str());
+      solver.add(z3::implies(lit, instance_formula(ctx, enc, *instances[i])));
+      by_literal.emplace(lit.id(), i);
+      literals.push_back(lit);
+    }
+    solver.add(disequality(ctx, enc, source, target));
+    switch (solver.check(literals)) {
+      case z3::unsat: {
+        answer.result = Z3Answer::Result::kUnsat;
+        const z3::expr_vector core = solver.unsat_core();
+        for (unsigned i = 0; i < core.size(); ++i) answer.core.push_back(by_literal.at(core[i].id()));
+        std::sort(answer.core.begin(), answer.core.end());
+        break;
+      }
+      case z3::sat: answer.result = Z3Answer::Result::kSat; break;
+      default:
+        answer.result = Z3Answer::Result::kUnknown;
+        answer.reason = solver.reason_unknown();
+        break;
+    }
+  } catch (const z3::exception& e) {
+    answer.result = Z3Answer::Result::kUnknown;
+    answer.reason = std::string("Z3 error: ") + e.msg();
+  }
+  return answer;
+}
+
+std::string z3_query_text(const Graph& terms, const std::vector<ValueRef>& source, const std::vector<ValueRef>& target,
+                          const std::vector<const AxiomInstance*>& instances) {
+  z3::context ctx;
+  Encoder enc(ctx, terms);
+  z3::solver solver(ctx, "QF_UFLIA");
+  for (const AxiomInstance* inst : instances) solver.add(instance_formula(ctx, enc, *inst));
+  solver.add(disequality(ctx, enc, source, target));
+  std::string text;
+  for (const AxiomInstance* inst : instances) text += "; " + instance_text(*inst) + "\n";
+  return text + solver.to_smt2();
+}
+
+}  // namespace tgr::verifier
