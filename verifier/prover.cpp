@@ -252,7 +252,15 @@ class Search {
     };
     closed.add_output(copy(v));
     Tensor<double> value = evaluate<double>(closed, std::span<const Tensor<double>>{}).at(0);
-    auto [it, inserted] = by_value_.emplace(std::pair{value.shape, std::move(value.data)}, v);
+    // A tensor of ones is represented by `ones` itself, so that the axioms
+    // about ones (mul_ones) see it.
+    ValueRef rep = v;
+    if (!value.shape.empty() && std::all_of(value.data.begin(), value.data.end(), [](double x) { return x == 1.0; }))
+    {
+      const OpDef& ones = OpTable::instance().get("ones");
+      rep = terms_.find_or_add_op(ones, ones.make_params({{"shape", value.shape}}), {})[0];
+    }
+    auto [it, inserted] = by_value_.emplace(std::pair{value.shape, std::move(value.data)}, rep);
     folded_.emplace(key, it->second);
     return it->second;
   }
