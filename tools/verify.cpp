@@ -7,6 +7,11 @@
 // float64 interpreter on random inputs: exit 0 when all hold, 1 when one is
 // false (or cannot be checked), 2 for a usage error. Proving rules arrives
 // with a later issue.
+//
+//   verify --check "SRC => DST" --shapes x0=1x3x8x8,k0=4x3x3x3 [--trials T] [--seed S] [--correction]
+//
+// runs the multi-linear region checker (tools/verify_check.h): prints full,
+// partial with the disagreeing boxes, or none, exit 0.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "tools/cli_common.h"
+#include "tools/verify_check.h"
 #include "verifier/axioms.h"
 
 #ifndef TGR_SPECS_DIR
@@ -36,7 +42,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}));
   app.add_option("--seed", options.seed, "seed of the sample and the random inputs")->capture_default_str();
   app.add_option("--axiom", only, "check only the axioms of these names");
+  tgr::cli::CheckCommand check;  // partial equivalence (tools/verify_check.h)
+  app.add_option("--check", check.rule, "region-check one rule \"SRC => DST\": full, partial (with the boxes) or none");
+  app.add_option("--shapes", check.shapes, "with --check: the variables' shapes, x0=1x3x8x8,k0=4x3x3x3");
+  app.add_option("--trials", check.trials, "with --check: random field inputs per position")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_flag("--correction", check.correction, "with --check: also print the corrected target");
   CLI11_PARSE(app, argc, argv);
+  if (!check.rule.empty()) {
+    check.seed = options.seed;
+    return tgr::cli::run_check(check);
+  }
   if (!check_axioms) return tgr::cli::not_yet("verify", "proving rules");
 
   return tgr::cli::guarded("verify", [&] {

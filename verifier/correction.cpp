@@ -15,18 +15,38 @@ enum class Status { kAgree, kDisagree, kMixed };
 
 // Builds one output: the grid's boxes inside `region` (aligned with the grid)
 // from the target where they agree and from the source where they do not,
-// split along `axis` and joined again with concat.
+// joined with concat.
 class Assembler {
  public:
   Assembler(Graph& g, RestrictedBuilder& src, RestrictedBuilder& dst, ValueRef src_out, ValueRef dst_out,
             const OutputRegions& regions)
       : g_(g), src_(src), dst_(dst), src_out_(src_out), dst_out_(dst_out), regions_(regions) {}
 
-  ValueRef build(const Box& region, int axis) {
+  ValueRef build(const Box& region) {
     const Status status = status_of(region);
-    if (status == Status::kAgree) return dst_.restricted(dst_out_, region);
+    // Agreeing regions are cut from the target's output as it is computed;
+    // disagreeing ones are recomputed by the source on what they read.
+    if (status == Status::kAgree) return slice_box(g_, dst_.copied(dst_out_), region);
     if (status == Status::kDisagree) return src_.restricted(src_out_, region);
-    // Mixed: cut along `axis` at the grid's cuts, merging runs of one status.
+    // Mixed: cut along the axis that gives the fewest runs of one status.
+    std::vector<Box> best;
+    int best_axis = -1;
+    for (int axis = 0; axis < region.rank(); ++axis) {
+      std::vector<Box> runs = runs_along(region, axis);
+      if (runs.size() >= 2 && (best_axis < 0 || runs.size() < best.size())) {
+        best = std::move(runs);
+        best_axis = axis;
+      }
+    }
+    std::vector<ValueRef> pieces;
+    for (const Box& run : best) pieces.push_back(build(run));
+    return add_op(g_, "concat", pieces, {{"axis", int64_t{best_axis}}});
+  }
+
+ private:
+  // The slabs of `region` between the grid's cuts along `axis`, neighbours
+  // of one (non-mixed) status merged.
+  std::vector<Box> runs_along(const Box& region, int axis) const {
     const Cuts& cuts = regions_.grid.axes[axis];
     std::vector<Box> runs;
     std::vector<Status> run_status;
@@ -43,13 +63,9 @@ class Assembler {
         run_status.push_back(s);
       }
     }
-    std::vector<ValueRef> pieces;
-    for (const Box& run : runs) pieces.push_back(build(run, axis + 1));
-    if (pieces.size() == 1) return pieces[0];
-    return add_op(g_, "concat", pieces, {{"axis", int64_t{axis}}});
+    return runs;
   }
 
- private:
   Status status_of(const Box& region) const {
     bool agree = false, disagree = false;
     for (const Box& b : regions_.agree) agree = agree || inside(b, region);
@@ -78,7 +94,7 @@ Graph corrected_graph(const Graph& source, const Graph& target, const CheckResul
   RestrictedBuilder src(source, g), dst(target, g);
   for (size_t o = 0; o < target.outputs().size(); ++o) {
     Assembler assemble(g, src, dst, source.outputs()[o], target.outputs()[o], regions.outputs.at(o));
-    g.add_output(assemble.build(whole_box(target.shape(target.outputs()[o])), 0));
+    g.add_output(assemble.build(whole_box(target.shape(target.outputs()[o]))));
   }
   return g;
 }
