@@ -7,6 +7,7 @@
 #include "ir/text.h"
 #include "runtime/interpreter.h"
 #include "verifier/correction.h"
+#include "verifier/mutants.h"
 #include "verifier/region_check.h"
 
 namespace tgr::pet {
@@ -253,6 +254,27 @@ TEST(PetCorrection, AWrongCorrectionIsDetected) {
   const CheckResult c2 = check_regions(rule.source, corrected_graph(rule.source, rule.target, shifted));
   EXPECT_NE(c2.verdict, Verdict::kFull);
   EXPECT_FALSE(c2.outputs[0].disagree.empty());
+}
+
+// The mutant generator finds the classic mutant (partially equal) from the
+// two convolutions, and full mutants such as the batch concatenation.
+TEST(PetMutants, FindsTheSeamMutantOfTwoConvolutions) {
+  const Graph source = build_graph("(conv2d(i0, k0), conv2d(i1, k0))", parse_shape_map("i0=1x2x5x5,i1=1x2x5x5,k0=2x2x3x3"));
+  MutantOptions options;
+  const MutantReport report = find_mutants(source, options);
+  bool seam = false, batch = false;
+  for (const Mutant& m : report.partial) {
+    EXPECT_EQ(m.result.verdict, Verdict::kPartial);
+    seam = seam || m.text == "(split[axis=3, sizes=5x5](conv2d(concat[axis=3](i0, i1), k0)).0, "
+                             "split[axis=3, sizes=5x5](conv2d(concat[axis=3](i0, i1), k0)).1)";
+  }
+  for (const Mutant& m : report.full)
+    batch = batch || m.text == "(split[axis=0, sizes=1x1](conv2d(concat[axis=0](i0, i1), k0)).0, "
+                              "split[axis=0, sizes=1x1](conv2d(concat[axis=0](i0, i1), k0)).1)";
+  EXPECT_TRUE(seam) << report.partial.size() << " partial mutants";
+  EXPECT_TRUE(batch) << report.full.size() << " full mutants";
+  std::printf("%lld programs, %lld checked, %zu full, %zu partial, %lld refused\n", (long long)report.programs,
+              (long long)report.checked, report.full.size(), report.partial.size(), (long long)report.refused);
 }
 
 }  // namespace
