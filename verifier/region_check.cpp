@@ -275,10 +275,25 @@ void append_boxes(std::string& s, const std::vector<Box>& boxes) {
 }
 }  // namespace
 
-std::string region_map_json(const CheckResult& r, std::string_view shapes) {
-  std::string s = "{\"shapes\":\"";
-  s += shapes;
-  s += "\",\"verdict\":\"";
+std::string region_map_json(const CheckResult& r, std::string_view shapes, std::string_view source,
+                            std::string_view target) {
+  auto quoted = [](std::string_view text) {
+    std::string q = "\"";
+    for (char c : text) {
+      if (c == '"' || c == '\\') q += '\\';
+      q += c;
+    }
+    return q + '"';
+  };
+  std::string s = "{\"shapes\":";
+  s += quoted(shapes);
+  if (!source.empty()) {
+    s += ",\"source\":";
+    s += quoted(source);
+    s += ",\"target\":";
+    s += quoted(target);
+  }
+  s += ",\"verdict\":\"";
   s += verdict_name(r.verdict);
   s += "\",\"trials\":" + std::to_string(r.trials);
   s += ",\"outputs\":[";

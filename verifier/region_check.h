@@ -66,6 +66,9 @@ CheckResult check_rule(std::string_view rule_text, const ShapeMap& shapes, const
 // The human-readable report `verify --check` prints.
 std::string format_result(const CheckResult& result);
 // JSON for the rules database's region_map column (README.md documents it).
-std::string region_map_json(const CheckResult& result, std::string_view shapes);
+// `source` and `target`: the programs checked (their variable names are the
+// ones the boxes and the correction refer to).
+std::string region_map_json(const CheckResult& result, std::string_view shapes, std::string_view source = "",
+                            std::string_view target = "");
 
 }  // namespace tgr::pet
