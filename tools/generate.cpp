@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "generator/generate.h"
+#include "generator/partial.h"
 #include "tools/cli_common.h"
 
 namespace {
@@ -27,7 +28,29 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the random fingerprint and float64 inputs");
   app.add_flag("!--no-progress", o.progress, "no progress lines on stderr");
   app.add_option("--stop-after", o.stop_after, "testing: stop as if interrupted after storing N rules")->group("");
+  bool partial = false;
+  app.add_flag("--partial", partial,
+               "partially equivalent rules (PET): mutants of small source programs, region-checked, with corrections");
   CLI11_PARSE(app, argc, argv);
+  if (partial) {
+    std::signal(SIGINT, on_interrupt);
+    return tgr::cli::guarded("generate", [&] {
+      tgr::gen::PartialOptions p;
+      p.db = o.db;
+      p.seed = o.seed;
+      p.progress = o.progress;
+      const tgr::gen::PartialReport r = tgr::gen::generate_partial(p, g_stop);
+      std::printf("generate --partial: run %lld, %zu source programs\n", (long long)r.run, p.sources.size());
+      std::printf("  mutants enumerated         %lld\n", (long long)r.programs);
+      std::printf("  with the source's shapes   %lld (region-checked)\n", (long long)r.checked);
+      std::printf("  fully equal                %lld\n", (long long)r.full);
+      std::printf("  partially equal            %lld\n", (long long)r.partial);
+      std::printf("  stored                     %lld new partial rules\n", (long long)r.inserted);
+      for (const auto& [kind, n] : r.by_kind) std::printf("    %-40s %lld\n", kind.c_str(), (long long)n);
+      std::printf("  time %.1f s\n", r.seconds);
+      return 0;
+    });
+  }
   for (size_t pos = 0; !ops.empty() && pos <= ops.size();) {
     const size_t comma = std::min(ops.find(',', pos), ops.size());
     if (comma > pos) o.ops.push_back(ops.substr(pos, comma - pos));

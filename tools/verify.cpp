@@ -9,6 +9,10 @@
 //   verify --prove "SRC => DST" --shapes x0=2x3,w0=3x4 [--smt2 FILE]
 //       the same for one rule given on the command line: exit 0 proved,
 //       1 refuted, 3 unknown.
+//   verify --check "SRC => DST" --shapes x0=1x3x8x8,k0=4x3x3x3 [--trials T] [--correction]
+//       runs the multi-linear region checker (partial equivalence, PET;
+//       tools/verify_check.h): prints full, partial with the disagreeing
+//       boxes, or none, exit 0.
 //   verify --check-axioms [--max-instances N] [--seed S] [--axiom NAME ...]
 //       checks every axiom of specs/ on its instances (small shapes, every
 //       parameter value it admits; a deterministic sample beyond N) with the
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "tools/cli_common.h"
+#include "tools/verify_check.h"
 #include "verifier/axioms.h"
 #include "verifier/prover.h"
 #include "verifier/verify_db.h"
@@ -151,6 +156,14 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-progress", db_options.progress, "no progress lines on stderr");
   app.add_option("--stop-after", db_options.stop_after, "testing: stop as if interrupted after N rules")->group("");
 
+  tgr::cli::CheckCommand check;  // partial equivalence (tools/verify_check.h)
+  auto* check_rule_opt =
+      app.add_option("--check", check.rule, "region-check one rule \"SRC => DST\": full, partial (with the boxes) or none");
+  app.add_option("--trials", check.trials, "with --check: random field inputs per position")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_flag("--correction", check.correction, "with --check: also print the corrected target");
+
   bool check_axioms = false;
   tgr::axioms::CheckOptions check_options;
   std::vector<std::string> only;
@@ -161,13 +174,20 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{100'000'000}));
   app.add_option("--seed", check_options.seed, "seed of the samples and the random inputs")->capture_default_str();
   app.add_option("--axiom", only, "check only the axioms of these names");
-  db_opt->excludes(prove_opt)->excludes(check_opt);
-  prove_opt->excludes(check_opt);
+  db_opt->excludes(prove_opt)->excludes(check_opt)->excludes(check_rule_opt);
+  prove_opt->excludes(check_opt)->excludes(check_rule_opt);
+  check_opt->excludes(check_rule_opt);
   CLI11_PARSE(app, argc, argv);
   proof.seed = check_options.seed;
 
+  if (!check.rule.empty()) {
+    check.shapes = shapes_text;
+    check.seed = check_options.seed;
+    return tgr::cli::run_check(check);
+  }
   if (!check_axioms && db_options.db.empty() && prove_text.empty()) {
-    std::fprintf(stderr, "verify: give --db FILE, --prove \"SRC => DST\" or --check-axioms (see --help)\n");
+    std::fprintf(stderr,
+                 "verify: give --db FILE, --prove \"SRC => DST\", --check \"SRC => DST\" or --check-axioms (see --help)\n");
     return 2;
   }
   if (!prove_text.empty() && shapes_opt->count() == 0) {
