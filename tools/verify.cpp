@@ -6,6 +6,9 @@
 //       (with the axioms of Z3's unsat core), refuted (with a float64
 //       counterexample) or unknown (with the reason). Resumable; Ctrl-C
 //       commits what is finished and exits 130.
+//   verify --db rules.db --recheck-proved
+//       evaluates every proved rule again in float64 on fresh random inputs:
+//       exit 0 when none differs, 1 otherwise (listing them).
 //   verify --prove "SRC => DST" --shapes x0=2x3,w0=3x4 [--smt2 FILE]
 //       the same for one rule given on the command line: exit 0 proved,
 //       1 refuted, 3 unknown.
@@ -82,12 +85,17 @@ int check_axioms_command(const std::string& specs, const tgr::axioms::CheckOptio
 }
 
 int prove_command(const std::string& specs, const std::string& text, const std::string& shapes_text,
-                  const tgr::verifier::ProofOptions& options) {
+                  const tgr::verifier::ProofOptions& options, const std::string& smt2_path) {
   using namespace tgr::verifier;
   const Prover prover(tgr::axioms::load_axioms(specs));
   tgr::DTypeMap dtypes;
   const tgr::ShapeMap shapes = tgr::parse_shape_map(shapes_text, &dtypes);
   const ProofResult r = prover.prove(tgr::build_rule(text, shapes, dtypes), options);
+  if (!smt2_path.empty()) {
+    std::ofstream out(smt2_path);
+    out << r.smt2;
+    if (!out) throw std::runtime_error("cannot write " + smt2_path);
+  }
   std::printf("%s in %.1f ms (%zu forms searched, %zu axiom instances)\n", std::string(status_name(r.status)).c_str(),
               r.ms, r.states, r.instances_found);
   switch (r.status) {
@@ -151,6 +159,14 @@ int main(int argc, char** argv) {
   app.add_option("--max-states", proof.max_states, "rewritten forms the search may visit per rule")
       ->capture_default_str()
       ->check(CLI::Range(size_t{2}, size_t{100'000'000}));
+  app.add_option("--refute-trials", proof.refute_trials,
+                 "random float64 inputs tried before searching (0: prove without refuting first)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  std::string smt2_path;
+  app.add_option("--smt2", smt2_path, "with --prove: write the final Z3 query (SMT-LIB 2) to this file");
+  bool recheck = false;
+  app.add_flag("--recheck-proved", recheck, "with --db: evaluate every proved rule again in float64 on fresh inputs");
   app.add_flag("--retry-unknown", db_options.retry_unknown, "with --db: take rules whose status is 'unknown' again");
   app.add_option("--rule", db_options.ids, "with --db: only these rule ids (whatever their status)");
   app.add_flag("!--no-progress", db_options.progress, "no progress lines on stderr");
@@ -179,6 +195,7 @@ int main(int argc, char** argv) {
   check_opt->excludes(check_rule_opt);
   CLI11_PARSE(app, argc, argv);
   proof.seed = check_options.seed;
+  proof.smt2 = !smt2_path.empty();
 
   if (!check.rule.empty()) {
     check.shapes = shapes_text;
@@ -196,7 +213,14 @@ int main(int argc, char** argv) {
   }
   return tgr::cli::guarded("verify", [&] {
     if (check_axioms) return check_axioms_command(specs, check_options, only);
-    if (!prove_text.empty()) return prove_command(specs, prove_text, shapes_text, proof);
+    if (!prove_text.empty()) return prove_command(specs, prove_text, shapes_text, proof, smt2_path);
+    if (recheck) {
+      const auto r = tgr::verifier::recheck_proved(db_options.db, 3, check_options.seed + 0x7e57);
+      for (const auto& [id, why] : r.differing) std::printf("  DIFFERS  #%lld: %s\n", static_cast<long long>(id), why.c_str());
+      std::printf("%zu proved rules re-evaluated in float64 on fresh inputs: %zu differ (%.1f s)\n", r.checked,
+                  r.differing.size(), r.seconds);
+      return r.differing.empty() ? 0 : 1;
+    }
     db_options.specs = specs;
     return verify_db_command(db_options);
   });

@@ -40,11 +40,12 @@ uint64_t mix(uint64_t x) {  // splitmix64
   return x ^ (x >> 31);
 }
 
-// Random float64 inputs on which the sides differ, if the trials find any.
-std::optional<std::string> find_counterexample(const Rule& rule, const ProofOptions& options) {
+}  // namespace
+
+std::optional<std::string> find_counterexample(const Rule& rule, int trials, uint64_t base_seed) {
   constexpr double kTolerance = 1e-6;  // relative; rounding differences of true rules are ~1e-15
-  for (int trial = 0; trial < options.refute_trials; ++trial) {
-    const uint64_t seed = mix(options.seed + 0x51 * static_cast<uint64_t>(trial));
+  for (int trial = 0; trial < trials; ++trial) {
+    const uint64_t seed = mix(base_seed + 0x51 * static_cast<uint64_t>(trial));
     const std::vector<Tensor<double>> inputs = random_inputs<double>(rule.source, seed);
     const SideComparison c = compare_sides(rule, std::span<const Tensor<double>>(inputs));
     if (c.mismatch.empty() && !(c.worst > kTolerance)) continue;
@@ -59,6 +60,8 @@ std::optional<std::string> find_counterexample(const Rule& rule, const ProofOpti
   }
   return std::nullopt;
 }
+
+namespace {
 
 struct VecHash {
   size_t operator()(const std::vector<ValueRef>& v) const {
@@ -130,6 +133,7 @@ class Search {
       for (const AxiomInstance& inst : instances_) used.push_back(&inst);
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+    if (options_.smt2) result.smt2 = z3_query_text(terms_, source_, target_, used);
     const Z3Answer answer =
         z3_check_equal(terms_, source_, target_, used, static_cast<unsigned>(std::max<int64_t>(left, 200)));
     if (answer.result == Z3Answer::Result::kUnsat) {
@@ -149,7 +153,7 @@ class Search {
       result.reason = "internal error: the rewriting path found is not a proof (Z3: sat)";
     else if (exhausted)
       result.reason = "no proof: the axioms rewrite the sides into " + std::to_string(states_.size()) +
-                      " forms and none is common (an axiom is missing)";
+                      " forms and none is common (the rule is false, or an axiom is missing)";
     else
       result.reason = "no proof within the budget (" + std::to_string(states_.size()) + " forms, " +
                       std::to_string(instances_.size()) + " axiom instances)";
@@ -385,7 +389,7 @@ ProofResult Prover::prove(const Rule& rule, const ProofOptions& options) const {
   const auto deadline = start + std::chrono::milliseconds(options.timeout_ms);
   ProofResult result;
   try {
-    if (auto counterexample = find_counterexample(rule, options)) {
+    if (auto counterexample = find_counterexample(rule, options.refute_trials, options.seed)) {
       result.status = ProofStatus::kRefuted;
       result.counterexample = std::move(*counterexample);
     } else {

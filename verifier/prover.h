@@ -19,6 +19,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,7 @@ struct ProofOptions {
   size_t extra_ops = 2;        // forms may have this many more operators than the larger side
   int refute_trials = 3;       // random float64 inputs tried before searching
   uint64_t seed = 1;
+  bool smt2 = false;           // keep the SMT-LIB 2 text of the final Z3 query in ProofResult::smt2
 };
 
 struct ProofResult {
@@ -48,7 +50,14 @@ struct ProofResult {
   size_t states = 0;                   // forms visited by the search
   size_t instances_found = 0;          // axiom instances the search produced
   double ms = 0;
+  std::string smt2;                    // with ProofOptions::smt2: the last query given to Z3
 };
+
+// A rule re-evaluated in float64 on random inputs drawn from `seed`: the
+// counterexample text when the sides differ (relative error above 1e-6).
+// What the prover tries before searching, and what `verify --recheck-proved`
+// runs on every proved rule with other seeds.
+std::optional<std::string> find_counterexample(const Rule& rule, int trials, uint64_t seed);
 
 class Prover {
  public:

@@ -171,4 +171,27 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
   return report;
 }
 
+RecheckReport recheck_proved(const std::string& db_path, int trials, uint64_t seed) {
+  const auto start = std::chrono::steady_clock::now();
+  const rules_db::RulesDb db = rules_db::RulesDb::open(db_path, false);
+  const std::vector<rules_db::RuleRecord> proved = db.list_rules("proved");
+  std::vector<std::optional<std::string>> found(proved.size());
+  tbb::parallel_for(size_t{0}, proved.size(), [&](size_t i) {
+    const rules_db::RuleRecord& r = proved[i];
+    try {
+      DTypeMap dtypes;
+      const ShapeMap shapes = parse_shape_map(r.variables, &dtypes);
+      found[i] = find_counterexample(build_rule(r.rule_text(), shapes, dtypes), trials, seed ^ (0x9e37 * r.id));
+    } catch (const std::exception& e) {
+      found[i] = std::string("cannot evaluate: ") + e.what();
+    }
+  });
+  RecheckReport report;
+  report.checked = proved.size();
+  for (size_t i = 0; i < proved.size(); ++i)
+    if (found[i]) report.differing.emplace_back(proved[i].id, *found[i]);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
 }  // namespace tgr::verifier

@@ -44,6 +44,15 @@ struct VerifyDbReport {
 
 VerifyDbReport verify_db(const VerifyDbOptions& options, const std::atomic<bool>& stop);
 
+// Every 'proved' rule evaluated again in float64 on fresh random inputs (a
+// check on the axioms and the prover: a proved rule must never differ).
+struct RecheckReport {
+  size_t checked = 0;
+  std::vector<std::pair<int64_t, std::string>> differing;  // rule id, counterexample
+  double seconds = 0;
+};
+RecheckReport recheck_proved(const std::string& db_path, int trials, uint64_t seed);
+
 // The database form of an outcome: status, proof_ms, axioms (a JSON array of
 // names), counterexample, and note (the core's instances, or the reason).
 void store_result(const ProofResult& result, rules_db::RuleRecord& record);
