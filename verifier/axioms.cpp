@@ -15,7 +15,6 @@ namespace {
 
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_param_name(std::string_view s) { return !s.empty() && std::isupper(static_cast<unsigned char>(s[0])); }
 
 const std::set<std::string, std::less<>>& reserved_words() {
   static const std::set<std::string, std::less<>> words{"axiom", "vars", "where", "in", "dim", "rank",
@@ -24,17 +23,6 @@ const std::set<std::string, std::less<>>& reserved_words() {
 }
 
 // The pieces of a parameter value joined by 'x' ("S1xS2" -> S1, S2).
-std::vector<std::string_view> value_tokens(std::string_view raw) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (size_t i = 0; i <= raw.size(); ++i)
-    if (i == raw.size() || raw[i] == 'x') {
-      out.push_back(raw.substr(start, i - start));
-      start = i + 1;
-    }
-  return out;
-}
-
 }  // namespace
 
 // ---- kinds ------------------------------------------------------------------
@@ -116,6 +104,20 @@ const ParamVar* Axiom::find_param(std::string_view param_name) const {
     if (p.name == param_name) return &p;
   return nullptr;
 }
+
+bool is_param_name(std::string_view s) { return !s.empty() && std::isupper(static_cast<unsigned char>(s[0])); }
+
+std::vector<std::string_view> value_tokens(std::string_view raw) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= raw.size(); ++i)
+    if (i == raw.size() || raw[i] == 'x') {
+      out.push_back(raw.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
 
 bool is_symbolic(const ParamValue& value) {
   const auto* s = std::get_if<std::string>(&value);

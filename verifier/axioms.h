@@ -139,6 +139,10 @@ std::string header_text(const Axiom& axiom);    // "name[A, S1 in 1..3]"
 // Whether an operator parameter value of a side names axiom parameters, and
 // which ones.
 bool is_symbolic(const ParamValue& value);
+// The pieces of a parameter value's text between 'x's: "S1xS2" -> {S1, S2},
+// "3xKW" -> {3, KW}; and whether a piece names a parameter (upper case).
+std::vector<std::string_view> value_tokens(std::string_view raw);
+bool is_param_name(std::string_view piece);
 std::vector<std::string> symbols_of(const ParamValue& value);
 
 // ---- instances --------------------------------------------------------------

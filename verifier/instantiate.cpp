@@ -25,18 +25,12 @@ uint64_t fnv1a(std::string_view s) {
 
 // The text of a parameter value with the axiom's parameters replaced.
 std::string substitute_text(const std::string& raw, const std::function<const ParamValue*(std::string_view)>& lookup) {
-  std::vector<std::string_view> tokens;
-  size_t start = 0;
-  for (size_t i = 0; i <= raw.size(); ++i)
-    if (i == raw.size() || raw[i] == 'x') {
-      tokens.push_back(std::string_view(raw).substr(start, i - start));
-      start = i + 1;
-    }
+  const std::vector<std::string_view> tokens = value_tokens(raw);
   std::string out;
   for (size_t i = 0; i < tokens.size(); ++i) {
     std::string_view t = tokens[i];
     std::string piece(t);
-    if (!t.empty() && std::isupper(static_cast<unsigned char>(t[0]))) {
+    if (is_param_name(t)) {
       const ParamValue* v = lookup(t);
       if (!v) throw ParamError("parameter " + std::string(t) + " has no value");
       if (tokens.size() > 1 && !std::holds_alternative<int64_t>(*v))

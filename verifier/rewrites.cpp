@@ -76,19 +76,13 @@ bool bind_param(const Axiom& ax, Match& m, std::string_view name, ParamValue val
 // Binds the parameters named in a symbolic value ("A", "S1xS2", "KHxKW") to
 // the pieces of a term's concrete value.
 bool bind_symbols(const Axiom& ax, Match& m, const std::string& raw, const ParamValue& value) {
-  std::vector<std::string_view> tokens;
-  size_t start = 0;
-  for (size_t i = 0; i <= raw.size(); ++i)
-    if (i == raw.size() || raw[i] == 'x') {
-      tokens.push_back(std::string_view(raw).substr(start, i - start));
-      start = i + 1;
-    }
+  const std::vector<std::string_view> tokens = axioms::value_tokens(raw);
   if (tokens.size() == 1) return bind_param(ax, m, tokens[0], value);
   const auto* list = std::get_if<std::vector<int64_t>>(&value);
   if (!list || list->size() != tokens.size()) return false;
   for (size_t i = 0; i < tokens.size(); ++i) {
     std::string_view t = tokens[i];
-    if (!t.empty() && std::isupper(static_cast<unsigned char>(t[0]))) {
+    if (axioms::is_param_name(t)) {
       if (!bind_param(ax, m, t, (*list)[i])) return false;
     } else {
       int64_t literal = 0;
