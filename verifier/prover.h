@@ -35,7 +35,7 @@ std::string_view status_name(ProofStatus status);  // "proved", "refuted", "unkn
 struct ProofOptions {
   unsigned timeout_ms = 2000;  // the whole attempt: refutation, search and Z3
   size_t max_states = 20000;   // rewritten forms of the two sides the search may visit
-  size_t extra_ops = 2;        // forms may have this many more operators than the larger side
+  size_t extra_ops = 3;        // forms may have this many more operators than the larger side
   int refute_trials = 3;       // random float64 inputs tried before searching
   uint64_t seed = 1;
   bool smt2 = false;           // keep the SMT-LIB 2 text of the final Z3 query in ProofResult::smt2
