@@ -103,6 +103,10 @@ Z3Answer z3_check_equal(const Graph& terms, const std::vector<ValueRef>& source,
     z3::solver solver(ctx, "QF_UFLIA");
     z3::params p(ctx);
     p.set("timeout", std::max(1u, timeout_ms));
+    // Z3 would otherwise install its own SIGINT handler around each check;
+    // from several threads at once the handlers get restored out of order and
+    // Ctrl-C lands in a dead one. `verify` handles Ctrl-C itself.
+    p.set("ctrl_c", false);
     solver.set(p);
     z3::expr_vector literals(ctx);
     std::unordered_map<unsigned, size_t> by_literal;
