@@ -31,8 +31,8 @@ bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) 
 // Recursive-descent parser over text[pos, limit).
 class Parser {
  public:
-  Parser(std::string_view text, size_t pos = 0, size_t limit = std::string_view::npos)
-      : text_(text), pos_(pos), limit_(std::min(limit, text.size())) {}
+  Parser(std::string_view text, size_t pos = 0, size_t limit = std::string_view::npos, const ParseHooks* hooks = nullptr)
+      : text_(text), pos_(pos), limit_(std::min(limit, text.size())), hooks_(hooks) {}
 
   [[noreturn]] void fail(size_t at, const std::string& what) const { throw ParseError(text_, at, what); }
 
@@ -105,6 +105,7 @@ class Parser {
       pos_ = ptr - text_.data();
       e.output = k;
     }
+    if (hooks_ && hooks_->check) hooks_->check(e);
     return e;
   }
 
@@ -142,6 +143,12 @@ class Parser {
       while (pos_ < limit_ && text_[pos_] != ',' && text_[pos_] != ']') ++pos_;
       std::string_view raw = text_.substr(value_pos, pos_ - value_pos);
       while (!raw.empty() && std::isspace(static_cast<unsigned char>(raw.back()))) raw.remove_suffix(1);
+      if (hooks_ && hooks_->param_value) {
+        if (std::optional<ParamValue> kept = hooks_->param_value(op, *spec, raw, value_pos)) {
+          e.params.emplace_back(key, std::move(*kept));
+          continue;
+        }
+      }
       try {
         ParamValue value = parse_param_value(*spec, raw);
         check_param_value(op.name, *spec, value);
@@ -156,6 +163,7 @@ class Parser {
   std::string_view text_;
   size_t pos_;
   size_t limit_;
+  const ParseHooks* hooks_;
 };
 
 void collect_variables(const Expr& e, std::vector<std::string>& names) {
@@ -234,7 +242,7 @@ void declare_inputs(std::string_view text, const std::vector<const Expr*>& roots
 }  // namespace
 
 ParseError::ParseError(std::string_view text, size_t position, const std::string& what)
-    : std::runtime_error(caret_message(text, position, what)), position_(position) {}
+    : std::runtime_error(caret_message(text, position, what)), position_(position), message_(what) {}
 
 ShapeMap parse_shape_map(std::string_view text, DTypeMap* dtypes) {
   ShapeMap out;
@@ -269,6 +277,13 @@ std::vector<Expr> parse_tuple(std::string_view text) {
   Parser p(text);
   std::vector<Expr> out = p.tuple();
   p.expect_end();
+  return out;
+}
+
+std::vector<Expr> parse_tuple_at(std::string_view text, size_t& pos, const ParseHooks& hooks) {
+  Parser p(text, pos, std::string_view::npos, &hooks);
+  std::vector<Expr> out = p.tuple();
+  pos = p.pos();
   return out;
 }
 

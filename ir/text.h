@@ -48,9 +48,11 @@ class ParseError : public std::runtime_error {
  public:
   ParseError(std::string_view text, size_t position, const std::string& what);
   size_t position() const { return position_; }
+  const std::string& message() const { return message_; }  // without the text and caret
 
  private:
   size_t position_;
+  std::string message_;
 };
 
 using ShapeMap = std::map<std::string, Shape, std::less<>>;
@@ -63,6 +65,18 @@ ShapeMap parse_shape_map(std::string_view text, DTypeMap* dtypes = nullptr);
 
 std::vector<Expr> parse_tuple(std::string_view text);
 RuleExpr parse_rule_expr(std::string_view text);
+
+// For languages that embed the text form (the axioms of specs/): one
+// expression or parenthesised tuple of `text` from `pos`, which is moved past
+// it. `param_value` sees each parameter value's text before the table parses
+// it and may return a value to keep instead (a symbolic one, "S1xS2");
+// `check` sees each expression once it is read. Either may throw.
+struct ParseHooks {
+  std::function<std::optional<ParamValue>(const OpDef& op, const ParamSpec& spec, std::string_view raw, size_t pos)>
+      param_value;
+  std::function<void(const Expr& e)> check;
+};
+std::vector<Expr> parse_tuple_at(std::string_view text, size_t& pos, const ParseHooks& hooks);
 
 // Builds a graph from expressions: variables become inputs in order of first
 // appearance and must have a shape in `shapes`; equal subexpressions are

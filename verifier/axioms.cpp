@@ -513,55 +513,28 @@ class FileParser {
 
   // ---- expressions ----
 
+  // A side: the text form's parser (ir/text.h) with two hooks, one that
+  // keeps parameter values naming the axiom's parameters as their text
+  // ("S1xS2") and one that checks variables and calls against the axiom.
   std::vector<Expr> tuple(const Axiom& ax) {
-    std::vector<Expr> out;
-    if (accept("(")) {
-      do out.push_back(expr(ax));
-      while (accept(","));
-      expect(")", "to close the tuple");
-    } else {
-      out.push_back(expr(ax));
-    }
-    return out;
-  }
-
-  Expr expr(const Axiom& ax) {
-    skip_ws();
-    Expr e;
-    e.pos = pos_;
-    e.name = ident("a variable or an operator");
-    if (is_param_name(e.name))
-      fail(e.pos, "'" + e.name + "' is a parameter; variables start with a lower-case letter");
-    const OpDef* op = OpTable::instance().find(e.name);
-    if (peek('[') || peek('(')) {
-      if (!op) fail(e.pos, "unknown operator '" + e.name + "'");
-      e.kind = Expr::Kind::kCall;
-      if (accept("[")) params(ax, *op, e);
-      expect("(", "to open the arguments of " + e.name);
-      if (!accept(")")) {
-        do e.args.push_back(expr(ax));
-        while (accept(","));
-        expect(")", "to close the arguments of " + e.name);
+    ParseHooks hooks;
+    hooks.param_value = [&](const OpDef& op, const ParamSpec& spec, std::string_view raw, size_t at) {
+      return symbolic_value(ax, op, spec, raw, at);
+    };
+    hooks.check = [&](const Expr& e) {
+      if (e.kind == Expr::Kind::kCall) {
+        check_call(*OpTable::instance().find(e.name), e);
+      } else if (is_param_name(e.name)) {
+        fail(e.pos, "'" + e.name + "' is a parameter; variables start with a lower-case letter");
+      } else if (!ax.find_variable(e.name)) {
+        fail(e.pos, "variable '" + e.name + "' is not declared (add it to a vars line: vars " + e.name + ": any)");
       }
-      if (!op->accepts_input_count(e.args.size()))
-        fail(e.pos, e.name + " takes " + (op->variadic ? "at least " : "") + std::to_string(op->inputs.size()) +
-                        " argument(s), given " + std::to_string(e.args.size()));
-      if (accept(".")) {
-        skip_ws();
-        const size_t at = pos_;
-        int k = -1;
-        auto [ptr, ec] = std::from_chars(text_.data() + pos_, text_.data() + text_.size(), k);
-        if (ec != std::errc() || k < 0) fail(at, "expected an output number after '.'");
-        pos_ = ptr - text_.data();
-        e.output = k;
-      }
-      check_call(*op, e);
-    } else if (op) {
-      fail(e.pos, "'" + e.name + "' is an operator, not a variable: write " + e.name + "(...)");
-    } else if (!ax.find_variable(e.name)) {
-      fail(e.pos, "variable '" + e.name + "' is not declared (add it to a vars line: vars " + e.name + ": any)");
+    };
+    try {
+      return parse_tuple_at(text_, pos_, hooks);
+    } catch (const ParseError& err) {
+      fail(err.position(), err.message());
     }
-    return e;
   }
 
   // Required parameters, and the output selector where the number of
@@ -605,60 +578,33 @@ class FileParser {
     if (e.output >= outputs) fail(e.pos, e.name + " has no output " + std::to_string(e.output));
   }
 
-  void params(const Axiom& ax, const OpDef& op, Expr& e) {
-    do {
-      skip_ws();
-      const size_t key_pos = pos_;
-      std::string key = ident("a parameter name");
-      const ParamSpec* spec = op.find_param(key);
-      if (!spec) {
-        std::string known;
-        for (const auto& p : op.params) known += (known.empty() ? "" : ", ") + p.name;
-        fail(key_pos, op.name + " has no parameter '" + key + "'" +
-                          (known.empty() ? " (it takes none)" : " (it takes: " + known + ")"));
+  // A parameter value that names axiom parameters (A, S1xS2, KHxKW), kept
+  // as its text; nothing for a plain value, which the table parses.
+  std::optional<ParamValue> symbolic_value(const Axiom& ax, const OpDef& op, const ParamSpec& spec, std::string_view raw,
+                                           size_t value_pos) const {
+    std::string compact;
+    for (char c : raw)
+      if (!std::isspace(static_cast<unsigned char>(c))) compact += c;
+    if (!is_symbolic(ParamValue(compact))) return std::nullopt;
+    size_t offset = 0;
+    const auto tokens = value_tokens(compact);
+    for (std::string_view t : tokens) {
+      int64_t dummy;
+      const bool is_int = !t.empty() && std::from_chars(t.data(), t.data() + t.size(), dummy).ptr == t.data() + t.size();
+      if (is_param_name(t)) {
+        if (!ax.find_param(t))
+          fail(value_pos + offset, "'" + std::string(t) + "' is not a parameter of this axiom (declare it in the header: " +
+                                       ax.name + "[" + std::string(t) + "])");
+      } else if (!is_int) {
+        fail(value_pos + offset,
+             "bad value '" + compact + "' for " + spec.name + ": write integers and parameters joined by x (S1xS2)");
       }
-      for (const auto& [k, v] : e.params)
-        if (k == key) fail(key_pos, "parameter '" + key + "' given twice");
-      expect("=", "after the parameter name");
-      skip_ws();
-      const size_t value_pos = pos_;
-      while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != ']' && text_[pos_] != '\n') ++pos_;
-      std::string_view raw = text_.substr(value_pos, pos_ - value_pos);
-      while (!raw.empty() && std::isspace(static_cast<unsigned char>(raw.back()))) raw.remove_suffix(1);
-      std::string compact;
-      for (char c : raw)
-        if (!std::isspace(static_cast<unsigned char>(c))) compact += c;
-      if (is_symbolic(ParamValue(compact))) {
-        size_t offset = 0;
-        const auto tokens = value_tokens(compact);
-        for (std::string_view t : tokens) {
-          int64_t dummy;
-          const bool is_int = !t.empty() && std::from_chars(t.data(), t.data() + t.size(), dummy).ptr == t.data() + t.size();
-          if (is_param_name(t)) {
-            if (!ax.find_param(t))
-              fail(value_pos + offset, "'" + std::string(t) + "' is not a parameter of this axiom (declare it in the header: " +
-                                           ax.name + "[" + std::string(t) + "])");
-          } else if (!is_int) {
-            fail(value_pos + offset, "bad value '" + compact + "' for " + key +
-                                         ": write integers and parameters joined by x (S1xS2)");
-          }
-          offset += t.size() + 1;
-        }
-        if (spec->kind == ParamKind::kInt && tokens.size() != 1)
-          fail(value_pos, "parameter '" + key + "' of " + op.name + " is one integer, given '" + compact + "'");
-        if (spec->kind == ParamKind::kFloat) fail(value_pos, "parameters cannot stand for real numbers");
-        e.params.emplace_back(key, ParamValue(compact));
-      } else {
-        try {
-          ParamValue value = parse_param_value(*spec, raw);
-          check_param_value(op.name, *spec, value);
-          e.params.emplace_back(key, std::move(value));
-        } catch (const ParamError& err) {
-          fail(value_pos, err.what());
-        }
-      }
-    } while (accept(","));
-    expect("]", "to close the parameters");
+      offset += t.size() + 1;
+    }
+    if (spec.kind == ParamKind::kInt && tokens.size() != 1)
+      fail(value_pos, "parameter '" + spec.name + "' of " + op.name + " is one integer, given '" + compact + "'");
+    if (spec.kind == ParamKind::kFloat) fail(value_pos, "parameters cannot stand for real numbers");
+    return ParamValue(compact);
   }
 
   // ---- consistency ----
