@@ -1,0 +1,96 @@
+#include "optimizer/rewrite.h"
+
+#include <functional>
+#include <optional>
+
+namespace tgr::optimizer {
+namespace {
+
+// Copies values of `from` into `to` on demand, depth first, with
+// `replace` giving the substitute of a value (or nullopt).
+class Copier {
+ public:
+  using Replacement = std::function<std::optional<ValueRef>(ValueRef)>;
+  Copier(const Graph& from, Graph& to, Replacement replace) : from_(from), to_(to), replace_(std::move(replace)) {
+    copied_.resize(from.nodes().size());
+    for (int32_t in : from.inputs()) {
+      const Node& n = from.node(in);
+      copied_[in] = {to.add_input(n.name, n.output_shapes[0], n.output_dtypes[0])};
+    }
+  }
+
+  ValueRef get(ValueRef v) {
+    if (auto r = replace_(v)) return *r;
+    auto& done = copied_[v.node];
+    if (done.empty()) {
+      const Node& n = from_.node(v.node);
+      if (n.is_constant()) {
+        done = {to_.add_shared_constant(n)};
+      } else {
+        std::vector<ValueRef> inputs;
+        inputs.reserve(n.inputs.size());
+        for (ValueRef in : n.inputs) inputs.push_back(get(in));
+        done = to_.find_or_add_op(*n.op, n.params, std::move(inputs));
+      }
+    }
+    return done.at(v.output);
+  }
+
+ private:
+  const Graph& from_;
+  Graph& to_;
+  Replacement replace_;
+  std::vector<std::vector<ValueRef>> copied_;
+};
+
+void copy_outputs(const Graph& from, Graph& to, Copier& copier) {
+  for (size_t i = 0; i < from.outputs().size(); ++i) to.add_output(copier.get(from.outputs()[i]), from.output_names()[i]);
+}
+
+}  // namespace
+
+Graph apply_instance(const Graph& graph, const Match& match, const Instance& instance) {
+  Graph out;
+  std::optional<std::vector<ValueRef>> replacement;
+  std::function<std::optional<ValueRef>(ValueRef)> replace;
+  Copier copier(graph, out, [&](ValueRef v) { return replace(v); });
+  // The target of the instance, built in `out` once, over the variables' copies.
+  auto build_target = [&] {
+    const Graph& target = instance.rule.target;
+    std::vector<std::vector<ValueRef>> built(target.nodes().size());
+    for (int32_t i = 0; i < static_cast<int32_t>(target.nodes().size()); ++i) {
+      const Node& n = target.node(i);
+      if (n.is_input()) {
+        built[i] = {copier.get(instance.bindings.at(n.name))};
+      } else if (n.is_constant()) {
+        built[i] = {out.add_shared_constant(n)};
+      } else {
+        std::vector<ValueRef> inputs;
+        for (ValueRef in : n.inputs) inputs.push_back(built[in.node].at(in.output));
+        built[i] = out.find_or_add_op(*n.op, n.params, std::move(inputs));
+      }
+    }
+    std::vector<ValueRef> values;
+    for (ValueRef o : target.outputs()) values.push_back(built[o.node].at(o.output));
+    return values;
+  };
+  replace = [&](ValueRef v) -> std::optional<ValueRef> {
+    for (size_t k = 0; k < match.outputs.size(); ++k) {
+      if (match.outputs[k] != v) continue;
+      if (!replacement) replacement = build_target();
+      return (*replacement)[k];
+    }
+    return std::nullopt;
+  };
+  copy_outputs(graph, out, copier);
+  return out;
+}
+
+Graph compact(const Graph& graph) {
+  Graph out;
+  Copier copier(graph, out, [](ValueRef) { return std::nullopt; });
+  copy_outputs(graph, out, copier);
+  return out;
+}
+
+}  // namespace tgr::optimizer
