@@ -11,7 +11,9 @@ namespace {
 
 double elements(const Shape& s) { return static_cast<double>(num_elements(s)); }
 
-bool is_free(const Node& node) { return !node.is_op() || node.op->name == "reshape"; }
+// Views: the runtime gives their consumers the same memory (reshape), or
+// the parts of it in place (split, as in TASO).
+bool is_free(const Node& node) { return !node.is_op() || node.op->name == "reshape" || node.op->name == "split"; }
 
 }  // namespace
 

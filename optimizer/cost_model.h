@@ -2,8 +2,9 @@
 //
 // Operators whose inputs are all weights (constants, or values computed
 // from constants only) cost nothing: the exporter folds them into
-// initializers (optimizer/fold_constants.h). So do graph inputs, constants
-// and reshape (a view of the same memory in every runtime).
+// initializers (optimizer/fold_constants.h). So do graph inputs, constants,
+// reshape (a view of the same memory) and split (its parts are read in
+// place with an offset and strides, as TASO's cost model assumes).
 //
 // AnalyticCostModel: a roofline per operator, max(FLOPs / peak, bytes /
 // bandwidth) plus a launch overhead. Defaults are an NVIDIA H100 SXM in

@@ -117,6 +117,15 @@ class Matcher {
     match_value(pn.inputs[i], mn.inputs[j], [&] { match_inputs(pn, mn, i + 1, swapped, next); });
   }
 
+  // 'valid' and 'same' padding mean the same for a 1 x 1 kernel (ONNX
+  // models write pads 0 there, the generator's rules the default 'same').
+  bool equal_padding(const Node& pn, const Node& mn, const ParamValue& a, const ParamValue& b) const {
+    if (pn.op->name != "conv2d" || !std::holds_alternative<std::string>(a) || !std::holds_alternative<std::string>(b))
+      return false;
+    const Shape& k = model_.shape(mn.inputs[1]);
+    return k.size() == 4 && k[2] == 1 && k[3] == 1;
+  }
+
   bool params_match(const Node& pn, const Node& mn) const {
     const auto& pe = pn.params.entries();
     const auto& me = mn.params.entries();
@@ -124,6 +133,7 @@ class Matcher {
     for (size_t i = 0; i < pe.size(); ++i) {
       if (pe[i].first != me[i].first) return false;
       if (pe[i].second == me[i].second) continue;
+      if (pe[i].first == "pad" && equal_padding(pn, mn, pe[i].second, me[i].second)) continue;
       if (!is_shape_param(pn.op->name, pe[i].first)) return false;
       if (pe[i].second.index() != me[i].second.index()) return false;
     }

@@ -7,7 +7,9 @@
 // Parameters must be equal, except shape-dependent ones (split sizes,
 // reshape and expand shapes, enlarge sizes, the constant operators' sizes),
 // which take the model's values: the instance proof at the model's shapes
-// (optimizer/instance.h) decides whether the rule holds with them.
+// (optimizer/instance.h) decides whether the rule holds with them. A
+// convolution's 'valid' and 'same' padding match each other for a 1 x 1
+// kernel, where they mean the same (the instance proof checks that too).
 // Commutative operators match with their arguments in either order. The
 // outputs of a rule with several (a tuple) match distinct values.
 //
