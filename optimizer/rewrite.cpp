@@ -1,6 +1,8 @@
 #include "optimizer/rewrite.h"
 
+#include <algorithm>
 #include <functional>
+#include <string>
 #include <optional>
 
 namespace tgr::optimizer {
@@ -84,6 +86,49 @@ Graph apply_instance(const Graph& graph, const Match& match, const Instance& ins
   };
   copy_outputs(graph, out, copier);
   return out;
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+bool is_identity(const Graph& g, const Node& n) {
+  const std::string& op = n.op->name;
+  if (op == "concat") return n.inputs.size() == 1;
+  if (op == "enlarge" || op == "reshape" || op == "expand")
+    return n.inputs.size() == 1 && g.shape(n.inputs[0]) == n.output_shapes[0];
+  return false;
+}
+
+}  // namespace
+
+uint64_t search_hash(const Graph& graph) {
+  std::vector<std::vector<uint64_t>> hashes(graph.nodes().size());
+  const std::hash<std::string> hash_string;
+  for (int32_t i : graph.topological_order()) {
+    const Node& n = graph.node(i);
+    if (!n.is_op()) {
+      hashes[i] = {n.hash};
+      continue;
+    }
+    if (is_identity(graph, n)) {
+      hashes[i] = {hashes[n.inputs[0].node][n.inputs[0].output]};
+      continue;
+    }
+    uint64_t h = hash_string(n.op->name);
+    for (const auto& [key, value] : n.params.entries()) h = mix(mix(h, hash_string(key)), hash_string(param_value_to_string(value)));
+    std::vector<uint64_t> args;
+    for (ValueRef in : n.inputs) args.push_back(hashes[in.node][in.output]);
+    if (n.op->commutative) std::sort(args.begin(), args.end());
+    for (uint64_t a : args) h = mix(h, a);
+    for (size_t o = 0; o < n.output_shapes.size(); ++o) hashes[i].push_back(mix(h, o));
+  }
+  uint64_t h = 0x51ed27;
+  for (ValueRef out : graph.outputs()) h = mix(h, hashes[out.node][out.output]);
+  return h;
 }
 
 Graph compact(const Graph& graph) {

@@ -57,7 +57,7 @@ SearchResult search(const Graph& graph, const std::vector<DirectedRule>& rules, 
   Entry best{initial, nullptr};
   double best_cost = result.initial_cost;
   std::multimap<double, Entry> queue;
-  std::unordered_set<uint64_t> seen{initial->structural_hash()};
+  std::unordered_set<uint64_t> seen{search_hash(*initial)};
   queue.emplace(best_cost, best);
 
   while (!queue.empty()) {
@@ -88,7 +88,7 @@ SearchResult search(const Graph& graph, const std::vector<DirectedRule>& rules, 
         }
         Candidate c{r, apply_instance(g, m, *inst), std::move(*inst)};
         c.cost = cost.graph_cost(c.graph);
-        c.hash = c.graph.structural_hash();
+        c.hash = search_hash(c.graph);
         per_rule[r].push_back(std::move(c));
       }
     };

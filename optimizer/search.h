@@ -23,7 +23,7 @@
 namespace tgr::optimizer {
 
 struct SearchOptions {
-  int budget = 100;           // graphs popped from the queue
+  int budget = 300;           // graphs popped from the queue
   double alpha = 1.05;        // relaxation: keep graphs costing < alpha * best
   double timeout_s = 10;      // wall clock for the whole search
   size_t max_queue = 1000;    // graphs kept in the queue
