@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "ir/op_signature.h"
+#include "optimizer/opaque_op.h"
 #include "rules_db/rules_db.h"
 
 namespace tgr::optimizer {
@@ -22,7 +23,7 @@ std::vector<bool> constant_only_nodes(const Graph& graph) {
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     const Node& n = graph.node(static_cast<int32_t>(i));
     if (n.is_constant()) constant[i] = true;
-    else if (n.is_op())
+    else if (n.is_op() && !onnx_io::is_opaque(*n.op))
       constant[i] = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef v) { return constant[v.node]; });
   }
   return constant;

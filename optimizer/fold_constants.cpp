@@ -1,5 +1,6 @@
 #include "optimizer/fold_constants.h"
 
+#include "optimizer/opaque_op.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::optimizer {
@@ -40,7 +41,7 @@ Graph fold_constants(const Graph& graph, FoldStats* stats) {
       inputs.push_back(copied[in.node].at(in.output));
       all_constant = all_constant && out.node(inputs.back().node).is_constant();
     }
-    if (all_constant) {
+    if (all_constant && !onnx_io::is_opaque(*n.op)) {
       Node folded_op = n;
       folded_op.inputs = inputs;
       std::vector<Value<float>> values = evaluate_node(out, folded_op);

@@ -56,6 +56,7 @@ struct Summary {
   RuleLoadStats rules;
   InstanceProofStats proofs;
   FoldStats fold;
+  int opaque = 0;
   std::string cost_model;
 };
 
@@ -110,6 +111,7 @@ void write_report(const std::string& path, const Settings& s, const Summary& sum
   j += json_number(sum.proofs.proof_ms);
   j += "}";
   j += ",\n  \"folded_constant_nodes\": " + std::to_string(sum.fold.folded_nodes);
+  j += ",\n  \"opaque_nodes\": " + std::to_string(sum.opaque);
   j += ",\n  \"seconds\": {\"import\": ";
   j += json_number(sum.import_s);
   j += ", \"search\": ";
@@ -126,7 +128,9 @@ void print_summary(const Settings& s, const Summary& sum, const SearchResult& r)
   std::printf("  rules:          %d proved rules (%d directions) from %s", sum.rules.proved, sum.rules.directions,
               s.rules.c_str());
   if (sum.rules.skipped_partial) std::printf("; %d partial rules skipped (corrections not applied yet)", sum.rules.skipped_partial);
-  std::printf("\n  operators:      %d -> %d\n", sum.ops_before, sum.ops_after);
+  std::printf("\n  operators:      %d -> %d", sum.ops_before, sum.ops_after);
+  if (sum.opaque) std::printf(" (%d opaque ONNX nodes kept as they are)", sum.opaque);
+  std::printf("\n");
   std::printf("  predicted cost: %.1f us -> %.1f us (x%.3f), %s\n", sum.cost_before, sum.cost_after,
               sum.cost_before > 0 ? sum.cost_after / sum.cost_before : 1.0, sum.cost_model.c_str());
   std::printf("  rules applied:  %zu distinct\n", r.applied.size());
@@ -154,7 +158,10 @@ int run(const Settings& s) {
   auto t = Clock::now();
   // The rules first: a missing database is the cheapest error to report.
   std::vector<DirectedRule> rules = load_rules(s.rules, &sum.rules);
-  onnx_io::ImportedModel model = onnx_io::import_model_file(s.model);
+  onnx_io::ImportOptions import_options;
+  import_options.keep_unsupported = true;  // opaque operators pass through untouched
+  onnx_io::ImportedModel model = onnx_io::import_model_file(s.model, import_options);
+  sum.opaque = model.opaque_nodes;
   sum.import_s = seconds(t);
 
   std::unique_ptr<CostModel> cost = make_cost_model(s);
