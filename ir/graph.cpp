@@ -80,6 +80,16 @@ ValueRef Graph::add_constant(ConstantValue value, std::string name) {
   return {append(std::move(n)), 0};
 }
 
+ValueRef Graph::add_shared_constant(const Node& constant) {
+  if (!constant.is_constant()) throw std::invalid_argument("graph: add_shared_constant given a node that is not a constant");
+  Node n = constant;
+  n.inputs.clear();
+  nodes_.push_back(std::move(n));
+  const auto index = static_cast<int32_t>(nodes_.size() - 1);
+  by_hash_.emplace(nodes_.back().hash, index);
+  return {index, 0};
+}
+
 OpDef::Inferred Graph::prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const {
   std::vector<Shape> in_shapes;
   std::vector<DType> in_dtypes;

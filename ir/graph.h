@@ -46,6 +46,9 @@ class Graph {
   // A constant tensor (a weight, or a value folded at import). Equal
   // constants hash equally.
   ValueRef add_constant(ConstantValue value, std::string name = "");
+  // A constant node of another graph, sharing its stored tensor and hash
+  // (graph rewriting copies graphs many times; weights are not copied).
+  ValueRef add_shared_constant(const Node& constant);
 
   // Appends an application of `op`: checks arity, infers output shapes
   // (raising ShapeError), canonicalises parameters. Returns its outputs.

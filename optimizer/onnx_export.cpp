@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ir/geometry.h"
+#include "optimizer/opaque_op.h"
 
 namespace tgr::onnx_io {
 namespace {
@@ -148,6 +149,15 @@ class Exporter {
   [[noreturn]] void fail(const std::string& why) const {
     throw OnnxError("export at opset " + std::to_string(options_.opset) + ": " + why);
   }
+  // The original node of an opaque operator, reading and writing the
+  // exported names of its values.
+  void write_opaque(const OpaqueNode& opaque, OpContext& ctx) {
+    NodeProto& n = *out_.add_node();
+    n = opaque.proto;
+    for (size_t j = 0; j < opaque.input_positions.size(); ++j) n.set_input(opaque.input_positions[j], ctx.in[j]);
+    for (size_t j = 0; j < opaque.output_positions.size(); ++j) n.set_output(opaque.output_positions[j], ctx.out[j]);
+    n.set_name(fresh_node(opaque.proto.name().empty() ? numbered("n", ctx.index) : opaque.proto.name()));
+  }
 
   const Graph& graph_;
   const ExportOptions& options_;
@@ -274,16 +284,18 @@ void Exporter::run() {
       write_initializer(*n.constant, names[i][0]);
       continue;
     }
-    auto it = table.find(n.op->name);
-    if (it == table.end()) fail("no ONNX mapping for IR operator " + n.op->name);
     OpContext ctx{*this, i, n, options_.opset, {}, {}};
+    const OpaqueNode* opaque = find_opaque(*n.op);
+    auto it = table.find(n.op->name);
+    if (!opaque && it == table.end()) fail("no ONNX mapping for IR operator " + n.op->name);
     for (ValueRef v : n.inputs) ctx.in.push_back(names[v.node].at(v.output));
     for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) {
       auto d = direct.find({i, k});
       if (n.op->is_constant()) ctx.out.push_back(constant_name(i));
       else ctx.out.push_back(d != direct.end() ? d->second : fresh_value(numbered("v", i).append(numbered("_", k))));
     }
-    it->second(ctx);
+    if (opaque) write_opaque(*opaque, ctx);
+    else it->second(ctx);
     names[i] = std::move(ctx.out);
   }
 
@@ -681,6 +693,19 @@ onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options) 
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name(options.graph_name);
   Exporter(graph, options, *g).run();
+  // The domains of opaque nodes (a custom operator's), with the model's opsets.
+  std::map<std::string, int64_t> domains;
+  for (int32_t i : graph.topological_order()) {
+    const Node& n = graph.node(i);
+    if (!n.is_op()) continue;
+    if (const OpaqueNode* o = find_opaque(*n.op); o && !o->proto.domain().empty() && o->proto.domain() != "ai.onnx")
+      domains[o->proto.domain()] = o->domain_opset;
+  }
+  for (const auto& [domain, version] : domains) {
+    onnx::OperatorSetIdProto* extra = model.add_opset_import();
+    extra->set_domain(domain);
+    extra->set_version(version);
+  }
   return model;
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <unordered_map>
 
 #include "optimizer/onnx_import_context.h"
+#include "optimizer/opaque_op.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::onnx_io {
@@ -202,6 +204,61 @@ std::vector<const onnx::NodeProto*> sorted_nodes(const onnx::GraphProto& g, cons
   return order;
 }
 
+// Static shapes and element types the model states for its values (graph
+// outputs and value_info), by name.
+std::map<std::string, std::pair<Shape, DType>> static_types(const onnx::GraphProto& g) {
+  std::map<std::string, std::pair<Shape, DType>> out;
+  auto add = [&](const onnx::ValueInfoProto& info) {
+    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return;
+    const auto& t = info.type().tensor_type();
+    const auto dtype = dtype_of_elem_type(t.elem_type());
+    if (!dtype) return;
+    Shape shape;
+    for (const auto& d : t.shape().dim()) {
+      if (!d.has_dim_value()) return;
+      shape.push_back(d.dim_value());
+    }
+    out[info.name()] = {shape, *dtype};
+  };
+  for (const auto& info : g.value_info()) add(info);
+  for (const auto& info : g.output()) add(info);
+  return out;
+}
+
+// Adds node `n` as an opaque operator; `unsupported` is the message to fail
+// with when it cannot be kept (an output of unknown shape, no inputs).
+void keep_opaque(Graph& graph, const onnx::NodeProto& n, int64_t domain_opset,
+                 const std::vector<std::optional<ValueRef>>& inputs,
+                 const std::map<std::string, std::pair<Shape, DType>>& types,
+                 std::unordered_map<std::string, ValueRef>& values, const std::string& unsupported) {
+  OpaqueNode node;
+  node.proto = n;
+  node.domain_opset = domain_opset;
+  std::vector<ValueRef> ins;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]) {
+      node.input_positions.push_back(static_cast<int>(i));
+      ins.push_back(*inputs[i]);
+    }
+  if (ins.empty()) throw UnsupportedOperator(unsupported + "; it has no inputs, so it cannot be kept as an opaque node");
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  for (int k = 0; k < n.output_size(); ++k) {
+    if (n.output(k).empty()) continue;
+    auto it = types.find(n.output(k));
+    if (it == types.end())
+      throw UnsupportedOperator(unsupported + "; the model does not state the static shape of its output '" +
+                                n.output(k) + "' (value_info), so it cannot be kept as an opaque node");
+    node.output_positions.push_back(k);
+    shapes.push_back(it->second.first);
+    dtypes.push_back(it->second.second);
+  }
+  const std::vector<int> positions = node.output_positions;
+  const OpDef& op = make_opaque_op(std::move(node), std::move(shapes), std::move(dtypes));
+  const auto outs = graph.add_op(op, Params{}, std::move(ins), n.name());
+  for (size_t j = 0; j < outs.size(); ++j) values[n.output(positions[j])] = outs[j];
+}
+
 }  // namespace
 
 ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options) {
@@ -246,11 +303,17 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
     int64_t domain_opset = -1;
     for (const auto& imp : model.opset_import())
       if (imp.domain() == n->domain()) domain_opset = imp.version();
-    ImportContext ctx(graph, *n, out.opset, std::move(inputs), domain_opset);
+    ImportContext ctx(graph, *n, out.opset, inputs, domain_opset);
     auto importer = importers.find(n->op_type());
-    if (!is_default_domain(n->domain()) || importer == importers.end())
-      throw UnsupportedOperator(ctx.where() + ": operator not supported (the importer maps " +
-                                std::to_string(importers.size()) + " ONNX operators of the default domain; see README.md)");
+    if (!is_default_domain(n->domain()) || importer == importers.end()) {
+      const std::string unsupported = ctx.where() + ": operator not supported (the importer maps " +
+                                      std::to_string(importers.size()) +
+                                      " ONNX operators of the default domain; see README.md)";
+      if (!options.keep_unsupported) throw UnsupportedOperator(unsupported);
+      keep_opaque(graph, *n, domain_opset, inputs, static_types(g), values, unsupported);
+      ++out.opaque_nodes;
+      continue;
+    }
     importer->second(ctx);
     out.folded_nodes += ctx.folded > 0 ? 1 : 0;
     for (int k = 0; k < n->output_size(); ++k) {

@@ -24,6 +24,9 @@ class UnsupportedOperator : public OnnxError {
 struct ImportOptions {
   // Shapes for graph inputs, overriding (and required for) symbolic dims.
   std::map<std::string, Shape> input_shapes;
+  // Keep nodes without a mapping as opaque operators (optimizer/opaque_op.h)
+  // instead of failing; their output shapes must be static in the model.
+  bool keep_unsupported = false;
 };
 
 struct ImportedModel {
@@ -32,6 +35,7 @@ struct ImportedModel {
   int64_t ir_version = 0;
   std::string producer;
   int folded_nodes = 0;  // ONNX nodes computed at import (constant subgraphs)
+  int opaque_nodes = 0;  // nodes kept as opaque operators (keep_unsupported)
 };
 
 ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options = {});

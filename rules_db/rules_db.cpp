@@ -504,6 +504,25 @@ int64_t RulesDb::count_rules() const {
   return s.i64(0);
 }
 
+void RulesDb::put_op_cost(const std::string& device, const std::string& signature, double ms) {
+  if (!(ms >= 0)) throw DbError(quote_path(path_) + ": an operator cost must be >= 0 ms");
+  WriteTransaction t(db_.get(), path_);
+  std::string sql = "INSERT OR REPLACE INTO op_costs (device, signature, ms, measured_at) VALUES (?, ?, ?, ";
+  sql += now_sql();
+  sql += ")";
+  Stmt s(db_.get(), path_, sql.c_str());
+  s.bind(1, device).bind(2, signature).bind(3, ms).run();
+  t.commit();
+}
+
+std::vector<std::pair<std::string, double>> RulesDb::op_costs(const std::string& device) const {
+  Stmt s(db_.get(), path_, "SELECT signature, ms FROM op_costs WHERE device = ? ORDER BY signature");
+  s.bind(1, device);
+  std::vector<std::pair<std::string, double>> out;
+  while (s.step()) out.emplace_back(s.text(0), s.f64(1));
+  return out;
+}
+
 std::vector<std::pair<std::string, int64_t>> RulesDb::counts_by_status() const {
   Stmt s(db_.get(), path_, "SELECT status, COUNT(*) FROM rules GROUP BY status ORDER BY status");
   std::vector<std::pair<std::string, int64_t>> out;

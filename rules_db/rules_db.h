@@ -105,6 +105,12 @@ class RulesDb {
   std::vector<std::pair<std::string, int64_t>> counts_by_kind() const;    // by kind
   std::vector<std::tuple<int, int, int64_t>> counts_by_size() const;      // by (source_ops, target_ops)
 
+  // Measured operator costs (table op_costs), in milliseconds, keyed by
+  // device and operator signature (ir/op_signature.h). Putting a cost that
+  // exists replaces it (and its measured_at).
+  void put_op_cost(const std::string& device, const std::string& signature, double ms);
+  std::vector<std::pair<std::string, double>> op_costs(const std::string& device) const;  // by signature
+
  private:
   struct Closer {
     void operator()(sqlite3* db) const;

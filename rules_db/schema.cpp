@@ -79,11 +79,24 @@ CREATE VIEW run_summary AS
   FROM runs ORDER BY runs.id;
 )sql";
 
+// Measured per-operator costs for the optimizer's cost model, keyed by the
+// device's name and the operator signature (ir/op_signature.h).
+constexpr const char* kV3 = R"sql(
+CREATE TABLE op_costs (
+  device      TEXT NOT NULL,
+  signature   TEXT NOT NULL,
+  ms          REAL NOT NULL CHECK (ms >= 0),
+  measured_at TEXT NOT NULL DEFAULT )sql" TGR_NOW R"sql(,
+  PRIMARY KEY (device, signature)
+);
+)sql";
+
 #undef TGR_NOW
 
 constexpr std::array kMigrations = {
     Migration{1, "tables meta, runs, rules; indexes on status and kind", kV1},
     Migration{2, "views proved_rules, rule_counts_by_status, rule_counts_by_size, run_summary", kV2},
+    Migration{3, "table op_costs: measured operator costs by device and signature", kV3},
 };
 
 }  // namespace

@@ -4,13 +4,18 @@
 //   rules --db F list [--status S] [--format text|json]
 //   rules --db F show ID                                every field of one rule
 //   rules --db F lookup "SRC => DST"                    by canonical text: exit 0 found, 1 not, 2 syntax error
+//   rules --db F import FILE...                         insert the rules of rule files as candidates
+//   rules --db F check FILE... [--status S]             every rule of the files is in the database (with status S)
 //
-// None of these creates a file: a missing database is an error.
+// Rule files (rules/default.rules): one rule a line, "SRC => DST | SHAPES"
+// (SHAPES: the variables' shapes, as in the variables column), '#' starts a
+// comment. Only `import` creates a missing database; the others report it.
 #include <CLI/CLI.hpp>
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -148,6 +153,76 @@ int cmd_lookup(const RulesDb& db, const std::string& text) {
   return 0;
 }
 
+// One rule of a rule file.
+struct RuleLine {
+  std::string where;  // FILE:LINE
+  std::string text, variables;
+};
+
+std::vector<RuleLine> read_rule_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read the rule file '" + path + "'");
+  std::vector<RuleLine> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    RuleLine r;
+    r.where = path;
+    r.where += ":";
+    r.where += std::to_string(n);
+    const auto bar = line.find('|');
+    r.text = line.substr(0, bar);
+    if (bar != std::string::npos) r.variables = line.substr(bar + 1);
+    auto trim = [](std::string& t) {
+      t.erase(0, t.find_first_not_of(" \t\r"));
+      t.erase(t.find_last_not_of(" \t\r") + 1);
+    };
+    trim(r.text);
+    trim(r.variables);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+RuleRecord record_of(const RuleLine& line) {
+  try {
+    tgr::parse_shape_map(line.variables);  // checks the shapes' syntax
+    return tgr::rules_db::rule_record_from_text(line.text, line.variables);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(line.where + ": " + e.what());
+  }
+}
+
+int cmd_import(RulesDb& db, const std::vector<std::string>& files) {
+  std::vector<RuleRecord> records;
+  for (const auto& f : files)
+    for (const auto& line : read_rule_file(f)) records.push_back(record_of(line));
+  const int inserted = db.insert_rules(records);
+  std::printf("%zu rules read, %d new, %zu already in the database\n", records.size(), inserted,
+              records.size() - static_cast<size_t>(inserted));
+  return 0;
+}
+
+int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const std::optional<std::string>& status) {
+  int missing = 0, total = 0;
+  for (const auto& f : files)
+    for (const auto& line : read_rule_file(f)) {
+      ++total;
+      const auto rule = db.find_by_canonical(record_of(line).canonical);
+      if (!rule) {
+        std::printf("%s: not found: %s\n", line.where.c_str(), line.text.c_str());
+        ++missing;
+      } else if (status && rule->status != *status) {
+        std::printf("%s: %s, not %s: %s\n", line.where.c_str(), rule->status.c_str(), status->c_str(), line.text.c_str());
+        ++missing;
+      }
+    }
+  std::printf("%d of %d rules found%s%s\n", total - missing, total, status ? " with status " : "",
+              status ? status->c_str() : "");
+  return missing ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -170,10 +245,23 @@ int main(int argc, char** argv) {
   std::string text;
   lookup->add_option("rule", text, "\"SRC => DST\" in the text form")->required();
 
+  auto* import = app.add_subcommand("import", "insert the rules of rule files (SRC => DST | SHAPES) as candidates");
+  std::vector<std::string> files;
+  import->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
+  auto* check = app.add_subcommand("check", "exit 0 when every rule of the files is in the database");
+  check->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
+  check->add_option("--status", status, "and has this status")
+      ->check(CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"}));
+
   CLI11_PARSE(app, argc, argv);
 
   return tgr::cli::guarded("rules", [&]() -> int {
+    if (*import) {
+      RulesDb db = RulesDb::open(db_path, /*create=*/true);
+      return cmd_import(db, files);
+    }
     const RulesDb db = RulesDb::open(db_path, /*create=*/false);
+    if (*check) return cmd_check(db, files, status);
     if (*stats) return cmd_stats(db);
     if (*list) return cmd_list(db, status, format);
     if (*show) return cmd_show(db, id);

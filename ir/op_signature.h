@@ -1,0 +1,20 @@
+// The signature of one operator application: what its cost depends on
+// (operator, canonical parameters, input shapes and element types). The
+// measured cost table of the rules database (op_costs) is keyed by it, so
+// it is defined once, here, for the runtime that measures and the optimizer
+// that reads.
+//
+//   conv2d[pad=same,stride=2x2](float:1x3x224x224,float:64x3x3x3)
+//
+// Parameters at their default value are omitted (as in the text form).
+#pragma once
+
+#include <string>
+
+#include "ir/graph.h"
+
+namespace tgr {
+
+std::string op_signature(const Graph& graph, const Node& node);
+
+}  // namespace tgr

@@ -1,0 +1,89 @@
+// Cost models: the predicted run time of a graph, the sum of its operators'.
+//
+// Operators whose inputs are all weights (constants, or values computed
+// from constants only) cost nothing: the exporter folds them into
+// initializers (optimizer/fold_constants.h). So do graph inputs, constants,
+// reshape (a view of the same memory) and split (its parts are read in
+// place with an offset and strides, as TASO's cost model assumes).
+//
+// AnalyticCostModel: a roofline per operator, max(FLOPs / peak, bytes /
+// bandwidth) plus a launch overhead. Defaults are an NVIDIA H100 SXM in
+// float32 without tensor cores: 67 TFLOP/s, 3.35 TB/s of HBM3, 3 us per
+// kernel launch. FLOPs: 2 M N K for matmul (per batch for batch_matmul),
+// 2 x output elements x (input channels per group x KH x KW) for conv2d,
+// the input elements for pooling and reductions, the output elements for
+// everything else. Bytes: every input and output read or written once, 4
+// bytes per element.
+//
+// MeasuredCostModel: the milliseconds stored in the rules database's
+// op_costs table for one device, by operator signature (ir/op_signature.h);
+// an operator with no measurement falls back to the analytic model, and the
+// model counts how many signatures it had to estimate.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tgr::optimizer {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // The predicted time of one operator node, in microseconds.
+  virtual double op_cost_us(const Graph& graph, const Node& node) = 0;
+  // The predicted time of the graph's live operators, in microseconds.
+  double graph_cost(const Graph& graph);
+  virtual std::string describe() const = 0;
+};
+
+// For each node: whether it is computed from constants only (inputs of the
+// graph reach it through no path). Such nodes are folded at export.
+std::vector<bool> constant_only_nodes(const Graph& graph);
+
+struct RooflineParams {
+  double peak_flops = 67e12;      // FLOP/s (H100 SXM, FP32, no tensor cores)
+  double bandwidth = 3.35e12;     // bytes/s (H100 SXM, HBM3)
+  double launch_us = 3.0;         // per kernel
+};
+
+class AnalyticCostModel : public CostModel {
+ public:
+  explicit AnalyticCostModel(RooflineParams params = {}) : params_(params) {}
+  double op_cost_us(const Graph& graph, const Node& node) override;
+  std::string describe() const override;
+  static double flops(const Graph& graph, const Node& node);
+  static double bytes(const Graph& graph, const Node& node);
+
+ private:
+  RooflineParams params_;
+};
+
+class MeasuredCostModel : public CostModel {
+ public:
+  // `costs`: signature -> milliseconds, for one device.
+  MeasuredCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams fallback = {});
+  // Reads the op_costs table of the rules database at `db_path` for `device`.
+  static std::unique_ptr<MeasuredCostModel> from_db(const std::string& db_path, const std::string& device);
+  double op_cost_us(const Graph& graph, const Node& node) override;
+  std::string describe() const override;
+  size_t measured_signatures() const { return costs_.size(); }
+  // Distinct signatures looked up that had no measurement (estimated analytically).
+  size_t missing_signatures() const;
+  size_t used_signatures() const;
+
+ private:
+  std::string device_;
+  std::unordered_map<std::string, double> costs_;
+  AnalyticCostModel fallback_;
+  mutable std::mutex mutex_;
+  std::set<std::string> missing_, used_;
+};
+
+}  // namespace tgr::optimizer

@@ -1,0 +1,200 @@
+#include "optimizer/instance.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "ir/params.h"
+
+namespace tgr::optimizer {
+namespace {
+
+// Pairs (generator value, model value) of every dimension the parameters of
+// a target may be derived from.
+using DimPairs = std::vector<std::pair<int64_t, int64_t>>;
+
+void add_shape_pairs(const Shape& gen, const Shape& model, DimPairs& pairs) {
+  if (gen.size() != model.size()) return;
+  for (size_t a = 0; a < gen.size(); ++a) pairs.emplace_back(gen[a], model[a]);
+}
+
+struct Environment {
+  DimPairs dims;
+  std::vector<std::pair<Shape, Shape>> whole;  // whole shapes (and list parameters)
+};
+
+Environment environment(const Graph& graph, const DirectedRule& rule, const Match& match) {
+  Environment env;
+  const Graph& pattern = rule.graphs.source;
+  for (size_t i = 0; i < pattern.inputs().size(); ++i) {
+    const Shape& gen = pattern.node(pattern.inputs()[i]).output_shapes[0];
+    const Shape& model = graph.shape(match.variables[i]);
+    add_shape_pairs(gen, model, env.dims);
+    env.whole.emplace_back(gen, model);
+  }
+  for (size_t p = 0; p < pattern.nodes().size(); ++p) {
+    if (match.nodes[p] < 0) continue;
+    const Node& pn = pattern.node(static_cast<int32_t>(p));
+    const Node& mn = graph.node(match.nodes[p]);
+    for (size_t o = 0; o < pn.output_shapes.size(); ++o) {
+      add_shape_pairs(pn.output_shapes[o], mn.output_shapes[o], env.dims);
+      env.whole.emplace_back(pn.output_shapes[o], mn.output_shapes[o]);
+    }
+    for (size_t k = 0; k < pn.params.entries().size(); ++k) {
+      const auto& [key, gv] = pn.params.entries()[k];
+      if (!is_shape_param(pn.op->name, key)) continue;
+      const ParamValue& mv = mn.params.entries()[k].second;
+      if (auto* g = std::get_if<int64_t>(&gv)) env.dims.emplace_back(*g, std::get<int64_t>(mv));
+      if (auto* g = std::get_if<std::vector<int64_t>>(&gv)) {
+        const auto& m = std::get<std::vector<int64_t>>(mv);
+        add_shape_pairs(*g, m, env.dims);
+        env.whole.emplace_back(*g, m);
+      }
+    }
+  }
+  return env;
+}
+
+constexpr size_t kMaxChoices = 16;  // candidate values per parameter
+constexpr size_t kMaxCombinations = 64;
+
+std::vector<int64_t> element_candidates(int64_t gen, const Environment& env) {
+  std::vector<int64_t> out;
+  for (const auto& [g, m] : env.dims)
+    if (g == gen && std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  if (out.empty()) out.push_back(gen);
+  return out;
+}
+
+// The values a shape-dependent parameter may take at the model's shapes, most likely first.
+std::vector<ParamValue> candidates(const ParamValue& gen, const Environment& env) {
+  std::vector<ParamValue> out;
+  if (auto* g = std::get_if<int64_t>(&gen)) {
+    for (int64_t m : element_candidates(*g, env)) out.emplace_back(m);
+    return out;
+  }
+  const auto* list = std::get_if<std::vector<int64_t>>(&gen);
+  if (!list) return {gen};
+  auto add = [&](const std::vector<int64_t>& v) {
+    if (out.size() < kMaxChoices && std::find(out.begin(), out.end(), ParamValue(v)) == out.end()) out.emplace_back(v);
+  };
+  for (const auto& [g, m] : env.whole)
+    if (g == *list) add(m);
+  std::vector<std::vector<int64_t>> per_element;
+  for (int64_t g : *list) per_element.push_back(element_candidates(g, env));
+  std::vector<size_t> at(list->size(), 0);
+  while (out.size() < kMaxChoices) {  // the cartesian product, in order
+    std::vector<int64_t> v;
+    for (size_t i = 0; i < at.size(); ++i) v.push_back(per_element[i][at[i]]);
+    add(v);
+    size_t i = at.size();
+    while (i > 0 && ++at[i - 1] == per_element[i - 1].size()) at[--i] = 0;
+    if (i == 0) break;
+  }
+  return out;
+}
+
+void collect_shape_params(Expr& e, std::vector<ParamValue*>& out) {
+  if (e.kind != Expr::Kind::kCall) return;
+  for (auto& [key, value] : e.params)
+    if (is_shape_param(e.name, key)) out.push_back(&value);
+  for (Expr& a : e.args) collect_shape_params(a, out);
+}
+
+}  // namespace
+
+std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule, const Match& match) {
+  const Graph& pattern = rule.graphs.source;
+  // Each model value is named by the first variable bound to it.
+  std::map<std::string, std::string> rename;
+  std::vector<std::pair<ValueRef, std::string>> names;
+  ShapeMap shapes;
+  DTypeMap dtypes;
+  Instance inst;
+  for (size_t i = 0; i < pattern.inputs().size(); ++i) {
+    const std::string& var = pattern.node(pattern.inputs()[i]).name;
+    const ValueRef v = match.variables[i];
+    auto it = std::find_if(names.begin(), names.end(), [&](const auto& p) { return p.first == v; });
+    if (it == names.end()) {
+      names.emplace_back(v, var);
+      shapes[var] = graph.shape(v);
+      if (graph.dtype(v) != DType::kFloat) dtypes[var] = graph.dtype(v);
+      inst.bindings[var] = v;
+      if (!inst.shapes.empty()) inst.shapes += ",";
+      inst.shapes += var;
+      inst.shapes += "=";
+      inst.shapes += shape_to_string(graph.shape(v));
+      rename[var] = var;
+    } else {
+      rename[var] = it->second;
+    }
+  }
+  auto leaf = [&](ValueRef v) -> std::optional<std::string> {
+    for (const auto& [value, name] : names)
+      if (value == v) return name;
+    return std::nullopt;
+  };
+  std::vector<Expr> source;
+  for (ValueRef out : match.outputs) source.push_back(to_expr(graph, out, leaf));
+  std::string source_text;
+  append_text(source, source_text);
+
+  std::vector<Expr> target = rule.expr.target;
+  std::vector<ParamValue*> params;
+  for (Expr& e : target) collect_shape_params(e, params);
+  const Environment env = environment(graph, rule, match);
+  std::vector<std::vector<ParamValue>> choices;
+  for (ParamValue* p : params) choices.push_back(candidates(*p, env));
+  const VariableRenamer renamer = [&](const std::string& name) -> const std::string& { return rename.at(name); };
+
+  std::vector<size_t> at(params.size(), 0);
+  for (size_t tried = 0; tried < kMaxCombinations; ++tried) {
+    for (size_t i = 0; i < params.size(); ++i) *params[i] = choices[i][at[i]];
+    std::string text = source_text;
+    text += " => ";
+    append_text(target, text, renamer);
+    try {
+      inst.rule = build_rule(text, shapes, dtypes);
+      inst.text = std::move(text);
+      return inst;
+    } catch (const std::exception&) {
+      // this choice of parameters does not type-check; try the next
+    }
+    size_t i = at.size();
+    while (i > 0 && ++at[i - 1] == choices[i - 1].size()) at[--i] = 0;
+    if (i == 0) break;
+  }
+  return std::nullopt;
+}
+
+InstanceProver::InstanceProver(const verifier::Prover& prover, verifier::ProofOptions options)
+    : prover_(prover), options_(options) {}
+
+bool InstanceProver::proved(const Instance& instance) {
+  std::string key = instance.text;
+  key += " | ";
+  key += instance.shapes;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      ++stats_.cache_hits;
+      return it->second;
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const verifier::ProofResult result = prover_.prove(instance.rule, options_);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const bool ok = result.status == verifier::ProofStatus::kProved;
+  std::lock_guard lock(mutex_);
+  ++stats_.proofs;
+  ++(ok ? stats_.proved : stats_.failed);
+  stats_.proof_ms += ms;
+  cache_.emplace(std::move(key), ok);
+  return ok;
+}
+
+InstanceProofStats InstanceProver::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace tgr::optimizer

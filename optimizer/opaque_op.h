@@ -1,0 +1,38 @@
+// Opaque operators: ONNX nodes the importer has no mapping for, kept as they
+// are when ImportOptions::keep_unsupported is set (what `optimize` does).
+//
+// Each one becomes a graph node of its own OpDef, named "opaque:OP_TYPE",
+// with no kernels and no rules: matching never touches it (no rule names
+// it), the interpreter cannot run it, constant folding skips it, and the
+// exporter writes the original NodeProto back (attributes, domain and name
+// unchanged; only its input and output value names follow the export). Its
+// output shapes and element types must be static in the model (graph
+// outputs or value_info), since nothing else can tell them.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/op_def.h"
+
+namespace tgr::onnx_io {
+
+struct OpaqueNode {
+  onnx::NodeProto proto;                 // as in the model
+  std::vector<int> input_positions;      // per IR input: its index in proto.input()
+  std::vector<int> output_positions;     // per IR output: its index in proto.output()
+  int64_t domain_opset = -1;             // the model's opset of proto.domain()
+};
+
+// A new operator for one opaque node (owned by a registry that lives as
+// long as the program: graphs refer to it by pointer).
+const OpDef& make_opaque_op(OpaqueNode node, std::vector<Shape> shapes, std::vector<DType> dtypes);
+
+// The node an opaque operator stands for; null for the table's operators.
+const OpaqueNode* find_opaque(const OpDef& op);
+inline bool is_opaque(const OpDef& op) { return find_opaque(op) != nullptr; }
+
+}  // namespace tgr::onnx_io

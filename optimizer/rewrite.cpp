@@ -1,0 +1,141 @@
+#include "optimizer/rewrite.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <optional>
+
+namespace tgr::optimizer {
+namespace {
+
+// Copies values of `from` into `to` on demand, depth first, with
+// `replace` giving the substitute of a value (or nullopt).
+class Copier {
+ public:
+  using Replacement = std::function<std::optional<ValueRef>(ValueRef)>;
+  Copier(const Graph& from, Graph& to, Replacement replace) : from_(from), to_(to), replace_(std::move(replace)) {
+    copied_.resize(from.nodes().size());
+    for (int32_t in : from.inputs()) {
+      const Node& n = from.node(in);
+      copied_[in] = {to.add_input(n.name, n.output_shapes[0], n.output_dtypes[0])};
+    }
+  }
+
+  ValueRef get(ValueRef v) {
+    if (auto r = replace_(v)) return *r;
+    auto& done = copied_[v.node];
+    if (done.empty()) {
+      const Node& n = from_.node(v.node);
+      if (n.is_constant()) {
+        done = {to_.add_shared_constant(n)};
+      } else {
+        std::vector<ValueRef> inputs;
+        inputs.reserve(n.inputs.size());
+        for (ValueRef in : n.inputs) inputs.push_back(get(in));
+        done = to_.find_or_add_op(*n.op, n.params, std::move(inputs));
+      }
+    }
+    return done.at(v.output);
+  }
+
+ private:
+  const Graph& from_;
+  Graph& to_;
+  Replacement replace_;
+  std::vector<std::vector<ValueRef>> copied_;
+};
+
+void copy_outputs(const Graph& from, Graph& to, Copier& copier) {
+  for (size_t i = 0; i < from.outputs().size(); ++i) to.add_output(copier.get(from.outputs()[i]), from.output_names()[i]);
+}
+
+}  // namespace
+
+Graph apply_instance(const Graph& graph, const Match& match, const Instance& instance) {
+  Graph out;
+  std::optional<std::vector<ValueRef>> replacement;
+  std::function<std::optional<ValueRef>(ValueRef)> replace;
+  Copier copier(graph, out, [&](ValueRef v) { return replace(v); });
+  // The target of the instance, built in `out` once, over the variables' copies.
+  auto build_target = [&] {
+    const Graph& target = instance.rule.target;
+    std::vector<std::vector<ValueRef>> built(target.nodes().size());
+    for (int32_t i = 0; i < static_cast<int32_t>(target.nodes().size()); ++i) {
+      const Node& n = target.node(i);
+      if (n.is_input()) {
+        built[i] = {copier.get(instance.bindings.at(n.name))};
+      } else if (n.is_constant()) {
+        built[i] = {out.add_shared_constant(n)};
+      } else {
+        std::vector<ValueRef> inputs;
+        for (ValueRef in : n.inputs) inputs.push_back(built[in.node].at(in.output));
+        built[i] = out.find_or_add_op(*n.op, n.params, std::move(inputs));
+      }
+    }
+    std::vector<ValueRef> values;
+    for (ValueRef o : target.outputs()) values.push_back(built[o.node].at(o.output));
+    return values;
+  };
+  replace = [&](ValueRef v) -> std::optional<ValueRef> {
+    for (size_t k = 0; k < match.outputs.size(); ++k) {
+      if (match.outputs[k] != v) continue;
+      if (!replacement) replacement = build_target();
+      return (*replacement)[k];
+    }
+    return std::nullopt;
+  };
+  copy_outputs(graph, out, copier);
+  return out;
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+bool is_identity(const Graph& g, const Node& n) {
+  const std::string& op = n.op->name;
+  if (op == "concat") return n.inputs.size() == 1;
+  if (op == "enlarge" || op == "reshape" || op == "expand")
+    return n.inputs.size() == 1 && g.shape(n.inputs[0]) == n.output_shapes[0];
+  return false;
+}
+
+}  // namespace
+
+uint64_t search_hash(const Graph& graph) {
+  std::vector<std::vector<uint64_t>> hashes(graph.nodes().size());
+  const std::hash<std::string> hash_string;
+  for (int32_t i : graph.topological_order()) {
+    const Node& n = graph.node(i);
+    if (!n.is_op()) {
+      hashes[i] = {n.hash};
+      continue;
+    }
+    if (is_identity(graph, n)) {
+      hashes[i] = {hashes[n.inputs[0].node][n.inputs[0].output]};
+      continue;
+    }
+    uint64_t h = hash_string(n.op->name);
+    for (const auto& [key, value] : n.params.entries()) h = mix(mix(h, hash_string(key)), hash_string(param_value_to_string(value)));
+    std::vector<uint64_t> args;
+    for (ValueRef in : n.inputs) args.push_back(hashes[in.node][in.output]);
+    if (n.op->commutative) std::sort(args.begin(), args.end());
+    for (uint64_t a : args) h = mix(h, a);
+    for (size_t o = 0; o < n.output_shapes.size(); ++o) hashes[i].push_back(mix(h, o));
+  }
+  uint64_t h = 0x51ed27;
+  for (ValueRef out : graph.outputs()) h = mix(h, hashes[out.node][out.output]);
+  return h;
+}
+
+Graph compact(const Graph& graph) {
+  Graph out;
+  Copier copier(graph, out, [](ValueRef) { return std::nullopt; });
+  copy_outputs(graph, out, copier);
+  return out;
+}
+
+}  // namespace tgr::optimizer

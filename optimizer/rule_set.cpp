@@ -1,0 +1,86 @@
+#include "optimizer/rule_set.h"
+
+#include <set>
+
+#include "rules_db/rules_db.h"
+
+namespace tgr::optimizer {
+namespace {
+
+void collect_variables(const Expr& e, std::set<std::string>& out) {
+  if (e.kind == Expr::Kind::kVar) {
+    out.insert(e.name);
+    return;
+  }
+  for (const Expr& a : e.args) collect_variables(a, out);
+}
+
+std::set<std::string> variables_of(const std::vector<Expr>& side) {
+  std::set<std::string> names;
+  for (const Expr& e : side) collect_variables(e, names);
+  return names;
+}
+
+bool applicable(const std::vector<Expr>& source, const std::vector<Expr>& target) {
+  for (const Expr& e : source)
+    if (e.kind == Expr::Kind::kVar) return false;
+  const auto bound = variables_of(source);
+  for (const auto& name : variables_of(target))
+    if (!bound.count(name)) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<DirectedRule> directed_rules(int64_t id, const std::string& source, const std::string& target,
+                                         const std::string& variables) {
+  std::vector<DirectedRule> out;
+  DTypeMap dtypes;
+  const ShapeMap shapes = parse_shape_map(variables, &dtypes);
+  for (bool reversed : {false, true}) {
+    std::string text = reversed ? target : source;
+    text += " => ";
+    text += reversed ? source : target;
+    RuleExpr expr = parse_rule_expr(text);
+    if (!applicable(expr.source, expr.target)) continue;
+    DirectedRule r;
+    r.id = id;
+    r.reversed = reversed;
+    r.graphs = build_rule(text, shapes, dtypes);
+    r.text = std::move(text);
+    r.expr = std::move(expr);
+    r.shapes = shapes;
+    r.dtypes = dtypes;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* stats) {
+  RuleLoadStats local;
+  RuleLoadStats& s = stats ? *stats : local;
+  auto db = rules_db::RulesDb::open(path, false);
+  std::vector<DirectedRule> rules;
+  for (const auto& record : db.list_rules("partial")) {
+    (void)record;
+    ++s.skipped_partial;
+  }
+  for (const auto& record : db.list_rules("proved")) {
+    if (record.kind != "full") {
+      ++s.skipped_partial;
+      continue;
+    }
+    ++s.proved;
+    try {
+      auto directed = directed_rules(record.id, record.source, record.target, record.variables);
+      s.dropped_directions += 2 - static_cast<int>(directed.size());
+      s.directions += static_cast<int>(directed.size());
+      for (auto& d : directed) rules.push_back(std::move(d));
+    } catch (const std::exception&) {
+      ++s.skipped_unparsable;
+    }
+  }
+  return rules;
+}
+
+}  // namespace tgr::optimizer

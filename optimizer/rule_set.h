@@ -1,0 +1,51 @@
+// The rules the optimizer may apply, read from a rules database.
+//
+// Only rules whose equivalence is established are loaded: status 'proved'
+// and kind 'full'. Partial rules (PET) need their correction kernels applied
+// with them; the optimizer does not apply corrections yet, so they are
+// skipped and counted. A rule is an equivalence, so each one gives two
+// directed rewrites (left to right and right to left); a direction whose
+// source has a bare variable as an output (it would match every value) or
+// whose target reads a variable its source does not bind is dropped.
+//
+// Every rule was proved at the small shapes of its `variables` column; the
+// optimizer proves each instance again at the model's shapes before
+// applying it (optimizer/instance.h), so loading a rule here only makes it a
+// candidate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/text.h"
+
+namespace tgr::optimizer {
+
+struct DirectedRule {
+  int64_t id = 0;       // the rule's id in the database
+  bool reversed = false;  // applied right to left
+  std::string text;     // "source => target" in the applied direction
+  RuleExpr expr;        // the two sides, as parsed
+  Rule graphs;          // both sides built at the generator's shapes
+  ShapeMap shapes;      // the generator's shapes of the variables
+  DTypeMap dtypes;
+};
+
+struct RuleLoadStats {
+  int proved = 0;            // rules read
+  int directions = 0;        // directed rewrites kept
+  int dropped_directions = 0;
+  int skipped_partial = 0;   // partial rules (corrections not applied yet)
+  int skipped_unparsable = 0;  // rules this build cannot parse (unknown operator, ...)
+};
+
+// Both directions of a rule that can be applied (zero, one or two).
+std::vector<DirectedRule> directed_rules(int64_t id, const std::string& source, const std::string& target,
+                                         const std::string& variables);
+
+// Every applicable direction of every proved full rule of the database at
+// `path`. Throws rules_db::DbError for a missing or invalid database.
+std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* stats = nullptr);
+
+}  // namespace tgr::optimizer

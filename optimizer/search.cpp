@@ -1,0 +1,153 @@
+#include "optimizer/search.h"
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include "optimizer/rewrite.h"
+
+namespace tgr::optimizer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The rules applied to reach a graph, newest first (shared by descendants).
+struct Trail {
+  size_t rule;
+  std::shared_ptr<const Trail> parent;
+};
+
+struct Entry {
+  std::shared_ptr<const Graph> graph;
+  std::shared_ptr<const Trail> trail;
+};
+
+// One rewrite of the popped graph, before the hash and cost tests.
+struct Candidate {
+  size_t rule;
+  Graph graph;
+  Instance instance;
+  double cost = 0;
+  uint64_t hash = 0;
+  bool proved = false;
+};
+
+void add_stats(MatchStats& into, const MatchStats& s) {
+  into.found += s.found;
+  into.used_outside += s.used_outside;
+  into.cycles += s.cycles;
+}
+
+}  // namespace
+
+SearchResult search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
+                    InstanceProver& prover, const SearchOptions& options) {
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  SearchResult result;
+  SearchStats& stats = result.stats;
+
+  auto initial = std::make_shared<const Graph>(compact(graph));
+  result.initial_cost = cost.graph_cost(*initial);
+  Entry best{initial, nullptr};
+  double best_cost = result.initial_cost;
+  std::multimap<double, Entry> queue;
+  std::unordered_set<uint64_t> seen{search_hash(*initial)};
+  queue.emplace(best_cost, best);
+
+  while (!queue.empty()) {
+    if (stats.popped >= options.budget) {
+      stats.budget_exhausted = true;
+      break;
+    }
+    if (elapsed() > options.timeout_s) {
+      stats.timed_out = true;
+      break;
+    }
+    Entry entry = queue.begin()->second;
+    queue.erase(queue.begin());
+    ++stats.popped;
+    const Graph& g = *entry.graph;
+    const GraphIndex index(g);
+
+    // Match, instantiate, apply and cost every rewrite, in parallel over rules.
+    std::vector<std::vector<Candidate>> per_rule(rules.size());
+    std::vector<MatchStats> match_stats(rules.size());
+    std::vector<int64_t> no_instance(rules.size(), 0);
+    auto expand = [&](size_t r) {
+      for (const Match& m : find_matches(index, rules[r], options.matches_per_rule, &match_stats[r])) {
+        std::optional<Instance> inst = instantiate(g, rules[r], m);
+        if (!inst) {
+          ++no_instance[r];
+          continue;
+        }
+        Candidate c{r, apply_instance(g, m, *inst), std::move(*inst)};
+        c.cost = cost.graph_cost(c.graph);
+        c.hash = search_hash(c.graph);
+        per_rule[r].push_back(std::move(c));
+      }
+    };
+    if (options.parallel) tbb::parallel_for(size_t{0}, rules.size(), expand);
+    else for (size_t r = 0; r < rules.size(); ++r) expand(r);
+
+    // The hash and cost tests, in rule order (deterministic).
+    std::vector<Candidate*> survivors;
+    std::unordered_set<uint64_t> batch;
+    for (size_t r = 0; r < rules.size(); ++r) {
+      add_stats(stats.matches, match_stats[r]);
+      stats.no_instance += no_instance[r];
+      for (Candidate& c : per_rule[r]) {
+        ++stats.candidates;
+        if (seen.count(c.hash) || !batch.insert(c.hash).second) {
+          ++stats.duplicates;
+        } else if (!(c.cost < options.alpha * best_cost)) {
+          ++stats.pruned;
+        } else {
+          survivors.push_back(&c);
+        }
+      }
+    }
+    // Proofs of the instances that survive, in parallel.
+    auto prove = [&](size_t i) { survivors[i]->proved = prover.proved(survivors[i]->instance); };
+    if (options.parallel) tbb::parallel_for(size_t{0}, survivors.size(), prove);
+    else for (size_t i = 0; i < survivors.size(); ++i) prove(i);
+
+    for (Candidate* c : survivors) {
+      if (!c->proved) {
+        ++stats.unprovable;
+        continue;
+      }
+      seen.insert(c->hash);
+      Entry next{std::make_shared<const Graph>(std::move(c->graph)),
+                 std::make_shared<const Trail>(Trail{c->rule, entry.trail})};
+      if (c->cost < best_cost) {
+        best_cost = c->cost;
+        best = next;
+      }
+      queue.emplace(c->cost, std::move(next));
+      ++stats.pushed;
+      while (queue.size() > options.max_queue) queue.erase(std::prev(queue.end()));
+    }
+  }
+
+  result.best = compact(*best.graph);
+  result.best_cost = best_cost;
+  std::vector<size_t> path;
+  for (const Trail* t = best.trail.get(); t; t = t->parent.get()) path.push_back(t->rule);
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const DirectedRule& r = rules[*it];
+    auto use = std::find_if(result.applied.begin(), result.applied.end(),
+                            [&](const RuleUse& u) { return u.id == r.id && u.text == r.text; });
+    if (use == result.applied.end()) result.applied.push_back({r.id, r.text, 1});
+    else ++use->count;
+  }
+  stats.seconds = elapsed();
+  return result;
+}
+
+}  // namespace tgr::optimizer

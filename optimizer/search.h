@@ -1,0 +1,58 @@
+// TASO's cost-guided backtracking search over rule applications.
+//
+// A priority queue holds graphs ordered by predicted cost. The search pops
+// the cheapest, finds every match of every rule in it (in parallel over the
+// rules, with TBB), applies each, and keeps a new graph when its structural
+// hash was not seen before and its cost is below alpha times the best cost
+// found so far; alpha > 1 lets the search pass through graphs that are
+// temporarily worse (the only way to some better graphs). Only rewrites whose
+// instance at the model's shapes is proved are kept (optimizer/instance.h);
+// proofs run only for graphs that pass the cost and hash tests. The search
+// stops when the queue is empty, after `budget` graphs were popped, or at the
+// timeout. The queue keeps at most `max_queue` graphs (the cheapest).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "optimizer/cost_model.h"
+#include "optimizer/instance.h"
+#include "optimizer/rule_set.h"
+
+namespace tgr::optimizer {
+
+struct SearchOptions {
+  int budget = 300;           // graphs popped from the queue
+  double alpha = 1.05;        // relaxation: keep graphs costing < alpha * best
+  double timeout_s = 10;      // wall clock for the whole search
+  size_t max_queue = 1000;    // graphs kept in the queue
+  size_t matches_per_rule = 32;  // per graph
+  bool parallel = true;       // expand matches with TBB
+};
+
+struct RuleUse {
+  int64_t id = 0;
+  std::string text;  // in the direction applied
+  int count = 0;
+};
+
+struct SearchStats {
+  int64_t popped = 0, candidates = 0, duplicates = 0, pruned = 0, unprovable = 0, no_instance = 0, pushed = 0;
+  MatchStats matches;
+  double seconds = 0;
+  bool timed_out = false;
+  bool budget_exhausted = false;
+};
+
+struct SearchResult {
+  Graph best;
+  double initial_cost = 0, best_cost = 0;
+  std::vector<RuleUse> applied;  // on the path to the best graph, by first use
+  SearchStats stats;
+};
+
+SearchResult search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
+                    InstanceProver& prover, const SearchOptions& options);
+
+}  // namespace tgr::optimizer

@@ -1,0 +1,334 @@
+// The optimizer (optimizer/): matching, instances at model shapes, the
+// backtracking search on model-shaped graphs, cost models, weight folding.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include "ir/op_signature.h"
+#include "optimizer/cost_model.h"
+#include "optimizer/fold_constants.h"
+#include "optimizer/matcher.h"
+#include "optimizer/rewrite.h"
+#include "optimizer/search.h"
+#include "rules_db/rules_db.h"
+#include "runtime/interpreter.h"
+#include "verifier/axioms.h"
+
+namespace tgr::optimizer {
+namespace {
+
+namespace fs = std::filesystem;
+
+const verifier::Prover& prover() {
+  static const verifier::Prover p(axioms::load_axioms(TGR_SPECS_DIR));
+  return p;
+}
+
+verifier::ProofOptions proof_options() {
+  verifier::ProofOptions o;
+  o.refute_trials = 0;
+  return o;
+}
+
+// Directed rules from "SRC => DST" texts and the shapes they hold at.
+std::vector<DirectedRule> rules_of(const std::vector<std::pair<std::string, std::string>>& texts) {
+  std::vector<DirectedRule> out;
+  int64_t id = 0;
+  for (const auto& [text, shapes] : texts) {
+    const auto arrow = text.find(" => ");
+    for (auto& d : directed_rules(++id, text.substr(0, arrow), text.substr(arrow + 4), shapes)) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+const std::vector<DirectedRule>& default_rules() {
+  static const std::vector<DirectedRule> rules = load_rules(TGR_DEFAULT_RULES);
+  return rules;
+}
+
+ValueRef weight(Graph& g, const Shape& shape, uint64_t seed) {
+  return g.add_constant(ConstantValue(random_tensor<float>(shape, seed)));
+}
+
+int count_ops(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (int32_t i : g.topological_order())
+    if (g.node(i).is_op() && g.node(i).op->name == op) ++n;
+  return n;
+}
+
+// The outputs of both graphs agree on random inputs (float32).
+void expect_same_outputs(const Graph& a, const Graph& b) {
+  const auto inputs = random_inputs<float>(a, 7);
+  const auto ya = evaluate<float>(a, std::span<const Tensor<float>>(inputs));
+  const auto yb = evaluate<float>(b, std::span<const Tensor<float>>(inputs));
+  ASSERT_EQ(ya.size(), yb.size());
+  for (size_t k = 0; k < ya.size(); ++k) {
+    ASSERT_EQ(ya[k].shape, yb[k].shape);
+    for (size_t i = 0; i < ya[k].data.size(); ++i)
+      ASSERT_NEAR(ya[k].data[i], yb[k].data[i], 1e-4 * (1 + std::abs(ya[k].data[i]))) << "output " << k << " at " << i;
+  }
+}
+
+SearchResult optimize(const Graph& g, const std::vector<DirectedRule>& rules, double alpha, int budget = 200) {
+  AnalyticCostModel cost;
+  InstanceProver instances(prover(), proof_options());
+  SearchOptions options;
+  options.alpha = alpha;
+  options.budget = budget;
+  options.timeout_s = 60;
+  return search(g, rules, cost, instances, options);
+}
+
+// --- matching ------------------------------------------------------------------
+
+const std::pair<std::string, std::string> kConcatConvs{
+    "concat[axis=1](conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, concat[axis=0](k0, k1))",
+    "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"};
+
+Graph two_convs(bool first_also_output) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 4, 8, 8});
+  const ValueRef a = g.apply("conv2d", {x, weight(g, {3, 4, 3, 3}, 1)});
+  const ValueRef b = g.apply("conv2d", {x, weight(g, {5, 4, 3, 3}, 2)});
+  g.add_output(g.apply("concat", {a, b}, {{"axis", int64_t{1}}}), "y");
+  if (first_also_output) g.add_output(a, "a");
+  return g;
+}
+
+TEST(Matching, FindsConvolutionsOfOneInput) {
+  const auto rules = rules_of({kConcatConvs});
+  const Graph g = two_convs(false);
+  const auto matches = find_matches(GraphIndex(g), rules[0]);
+  ASSERT_EQ(matches.size(), 1u);
+}
+
+TEST(Matching, IntermediateUsedOutsideTheMatchIsRejected) {
+  const auto rules = rules_of({kConcatConvs});
+  const Graph g = two_convs(true);
+  MatchStats stats;
+  EXPECT_TRUE(find_matches(GraphIndex(g), rules[0], 64, &stats).empty());
+  EXPECT_EQ(stats.found, 1);
+  EXPECT_EQ(stats.used_outside, 1);
+}
+
+TEST(Matching, ReplacementThatWouldReadItsOwnResultIsRejected) {
+  // (m0, m1) with m1 = matmul(x, relu(m0)): merging them would make the
+  // merged product read relu of its own output.
+  const auto rules = rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                                "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                                "w1))).1)",
+                                "x0=2x3,w0=3x4,w1=3x5"}});
+  Graph g;
+  const ValueRef x = g.add_input("x", {4, 4});
+  const ValueRef m0 = g.apply("matmul", {x, weight(g, {4, 4}, 1)});
+  const ValueRef m1 = g.apply("matmul", {x, g.apply("relu", {m0})});
+  g.add_output(m0);
+  g.add_output(m1);
+  MatchStats stats;
+  EXPECT_TRUE(find_matches(GraphIndex(g), rules[0], 64, &stats).empty());
+  EXPECT_GE(stats.cycles, 1);
+}
+
+TEST(Matching, ParametersMustBeEqual) {
+  const auto rules = rules_of({{"relu(conv2d(i0, k0)) => conv2d[act=relu](i0, k0)", "i0=1x2x4x4,k0=2x2x3x3"}});
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 4, 8, 8});
+  g.add_output(g.apply("relu", {g.apply("conv2d", {x, weight(g, {4, 4, 3, 3}, 1)}, {{"stride", std::vector<int64_t>{2, 2}}})}));
+  EXPECT_TRUE(find_matches(GraphIndex(g), rules[0]).empty());  // the rule's conv has stride 1
+}
+
+// --- instances at model shapes --------------------------------------------------
+
+TEST(Instance, SplitSizesAreRederivedFromTheModelShapes) {
+  const auto rules = rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                                "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                                "w1))).1)",
+                                "x0=2x3,w0=3x4,w1=3x5"}});
+  Graph g;
+  const ValueRef x = g.add_input("x", {8, 16});
+  g.add_output(g.apply("matmul", {x, weight(g, {16, 6}, 1)}));
+  g.add_output(g.apply("matmul", {x, weight(g, {16, 10}, 2)}));
+  const auto matches = find_matches(GraphIndex(g), rules[0]);
+  ASSERT_FALSE(matches.empty());
+  const auto inst = instantiate(g, rules[0], matches[0]);
+  ASSERT_TRUE(inst);
+  EXPECT_NE(inst->text.find("sizes=6x10"), std::string::npos) << inst->text;
+  EXPECT_EQ(inst->shapes, "x0=8x16,w0=16x6,w1=16x10");
+  InstanceProver instances(prover(), proof_options());
+  EXPECT_TRUE(instances.proved(*inst));
+  const Graph rewritten = apply_instance(g, matches[0], *inst);
+  EXPECT_EQ(count_ops(rewritten, "matmul"), 1);
+  expect_same_outputs(g, rewritten);
+}
+
+TEST(Instance, AnInstanceThatDoesNotHoldAtTheModelShapesIsNotProved) {
+  // Summing the kernels of two convolutions of one input is right for
+  // kernels of one size. With a 3x3 and a 1x1 kernel the target still
+  // type-checks (add broadcasts the 1x1 kernel) but computes something
+  // else: the instance proof at the model's shapes refuses it.
+  const auto rules = rules_of({{"add(conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, add(k0, k1))",
+                                "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"}});
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 2, 6, 6});
+  g.add_output(g.apply("add", {g.apply("conv2d", {x, weight(g, {2, 2, 3, 3}, 1)}),
+                               g.apply("conv2d", {x, weight(g, {2, 2, 1, 1}, 2)})}));
+  const auto matches = find_matches(GraphIndex(g), rules[0]);
+  ASSERT_EQ(matches.size(), 2u);  // add is commutative: both orders
+  InstanceProver instances(prover(), proof_options());
+  for (const Match& m : matches) {
+    const auto inst = instantiate(g, rules[0], m);
+    ASSERT_TRUE(inst);
+    EXPECT_FALSE(instances.proved(*inst)) << inst->text;
+  }
+  EXPECT_EQ(instances.stats().failed, 2);
+}
+
+// --- search on model-shaped graphs -----------------------------------------------
+
+TEST(Search, AttentionProjectionsSharingAnInputMergeIntoOneMatmul) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {16, 32});
+  for (const char* name : {"q", "k", "v"}) g.add_output(g.apply("matmul", {x, weight(g, {32, 32}, name[0])}), name);
+  const SearchResult r = optimize(g, default_rules(), 1.05);
+  EXPECT_LT(r.best_cost, r.initial_cost);
+  const Graph folded = fold_constants(r.best);
+  EXPECT_EQ(count_ops(folded, "matmul"), 1);
+  EXPECT_EQ(count_ops(folded, "concat"), 0);  // the merged weight is one constant
+  expect_same_outputs(g, folded);
+}
+
+TEST(Search, ResNeXtParallelPathsBecomeOneGroupedConvolution) {
+  // Two paths: 1x1 convolution of x, then a 3x3 convolution each; the
+  // results stacked. Best: one 1x1 convolution, one grouped 3x3.
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 8, 8, 8});
+  std::vector<ValueRef> paths;
+  for (uint64_t p = 0; p < 2; ++p) {
+    const ValueRef a = g.apply("conv2d", {x, weight(g, {4, 8, 1, 1}, 10 + p)});
+    paths.push_back(g.apply("conv2d", {a, weight(g, {4, 4, 3, 3}, 20 + p)}));
+  }
+  g.add_output(g.apply("concat", paths, {{"axis", int64_t{1}}}), "y");
+  const SearchResult r = optimize(g, default_rules(), 1.05);
+  const Graph folded = fold_constants(r.best);
+  EXPECT_EQ(count_ops(folded, "conv2d"), 2);
+  EXPECT_EQ(count_ops(folded, "concat"), 0);
+  EXPECT_LT(r.best_cost, r.initial_cost);
+  expect_same_outputs(g, folded);
+}
+
+TEST(Search, OnlyATemporarilyWorseRewriteLeadsToTheBestGraph) {
+  // add(conv 1x1, conv 3x3) of one input: enlarging the 1x1 kernel costs
+  // more alone, but then the two convolutions merge into one.
+  const auto rules = rules_of({{"conv2d(i0, enlarge[size=3x3](p0)) => conv2d(i0, p0)", "i0=1x2x4x4,p0=2x2x1x1"},
+                               {"add(conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, add(k0, k1))",
+                                "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"}});
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 16, 32, 32});
+  g.add_output(g.apply("add", {g.apply("conv2d", {x, weight(g, {16, 16, 1, 1}, 1)}),
+                               g.apply("conv2d", {x, weight(g, {16, 16, 3, 3}, 2)})}));
+  const SearchResult greedy = optimize(g, rules, 1.0);
+  EXPECT_EQ(greedy.best_cost, greedy.initial_cost);
+  EXPECT_TRUE(greedy.applied.empty());
+  const SearchResult relaxed = optimize(g, rules, 1.05);
+  EXPECT_LT(relaxed.best_cost, relaxed.initial_cost);
+  ASSERT_EQ(relaxed.applied.size(), 2u);
+  const Graph folded = fold_constants(relaxed.best);
+  EXPECT_EQ(count_ops(folded, "conv2d"), 1);
+  EXPECT_EQ(count_ops(folded, "add"), 0);
+  expect_same_outputs(g, folded);
+}
+
+TEST(Search, BudgetAndSeenGraphsAreCounted) {
+  const Graph g = two_convs(false);
+  const SearchResult r = optimize(g, default_rules(), 1.05, 3);
+  EXPECT_LE(r.stats.popped, 3);
+  EXPECT_LT(r.best_cost, r.initial_cost);
+  expect_same_outputs(g, r.best);
+}
+
+// --- cost models ------------------------------------------------------------------
+
+TEST(CostModel, AnalyticCostGrowsWithWorkAndWeightsOnlyCostNothing) {
+  AnalyticCostModel cost;
+  auto matmul_cost = [&](int64_t n) {
+    Graph g;
+    const ValueRef x = g.add_input("x", {n, n});
+    g.add_output(g.apply("matmul", {x, weight(g, {n, n}, 1)}));
+    return cost.graph_cost(g);
+  };
+  EXPECT_GE(matmul_cost(8), 3.0);  // at least the launch overhead
+  EXPECT_LT(matmul_cost(8), matmul_cost(256));
+  EXPECT_LT(matmul_cost(256), matmul_cost(1024));
+  Graph g;
+  const ValueRef x = g.add_input("x", {4, 4});
+  const ValueRef w = g.apply("concat", {weight(g, {4, 2}, 1), weight(g, {4, 2}, 2)}, {{"axis", int64_t{1}}});
+  g.add_output(g.apply("matmul", {x, w}));
+  Graph only_matmul;
+  only_matmul.add_output(only_matmul.apply("matmul", {only_matmul.add_input("x", {4, 4}), weight(only_matmul, {4, 4}, 3)}));
+  EXPECT_DOUBLE_EQ(cost.graph_cost(g), cost.graph_cost(only_matmul));  // the concat of weights is folded
+  // 1024^3 * 2 FLOPs at 67 TFLOP/s: 32 us of compute.
+  EXPECT_NEAR(matmul_cost(1024), 2.0 * 1024 * 1024 * 1024 / 67e12 * 1e6 + 3.0, 1e-6);
+}
+
+class TempPath {
+ public:
+  explicit TempPath(const std::string& name)
+      : path_((fs::temp_directory_path() / (name + std::to_string(::getpid()) + ".db")).string()) {
+    clean();
+  }
+  ~TempPath() { clean(); }
+  const std::string& str() const { return path_; }
+
+ private:
+  void clean() {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_ + suffix);
+  }
+  std::string path_;
+};
+
+TEST(CostModel, MeasuredCostsAreReadByDeviceAndSignatureWithAnalyticFallback) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {8, 8});
+  const ValueRef m = g.apply("matmul", {x, weight(g, {8, 8}, 1)});
+  g.add_output(g.apply("relu", {m}));
+  const Node& matmul = g.node(m.node);
+  EXPECT_EQ(op_signature(g, matmul), "matmul(float:8x8,float:8x8)");
+  TempPath db("tgr_optimizer_costs_");
+  {
+    auto w = rules_db::RulesDb::open(db.str(), true);
+    w.put_op_cost("test-gpu", op_signature(g, matmul), 0.5);
+    w.put_op_cost("other-gpu", op_signature(g, matmul), 9.0);
+  }
+  auto measured = MeasuredCostModel::from_db(db.str(), "test-gpu");
+  EXPECT_EQ(measured->measured_signatures(), 1u);
+  EXPECT_DOUBLE_EQ(measured->op_cost_us(g, matmul), 500.0);
+  AnalyticCostModel analytic;
+  const Node& relu = g.node(g.outputs()[0].node);
+  EXPECT_DOUBLE_EQ(measured->op_cost_us(g, relu), analytic.op_cost_us(g, relu));
+  EXPECT_EQ(measured->missing_signatures(), 1u);
+  EXPECT_DOUBLE_EQ(measured->graph_cost(g), 500.0 + analytic.op_cost_us(g, relu));
+  EXPECT_NE(measured->describe().find("1 missing"), std::string::npos) << measured->describe();
+}
+
+// --- weight folding ---------------------------------------------------------------
+
+TEST(FoldConstants, OperatorsOfWeightsOnlyBecomeConstants) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 2, 5, 5});
+  const ValueRef k = g.apply("concat", {g.apply("enlarge", {weight(g, {2, 2, 1, 1}, 1)}, {{"size", std::vector<int64_t>{3, 3}}}),
+                                        weight(g, {2, 2, 3, 3}, 2)},
+                             {{"axis", int64_t{0}}});
+  g.add_output(g.apply("conv2d", {x, k}), "y");
+  FoldStats stats;
+  const Graph folded = fold_constants(g, &stats);
+  EXPECT_EQ(stats.folded_nodes, 2);
+  EXPECT_EQ(folded.num_ops(), 1);
+  EXPECT_EQ(folded.output_names()[0], "y");
+  expect_same_outputs(g, folded);
+}
+
+}  // namespace
+}  // namespace tgr::optimizer
