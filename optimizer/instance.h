@@ -36,6 +36,9 @@ struct Instance {
   std::string shapes;                     // the variables' model shapes, "x0=1x64x55x55,k0=..."
   Rule rule;                              // built from text and shapes
   std::map<std::string, ValueRef> bindings;  // variable -> model value
+  // Partial rules: the target has been replaced by its corrected form, and
+  // this is whether the region checker found it `full` against the source.
+  std::optional<bool> region_checked;
 };
 
 // The instance of `rule` for `match` in `graph`, or nullopt when no
@@ -44,6 +47,7 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
 
 struct InstanceProofStats {
   int64_t proofs = 0, proved = 0, failed = 0, cache_hits = 0;
+  int64_t corrected = 0;  // partial-rule instances accepted on the region checker's word
   double proof_ms = 0;
 };
 

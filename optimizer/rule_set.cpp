@@ -1,5 +1,7 @@
 #include "optimizer/rule_set.h"
 
+#include <algorithm>
+
 #include <set>
 
 #include "rules_db/rules_db.h"
@@ -62,8 +64,25 @@ std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* sta
   auto db = rules_db::RulesDb::open(path, false);
   std::vector<DirectedRule> rules;
   for (const auto& record : db.list_rules("partial")) {
-    (void)record;
-    ++s.skipped_partial;
+    if (record.kind != "partial" || !record.correction || record.correction->empty()) {
+      ++s.skipped_partial;
+      continue;
+    }
+    try {
+      // Left to right only: the correction repairs the target.
+      auto directed = directed_rules(record.id, record.source, record.target, record.variables);
+      auto forward = std::find_if(directed.begin(), directed.end(), [](const DirectedRule& d) { return !d.reversed; });
+      if (forward == directed.end()) {
+        ++s.skipped_partial;
+        continue;
+      }
+      forward->partial = true;
+      rules.push_back(std::move(*forward));
+      ++s.partial;
+      ++s.directions;
+    } catch (const std::exception&) {
+      ++s.skipped_unparsable;
+    }
   }
   for (const auto& record : db.list_rules("proved")) {
     if (record.kind != "full") {

@@ -1,9 +1,12 @@
 // The rules the optimizer may apply, read from a rules database.
 //
 // Only rules whose equivalence is established are loaded: status 'proved'
-// and kind 'full'. Partial rules (PET) need their correction kernels applied
-// with them; the optimizer does not apply corrections yet, so they are
-// skipped and counted. A rule is an equivalence, so each one gives two
+// and kind 'full', and partial rules (PET: kind and status 'partial') that
+// carry a checked correction. A partial rule applies left to right only: at
+// a model's shapes the region checker finds the target's wrong boxes, the
+// correction recomputes them, and the corrected target must check `full`
+// against the source before it replaces it (optimizer/partial_instance.h).
+// A full rule is an equivalence, so each one gives two
 // directed rewrites (left to right and right to left); a direction whose
 // source has a bare variable as an output (it would match every value) or
 // whose target reads a variable its source does not bind is dropped.
@@ -30,13 +33,15 @@ struct DirectedRule {
   Rule graphs;          // both sides built at the generator's shapes
   ShapeMap shapes;      // the generator's shapes of the variables
   DTypeMap dtypes;
+  bool partial = false;  // a PET rule: applied with its correction (region-checked, not proved)
 };
 
 struct RuleLoadStats {
   int proved = 0;            // rules read
   int directions = 0;        // directed rewrites kept
   int dropped_directions = 0;
-  int skipped_partial = 0;   // partial rules (corrections not applied yet)
+  int partial = 0;           // partial rules read (applied with their corrections)
+  int skipped_partial = 0;   // partial rules without a correction
   int skipped_unparsable = 0;  // rules this build cannot parse (unknown operator, ...)
 };
 

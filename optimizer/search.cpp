@@ -1,4 +1,5 @@
 #include "optimizer/search.h"
+#include "optimizer/partial_instance.h"
 
 #include <tbb/parallel_for.h>
 
@@ -82,7 +83,9 @@ SearchResult search(const Graph& graph, const std::vector<DirectedRule>& rules, 
     auto expand = [&](size_t r) {
       for (const Match& m : find_matches(index, rules[r], options.matches_per_rule, &match_stats[r])) {
         std::optional<Instance> inst = instantiate(g, rules[r], m);
-        if (!inst) {
+        // A partial rule's target is replaced by its checked correction
+        // before it is applied and costed.
+        if (!inst || (rules[r].partial && !correct_partial_instance(*inst, options.region_check))) {
           ++no_instance[r];
           continue;
         }

@@ -18,6 +18,7 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
+#include "verifier/region_check.h"
 #include "optimizer/rule_set.h"
 
 namespace tgr::optimizer {
@@ -29,6 +30,7 @@ struct SearchOptions {
   size_t max_queue = 1000;    // graphs kept in the queue
   size_t matches_per_rule = 32;  // per graph
   bool parallel = true;       // expand matches with TBB
+  pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules: trials, seed, whole-evaluation limit
 };
 
 struct RuleUse {

@@ -10,6 +10,7 @@
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
 #include "optimizer/matcher.h"
+#include "optimizer/partial_instance.h"
 #include "optimizer/rewrite.h"
 #include "optimizer/search.h"
 #include "rules_db/rules_db.h"
@@ -311,6 +312,111 @@ TEST(CostModel, MeasuredCostsAreReadByDeviceAndSignatureWithAnalyticFallback) {
   EXPECT_EQ(measured->missing_signatures(), 1u);
   EXPECT_DOUBLE_EQ(measured->graph_cost(g), 500.0 + analytic.op_cost_us(g, relu));
   EXPECT_NE(measured->describe().find("1 missing"), std::string::npos) << measured->describe();
+}
+
+// --- partial rules (PET) ------------------------------------------------------------
+
+// PET's classic example: two convolutions with one kernel, and one
+// convolution of the two images stacked along the height, cut back; the
+// rows at the seam are wrong and the correction recomputes them.
+const char* kStackedConvs =
+    "(conv2d(i0, k0), conv2d(i1, k0)) => (split[axis=2, sizes=6x6](conv2d(concat[axis=2](i0, i1), k0)).0, "
+    "split[axis=2, sizes=6x6](conv2d(concat[axis=2](i0, i1), k0)).1)";
+
+Graph two_images_one_kernel() {
+  Graph g;
+  const ValueRef x0 = g.add_input("x0", {1, 8, 12, 12});
+  const ValueRef x1 = g.add_input("x1", {1, 8, 12, 12});
+  const ValueRef k = weight(g, {8, 8, 3, 3}, 5);
+  g.add_output(g.apply("conv2d", {x0, k}), "y0");
+  g.add_output(g.apply("conv2d", {x1, k}), "y1");
+  return g;
+}
+
+DirectedRule stacked_convs_rule() {
+  const std::string text = kStackedConvs;
+  const auto arrow = text.find(" => ");
+  auto directed = directed_rules(1, text.substr(0, arrow), text.substr(arrow + 4), "i0=1x2x6x6,i1=1x2x6x6,k0=2x2x3x3");
+  auto forward = std::find_if(directed.begin(), directed.end(), [](const DirectedRule& d) { return !d.reversed; });
+  EXPECT_NE(forward, directed.end());
+  forward->partial = true;
+  return *forward;
+}
+
+TEST(PartialRules, AppliedWithTheirCorrectionTheModelComputesTheSame) {
+  const Graph g = two_images_one_kernel();
+  const DirectedRule rule = stacked_convs_rule();
+  const GraphIndex index(g);
+  const auto matches = find_matches(index, rule, 10);
+  ASSERT_EQ(matches.size(), 2u);  // (y0, y1), and (y1, y0) with the images swapped
+  std::optional<Instance> inst = instantiate(g, rule, matches[0]);
+  ASSERT_TRUE(inst);
+  // Uncorrected, the instance is wrong at the seam: applying it changes the outputs.
+  const Graph wrong = apply_instance(g, matches[0], *inst);
+  const auto inputs = random_inputs<float>(g, 11);
+  const auto y = evaluate<float>(g, std::span<const Tensor<float>>(inputs));
+  const auto y_wrong = evaluate<float>(wrong, std::span<const Tensor<float>>(inputs));
+  double worst = 0;
+  for (size_t i = 0; i < y[0].data.size(); ++i) worst = std::max(worst, double(std::abs(y[0].data[i] - y_wrong[0].data[i])));
+  EXPECT_GT(worst, 1e-2);
+  // Corrected (at the model's shapes), it is right everywhere.
+  ASSERT_TRUE(correct_partial_instance(*inst, pet::CheckOptions{4, 1, 1 << 18}));
+  ASSERT_TRUE(inst->region_checked);
+  EXPECT_TRUE(*inst->region_checked);
+  EXPECT_GT(count_ops(inst->rule.target, "slice"), 0);
+  const Graph corrected = apply_instance(g, matches[0], *inst);
+  expect_same_outputs(g, corrected);
+  // The instance prover takes the checker's word for it, and counts it.
+  InstanceProver instances(prover(), proof_options());
+  EXPECT_TRUE(instances.proved(*inst));
+  EXPECT_EQ(instances.stats().corrected, 1);
+  EXPECT_EQ(instances.stats().proofs, 0);
+}
+
+// A device on which convolutions of 12-row images are slow: the search
+// takes the partial rule, with its correction, and the result is exact.
+struct SlowTwelveRowConvolutions : CostModel {
+  double op_cost_us(const Graph& graph, const Node& node) override {
+    if (node.op->name == "conv2d") return graph.shape(node.inputs[0])[2] == 12 ? 1000 : 1;
+    return 1;
+  }
+  std::string describe() const override { return "test: 12-row convolutions cost 1000"; }
+};
+
+TEST(PartialRules, TheSearchAppliesThemWithTheirCorrections) {
+  const Graph g = two_images_one_kernel();
+  SlowTwelveRowConvolutions cost;
+  InstanceProver instances(prover(), proof_options());
+  SearchOptions options;
+  options.budget = 20;
+  options.timeout_s = 60;
+  const SearchResult r = search(g, {stacked_convs_rule()}, cost, instances, options);
+  ASSERT_EQ(r.applied.size(), 1u);
+  EXPECT_EQ(r.applied[0].id, 1);
+  EXPECT_LT(r.best_cost, 2000);
+  EXPECT_GE(instances.stats().corrected, 1);
+  expect_same_outputs(g, r.best);
+}
+
+TEST(PartialRules, LoadedOnlyWithACorrectionAndOnlyLeftToRight) {
+  TempPath db("tgr_optimizer_partial_");
+  {
+    auto w = rules_db::RulesDb::open(db.str(), true);
+    auto with = rules_db::rule_record_from_text(kStackedConvs, "i0=1x2x6x6,i1=1x2x6x6,k0=2x2x3x3");
+    with.kind = with.status = "partial";
+    with.correction = "(a corrected target)";
+    auto without = rules_db::rule_record_from_text("conv2d(i0, k0) => pad[pads=0x0x1x1x0x0x1x1](conv2d[pad=valid](i0, k0))",
+                                                   "i0=1x2x8x8,k0=2x2x3x3");
+    without.kind = without.status = "partial";
+    w.insert_rules({with, without});
+  }
+  RuleLoadStats stats;
+  const auto rules = load_rules(db.str(), &stats);
+  EXPECT_EQ(stats.partial, 1);
+  EXPECT_EQ(stats.skipped_partial, 1);
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_TRUE(rules[0].partial);
+  EXPECT_FALSE(rules[0].reversed);
 }
 
 // --- weight folding ---------------------------------------------------------------

@@ -107,6 +107,7 @@ void write_report(const std::string& path, const Settings& s, const Summary& sum
   j += ",\n  \"proofs\": {\"proved\": " + std::to_string(sum.proofs.proved);
   j += ", \"failed\": " + std::to_string(sum.proofs.failed);
   j += ", \"cache_hits\": " + std::to_string(sum.proofs.cache_hits);
+  j += ", \"corrected_partial\": " + std::to_string(sum.proofs.corrected);
   j += ", \"ms\": ";
   j += json_number(sum.proofs.proof_ms);
   j += "}";
@@ -127,7 +128,8 @@ void print_summary(const Settings& s, const Summary& sum, const SearchResult& r)
   std::printf("optimize: %s -> %s\n", s.model.c_str(), s.output.c_str());
   std::printf("  rules:          %d proved rules (%d directions) from %s", sum.rules.proved, sum.rules.directions,
               s.rules.c_str());
-  if (sum.rules.skipped_partial) std::printf("; %d partial rules skipped (corrections not applied yet)", sum.rules.skipped_partial);
+  if (sum.rules.partial) std::printf(", %d partial rules (applied with their corrections)", sum.rules.partial);
+  if (sum.rules.skipped_partial) std::printf("; %d partial rules without a correction skipped", sum.rules.skipped_partial);
   std::printf("\n  operators:      %d -> %d", sum.ops_before, sum.ops_after);
   if (sum.opaque) std::printf(" (%d opaque ONNX nodes kept as they are)", sum.opaque);
   std::printf("\n");
@@ -141,9 +143,12 @@ void print_summary(const Settings& s, const Summary& sum, const SearchResult& r)
               static_cast<long long>(st.popped), s.search.budget, s.search.alpha, st.timed_out ? ", timed out" : "",
               static_cast<long long>(st.candidates), static_cast<long long>(st.pushed),
               static_cast<long long>(st.duplicates), static_cast<long long>(st.pruned));
-  std::printf("  proofs:         %lld instances proved at model shapes, %lld not proved (not applied), %lld cached, %.0f ms\n",
+  std::printf("  proofs:         %lld instances proved at model shapes, %lld not proved (not applied), %lld cached, %.0f ms",
               static_cast<long long>(sum.proofs.proved), static_cast<long long>(sum.proofs.failed),
               static_cast<long long>(sum.proofs.cache_hits), sum.proofs.proof_ms);
+  if (sum.proofs.corrected)
+    std::printf("; %lld partial-rule instances corrected and region-checked", static_cast<long long>(sum.proofs.corrected));
+  std::printf("\n");
   std::printf("  weights folded: %d constant operators\n", sum.fold.folded_nodes);
   std::printf("  time:           import %.2f s, search %.2f s, export %.2f s\n", sum.import_s, sum.search_s, sum.export_s);
 }
