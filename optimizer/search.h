@@ -24,9 +24,9 @@
 namespace tgr::optimizer {
 
 struct SearchOptions {
-  int budget = 300;           // graphs popped from the queue
+  int budget = 100;           // graphs popped from the queue (on the models of README.md, 300 finds nothing more)
   double alpha = 1.05;        // relaxation: keep graphs costing < alpha * best
-  double timeout_s = 10;      // wall clock for the whole search
+  double timeout_s = 8;       // wall clock for the whole search (import and export come on top)
   size_t max_queue = 1000;    // graphs kept in the queue
   size_t matches_per_rule = 32;  // per graph
   bool parallel = true;       // expand matches with TBB
