@@ -63,8 +63,10 @@ struct Builder {
   bool single_use(int32_t node) const {
     return graph.node(node).output_shapes.size() == 1 && uses[node][0] == 1 && !is_output[node];
   }
+  // The one reader of a single-use value, unless another task has claimed it.
   std::optional<int32_t> only_consumer(int32_t node) const {
     if (!single_use(node) || consumers[node].size() != 1) return std::nullopt;
+    if (!task_of.empty() && task_of[consumers[node][0]] >= 0) return std::nullopt;
     return consumers[node][0];
   }
 

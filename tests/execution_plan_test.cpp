@@ -2,6 +2,8 @@
 // between values whose lifetimes do not overlap), folding, fusion decisions.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "ir/text.h"
 #include "runtime/execution_plan.h"
 #include "runtime/memory_plan.h"
@@ -88,6 +90,26 @@ TEST(ExecutionPlan, AsymmetricConvPaddingGetsScratch) {
   ASSERT_EQ(plan.tasks.size(), 1u);
   EXPECT_GT(plan.tasks[0].scratch_bytes, 0);
   EXPECT_GE(plan.scratch_offsets[0], 0);
+}
+
+}  // namespace
+}  // namespace tgr
+
+namespace tgr {
+namespace {
+
+// ResNet's downsampling block: both convolutions end in the same residual
+// add; only one task may take it.
+TEST(ExecutionPlan, TwoConvChainsNeverClaimTheSameAdd) {
+  const Graph g = build_graph("relu(add(add(conv2d(x, k0), b0), add(conv2d(x, k1), b1)))",
+                              parse_shape_map("x=1x8x7x5,k0=4x8x1x1,k1=4x8x3x3,b0=1x4x1x1,b1=1x4x1x1"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  std::map<int32_t, int> owners;
+  for (const Task& t : plan.tasks)
+    for (int32_t n : t.nodes) ++owners[n];
+  for (const auto& [node, count] : owners) EXPECT_EQ(count, 1) << "node " << node;
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  EXPECT_TRUE(plan.tasks[1].residual && plan.tasks[1].relu);
 }
 
 }  // namespace

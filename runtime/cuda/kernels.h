@@ -95,6 +95,16 @@ void launch_where(const EwInput& cond, const EwInput& x, const EwInput& y, const
 void launch_strided_copy(const void* src, int64_t src_offset, const Strides& src_strides, void* dst,
                          int64_t dst_offset, const Strides& dst_strides, const Dims& iter, int elem_bytes,
                          cudaStream_t stream);
+// concat of up to kMaxConcat inputs in one kernel: the output seen as
+// [outer, block] where input k fills columns [begin[k], begin[k+1]).
+inline constexpr int kMaxConcat = 64;
+struct ConcatArgs {
+  int inputs = 0;
+  int64_t outer = 1;
+  const void* src[kMaxConcat] = {};
+  int64_t begin[kMaxConcat + 1] = {};
+};
+void launch_concat(const ConcatArgs& args, void* dst, int elem_bytes, cudaStream_t stream);
 // dst[0..n) = value (as float or int64 by elem_bytes).
 void launch_fill(void* dst, int64_t n, double value, int elem_bytes, cudaStream_t stream);
 

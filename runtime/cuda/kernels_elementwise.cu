@@ -41,13 +41,13 @@ __device__ T apply(const EwInstr& ins, T a, T b) {
   return T(0);
 }
 
-template <class T>
+template <class T, class I>
 __global__ void ew_kernel(const EwProgram p, T* out) {
   const int64_t n = p.out.count();
-  TGR_GRID_STRIDE(i, n) {
+  TGR_GRID_STRIDE_T(I, i, n) {
     T r[kMaxEwRegs];
     for (int k = 0; k < p.inputs; ++k)
-      r[k] = static_cast<const T*>(p.in[k].data)[input_offset(i, p.out, p.in[k])];
+      r[k] = static_cast<const T*>(p.in[k].data)[input_offset<I>(i, p.out, p.in[k])];
     for (int c = 0; c < p.instrs; ++c) {
       const EwInstr& ins = p.code[c];
       r[ins.dst] = apply<T>(ins, r[ins.a], r[ins.b]);
@@ -58,9 +58,9 @@ __global__ void ew_kernel(const EwProgram p, T* out) {
 
 template <class T>
 __global__ void compare_kernel(CompareOp op, const EwInput a, const EwInput b, const Dims dims, int64_t* out) {
-  TGR_GRID_STRIDE(i, dims.count()) {
-    const T x = static_cast<const T*>(a.data)[input_offset(i, dims, a)];
-    const T y = static_cast<const T*>(b.data)[input_offset(i, dims, b)];
+  TGR_GRID_STRIDE_T(uint32_t, i, dims.count()) {
+    const T x = static_cast<const T*>(a.data)[input_offset<uint32_t>(i, dims, a)];
+    const T y = static_cast<const T*>(b.data)[input_offset<uint32_t>(i, dims, b)];
     bool v = false;
     switch (op) {
       case CompareOp::kEqual: v = x == y; break;
@@ -90,27 +90,37 @@ __global__ void cast_kernel(CastKind kind, const void* in, void* out, int64_t n)
 
 template <class T>
 __global__ void where_kernel(const EwInput c, const EwInput x, const EwInput y, const Dims dims, T* out) {
-  TGR_GRID_STRIDE(i, dims.count()) {
-    const bool pick = static_cast<const int64_t*>(c.data)[input_offset(i, dims, c)] != 0;
-    out[i] = pick ? static_cast<const T*>(x.data)[input_offset(i, dims, x)]
-                  : static_cast<const T*>(y.data)[input_offset(i, dims, y)];
+  TGR_GRID_STRIDE_T(uint32_t, i, dims.count()) {
+    const bool pick = static_cast<const int64_t*>(c.data)[input_offset<uint32_t>(i, dims, c)] != 0;
+    out[i] = pick ? static_cast<const T*>(x.data)[input_offset<uint32_t>(i, dims, x)]
+                  : static_cast<const T*>(y.data)[input_offset<uint32_t>(i, dims, y)];
   }
 }
 
 }  // namespace
 
-void launch_ew_float(const EwProgram& program, float* out, cudaStream_t stream) {
-  ew_kernel<float><<<grid_for(program.out.count()), kBlock, 0, stream>>>(program, out);
+namespace {
+template <class T>
+void launch_ew(const EwProgram& program, T* out, cudaStream_t stream) {
+  EwProgram p = program;
+  collapse_inputs(p.out, p.in, p.inputs);
+  const int64_t n = p.out.count();
+  if (fits_32_bits(n)) ew_kernel<T, uint32_t><<<grid_for(n), kBlock, 0, stream>>>(p, out);
+  else ew_kernel<T, int64_t><<<grid_for(n), kBlock, 0, stream>>>(p, out);
 }
+}  // namespace
 
-void launch_ew_int64(const EwProgram& program, int64_t* out, cudaStream_t stream) {
-  ew_kernel<int64_t><<<grid_for(program.out.count()), kBlock, 0, stream>>>(program, out);
-}
+void launch_ew_float(const EwProgram& program, float* out, cudaStream_t stream) { launch_ew(program, out, stream); }
+
+void launch_ew_int64(const EwProgram& program, int64_t* out, cudaStream_t stream) { launch_ew(program, out, stream); }
 
 void launch_compare(CompareOp op, bool int_inputs, const EwInput& a, const EwInput& b, const Dims& out_dims,
                     int64_t* out, cudaStream_t stream) {
-  if (int_inputs) compare_kernel<int64_t><<<grid_for(out_dims.count()), kBlock, 0, stream>>>(op, a, b, out_dims, out);
-  else compare_kernel<float><<<grid_for(out_dims.count()), kBlock, 0, stream>>>(op, a, b, out_dims, out);
+  EwInput in[2] = {a, b};
+  Dims dims = out_dims;
+  collapse_inputs(dims, in, 2);
+  if (int_inputs) compare_kernel<int64_t><<<grid_for(dims.count()), kBlock, 0, stream>>>(op, in[0], in[1], dims, out);
+  else compare_kernel<float><<<grid_for(dims.count()), kBlock, 0, stream>>>(op, in[0], in[1], dims, out);
 }
 
 void launch_cast(CastKind kind, const void* in, void* out, int64_t n, cudaStream_t stream) {
@@ -119,10 +129,13 @@ void launch_cast(CastKind kind, const void* in, void* out, int64_t n, cudaStream
 
 void launch_where(const EwInput& cond, const EwInput& x, const EwInput& y, const Dims& out_dims, int elem_bytes,
                   void* out, cudaStream_t stream) {
+  EwInput in[3] = {cond, x, y};
+  Dims dims = out_dims;
+  collapse_inputs(dims, in, 3);
   if (elem_bytes == 4)
-    where_kernel<float><<<grid_for(out_dims.count()), kBlock, 0, stream>>>(cond, x, y, out_dims, static_cast<float*>(out));
+    where_kernel<float><<<grid_for(dims.count()), kBlock, 0, stream>>>(in[0], in[1], in[2], dims, static_cast<float*>(out));
   else
-    where_kernel<int64_t><<<grid_for(out_dims.count()), kBlock, 0, stream>>>(cond, x, y, out_dims, static_cast<int64_t*>(out));
+    where_kernel<int64_t><<<grid_for(dims.count()), kBlock, 0, stream>>>(in[0], in[1], in[2], dims, static_cast<int64_t*>(out));
 }
 
 }  // namespace tgr::gpu

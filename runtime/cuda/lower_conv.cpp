@@ -5,6 +5,7 @@
 // once per convolution signature and cached for the process. Asymmetric
 // padding (cuDNN pads symmetrically) is applied by copying the input into a
 // zeroed, padded scratch buffer first.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,62 @@ std::map<std::string, AlgoChoice>& algo_cache() {
 }
 
 int to_int(int64_t v) { return static_cast<int>(v); }
+
+// 1x1 convolutions: whether cuBLAS beat cuDNN, per signature and epilogue.
+std::map<std::string, bool>& gemm_choice() {
+  static std::map<std::string, bool> cache;
+  return cache;
+}
+
+// y = [relu](y [+ bias[c]] [+ residual]), in place.
+EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const void* residual, bool relu) {
+  EwProgram p;
+  p.out = dims_of(ys);
+  p.in[p.inputs++] = broadcast_input(y, ys, ys);
+  int bias_reg = -1, residual_reg = -1;
+  if (bias) {
+    bias_reg = p.inputs;
+    EwInput& b = p.in[p.inputs++];
+    b.data = bias;
+    b.strides.s[1] = 1;
+  }
+  if (residual) {
+    residual_reg = p.inputs;
+    p.in[p.inputs++] = broadcast_input(residual, ys, ys);
+  }
+  uint8_t r = 0, next = static_cast<uint8_t>(p.inputs);
+  auto emit = [&](EwOp op, uint8_t a, uint8_t b) {
+    p.code[p.instrs++] = EwInstr{op, next, a, b, 0, 0};
+    r = next++;
+  };
+  if (bias_reg >= 0) emit(EwOp::kAdd, r, static_cast<uint8_t>(bias_reg));
+  if (residual_reg >= 0) emit(EwOp::kAdd, r, static_cast<uint8_t>(residual_reg));
+  if (relu) emit(EwOp::kRelu, r, 0);
+  p.result = r;
+  return p;
+}
+
+// Median of 5 timed runs after one warm-up, by CUDA events.
+double time_ms(const std::function<void()>& f, cudaStream_t stream, const Where& where) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  TGR_GPU_CHECK(cudaEventCreate(&start), where);
+  TGR_GPU_CHECK(cudaEventCreate(&stop), where);
+  f();
+  std::vector<float> times;
+  for (int i = 0; i < 5; ++i) {
+    TGR_GPU_CHECK(cudaEventRecord(start, stream), where);
+    f();
+    TGR_GPU_CHECK(cudaEventRecord(stop, stream), where);
+    TGR_GPU_CHECK(cudaEventSynchronize(stop), where);
+    float ms = 0;
+    TGR_GPU_CHECK(cudaEventElapsedTime(&ms, start, stop), where);
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[2];
+}
 
 }  // namespace
 
@@ -131,29 +188,12 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   const Shape xs = g.shape(conv.inputs[0]);
   const Shape padded{geo.batch, geo.in_channels, ph, pw};
   const int64_t pad_offset = w.pad_top * pw + w.pad_left;
-  // Unfused epilogue, should cuDNN refuse the fused call for this algorithm:
-  // y = relu(y + bias[c] (+ residual)) in one elementwise kernel, in place.
-  EwProgram epilogue;
-  {
-    const Shape ys = g.node(task.root()).output_shapes[0];
-    epilogue.out = dims_of(ys);
-    epilogue.in[0] = broadcast_input(y, ys, ys);
-    epilogue.in[1].data = bias;
-    epilogue.in[1].strides.s[1] = 1;
-    epilogue.inputs = residual ? 3 : 2;
-    if (residual) epilogue.in[2] = broadcast_input(residual, ys, ys);
-    const uint8_t first = static_cast<uint8_t>(epilogue.inputs);
-    uint8_t r = first;
-    epilogue.code[epilogue.instrs++] = EwInstr{EwOp::kAdd, r, 0, 1, 0, 0};
-    if (residual) {
-      epilogue.code[epilogue.instrs++] = EwInstr{EwOp::kAdd, static_cast<uint8_t>(r + 1), r, 2, 0, 0};
-      ++r;
-    }
-    epilogue.code[epilogue.instrs++] = EwInstr{EwOp::kRelu, static_cast<uint8_t>(r + 1), r, 0, 0, 0};
-    epilogue.result = r + 1;
-  }
+  const Shape ys = g.node(task.root()).output_shapes[0];
+  // y = relu(y + bias[c] (+ residual)): the fallback should cuDNN refuse the
+  // fused call for this algorithm.
+  const EwProgram relu_epilogue = epilogue_program(y, ys, bias, residual, true);
   GpuContext* gpu = &ctx.gpu;
-  return [=] {
+  std::function<void()> via_cudnn = [=] {
     const void* input = x;
     if (!symmetric) {
       launch_fill(scratch, num_elements(padded), 0.0, 4, gpu->stream);
@@ -172,7 +212,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
         TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws,
                                               ws_bytes, &zero, d->y, y),
                       where);
-        launch_ew_float(epilogue, static_cast<float*>(y), gpu->stream);
+        launch_ew_float(relu_epilogue, static_cast<float*>(y), gpu->stream);
         check_launch("conv epilogue", where);
       } else {
         check(fused, "cudnnConvolutionBiasActivationForward", where);
@@ -185,6 +225,42 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       if (bias) TGR_GPU_CHECK(cudnnAddTensor(gpu->cudnn, &one, d->bias, bias, &one, d->y, y), where);
     }
   };
+  // A 1x1 convolution with unit stride and no padding is a matrix product per
+  // image: Y[K, HW] = W[K, C] X[C, HW] on cuBLAS, then one elementwise
+  // epilogue. Whichever of the two is faster here (measured at load) runs.
+  const bool pointwise = w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
+                         w.dilation_h == 1 && w.dilation_w == 1 && w.pad_top == 0 && w.pad_left == 0 &&
+                         w.pad_bottom == 0 && w.pad_right == 0 && geo.groups == 1;
+  if (!pointwise) return via_cudnn;
+  const bool has_epilogue = bias || residual || relu;
+  const EwProgram epilogue = epilogue_program(y, ys, bias, residual, relu);
+  const int hw = to_int(w.out_h * w.out_w), cin = to_int(geo.in_channels), kout = to_int(geo.out_channels);
+  const int batch = to_int(geo.batch);
+  std::function<void()> via_gemm = [=] {
+    const float one = 1.f, zero = 0.f;
+    TGR_GPU_CHECK(cublasSgemmStridedBatched(gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one,
+                                            static_cast<const float*>(x), hw, int64_t{cin} * hw,
+                                            static_cast<const float*>(weight), cin, 0, &zero, static_cast<float*>(y),
+                                            hw, int64_t{kout} * hw, batch),
+                  where);
+    if (has_epilogue) {
+      launch_ew_float(epilogue, static_cast<float*>(y), gpu->stream);
+      check_launch("conv epilogue", where);
+    }
+  };
+  const std::string choice_key = key + (bias ? ",b" : "") + (residual ? ",z" : "") + (relu ? ",r" : "");
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    auto it = gemm_choice().find(choice_key);
+    if (it != gemm_choice().end()) return it->second ? via_gemm : via_cudnn;
+  }
+  if (gpu->conv_workspace.bytes() < gpu->conv_workspace_needed)
+    gpu->conv_workspace = DeviceBuffer(gpu->conv_workspace_needed, "convolution workspace");
+  const double cudnn_ms = time_ms(via_cudnn, gpu->stream, where);
+  const double gemm_ms = time_ms(via_gemm, gpu->stream, where);
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  gemm_choice()[choice_key] = gemm_ms < cudnn_ms;
+  return gemm_ms < cudnn_ms ? via_gemm : via_cudnn;
 }
 
 }  // namespace tgr::gpu

@@ -56,6 +56,26 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
     const EwInput in = broadcast_input(nullptr, x, out);
     copies.push_back({ctx.ptr(n.inputs[0]), 0, in.strides, ctx.ptr({node, 0}), 0, row_major(out), dims_of(out)});
     if (in.contiguous) copies.back().src_strides = row_major(out);
+  } else if (op == "concat" && n.inputs.size() <= static_cast<size_t>(kMaxConcat) &&
+             num_elements(n.output_shapes[0]) < (int64_t{1} << 31)) {
+    // One kernel for all inputs.
+    const int64_t axis = n.params.get_int("axis");
+    ConcatArgs args;
+    for (int64_t d = 0; d < axis; ++d) args.outer *= x[d];
+    for (ValueRef in : n.inputs) {
+      const Shape& s = ctx.shape(in);
+      const int64_t width = num_elements(s) / args.outer;
+      args.src[args.inputs] = ctx.ptr(in);
+      args.begin[args.inputs + 1] = args.begin[args.inputs] + width;
+      ++args.inputs;
+    }
+    void* out = ctx.ptr({node, 0});
+    GpuContext* gpu = &ctx.gpu;
+    return [=] {
+      if (args.outer * args.begin[args.inputs] == 0) return;
+      launch_concat(args, out, eb, gpu->stream);
+      check_launch("concat", where);
+    };
   } else if (op == "concat") {
     const int64_t axis = n.params.get_int("axis");
     const Shape& out = n.output_shapes[0];

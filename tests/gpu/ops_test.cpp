@@ -90,6 +90,8 @@ const OpCase kCases[] = {
     {"relu(add(conv2d(x, k), b))", "x=1x3x7x5,k=4x3x3x3,b=4x1x1", 1e-4},
     {"relu(add(add(conv2d(x, k), b), z))", "x=1x8x7x5,k=4x8x1x1,b=1x4x1x1,z=1x4x7x5", 1e-4},
     {"relu(add(z, conv2d[stride=2x2](x, k)))", "x=1x3x8x6,k=4x3x3x3,z=1x4x4x3", 1e-4},
+    {"conv2d(x, k)", "x=2x16x5x3,k=8x16x1x1", 1e-4},  // 1x1: cuBLAS or cuDNN, measured
+    {"relu(add(conv2d(x, k), b))", "x=1x64x7x7,k=32x64x1x1,b=1x32x1x1", 1e-4},
     {"enlarge[size=5x5](k)", "k=2x3x3x1"},
     {"conv2d(x, conv_identity[channels=3, kernel=3x3]())", "x=1x3x5x6", 1e-4},
     {"conv2d(x, pool_kernel[channels=3, kernel=3x3]())", "x=1x3x5x6", 1e-4},
@@ -104,6 +106,7 @@ const OpCase kCases[] = {
     {"transpose(x)", "x=3x7"},
     {"concat[axis=1](x0, x1, x2)", "x0=2x3x4,x1=2x1x4,x2=2x5x4"},
     {"concat[axis=0](a, b)", "a=int64:2x3,b=int64:1x3", 0, 1, -9, 9},
+    {"concat[axis=1](x0, x1, x0, x2, x1)", "x0=1x3x5x5,x1=1x7x5x5,x2=1x1x5x5"},
     {"(split[axis=2, sizes=1x3](x).0, split[axis=2, sizes=1x3](x).1)", "x=2x3x4"},
     {"slice[starts=0x1, ends=3x5, steps=1x2](x)", "x=4x6"},
     {"slice[starts=3x5, ends=-1x0, steps=-1x-2](x)", "x=4x6"},
