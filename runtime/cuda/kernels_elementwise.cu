@@ -58,9 +58,9 @@ __global__ void ew_kernel(const EwProgram p, T* out) {
 
 template <class T>
 __global__ void compare_kernel(CompareOp op, const EwInput a, const EwInput b, const Dims dims, int64_t* out) {
-  TGR_GRID_STRIDE_T(uint32_t, i, dims.count()) {
-    const T x = static_cast<const T*>(a.data)[input_offset<uint32_t>(i, dims, a)];
-    const T y = static_cast<const T*>(b.data)[input_offset<uint32_t>(i, dims, b)];
+  TGR_GRID_STRIDE_T(int32_t, i, dims.count()) {
+    const T x = static_cast<const T*>(a.data)[input_offset<int32_t>(i, dims, a)];
+    const T y = static_cast<const T*>(b.data)[input_offset<int32_t>(i, dims, b)];
     bool v = false;
     switch (op) {
       case CompareOp::kEqual: v = x == y; break;
@@ -90,10 +90,10 @@ __global__ void cast_kernel(CastKind kind, const void* in, void* out, int64_t n)
 
 template <class T>
 __global__ void where_kernel(const EwInput c, const EwInput x, const EwInput y, const Dims dims, T* out) {
-  TGR_GRID_STRIDE_T(uint32_t, i, dims.count()) {
-    const bool pick = static_cast<const int64_t*>(c.data)[input_offset<uint32_t>(i, dims, c)] != 0;
-    out[i] = pick ? static_cast<const T*>(x.data)[input_offset<uint32_t>(i, dims, x)]
-                  : static_cast<const T*>(y.data)[input_offset<uint32_t>(i, dims, y)];
+  TGR_GRID_STRIDE_T(int32_t, i, dims.count()) {
+    const bool pick = static_cast<const int64_t*>(c.data)[input_offset<int32_t>(i, dims, c)] != 0;
+    out[i] = pick ? static_cast<const T*>(x.data)[input_offset<int32_t>(i, dims, x)]
+                  : static_cast<const T*>(y.data)[input_offset<int32_t>(i, dims, y)];
   }
 }
 
@@ -105,7 +105,7 @@ void launch_ew(const EwProgram& program, T* out, cudaStream_t stream) {
   EwProgram p = program;
   collapse_inputs(p.out, p.in, p.inputs);
   const int64_t n = p.out.count();
-  if (fits_32_bits(n)) ew_kernel<T, uint32_t><<<grid_for(n), kBlock, 0, stream>>>(p, out);
+  if (fits_32_bits(n)) ew_kernel<T, int32_t><<<grid_for(n), kBlock, 0, stream>>>(p, out);
   else ew_kernel<T, int64_t><<<grid_for(n), kBlock, 0, stream>>>(p, out);
 }
 }  // namespace

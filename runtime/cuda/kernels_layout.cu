@@ -28,7 +28,7 @@ void copy(const T* src, Strides ss, T* dst, Strides ds, Dims iter, cudaStream_t 
     cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice, stream);
     return;
   }
-  if (fits_32_bits(n)) strided_copy_kernel<T, uint32_t><<<grid_for(n), kBlock, 0, stream>>>(src, ss, dst, ds, iter);
+  if (fits_32_bits(n)) strided_copy_kernel<T, int32_t><<<grid_for(n), kBlock, 0, stream>>>(src, ss, dst, ds, iter);
   else strided_copy_kernel<T, int64_t><<<grid_for(n), kBlock, 0, stream>>>(src, ss, dst, ds, iter);
 }
 
