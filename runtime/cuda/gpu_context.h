@@ -1,0 +1,46 @@
+// The CUDA stream, cuBLAS and cuDNN handles and the shared workspaces of one
+// loaded model. cuBLAS runs in its default math (no TF32); cuDNN convolutions
+// are set to FMA math (no TF32) where they are described (lower_conv.cpp).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+
+namespace tgr::gpu {
+
+// One device allocation, freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes, const char* what);
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr, o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  char* data() const { return static_cast<char*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct GpuContext {
+  GpuContext();
+  ~GpuContext();
+  GpuContext(const GpuContext&) = delete;
+  GpuContext& operator=(const GpuContext&) = delete;
+
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  DeviceBuffer cublas_workspace;  // set on the handle, so graph capture needs no allocation
+  DeviceBuffer conv_workspace;    // the largest any chosen convolution algorithm needs
+  size_t conv_workspace_needed = 0;
+};
+
+}  // namespace tgr::gpu

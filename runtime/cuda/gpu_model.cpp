@@ -1,0 +1,244 @@
+#include "runtime/cuda/gpu_model.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/cuda/lower.h"
+
+namespace tgr::gpu {
+
+bool gpu_available() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+struct GpuModel::Impl {
+  Graph graph;
+  GpuOptions options;
+  ExecutionPlan plan;
+  std::unique_ptr<GpuContext> gpu;
+  DeviceBuffer arena, weights;
+  std::vector<Step> steps;
+  cudaGraph_t cuda_graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ModelStats stats;
+
+  ~Impl() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (cuda_graph) cudaGraphDestroy(cuda_graph);
+  }
+
+  void enqueue() {
+    for (const Step& s : steps) s.run();
+  }
+
+  void launch() {
+    if (exec) TGR_GPU_CHECK(cudaGraphLaunch(exec, gpu->stream), (Where{"replay"}));
+    else enqueue();
+  }
+
+  void sync(const char* phase) { TGR_GPU_CHECK(cudaStreamSynchronize(gpu->stream), (Where{phase})); }
+
+  // Captures the steps as one CUDA graph; on failure the model runs step by step.
+  void capture() {
+    const Where where{"capture"};
+    TGR_GPU_CHECK(cudaStreamBeginCapture(gpu->stream, cudaStreamCaptureModeThreadLocal), where);
+    try {
+      enqueue();
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(gpu->stream, &broken);
+      if (broken) cudaGraphDestroy(broken);
+      throw;
+    }
+    TGR_GPU_CHECK(cudaStreamEndCapture(gpu->stream, &cuda_graph), where);
+    TGR_GPU_CHECK(cudaGraphInstantiate(&exec, cuda_graph, 0), where);
+  }
+};
+
+GpuModel::GpuModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GpuModel::GpuModel(GpuModel&&) noexcept = default;
+GpuModel& GpuModel::operator=(GpuModel&&) noexcept = default;
+GpuModel::~GpuModel() = default;
+
+GpuModel GpuModel::load(const Graph& graph, const GpuOptions& options) {
+  if (!gpu_available()) throw GpuError("load: no CUDA device is visible");
+  auto m = std::make_unique<Impl>();
+  m->graph = graph;
+  m->options = options;
+  try {
+    m->plan = make_execution_plan(m->graph, PlanOptions{options.fuse});
+  } catch (const std::invalid_argument& e) {
+    throw GpuError(e.what());
+  }
+  m->gpu = std::make_unique<GpuContext>();
+  m->arena = DeviceBuffer(static_cast<size_t>(m->plan.arena_bytes), "arena");
+  m->weights = DeviceBuffer(static_cast<size_t>(m->plan.weight_bytes), "weights");
+  // Constants (weights and values folded at load).
+  const auto& nodes = m->graph.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const ValueSlot& s : m->plan.slots[i]) {
+      if (s.home != ValueSlot::Home::kConstant) continue;
+      const ConstantValue& c = m->plan.constants[s.constant];
+      const void* src = c.is_float() ? static_cast<const void*>(c.real.data.data()) : c.ints.data.data();
+      TGR_GPU_CHECK(cudaMemcpy(m->weights.data() + s.offset, src, static_cast<size_t>(s.bytes), cudaMemcpyHostToDevice),
+                    (Where{"upload", static_cast<int>(i), nodes[i].name}));
+    }
+  LowerCtx ctx{m->graph, m->plan, *m->gpu, m->arena.data(), m->weights.data(), options.conv_workspace_limit};
+  for (size_t t = 0; t < m->plan.tasks.size(); ++t) {
+    Step s = lower_task(ctx, m->plan.tasks[t], t);
+    if (s.run) m->steps.push_back(std::move(s));
+  }
+  if (m->gpu->conv_workspace.bytes() < m->gpu->conv_workspace_needed)
+    m->gpu->conv_workspace = DeviceBuffer(m->gpu->conv_workspace_needed, "convolution workspace");
+  // One eager run loads every kernel before capture (and reports errors by node).
+  m->enqueue();
+  m->sync("first run");
+  if (options.cuda_graph) m->capture();
+  ModelStats& st = m->stats;
+  st.graph_ops = m->graph.num_ops();
+  st.steps = static_cast<int>(m->steps.size());
+  st.folded = m->plan.folded_nodes;
+  st.fused = m->plan.fused_nodes;
+  st.arena_bytes = m->plan.arena_bytes;
+  st.unshared_bytes = m->plan.unshared_bytes;
+  st.weight_bytes = m->plan.weight_bytes;
+  st.workspace_bytes = static_cast<int64_t>(m->gpu->conv_workspace.bytes());
+  st.cuda_graph = m->exec != nullptr;
+  return GpuModel(std::move(m));
+}
+
+void GpuModel::set_inputs(std::span<const ConstantValue> inputs) {
+  const Graph& g = impl_->graph;
+  if (inputs.size() != g.inputs().size())
+    throw GpuError("run: the graph has " + std::to_string(g.inputs().size()) + " inputs, given " +
+                   std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int32_t node = g.inputs()[i];
+    const Node& n = g.node(node);
+    const ConstantValue& v = inputs[i];
+    if (v.dtype != n.output_dtypes[0] || v.shape() != n.output_shapes[0])
+      throw GpuError("run: input '" + n.name + "' is " + std::string(dtype_name(n.output_dtypes[0])) + " " +
+                     shape_to_string(n.output_shapes[0]) + ", given " + std::string(dtype_name(v.dtype)) + " " +
+                     shape_to_string(v.shape()));
+    const ValueSlot& s = impl_->plan.slot({node, 0});
+    const void* src = v.is_float() ? static_cast<const void*>(v.real.data.data()) : v.ints.data.data();
+    TGR_GPU_CHECK(cudaMemcpyAsync(impl_->arena.data() + s.offset, src, static_cast<size_t>(s.bytes),
+                                  cudaMemcpyHostToDevice, impl_->gpu->stream),
+                  (Where{"input", node, n.name}));
+  }
+  impl_->sync("inputs");
+}
+
+void GpuModel::execute() {
+  impl_->launch();
+  impl_->sync("run");
+}
+
+std::vector<ConstantValue> GpuModel::outputs() const {
+  const Graph& g = impl_->graph;
+  std::vector<ConstantValue> out;
+  for (ValueRef v : g.outputs()) {
+    const ValueSlot& s = impl_->plan.slot(v);
+    const char* base = s.home == ValueSlot::Home::kConstant ? impl_->weights.data() : impl_->arena.data();
+    ConstantValue c;
+    c.dtype = g.dtype(v);
+    void* dst;
+    if (c.is_float()) {
+      c.real = Tensor<float>(g.shape(v));
+      dst = c.real.data.data();
+    } else {
+      c.ints = Tensor<int64_t>(g.shape(v));
+      dst = c.ints.data.data();
+    }
+    TGR_GPU_CHECK(cudaMemcpy(dst, base + s.offset, static_cast<size_t>(s.bytes), cudaMemcpyDeviceToHost),
+                  (Where{"output", v.node, g.node(v.node).name}));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<ConstantValue> GpuModel::run(std::span<const ConstantValue> inputs) {
+  set_inputs(inputs);
+  execute();
+  return outputs();
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+struct Events {
+  std::vector<cudaEvent_t> e;
+  explicit Events(size_t n) : e(n, nullptr) {
+    for (auto& x : e) TGR_GPU_CHECK(cudaEventCreate(&x), (Where{"timing"}));
+  }
+  ~Events() {
+    for (auto& x : e)
+      if (x) cudaEventDestroy(x);
+  }
+  float ms(size_t a, size_t b) const {
+    float t = 0;
+    TGR_GPU_CHECK(cudaEventElapsedTime(&t, e[a], e[b]), (Where{"timing"}));
+    return t;
+  }
+};
+
+}  // namespace
+
+double GpuModel::replay_ms(int iters, int warmup) {
+  Impl& m = *impl_;
+  for (int i = 0; i < warmup; ++i) m.launch();
+  m.sync("warm-up");
+  Events ev(2);
+  std::vector<double> times;
+  for (int i = 0; i < iters; ++i) {
+    TGR_GPU_CHECK(cudaEventRecord(ev.e[0], m.gpu->stream), (Where{"timing"}));
+    m.launch();
+    TGR_GPU_CHECK(cudaEventRecord(ev.e[1], m.gpu->stream), (Where{"timing"}));
+    m.sync("timing");
+    times.push_back(ev.ms(0, 1));
+  }
+  return median(times);
+}
+
+std::vector<StepTime> GpuModel::profile(int iters) {
+  Impl& m = *impl_;
+  const size_t n = m.steps.size();
+  Events ev(n + 1);
+  int clock_khz = 0;
+  TGR_GPU_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), (Where{"profile"}));
+  // Enough delay for the host to enqueue every step (~30 us each).
+  const int64_t cycles = static_cast<int64_t>(clock_khz) * (1 + static_cast<int64_t>(n) * 30 / 1000);
+  std::vector<std::vector<double>> times(n);
+  for (int it = 0; it < iters + 1; ++it) {
+    launch_delay(cycles, m.gpu->stream);
+    TGR_GPU_CHECK(cudaEventRecord(ev.e[0], m.gpu->stream), (Where{"profile"}));
+    for (size_t k = 0; k < n; ++k) {
+      m.steps[k].run();
+      TGR_GPU_CHECK(cudaEventRecord(ev.e[k + 1], m.gpu->stream), (Where{"profile"}));
+    }
+    m.sync("profile");
+    if (it == 0) continue;  // warm-up
+    for (size_t k = 0; k < n; ++k) times[k].push_back(ev.ms(k, k + 1));
+  }
+  std::vector<StepTime> out;
+  for (size_t k = 0; k < n; ++k) out.push_back({m.steps[k].label, m.steps[k].node, median(times[k])});
+  return out;
+}
+
+const ModelStats& GpuModel::stats() const { return impl_->stats; }
+
+std::string GpuModel::device_name() const {
+  int device = 0;
+  cudaGetDevice(&device);
+  cudaDeviceProp prop{};
+  TGR_GPU_CHECK(cudaGetDeviceProperties(&prop, device), (Where{"device"}));
+  return prop.name;
+}
+
+}  // namespace tgr::gpu

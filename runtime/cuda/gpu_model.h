@@ -1,0 +1,76 @@
+// The GPU executor: loads a graph onto the GPU once (constants folded and
+// uploaded, one arena for every intermediate by the memory plan, cuDNN
+// algorithms chosen, the whole model captured as a CUDA graph) and then runs
+// it many times. Float32 throughout with TF32 off (cuBLAS default math, cuDNN
+// FMA math). Built only with CUDA (TGR_HAVE_CUDA).
+//
+//   auto model = gpu::GpuModel::load(graph);
+//   std::vector<ConstantValue> out = model.run(inputs);
+//   double ms = model.replay_ms(100);
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tgr::gpu {
+
+struct GpuOptions {
+  bool cuda_graph = true;  // capture the model as one CUDA graph and replay it
+  bool fuse = true;        // elementwise chains; conv + bias (+ residual) + relu
+  size_t conv_workspace_limit = size_t{256} << 20;
+};
+
+struct ModelStats {
+  int graph_ops = 0;      // operator nodes of the graph
+  int steps = 0;          // kernel steps after folding, fusion and aliasing
+  int folded = 0;         // nodes computed at load
+  int fused = 0;          // nodes merged into another node's step
+  int64_t arena_bytes = 0, unshared_bytes = 0, weight_bytes = 0, workspace_bytes = 0;
+  bool cuda_graph = false;
+};
+
+// One step's time in a profile: its operators ("conv2d+add+relu") and node.
+struct StepTime {
+  std::string label;
+  int node = -1;
+  double ms = 0;
+};
+
+class GpuModel {
+ public:
+  // Raises GpuError naming the node and operator for anything the runtime
+  // cannot run, and for a missing GPU.
+  static GpuModel load(const Graph& graph, const GpuOptions& options = {});
+  GpuModel(GpuModel&&) noexcept;
+  GpuModel& operator=(GpuModel&&) noexcept;
+  ~GpuModel();
+
+  // Inputs in declaration order (Graph::inputs()), any element types.
+  std::vector<ConstantValue> run(std::span<const ConstantValue> inputs);
+  void set_inputs(std::span<const ConstantValue> inputs);
+  void execute();  // one run (a graph replay when captured), then waits
+  std::vector<ConstantValue> outputs() const;
+
+  // Median time of one run over `iters` runs after `warmup`, by CUDA events.
+  double replay_ms(int iters = 100, int warmup = 10);
+  // Median time of each step over `iters` runs (steps enqueued behind a
+  // delay kernel, timed by events between them).
+  std::vector<StepTime> profile(int iters = 20);
+
+  const ModelStats& stats() const;
+  std::string device_name() const;
+
+ private:
+  struct Impl;
+  explicit GpuModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether a CUDA device is visible.
+bool gpu_available();
+
+}  // namespace tgr::gpu

@@ -1,0 +1,142 @@
+// The runtime's own CUDA kernels, behind host functions that launch them on a
+// stream (definitions in the *.cu files beside this). Shapes travel as Dims
+// (rank <= kMaxRank, outermost first); element types are float (4 bytes) and
+// int64 (8 bytes; bool values are stored as int64 0/1).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define TGR_HOST_DEVICE __host__ __device__
+#else
+#define TGR_HOST_DEVICE
+#endif
+
+namespace tgr::gpu {
+
+inline constexpr int kMaxRank = 8;
+
+struct Dims {
+  int rank = 0;
+  int64_t size[kMaxRank] = {};
+  TGR_HOST_DEVICE int64_t count() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= size[i];
+    return n;
+  }
+};
+
+// Element strides (0 along broadcast axes), one per axis of some Dims.
+struct Strides {
+  int64_t s[kMaxRank] = {};
+};
+
+// --- fused elementwise programs ------------------------------------------------
+// A program computes out[i] from up to kMaxEwInputs inputs broadcast to the
+// output's shape: registers 0..inputs-1 hold the inputs' elements, each
+// instruction writes one register, `result` is stored. One kernel runs a
+// whole chain of elementwise operators (fusion) or a single one.
+enum class EwOp : uint8_t {
+  kAdd, kSub, kMul, kDiv, kPow, kMax,
+  kNeg, kRelu, kSigmoid, kTanh, kAbs, kSqrt, kExp, kLog, kErf, kRsqrt,
+  kLeakyRelu,    // p0 = alpha
+  kHardSigmoid,  // p0 = alpha, p1 = beta
+  kHardSwish,
+  kClip,         // p0 = min, p1 = max
+  kAddConst,     // a + p0
+  kMulConst,     // a * p0
+};
+
+inline constexpr int kMaxEwInputs = 8;
+inline constexpr int kMaxEwInstrs = 32;
+inline constexpr int kMaxEwRegs = 24;
+
+struct EwInstr {
+  EwOp op = EwOp::kAdd;
+  uint8_t dst = 0, a = 0, b = 0;
+  float p0 = 0, p1 = 0;
+};
+
+struct EwInput {
+  const void* data = nullptr;
+  bool contiguous = false;  // same shape as the output: offset = index
+  Strides strides;          // otherwise: per output axis
+};
+
+struct EwProgram {
+  Dims out;
+  int inputs = 0;
+  EwInput in[kMaxEwInputs];
+  int instrs = 0;
+  EwInstr code[kMaxEwInstrs];
+  int result = 0;
+};
+
+void launch_ew_float(const EwProgram& program, float* out, cudaStream_t stream);
+void launch_ew_int64(const EwProgram& program, int64_t* out, cudaStream_t stream);
+
+// --- mixed element types ---------------------------------------------------------
+enum class CompareOp : uint8_t { kEqual, kLess, kGreater, kLessEqual, kGreaterEqual };
+// out (int64 0/1) = a OP b; a and b float or int64 (both the same), broadcast.
+void launch_compare(CompareOp op, bool int_inputs, const EwInput& a, const EwInput& b, const Dims& out_dims,
+                    int64_t* out, cudaStream_t stream);
+enum class CastKind : uint8_t { kFloatToInt, kFloatToBool, kIntToFloat, kIntToBool, kIsNan, kLogicalNot };
+void launch_cast(CastKind kind, const void* in, void* out, int64_t n, cudaStream_t stream);
+// out = cond ? x : y (cond int64; x, y float or int64 by elem_bytes 4 or 8).
+void launch_where(const EwInput& cond, const EwInput& x, const EwInput& y, const Dims& out_dims, int elem_bytes,
+                  void* out, cudaStream_t stream);
+
+// --- layout ------------------------------------------------------------------------
+// For every index of `iter`: dst[dst_offset + sum idx*dst_strides] =
+// src[src_offset + sum idx*src_strides]. Transpose, slice, expand, concat,
+// split, pad and enlarge are all such copies.
+void launch_strided_copy(const void* src, int64_t src_offset, const Strides& src_strides, void* dst,
+                         int64_t dst_offset, const Strides& dst_strides, const Dims& iter, int elem_bytes,
+                         cudaStream_t stream);
+// concat of up to kMaxConcat inputs in one kernel: the output seen as
+// [outer, block] where input k fills columns [begin[k], begin[k+1]).
+inline constexpr int kMaxConcat = 64;
+struct ConcatArgs {
+  int inputs = 0;
+  int64_t outer = 1;
+  const void* src[kMaxConcat] = {};
+  int64_t begin[kMaxConcat + 1] = {};
+};
+void launch_concat(const ConcatArgs& args, void* dst, int elem_bytes, cudaStream_t stream);
+// dst[0..n) = value (as float or int64 by elem_bytes).
+void launch_fill(void* dst, int64_t n, double value, int elem_bytes, cudaStream_t stream);
+
+// Spins for about `cycles` clock cycles: holds the stream while the host
+// enqueues a profile run, so launch gaps do not count as operator time.
+void launch_delay(int64_t cycles, cudaStream_t stream);
+
+// --- normalisation and reductions ---------------------------------------------------
+void launch_softmax(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+void launch_layer_norm(const float* x, const float* scale, const float* bias, float* out, int64_t rows, int64_t n,
+                       float epsilon, cudaStream_t stream);
+// Sums over the axes where `reduced` is set (out has the kept axes, in order).
+void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, bool mean, bool int64,
+                   cudaStream_t stream);
+
+// --- pooling ------------------------------------------------------------------------
+struct PoolGeometry {
+  int64_t planes = 0;  // N * C
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+  bool include_pad = false;
+};
+void launch_avgpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream);
+void launch_maxpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream);
+
+// --- indexing -----------------------------------------------------------------------
+// out[o, k, i] = data[o, wrap(indices[k]), i]; an index out of range reads 0.
+void launch_gather(const void* data, const int64_t* indices, void* out, int64_t outer, int64_t axis_size,
+                   int64_t count, int64_t inner, int elem_bytes, cudaStream_t stream);
+// out[idx] = data[idx with axis replaced by wrap(indices[idx])].
+void launch_gather_elements(const void* data, const Dims& data_dims, const int64_t* indices, const Dims& index_dims,
+                            int axis, void* out, int elem_bytes, cudaStream_t stream);
+
+}  // namespace tgr::gpu

@@ -1,0 +1,133 @@
+// softmax, layer_norm and reductions.
+#include <cfloat>
+
+#include "runtime/cuda/launch_util.cuh"
+
+namespace tgr::gpu {
+namespace {
+
+// Block-wide sum or max (every thread gets the result); blockDim.x a multiple of 32.
+template <bool kMax>
+__device__ float block_reduce(float v, float* shared) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  __syncthreads();  // `shared` may still be read by a previous reduction
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : (kMax ? -FLT_MAX : 0.f);
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  return v;
+}
+
+// One block per row of a contiguous softmax axis (inner == 1).
+__global__ void softmax_rows(const float* x, float* out, int64_t n) {
+  __shared__ float shared[32];
+  const float* row = x + blockIdx.x * n;
+  float* dst = out + blockIdx.x * n;
+  float m = -INFINITY;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = fmaxf(m, row[k]);
+  m = block_reduce<true>(m, shared);
+  float s = 0.f;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    const float e = expf(row[k] - m);
+    dst[k] = e;
+    s += e;
+  }
+  s = block_reduce<false>(s, shared);
+  const float scale = 1.f / s;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) dst[k] *= scale;
+}
+
+// One thread per (outer, inner) position when the axis is not the last.
+__global__ void softmax_strided(const float* x, float* out, int64_t outer, int64_t n, int64_t inner) {
+  TGR_GRID_STRIDE(t, outer * inner) {
+    const int64_t base = (t / inner) * n * inner + t % inner;
+    float m = x[base];
+    for (int64_t k = 1; k < n; ++k) m = fmaxf(m, x[base + k * inner]);
+    float s = 0.f;
+    for (int64_t k = 0; k < n; ++k) s += out[base + k * inner] = expf(x[base + k * inner] - m);
+    const float scale = 1.f / s;
+    for (int64_t k = 0; k < n; ++k) out[base + k * inner] *= scale;
+  }
+}
+
+__global__ void layer_norm_rows(const float* x, const float* scale, const float* bias, float* out, int64_t n,
+                                float eps) {
+  __shared__ float shared[32];
+  const float* row = x + blockIdx.x * n;
+  float* dst = out + blockIdx.x * n;
+  float s = 0.f;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) s += row[k];
+  const float mean = block_reduce<false>(s, shared) / static_cast<float>(n);
+  float v = 0.f;
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) v += (row[k] - mean) * (row[k] - mean);
+  const float var = block_reduce<false>(v, shared) / static_cast<float>(n);
+  const float r = 1.f / sqrtf(var + eps);
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) dst[k] = (row[k] - mean) * r * scale[k] + bias[k];
+}
+
+// One thread per output element, looping over the reduced sub-box.
+template <class T>
+__global__ void reduce_kernel(const T* x, T* out, Dims kept, Strides kept_strides, Dims red, Strides red_strides,
+                              bool mean) {
+  const int64_t count = red.count();
+  TGR_GRID_STRIDE(o, kept.count()) {
+    const int64_t base = strided_offset(o, kept, kept_strides);
+    T acc = T(0);
+    for (int64_t r = 0; r < count; ++r) acc += x[base + strided_offset(r, red, red_strides)];
+    if constexpr (std::is_same_v<T, float>) {
+      if (mean) acc *= 1.f / static_cast<float>(count);
+    }
+    out[o] = acc;
+  }
+}
+
+}  // namespace
+
+void launch_softmax(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
+  if (inner == 1) {
+    const int threads = n >= 1024 ? 1024 : n >= 256 ? 256 : 128;
+    softmax_rows<<<static_cast<unsigned>(outer), threads, 0, stream>>>(x, out, n);
+  } else {
+    softmax_strided<<<grid_for(outer * inner), kBlock, 0, stream>>>(x, out, outer, n, inner);
+  }
+}
+
+void launch_layer_norm(const float* x, const float* scale, const float* bias, float* out, int64_t rows, int64_t n,
+                       float epsilon, cudaStream_t stream) {
+  const int threads = n >= 1024 ? 512 : n >= 256 ? 256 : 128;
+  layer_norm_rows<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, scale, bias, out, n, epsilon);
+}
+
+void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, bool mean, bool int64,
+                   cudaStream_t stream) {
+  Dims kept, red;
+  Strides kept_strides, red_strides;
+  int64_t stride = 1;
+  int64_t strides[kMaxRank];
+  for (int d = in_dims.rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= in_dims.size[d];
+  }
+  for (int d = 0; d < in_dims.rank; ++d) {
+    Dims& target = reduced[d] ? red : kept;
+    Strides& ts = reduced[d] ? red_strides : kept_strides;
+    ts.s[target.rank] = strides[d];
+    target.size[target.rank++] = in_dims.size[d];
+  }
+  const unsigned grid = grid_for(kept.count());
+  if (int64)
+    reduce_kernel<int64_t><<<grid, kBlock, 0, stream>>>(static_cast<const int64_t*>(x), static_cast<int64_t*>(out), kept,
+                                                        kept_strides, red, red_strides, mean);
+  else
+    reduce_kernel<float><<<grid, kBlock, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(out), kept,
+                                                      kept_strides, red, red_strides, mean);
+}
+
+}  // namespace tgr::gpu

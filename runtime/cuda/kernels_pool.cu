@@ -1,0 +1,49 @@
+// avgpool and maxpool over N x C x H x W, one thread per output element,
+// with the geometry of ir/geometry.h (asymmetric padding, dilation).
+#include <cfloat>
+
+#include "runtime/cuda/launch_util.cuh"
+
+namespace tgr::gpu {
+namespace {
+
+// Taps of a window along one axis inside the input: first, count.
+__device__ inline void clip_window(int64_t start, int64_t kernel, int64_t dilation, int64_t size, int64_t& first,
+                                   int64_t& count) {
+  const int64_t k0 = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  int64_t k1 = start >= size ? 0 : (size - start + dilation - 1) / dilation;
+  if (k1 > kernel) k1 = kernel;
+  first = start + k0 * dilation;
+  count = k1 > k0 ? k1 - k0 : 0;
+}
+
+template <bool kMax>
+__global__ void pool_kernel(const float* x, float* out, PoolGeometry g) {
+  TGR_GRID_STRIDE(i, g.planes * g.out_h * g.out_w) {
+    const int64_t ow = i % g.out_w, oh = i / g.out_w % g.out_h, p = i / (g.out_w * g.out_h);
+    int64_t r0, rn, c0, cn;
+    clip_window(oh * g.stride_h - g.pad_top, g.kernel_h, g.dilation_h, g.in_h, r0, rn);
+    clip_window(ow * g.stride_w - g.pad_left, g.kernel_w, g.dilation_w, g.in_w, c0, cn);
+    const float* plane = x + p * g.in_h * g.in_w;
+    float acc = kMax ? -INFINITY : 0.f;
+    for (int64_t r = 0; r < rn; ++r)
+      for (int64_t c = 0; c < cn; ++c) {
+        const float v = plane[(r0 + r * g.dilation_h) * g.in_w + c0 + c * g.dilation_w];
+        acc = kMax ? fmaxf(acc, v) : acc + v;
+      }
+    if (!kMax) acc /= static_cast<float>(g.include_pad ? g.kernel_h * g.kernel_w : rn * cn);
+    out[i] = acc;
+  }
+}
+
+}  // namespace
+
+void launch_avgpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream) {
+  pool_kernel<false><<<grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream>>>(x, out, g);
+}
+
+void launch_maxpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream) {
+  pool_kernel<true><<<grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream>>>(x, out, g);
+}
+
+}  // namespace tgr::gpu

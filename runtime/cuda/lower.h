@@ -1,0 +1,53 @@
+// Lowering: each task of the execution plan becomes a Step, a closure that
+// enqueues its kernels (or cuBLAS/cuDNN calls) on the model's stream, with
+// every device pointer resolved at load. One file per operator family.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/gpu_context.h"
+#include "runtime/cuda/gpu_error.h"
+#include "runtime/cuda/kernels.h"
+#include "runtime/execution_plan.h"
+
+namespace tgr::gpu {
+
+struct Step {
+  std::string label;  // task_label: "conv2d+add+relu"
+  int node = -1;      // the task's last node
+  std::function<void()> run;
+};
+
+struct LowerCtx {
+  const Graph& graph;
+  const ExecutionPlan& plan;
+  GpuContext& gpu;
+  char* arena = nullptr;
+  char* weights = nullptr;
+  size_t conv_workspace_limit = 0;
+
+  void* ptr(ValueRef v) const;
+  Where where(int32_t node) const;
+  const Shape& shape(ValueRef v) const { return graph.shape(v); }
+  DType dtype(ValueRef v) const { return graph.dtype(v); }
+};
+
+// Dims of a shape (rank <= kMaxRank; a scalar is rank 0 with one element).
+Dims dims_of(const Shape& shape);
+// Row-major strides of `shape`, and the strides of `in` broadcast (NumPy) to `out`.
+Strides row_major(const Shape& shape);
+EwInput broadcast_input(const void* data, const Shape& in, const Shape& out);
+
+Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index);
+
+// Families (lower_*.cpp); each handles the tasks of its operators.
+std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task);
+std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch);
+std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node);
+std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node);
+std::function<void()> lower_mixed(const LowerCtx& ctx, int32_t node);
+std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node);
+
+}  // namespace tgr::gpu

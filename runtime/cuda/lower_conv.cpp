@@ -1,0 +1,266 @@
+// conv2d on cuDNN (NCHW float32, groups, stride, dilation; FMA math, so no
+// TF32), with the bias, residual and relu of its task fused through
+// cudnnConvolutionBiasActivationForward where the task ends in relu. The
+// algorithm is chosen by measurement (cudnnFindConvolutionForwardAlgorithm)
+// once per convolution signature and cached for the process. Asymmetric
+// padding (cuDNN pads symmetrically) is applied by copying the input into a
+// zeroed, padded scratch buffer first.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "ir/geometry.h"
+#include "runtime/cuda/lower.h"
+
+namespace tgr::gpu {
+namespace {
+
+struct ConvDescs {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;
+  ~ConvDescs() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (bias) cudnnDestroyTensorDescriptor(bias);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (act) cudnnDestroyActivationDescriptor(act);
+  }
+};
+
+struct AlgoChoice {
+  cudnnConvolutionFwdAlgo_t algo{};
+  size_t workspace = 0;
+};
+
+std::mutex cache_mutex;
+std::map<std::string, AlgoChoice>& algo_cache() {
+  static std::map<std::string, AlgoChoice> cache;
+  return cache;
+}
+
+int to_int(int64_t v) { return static_cast<int>(v); }
+
+// 1x1 convolutions: whether cuBLAS beat cuDNN, per signature and epilogue.
+std::map<std::string, bool>& gemm_choice() {
+  static std::map<std::string, bool> cache;
+  return cache;
+}
+
+// y = [relu](y [+ bias[c]] [+ residual]), in place.
+EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const void* residual, bool relu) {
+  EwProgram p;
+  p.out = dims_of(ys);
+  p.in[p.inputs++] = broadcast_input(y, ys, ys);
+  int bias_reg = -1, residual_reg = -1;
+  if (bias) {
+    bias_reg = p.inputs;
+    EwInput& b = p.in[p.inputs++];
+    b.data = bias;
+    b.strides.s[1] = 1;
+  }
+  if (residual) {
+    residual_reg = p.inputs;
+    p.in[p.inputs++] = broadcast_input(residual, ys, ys);
+  }
+  uint8_t r = 0, next = static_cast<uint8_t>(p.inputs);
+  auto emit = [&](EwOp op, uint8_t a, uint8_t b) {
+    p.code[p.instrs++] = EwInstr{op, next, a, b, 0, 0};
+    r = next++;
+  };
+  if (bias_reg >= 0) emit(EwOp::kAdd, r, static_cast<uint8_t>(bias_reg));
+  if (residual_reg >= 0) emit(EwOp::kAdd, r, static_cast<uint8_t>(residual_reg));
+  if (relu) emit(EwOp::kRelu, r, 0);
+  p.result = r;
+  return p;
+}
+
+// Median of 5 timed runs after one warm-up, by CUDA events.
+double time_ms(const std::function<void()>& f, cudaStream_t stream, const Where& where) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  TGR_GPU_CHECK(cudaEventCreate(&start), where);
+  TGR_GPU_CHECK(cudaEventCreate(&stop), where);
+  f();
+  std::vector<float> times;
+  for (int i = 0; i < 5; ++i) {
+    TGR_GPU_CHECK(cudaEventRecord(start, stream), where);
+    f();
+    TGR_GPU_CHECK(cudaEventRecord(stop, stream), where);
+    TGR_GPU_CHECK(cudaEventSynchronize(stop), where);
+    float ms = 0;
+    TGR_GPU_CHECK(cudaEventElapsedTime(&ms, start, stop), where);
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[2];
+}
+
+}  // namespace
+
+std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch) {
+  const Graph& g = ctx.graph;
+  const int32_t c = task.nodes[0];
+  const Node& conv = g.node(c);
+  const Where where = ctx.where(c);
+  const Conv2dGeometry geo = conv2d_geometry(conv.params, g.shape(conv.inputs[0]), g.shape(conv.inputs[1]));
+  const Window2d& w = geo.window;
+  const bool symmetric = w.pad_top == w.pad_bottom && w.pad_left == w.pad_right;
+  const int64_t ph = w.in_h + (symmetric ? 0 : w.pad_top + w.pad_bottom);
+  const int64_t pw = w.in_w + (symmetric ? 0 : w.pad_left + w.pad_right);
+  if (!symmetric && !scratch) fail(where, "asymmetric padding needs a scratch buffer the plan did not give");
+
+  auto d = std::make_shared<ConvDescs>();
+  TGR_GPU_CHECK(cudnnCreateTensorDescriptor(&d->x), where);
+  TGR_GPU_CHECK(cudnnCreateTensorDescriptor(&d->y), where);
+  TGR_GPU_CHECK(cudnnCreateTensorDescriptor(&d->bias), where);
+  TGR_GPU_CHECK(cudnnCreateFilterDescriptor(&d->w), where);
+  TGR_GPU_CHECK(cudnnCreateConvolutionDescriptor(&d->conv), where);
+  TGR_GPU_CHECK(cudnnCreateActivationDescriptor(&d->act), where);
+  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(geo.batch),
+                                           to_int(geo.in_channels), to_int(ph), to_int(pw)), where);
+  TGR_GPU_CHECK(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(geo.out_channels),
+                                           to_int(geo.in_channels_per_group()), to_int(w.kernel_h), to_int(w.kernel_w)),
+                where);
+  TGR_GPU_CHECK(cudnnSetConvolution2dDescriptor(d->conv, symmetric ? to_int(w.pad_top) : 0,
+                                                symmetric ? to_int(w.pad_left) : 0, to_int(w.stride_h),
+                                                to_int(w.stride_w), to_int(w.dilation_h), to_int(w.dilation_w),
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), where);
+  TGR_GPU_CHECK(cudnnSetConvolutionGroupCount(d->conv, to_int(geo.groups)), where);
+  TGR_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH), where);
+  int n = 0, k = 0, oh = 0, ow = 0;
+  TGR_GPU_CHECK(cudnnGetConvolution2dForwardOutputDim(d->conv, d->x, d->w, &n, &k, &oh, &ow), where);
+  if (oh != w.out_h || ow != w.out_w || k != geo.out_channels)
+    fail(where, "cuDNN's output size differs from the operator table's");
+  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, oh, ow), where);
+  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, k, 1, 1), where);
+  TGR_GPU_CHECK(cudnnSetActivationDescriptor(d->act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), where);
+
+  // The algorithm: measured once per signature, FMA math only.
+  std::string key = std::to_string(geo.batch);
+  for (int64_t v : {geo.in_channels, ph, pw, geo.out_channels, geo.groups, w.kernel_h, w.kernel_w, w.stride_h, w.stride_w,
+                    w.dilation_h, w.dilation_w, symmetric ? w.pad_top : 0, symmetric ? w.pad_left : 0}) {
+    key += ",";
+    key += std::to_string(v);
+  }
+  AlgoChoice choice;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    auto it = algo_cache().find(key);
+    if (it != algo_cache().end()) {
+      choice = it->second;
+    } else {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int returned = 0;
+      TGR_GPU_CHECK(cudnnFindConvolutionForwardAlgorithm(ctx.gpu.cudnn, d->x, d->w, d->conv, d->y,
+                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+                    where);
+      bool found = false;
+      for (int i = 0; i < returned && !found; ++i)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH &&
+            perf[i].memory <= ctx.conv_workspace_limit) {
+          choice = {perf[i].algo, perf[i].memory};
+          found = true;
+        }
+      if (!found) fail(where, "cuDNN offers no float32 (FMA) algorithm within the workspace limit");
+      algo_cache()[key] = choice;
+    }
+  }
+  ctx.gpu.conv_workspace_needed = std::max(ctx.gpu.conv_workspace_needed, choice.workspace);
+
+  const void* x = ctx.ptr(conv.inputs[0]);
+  const void* weight = ctx.ptr(conv.inputs[1]);
+  void* y = ctx.ptr({task.root(), 0});
+  const void* bias = task.bias ? ctx.ptr(*task.bias) : nullptr;
+  const void* residual = task.residual ? ctx.ptr(*task.residual) : nullptr;
+  const bool relu = task.relu;
+  std::shared_ptr<DeviceBuffer> zeros;
+  if (relu && !bias) {  // the fused call needs a bias
+    zeros = std::make_shared<DeviceBuffer>(static_cast<size_t>(k) * 4, "conv zero bias");
+    TGR_GPU_CHECK(cudaMemset(zeros->data(), 0, zeros->bytes()), where);
+    bias = zeros->data();
+  }
+  // Padding copy for asymmetric windows.
+  const Shape xs = g.shape(conv.inputs[0]);
+  const Shape padded{geo.batch, geo.in_channels, ph, pw};
+  const int64_t pad_offset = w.pad_top * pw + w.pad_left;
+  const Shape ys = g.node(task.root()).output_shapes[0];
+  // y = relu(y + bias[c] (+ residual)): the fallback should cuDNN refuse the
+  // fused call for this algorithm.
+  const EwProgram relu_epilogue = epilogue_program(y, ys, bias, residual, true);
+  GpuContext* gpu = &ctx.gpu;
+  std::function<void()> via_cudnn = [=] {
+    const void* input = x;
+    if (!symmetric) {
+      launch_fill(scratch, num_elements(padded), 0.0, 4, gpu->stream);
+      launch_strided_copy(x, 0, row_major(xs), scratch, pad_offset, row_major(padded), dims_of(xs), 4, gpu->stream);
+      check_launch("padding copy", where);
+      input = scratch;
+    }
+    const float one = 1.f, zero = 0.f, alpha2 = residual ? 1.f : 0.f;
+    void* ws = gpu->conv_workspace.data();
+    const size_t ws_bytes = gpu->conv_workspace.bytes();
+    if (relu) {
+      const cudnnStatus_t fused = cudnnConvolutionBiasActivationForward(
+          gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws, ws_bytes, &alpha2, d->y,
+          residual ? residual : y, d->bias, bias, d->act, d->y, y);
+      if (fused == CUDNN_STATUS_NOT_SUPPORTED) {
+        TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws,
+                                              ws_bytes, &zero, d->y, y),
+                      where);
+        launch_ew_float(relu_epilogue, static_cast<float*>(y), gpu->stream);
+        check_launch("conv epilogue", where);
+      } else {
+        check(fused, "cudnnConvolutionBiasActivationForward", where);
+      }
+      (void)zeros;  // kept alive with the step
+    } else {
+      TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws,
+                                            ws_bytes, &zero, d->y, y),
+                    where);
+      if (bias) TGR_GPU_CHECK(cudnnAddTensor(gpu->cudnn, &one, d->bias, bias, &one, d->y, y), where);
+    }
+  };
+  // A 1x1 convolution with unit stride and no padding is a matrix product per
+  // image: Y[K, HW] = W[K, C] X[C, HW] on cuBLAS, then one elementwise
+  // epilogue. Whichever of the two is faster here (measured at load) runs.
+  const bool pointwise = w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
+                         w.dilation_h == 1 && w.dilation_w == 1 && w.pad_top == 0 && w.pad_left == 0 &&
+                         w.pad_bottom == 0 && w.pad_right == 0 && geo.groups == 1;
+  if (!pointwise) return via_cudnn;
+  const bool has_epilogue = bias || residual || relu;
+  const EwProgram epilogue = epilogue_program(y, ys, bias, residual, relu);
+  const int hw = to_int(w.out_h * w.out_w), cin = to_int(geo.in_channels), kout = to_int(geo.out_channels);
+  const int batch = to_int(geo.batch);
+  std::function<void()> via_gemm = [=] {
+    const float one = 1.f, zero = 0.f;
+    TGR_GPU_CHECK(cublasSgemmStridedBatched(gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one,
+                                            static_cast<const float*>(x), hw, int64_t{cin} * hw,
+                                            static_cast<const float*>(weight), cin, 0, &zero, static_cast<float*>(y),
+                                            hw, int64_t{kout} * hw, batch),
+                  where);
+    if (has_epilogue) {
+      launch_ew_float(epilogue, static_cast<float*>(y), gpu->stream);
+      check_launch("conv epilogue", where);
+    }
+  };
+  const std::string choice_key = key + (bias ? ",b" : "") + (residual ? ",z" : "") + (relu ? ",r" : "");
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    auto it = gemm_choice().find(choice_key);
+    if (it != gemm_choice().end()) return it->second ? via_gemm : via_cudnn;
+  }
+  if (gpu->conv_workspace.bytes() < gpu->conv_workspace_needed)
+    gpu->conv_workspace = DeviceBuffer(gpu->conv_workspace_needed, "convolution workspace");
+  const double cudnn_ms = time_ms(via_cudnn, gpu->stream, where);
+  const double gemm_ms = time_ms(via_gemm, gpu->stream, where);
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  gemm_choice()[choice_key] = gemm_ms < cudnn_ms;
+  return gemm_ms < cudnn_ms ? via_gemm : via_cudnn;
+}
+
+}  // namespace tgr::gpu

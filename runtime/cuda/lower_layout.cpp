@@ -1,0 +1,130 @@
+// Layout operators as strided copies (kernels_layout.cu): transpose, slice,
+// expand, concat, split, pad, enlarge. reshape is an alias (no step).
+#include <numeric>
+
+#include "runtime/cuda/lower.h"
+
+namespace tgr::gpu {
+namespace {
+
+struct Copy {
+  const void* src;
+  int64_t src_offset;
+  Strides src_strides;
+  void* dst;
+  int64_t dst_offset;
+  Strides dst_strides;
+  Dims iter;
+};
+
+}  // namespace
+
+std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
+  const Node& n = ctx.graph.node(node);
+  const std::string& op = n.op->name;
+  const Where where = ctx.where(node);
+  const int eb = static_cast<int>(device_element_bytes(n.output_dtypes[0]));
+  const Shape& x = ctx.shape(n.inputs[0]);
+  const Strides xs = row_major(x);
+  std::vector<Copy> copies;
+  bool fill = false;
+  double fill_value = 0;
+  if (op == "transpose") {
+    std::vector<int64_t> perm = n.params.get_ints("perm");
+    if (perm.empty()) {
+      perm.resize(x.size());
+      std::iota(perm.rbegin(), perm.rend(), 0);
+    }
+    const Shape& out = n.output_shapes[0];
+    Strides src;
+    for (size_t i = 0; i < perm.size(); ++i) src.s[i] = xs.s[perm[i]];
+    copies.push_back({ctx.ptr(n.inputs[0]), 0, src, ctx.ptr({node, 0}), 0, row_major(out), dims_of(out)});
+  } else if (op == "slice") {
+    const auto& starts = n.params.get_ints("starts");
+    std::vector<int64_t> steps = n.params.get_ints("steps");
+    if (steps.empty()) steps.assign(x.size(), 1);
+    const Shape& out = n.output_shapes[0];
+    Strides src;
+    int64_t offset = 0;
+    for (size_t d = 0; d < x.size(); ++d) {
+      offset += starts[d] * xs.s[d];
+      src.s[d] = steps[d] * xs.s[d];
+    }
+    copies.push_back({ctx.ptr(n.inputs[0]), offset, src, ctx.ptr({node, 0}), 0, row_major(out), dims_of(out)});
+  } else if (op == "expand") {
+    const Shape& out = n.output_shapes[0];
+    const EwInput in = broadcast_input(nullptr, x, out);
+    copies.push_back({ctx.ptr(n.inputs[0]), 0, in.strides, ctx.ptr({node, 0}), 0, row_major(out), dims_of(out)});
+    if (in.contiguous) copies.back().src_strides = row_major(out);
+  } else if (op == "concat" && n.inputs.size() <= static_cast<size_t>(kMaxConcat) &&
+             num_elements(n.output_shapes[0]) < (int64_t{1} << 31)) {
+    // One kernel for all inputs.
+    const int64_t axis = n.params.get_int("axis");
+    ConcatArgs args;
+    for (int64_t d = 0; d < axis; ++d) args.outer *= x[d];
+    for (ValueRef in : n.inputs) {
+      const Shape& s = ctx.shape(in);
+      const int64_t width = num_elements(s) / args.outer;
+      args.src[args.inputs] = ctx.ptr(in);
+      args.begin[args.inputs + 1] = args.begin[args.inputs] + width;
+      ++args.inputs;
+    }
+    void* out = ctx.ptr({node, 0});
+    GpuContext* gpu = &ctx.gpu;
+    return [=] {
+      if (args.outer * args.begin[args.inputs] == 0) return;
+      launch_concat(args, out, eb, gpu->stream);
+      check_launch("concat", where);
+    };
+  } else if (op == "concat") {
+    const int64_t axis = n.params.get_int("axis");
+    const Shape& out = n.output_shapes[0];
+    const Strides os = row_major(out);
+    int64_t at = 0;
+    for (ValueRef in : n.inputs) {
+      const Shape& s = ctx.shape(in);
+      copies.push_back({ctx.ptr(in), 0, row_major(s), ctx.ptr({node, 0}), at * os.s[axis], os, dims_of(s)});
+      at += s[axis];
+    }
+  } else if (op == "split") {
+    const int64_t axis = n.params.get_int("axis");
+    int64_t at = 0;
+    for (size_t k = 0; k < n.output_shapes.size(); ++k) {
+      const Shape& s = n.output_shapes[k];
+      copies.push_back({ctx.ptr(n.inputs[0]), at * xs.s[axis], xs, ctx.ptr({node, static_cast<int32_t>(k)}), 0,
+                        row_major(s), dims_of(s)});
+      at += s[axis];
+    }
+  } else if (op == "pad" || op == "enlarge") {
+    const Shape& out = n.output_shapes[0];
+    const Strides os = row_major(out);
+    std::vector<int64_t> begins(x.size(), 0);
+    if (op == "pad") {
+      const auto& pads = n.params.get_ints("pads");
+      for (size_t d = 0; d < x.size(); ++d) begins[d] = pads[d];
+      fill_value = n.params.get_float("value");
+    } else {
+      begins[2] = (out[2] - x[2]) / 2;
+      begins[3] = (out[3] - x[3]) / 2;
+    }
+    int64_t offset = 0;
+    for (size_t d = 0; d < x.size(); ++d) offset += begins[d] * os.s[d];
+    fill = true;
+    copies.push_back({ctx.ptr(n.inputs[0]), 0, xs, ctx.ptr({node, 0}), offset, os, dims_of(x)});
+  } else {
+    fail(where, "not a layout operator");
+  }
+  void* out = ctx.ptr({node, 0});
+  const int64_t out_count = num_elements(n.output_shapes[0]);
+  GpuContext* gpu = &ctx.gpu;
+  return [=] {
+    if (fill) launch_fill(out, out_count, fill_value, eb, gpu->stream);
+    for (const Copy& c : copies)
+      if (c.iter.count() > 0)
+        launch_strided_copy(c.src, c.src_offset, c.src_strides, c.dst, c.dst_offset, c.dst_strides, c.iter, eb,
+                            gpu->stream);
+    check_launch(op.c_str(), where);
+  };
+}
+
+}  // namespace tgr::gpu

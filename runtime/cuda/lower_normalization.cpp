@@ -1,0 +1,72 @@
+// softmax, layer_norm, reductions and pooling (own kernels).
+#include "ir/geometry.h"
+#include "runtime/cuda/lower.h"
+
+namespace tgr::gpu {
+
+std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
+  const Node& n = ctx.graph.node(node);
+  const std::string& op = n.op->name;
+  const Where where = ctx.where(node);
+  const Shape& x = ctx.shape(n.inputs[0]);
+  const void* in = ctx.ptr(n.inputs[0]);
+  void* out = ctx.ptr({node, 0});
+  GpuContext* gpu = &ctx.gpu;
+  if (op == "softmax") {
+    const int64_t axis = n.params.get_int("axis");
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x[d];
+    for (size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
+    const int64_t len = x[axis];
+    return [=] {
+      if (outer * inner * len == 0) return;
+      launch_softmax(static_cast<const float*>(in), static_cast<float*>(out), outer, len, inner, gpu->stream);
+      check_launch("softmax", where);
+    };
+  }
+  if (op == "layer_norm") {
+    const int64_t len = num_elements(ctx.shape(n.inputs[1]));
+    const int64_t rows = len ? num_elements(x) / len : 0;
+    const float eps = static_cast<float>(n.params.get_float("epsilon"));
+    const float* scale = static_cast<const float*>(ctx.ptr(n.inputs[1]));
+    const float* bias = static_cast<const float*>(ctx.ptr(n.inputs[2]));
+    return [=] {
+      if (rows == 0) return;
+      launch_layer_norm(static_cast<const float*>(in), scale, bias, static_cast<float*>(out), rows, len, eps,
+                        gpu->stream);
+      check_launch("layer_norm", where);
+    };
+  }
+  if (op == "reduce_sum" || op == "reduce_mean") {
+    const auto& axes = n.params.get_ints("axes");
+    std::vector<char> mask(x.size(), 0);
+    for (int64_t a : axes) mask[a] = 1;
+    const Dims dims = dims_of(x);
+    const bool mean = op == "reduce_mean", ints = ctx.dtype(n.inputs[0]) != DType::kFloat;
+    return [=] {
+      bool reduced[kMaxRank] = {};
+      for (size_t d = 0; d < mask.size(); ++d) reduced[d] = mask[d] != 0;
+      launch_reduce(in, out, dims, reduced, mean, ints, gpu->stream);
+      check_launch(op.c_str(), where);
+    };
+  }
+  if (op == "avgpool" || op == "maxpool") {
+    const auto& kernel = n.params.get_ints("kernel");
+    const bool is_max = op == "maxpool";
+    const Window2d w = window_geometry(op, n.params, x[2], x[3], kernel[0], kernel[1], is_max);
+    PoolGeometry g;
+    g.planes = x[0] * x[1];
+    g.in_h = w.in_h, g.in_w = w.in_w, g.out_h = w.out_h, g.out_w = w.out_w;
+    g.kernel_h = w.kernel_h, g.kernel_w = w.kernel_w, g.stride_h = w.stride_h, g.stride_w = w.stride_w;
+    g.dilation_h = w.dilation_h, g.dilation_w = w.dilation_w, g.pad_top = w.pad_top, g.pad_left = w.pad_left;
+    g.include_pad = !is_max && n.params.get_int("include_pad") != 0;
+    return [=] {
+      if (is_max) launch_maxpool(static_cast<const float*>(in), static_cast<float*>(out), g, gpu->stream);
+      else launch_avgpool(static_cast<const float*>(in), static_cast<float*>(out), g, gpu->stream);
+      check_launch(op.c_str(), where);
+    };
+  }
+  fail(where, "not a normalisation, reduction or pooling operator");
+}
+
+}  // namespace tgr::gpu

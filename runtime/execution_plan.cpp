@@ -1,0 +1,340 @@
+#include "runtime/execution_plan.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "ir/geometry.h"
+#include "runtime/interpreter.h"
+
+namespace tgr {
+
+int64_t device_element_bytes(DType t) { return t == DType::kFloat ? 4 : 8; }
+
+namespace {
+
+const std::set<std::string>& elementwise_ops() {
+  static const std::set<std::string> ops{"add", "sub", "mul", "div", "pow", "scalar_mul", "neg", "relu", "sigmoid",
+                                         "tanh", "abs", "sqrt", "exp", "log", "erf", "leaky_relu", "hard_sigmoid",
+                                         "hard_swish", "clip", "batch_norm"};
+  return ops;
+}
+
+bool is_elementwise(const Node& n) { return n.is_op() && elementwise_ops().count(n.op->name) > 0; }
+
+// Instructions a node adds to a fused program (batch_norm: v + eps, rsqrt,
+// times scale, x - mean, times that, plus bias).
+int instructions(const Node& n) { return n.op->name == "batch_norm" ? 6 : 1; }
+
+// The distinct operands a node reads in a program: (value, viewed per channel).
+using Operand = std::pair<ValueRef, bool>;
+void add_operands(const Node& n, std::vector<Operand>& out) {
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Operand o{n.inputs[i], n.op->name == "batch_norm" && i > 0};
+    if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
+  }
+}
+
+// Folds a node whose inputs are all known: evaluates it alone on the CPU.
+std::vector<ConstantValue> fold(const Graph& graph, const Node& n, const std::vector<std::vector<ConstantValue>>& known) {
+  Graph g;
+  std::vector<ValueRef> args;
+  for (ValueRef in : n.inputs) args.push_back(g.add_constant(known[in.node][in.output]));
+  const std::vector<ValueRef> outs = g.add_op(*n.op, n.params, args);
+  for (ValueRef v : outs) g.add_output(v);
+  (void)graph;
+  return evaluate_values<float>(g, std::span<const ConstantValue>());
+}
+
+struct Builder {
+  const Graph& graph;
+  const PlanOptions& options;
+  ExecutionPlan plan;
+  std::vector<int32_t> order;
+  std::vector<std::vector<int32_t>> uses;
+  std::vector<std::vector<int32_t>> consumers;  // of output 0, live nodes
+  std::vector<char> is_output;                  // node has an output that is a graph output
+  std::vector<std::vector<ConstantValue>> known;
+  std::vector<char> folded;
+  std::vector<int> task_of;  // node -> index into `groups`, -1 when none
+
+  Builder(const Graph& g, const PlanOptions& o) : graph(g), options(o) {}
+
+  bool single_use(int32_t node) const {
+    return graph.node(node).output_shapes.size() == 1 && uses[node][0] == 1 && !is_output[node];
+  }
+  // The one reader of a single-use value, unless another task has claimed it.
+  std::optional<int32_t> only_consumer(int32_t node) const {
+    if (!single_use(node) || consumers[node].size() != 1) return std::nullopt;
+    if (!task_of.empty() && task_of[consumers[node][0]] >= 0) return std::nullopt;
+    return consumers[node][0];
+  }
+
+  void analyse() {
+    const auto& nodes = graph.nodes();
+    order = graph.topological_order();
+    uses = graph.use_counts();
+    consumers.assign(nodes.size(), {});
+    is_output.assign(nodes.size(), 0);
+    for (ValueRef v : graph.outputs()) is_output[v.node] = 1;
+    for (int32_t i : order)
+      for (ValueRef in : nodes[i].inputs)
+        if (in.output == 0 && std::find(consumers[in.node].begin(), consumers[in.node].end(), i) == consumers[in.node].end())
+          consumers[in.node].push_back(i);
+    known.assign(nodes.size(), {});
+    folded.assign(nodes.size(), 0);
+    for (int32_t i : order) {
+      const Node& n = nodes[i];
+      if (n.is_constant()) {
+        known[i] = {*n.constant};
+        continue;
+      }
+      if (!n.is_op()) continue;
+      for (const Shape& s : n.output_shapes)
+        if (s.size() > 8)
+          throw std::invalid_argument(n.op->name + " (node " + std::to_string(i) + "): rank " + std::to_string(s.size()) +
+                                      " is above the GPU runtime's limit of 8");
+      const bool all_known = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef in) { return !known[in.node].empty(); });
+      if (all_known) {
+        known[i] = fold(graph, n, known);
+        folded[i] = 1;
+        ++plan.folded_nodes;
+      }
+    }
+  }
+
+  // conv2d [+ add(bias per channel)] [+ add(residual) + relu] [+ relu]
+  void conv_task(int32_t c, Task& t) {
+    t.kind = Task::Kind::kConv;
+    t.nodes = {c};
+    const Node& conv = graph.node(c);
+    const Shape& y = conv.output_shapes[0];
+    if (conv.params.get_word("act") == "relu") {
+      t.relu = true;
+      return;
+    }
+    if (!options.fuse) return;
+    auto other_operand = [&](const Node& add, int32_t from) -> std::optional<ValueRef> {
+      if (add.op->name != "add" || add.output_shapes[0] != y) return std::nullopt;
+      if (add.inputs[0].node == from && add.inputs[1].node != from) return add.inputs[1];
+      if (add.inputs[1].node == from && add.inputs[0].node != from) return add.inputs[0];
+      return std::nullopt;
+    };
+    int32_t cur = c;
+    if (auto next = only_consumer(cur)) {
+      if (auto b = other_operand(graph.node(*next), cur)) {
+        const Shape& bs = graph.shape(*b);
+        if (graph.dtype(*b) == DType::kFloat && (bs == Shape{1, y[1], 1, 1} || bs == Shape{y[1], 1, 1})) {
+          t.bias = *b;
+          t.nodes.push_back(*next);
+          cur = *next;
+        }
+      }
+    }
+    const size_t before_residual = t.nodes.size();
+    if (auto next = only_consumer(cur)) {
+      if (auto z = other_operand(graph.node(*next), cur); z && graph.shape(*z) == y && graph.dtype(*z) == DType::kFloat) {
+        t.residual = *z;
+        t.nodes.push_back(*next);
+        cur = *next;
+      }
+    }
+    if (auto next = only_consumer(cur); next && graph.node(*next).op->name == "relu") {
+      t.relu = true;
+      t.nodes.push_back(*next);
+      return;
+    }
+    // cuDNN fuses a residual only with an activation: leave that add alone.
+    if (t.residual) {
+      t.residual.reset();
+      t.nodes.resize(before_residual);
+    }
+  }
+
+  void build_tasks() {
+    const auto& nodes = graph.nodes();
+    std::vector<Task> groups;
+    task_of.assign(nodes.size(), -1);
+    std::vector<std::vector<Operand>> operands;  // per elementwise group
+    std::vector<int> instr_count;
+    for (int32_t i : order) {
+      const Node& n = nodes[i];
+      if (!n.is_op() || folded[i] || task_of[i] >= 0) continue;
+      Task t;
+      if (n.op->name == "conv2d") {
+        conv_task(i, t);
+      } else if (n.op->name == "reshape") {
+        t.kind = Task::Kind::kAlias;
+        t.nodes = {i};
+      } else if (is_elementwise(n)) {
+        t.kind = Task::Kind::kElementwise;
+        std::vector<Operand> ops;
+        add_operands(n, ops);
+        int count = instructions(n);
+        std::vector<int32_t> members;
+        if (options.fuse && n.output_dtypes[0] == DType::kFloat) {
+          for (ValueRef in : n.inputs) {
+            const int g = task_of[in.node];
+            if (g < 0 || groups[g].kind != Task::Kind::kElementwise || groups[g].root() != in.node) continue;
+            if (!single_use(in.node) || nodes[in.node].output_shapes[0] != n.output_shapes[0]) continue;
+            if (nodes[in.node].output_dtypes[0] != DType::kFloat) continue;
+            // Operands after merging: this node's minus the producer's output, plus the group's.
+            std::vector<Operand> merged;
+            for (const Operand& o : ops)
+              if (!(o.first == in && !o.second)) merged.push_back(o);
+            for (const Operand& o : operands[g])
+              if (std::find(merged.begin(), merged.end(), o) == merged.end()) merged.push_back(o);
+            const int merged_count = count + instr_count[g];
+            if (static_cast<int>(merged.size()) > 8 || merged_count > 32 ||
+                static_cast<int>(merged.size()) + merged_count > 24)
+              continue;
+            ops = std::move(merged);
+            count = merged_count;
+            members.insert(members.end(), groups[g].nodes.begin(), groups[g].nodes.end());
+            groups[g].nodes.clear();  // absorbed
+            plan.fused_nodes += 1;
+          }
+        }
+        members.push_back(i);
+        t.nodes = std::move(members);
+        operands.resize(groups.size() + 1);
+        instr_count.resize(groups.size() + 1);
+        operands[groups.size()] = ops;
+        instr_count[groups.size()] = count;
+      } else {
+        t.nodes = {i};
+      }
+      if (t.kind == Task::Kind::kConv) plan.fused_nodes += static_cast<int>(t.nodes.size()) - 1;
+      for (int32_t m : t.nodes) task_of[m] = static_cast<int>(groups.size());
+      groups.push_back(std::move(t));
+    }
+    // Emit in the order of each task's last node.
+    std::vector<std::pair<int32_t, int>> by_root;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (!groups[g].nodes.empty()) by_root.emplace_back(groups[g].root(), static_cast<int>(g));
+    std::sort(by_root.begin(), by_root.end());
+    for (auto& [root, g] : by_root) {
+      Task& t = groups[g];
+      std::set<int32_t> members(t.nodes.begin(), t.nodes.end());
+      for (int32_t m : t.nodes)
+        for (ValueRef in : nodes[m].inputs)
+          if (!members.count(in.node) && std::find(t.reads.begin(), t.reads.end(), in) == t.reads.end())
+            t.reads.push_back(in);
+      if (t.kind == Task::Kind::kConv) {
+        const Node& conv = nodes[t.nodes[0]];
+        const Conv2dGeometry geo = conv2d_geometry(conv.params, graph.shape(conv.inputs[0]), graph.shape(conv.inputs[1]));
+        const Window2d& w = geo.window;
+        if (w.pad_top != w.pad_bottom || w.pad_left != w.pad_right)
+          t.scratch_bytes = geo.batch * geo.in_channels * (w.in_h + w.pad_top + w.pad_bottom) *
+                            (w.in_w + w.pad_left + w.pad_right) * 4;
+      }
+      plan.tasks.push_back(std::move(t));
+    }
+  }
+
+  void place_values() {
+    const auto& nodes = graph.nodes();
+    plan.slots.assign(nodes.size(), {});
+    for (size_t i = 0; i < nodes.size(); ++i) plan.slots[i].resize(nodes[i].output_shapes.size());
+    auto bytes_of = [&](ValueRef v) { return num_elements(graph.shape(v)) * device_element_bytes(graph.dtype(v)); };
+    // Constants that the device reads: weights and folded values.
+    int64_t weight_offset = 0;
+    auto need_constant = [&](ValueRef v) {
+      ValueSlot& s = plan.slots[v.node][v.output];
+      if (s.home != ValueSlot::Home::kNone || known[v.node].empty()) return;
+      s.home = ValueSlot::Home::kConstant;
+      s.bytes = bytes_of(v);
+      s.offset = weight_offset;
+      s.constant = static_cast<int>(plan.constants.size());
+      plan.constants.push_back(known[v.node][v.output]);
+      weight_offset += (std::max<int64_t>(s.bytes, 1) + 255) / 256 * 256;
+    };
+    for (const Task& t : plan.tasks)
+      for (ValueRef v : t.reads) need_constant(v);
+    for (ValueRef v : graph.outputs()) need_constant(v);
+    plan.weight_bytes = weight_offset;
+
+    // Alias roots: a reshape's output is its input's bytes.
+    std::vector<std::vector<ValueRef>> root(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (size_t k = 0; k < nodes[i].output_shapes.size(); ++k) root[i].push_back({static_cast<int32_t>(i), static_cast<int32_t>(k)});
+    for (const Task& t : plan.tasks)
+      if (t.kind == Task::Kind::kAlias) root[t.root()][0] = root[t.reads[0].node][t.reads[0].output];
+
+    // Lifetimes of arena values (graph inputs and task outputs), by root.
+    const int last_step = std::max<int>(0, static_cast<int>(plan.tasks.size()) - 1);
+    std::vector<Lifetime> lives;
+    std::vector<ValueRef> owners;
+    std::vector<std::vector<int>> index(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) index[i].assign(nodes[i].output_shapes.size(), -1);
+    auto define = [&](ValueRef v, int step) {
+      index[v.node][v.output] = static_cast<int>(lives.size());
+      lives.push_back({bytes_of(v), step, step});
+      owners.push_back(v);
+    };
+    for (int32_t in : graph.inputs()) {
+      define({in, 0}, 0);
+      lives.back().last = last_step;  // inputs stay for the next replay
+      plan.slots[in][0].home = ValueSlot::Home::kInput;
+    }
+    for (size_t s = 0; s < plan.tasks.size(); ++s) {
+      const Task& t = plan.tasks[s];
+      if (t.kind == Task::Kind::kAlias) continue;
+      for (size_t k = 0; k < nodes[t.root()].output_shapes.size(); ++k) define({t.root(), static_cast<int32_t>(k)}, static_cast<int>(s));
+    }
+    auto extend = [&](ValueRef v, int step) {
+      const ValueRef r = root[v.node][v.output];
+      const int li = index[r.node][r.output];
+      if (li >= 0) lives[li].last = std::max(lives[li].last, step);
+    };
+    for (size_t s = 0; s < plan.tasks.size(); ++s)
+      for (ValueRef v : plan.tasks[s].reads) extend(v, static_cast<int>(s));
+    for (ValueRef v : graph.outputs()) extend(v, last_step);
+    std::vector<size_t> scratch_life(plan.tasks.size(), SIZE_MAX);
+    for (size_t s = 0; s < plan.tasks.size(); ++s)
+      if (plan.tasks[s].scratch_bytes > 0) {
+        scratch_life[s] = lives.size();
+        lives.push_back({plan.tasks[s].scratch_bytes, static_cast<int>(s), static_cast<int>(s)});
+      }
+    const MemoryPlan mp = plan_memory(lives);
+    plan.arena_bytes = mp.arena_bytes;
+    plan.unshared_bytes = mp.total_bytes;
+    for (size_t l = 0; l < owners.size(); ++l) {
+      ValueSlot& s = plan.slots[owners[l].node][owners[l].output];
+      if (s.home == ValueSlot::Home::kNone) s.home = ValueSlot::Home::kArena;
+      s.offset = mp.offsets[l];
+      s.bytes = lives[l].bytes;
+    }
+    plan.scratch_offsets.assign(plan.tasks.size(), -1);
+    for (size_t s = 0; s < plan.tasks.size(); ++s)
+      if (scratch_life[s] != SIZE_MAX) plan.scratch_offsets[s] = mp.offsets[scratch_life[s]];
+    // Aliases share their root's slot.
+    for (const Task& t : plan.tasks)
+      if (t.kind == Task::Kind::kAlias) {
+        const ValueRef r = root[t.root()][0];
+        plan.slots[t.root()][0] = plan.slots[r.node][r.output];
+        plan.slots[t.root()][0].bytes = bytes_of({t.root(), 0});
+      }
+  }
+};
+
+}  // namespace
+
+ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options) {
+  Builder b(graph, options);
+  b.analyse();
+  b.build_tasks();
+  b.place_values();
+  return std::move(b.plan);
+}
+
+std::string task_label(const Graph& graph, const Task& task) {
+  std::string s;
+  for (int32_t n : task.nodes) {
+    if (!s.empty()) s += "+";
+    s += graph.node(n).op->name;
+  }
+  return s;
+}
+
+}  // namespace tgr

@@ -1,0 +1,73 @@
+// What the GPU runtime executes for a graph, decided without a GPU (so it is
+// tested anywhere): which nodes are computed once at load (constants and
+// everything that depends only on them), which nodes run together as one
+// kernel (chains of elementwise operators; a convolution with its bias,
+// residual add and relu), which are free (reshape: the same bytes), and where
+// each value lives (one arena, bytes shared by values whose lifetimes do not
+// overlap; see memory_plan.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/memory_plan.h"
+
+namespace tgr {
+
+struct PlanOptions {
+  bool fuse = true;  // elementwise chains and conv + bias (+ residual) + relu
+};
+
+// One kernel launch (or a few) of the runtime, covering one or more nodes.
+struct Task {
+  enum class Kind {
+    kNode,         // one node, by its operator's kernel
+    kElementwise,  // a chain of elementwise nodes in one kernel (maybe one node)
+    kConv,         // conv2d, then optionally add(bias per channel), add(residual), relu
+    kAlias,        // reshape: the output is the input's bytes
+  };
+  Kind kind = Kind::kNode;
+  std::vector<int32_t> nodes;  // topological order; the last produces the task's output(s)
+  // kConv:
+  std::optional<ValueRef> bias, residual;
+  bool relu = false;
+  // Values of other tasks (or inputs, constants) the task reads.
+  std::vector<ValueRef> reads;
+  int64_t scratch_bytes = 0;  // temporary memory alive during this task only
+  int32_t root() const { return nodes.back(); }
+};
+
+// Where a value is at run time.
+struct ValueSlot {
+  enum class Home { kNone, kInput, kConstant, kArena };
+  Home home = Home::kNone;
+  int64_t offset = 0;      // kInput, kArena: in the arena; kConstant: in the weights buffer
+  int64_t bytes = 0;
+  int constant = -1;       // kConstant: index into ExecutionPlan::constants
+};
+
+struct ExecutionPlan {
+  std::vector<Task> tasks;
+  std::vector<std::vector<ValueSlot>> slots;  // [node][output]
+  std::vector<ConstantValue> constants;       // uploaded once at load
+  std::vector<int64_t> scratch_offsets;       // per task, in the arena (when scratch_bytes > 0)
+  int64_t arena_bytes = 0, unshared_bytes = 0, weight_bytes = 0;
+  int folded_nodes = 0, fused_nodes = 0;
+
+  const ValueSlot& slot(ValueRef v) const { return slots.at(v.node).at(v.output); }
+};
+
+// Bytes per element on the device: float 4; int64 and bool 8.
+int64_t device_element_bytes(DType t);
+
+// Raises std::invalid_argument naming the node for what the runtime cannot
+// run (a rank above 8).
+ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options = {});
+
+// "conv2d+add+relu", "mul+add+erf+...": what a task runs, for profiles.
+std::string task_label(const Graph& graph, const Task& task);
+
+}  // namespace tgr

@@ -1,0 +1,182 @@
+// Every operator of the table on the GPU against the CPU reference
+// interpreter, on random inputs and odd shapes, with fusion on and off
+// (label `gpu`: skipped, visibly, where no GPU is visible).
+#include <gtest/gtest.h>
+
+#include "ir/text.h"
+#include "runtime/cuda/gpu_error.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace tgr {
+namespace {
+
+using test::expect_outputs_match;
+
+struct OpCase {
+  std::string expr;
+  std::string shapes;    // parse_shape_map text; "ids=int64:2x3"
+  double tolerance = 1e-5;
+  double scale = 1;      // floats in [-scale, scale)
+  int64_t lo = 0, hi = 4;  // int64 inputs in [lo, hi)
+};
+
+std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.expr << " with " << c.shapes; }
+
+class GpuOps : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(GpuOps, MatchesTheCpuReference) {
+  SKIP_WITHOUT_GPU();
+  const OpCase& c = GetParam();
+  DTypeMap dtypes;
+  const ShapeMap shapes = parse_shape_map(c.shapes, &dtypes);
+  const Graph g = build_graph(c.expr, shapes, dtypes);
+  const std::vector<ConstantValue> inputs = test::random_values(g, 1, c.scale, c.lo, c.hi);
+  const std::vector<ConstantValue> expected = evaluate_values<float>(g, inputs);
+  // Fused and replayed as a CUDA graph; unfused and step by step.
+  for (bool fuse : {true, false}) {
+    gpu::GpuOptions options;
+    options.fuse = fuse;
+    options.cuda_graph = fuse;
+    gpu::GpuModel model = gpu::GpuModel::load(g, options);
+    const std::string what = c.expr + (fuse ? " fused, CUDA graph" : " unfused, eager");
+    // Twice: a replay must not depend on what the previous one left.
+    expect_outputs_match(model.run(inputs), expected, c.tolerance, what);
+    expect_outputs_match(model.run(inputs), expected, c.tolerance, what + " (second run)");
+  }
+}
+
+const OpCase kCases[] = {
+    // elementwise, broadcasting
+    {"add(x0, x1)", "x0=2x3x5x7,x1=3x1x7"},
+    {"sub(x0, x1)", "x0=2x3x5,x1=5"},
+    {"mul(x0, x1)", "x0=4x1x6,x1=1x5x1"},
+    {"div(x0, x1)", "x0=3x7,x1=7"},
+    {"pow(abs(x0), x1)", "x0=5x9,x1=5x9"},
+    {"scalar_mul(x0, s)", "x0=3x11,s=scalar"},
+    {"neg(x0)", "x0=1031"},
+    {"relu(x0)", "x0=3x5x7"},
+    {"sigmoid(x0)", "x0=3x5x7", 1e-5, 6},
+    {"tanh(x0)", "x0=3x5x7", 1e-5, 3},
+    {"abs(x0)", "x0=17"},
+    {"sqrt(abs(x0))", "x0=2x33"},
+    {"exp(x0)", "x0=2x33", 1e-5, 4},
+    {"log(abs(x0))", "x0=2x33"},
+    {"erf(x0)", "x0=2x33", 1e-5, 3},
+    {"leaky_relu[alpha=0.2](x0)", "x0=4x9"},
+    {"hard_sigmoid(x0)", "x0=4x9", 1e-5, 5},
+    {"hard_swish(x0)", "x0=4x9", 1e-5, 8},
+    {"clip[min=-0.5, max=0.3](x0)", "x0=4x9"},
+    {"batch_norm(x0, s, b, m, abs(v))", "x0=2x5x3x3,s=5,b=5,m=5,v=5"},
+    {"add(a, b)", "a=int64:2x3,b=int64:3", 0, 1, -50, 50},
+    {"sub(a, neg(b))", "a=int64:2x3,b=int64:2x3", 0, 1, -50, 50},
+    {"mul(abs(a), b)", "a=int64:4x5,b=int64:4x1", 0, 1, -50, 50},
+    // fused chains
+    {"mul(add(relu(x0), x1), sigmoid(x2))", "x0=2x3x8,x1=8,x2=2x3x8"},
+    {"relu(batch_norm(x0, s, b, m, abs(v)))", "x0=1x4x5x5,s=4,b=4,m=4,v=4"},
+    {"tanh(sub(mul(x0, x0), exp(x1)))", "x0=6x7,x1=6x7"},
+    // matrix products
+    {"matmul(a, b)", "a=33x65,b=65x17", 1e-4},
+    {"matmul(a, b)", "a=1x768,b=768x3", 1e-4},
+    {"batch_matmul(a, b)", "a=3x7x9,b=3x9x5", 1e-4},
+    // convolution
+    {"conv2d[stride=2x2](x, k)", "x=1x3x7x5,k=4x3x3x3", 1e-4},
+    {"conv2d[stride=2x2](x, k)", "x=1x3x8x6,k=4x3x3x3", 1e-4},  // "same": asymmetric padding
+    {"conv2d[dilation=2x2](x, k)", "x=1x6x9x9,k=6x2x3x3", 1e-4},  // 3 groups
+    {"conv2d(x, k)", "x=2x8x10x10,k=8x1x3x3", 1e-4},             // depthwise
+    {"conv2d[pad=valid, stride=2x1](x, k)", "x=1x5x11x9,k=7x5x1x3", 1e-4},
+    {"conv2d[pad=1x0x2x1](x, k)", "x=1x3x6x7,k=2x3x3x2", 1e-4},
+    {"conv2d[act=relu](x, k)", "x=1x3x7x5,k=4x3x3x3", 1e-4},
+    {"add(conv2d(x, k), b)", "x=1x3x7x5,k=4x3x3x3,b=1x4x1x1", 1e-4},
+    {"relu(add(conv2d(x, k), b))", "x=1x3x7x5,k=4x3x3x3,b=4x1x1", 1e-4},
+    {"relu(add(add(conv2d(x, k), b), z))", "x=1x8x7x5,k=4x8x1x1,b=1x4x1x1,z=1x4x7x5", 1e-4},
+    {"relu(add(z, conv2d[stride=2x2](x, k)))", "x=1x3x8x6,k=4x3x3x3,z=1x4x4x3", 1e-4},
+    {"conv2d(x, k)", "x=2x16x5x3,k=8x16x1x1", 1e-4},  // 1x1: cuBLAS or cuDNN, measured
+    {"relu(add(conv2d(x, k), b))", "x=1x64x7x7,k=32x64x1x1,b=1x32x1x1", 1e-4},
+    {"enlarge[size=5x5](k)", "k=2x3x3x1"},
+    {"conv2d(x, conv_identity[channels=3, kernel=3x3]())", "x=1x3x5x6", 1e-4},
+    {"conv2d(x, pool_kernel[channels=3, kernel=3x3]())", "x=1x3x5x6", 1e-4},
+    // pooling
+    {"maxpool[kernel=3x3, stride=2x2](x)", "x=1x3x9x8"},
+    {"maxpool[kernel=2x2, dilation=2x2, pad=valid](x)", "x=2x2x7x9"},
+    {"avgpool[kernel=3x3, stride=2x2, include_pad=1](x)", "x=1x3x9x8"},
+    {"avgpool[kernel=3x3](x)", "x=1x2x5x6"},
+    {"avgpool[kernel=7x7, pad=valid](x)", "x=1x16x7x7"},
+    // layout
+    {"transpose[perm=0x2x1x3](x)", "x=2x3x4x5"},
+    {"transpose(x)", "x=3x7"},
+    {"concat[axis=1](x0, x1, x2)", "x0=2x3x4,x1=2x1x4,x2=2x5x4"},
+    {"concat[axis=0](a, b)", "a=int64:2x3,b=int64:1x3", 0, 1, -9, 9},
+    {"concat[axis=1](x0, x1, x0, x2, x1)", "x0=1x3x5x5,x1=1x7x5x5,x2=1x1x5x5"},
+    {"(split[axis=2, sizes=1x3](x).0, split[axis=2, sizes=1x3](x).1)", "x=2x3x4"},
+    {"slice[starts=0x1, ends=3x5, steps=1x2](x)", "x=4x6"},
+    {"slice[starts=3x5, ends=-1x0, steps=-1x-2](x)", "x=4x6"},
+    {"expand[shape=2x3x4](x)", "x=3x1"},
+    {"pad[pads=0x1x2x0, value=0.5](x)", "x=3x4"},
+    {"reshape[shape=6x4](x)", "x=2x3x4"},
+    {"relu(reshape[shape=4x6](relu(x)))", "x=2x3x4"},
+    // normalisation and reductions
+    {"softmax[axis=2](x)", "x=2x3x37", 1e-5, 4},
+    {"softmax[axis=1](x)", "x=2x5x3", 1e-5, 4},
+    {"softmax[axis=1](x)", "x=4x2000", 1e-5, 4},
+    {"layer_norm[axis=2](x, s, b)", "x=2x3x50,s=50,b=50"},
+    {"layer_norm[axis=1](x, s, b)", "x=2x3x4,s=3x4,b=3x4"},
+    {"layer_norm[axis=1](x, s, b)", "x=3x768,s=768,b=768"},
+    {"reduce_sum[axes=1](x)", "x=2x3x4"},
+    {"reduce_mean[axes=0x2, keepdims=0](x)", "x=2x3x4"},
+    {"reduce_sum[axes=0](a)", "a=int64:5x3", 0, 1, -9, 9},
+    // mixed types
+    {"less(x0, x1)", "x0=3x4,x1=4"},
+    {"greater_equal(x0, x1)", "x0=3x4,x1=3x1"},
+    {"equal(a, b)", "a=int64:3x4,b=int64:4", 0, 1, 0, 3},
+    {"less_equal(a, b)", "a=int64:3x4,b=int64:4", 0, 1, 0, 3},
+    {"greater(a, b)", "a=int64:3x4,b=int64:3x4", 0, 1, 0, 3},
+    {"is_nan(log(x))", "x=5x5"},
+    {"logical_not(c)", "c=bool:4x3"},
+    {"cast[to=int64](x)", "x=4x7", 0, 20},
+    {"cast[to=bool](x)", "x=4x7", 0, 2},
+    {"cast[to=float](a)", "a=int64:4x7", 1e-6, 1, -100, 100},
+    {"cast[to=bool](a)", "a=int64:4x7", 0, 1, -2, 2},
+    {"where(c, x, y)", "c=bool:2x1x4,x=2x3x4,y=4"},
+    {"where(c, a, b)", "c=bool:3,a=int64:2x3,b=int64:3", 0, 1, -5, 5},
+    {"gather[axis=0](t, ids)", "t=10x6,ids=int64:2x3", 1e-6, 1, -10, 10},
+    {"gather[axis=1](x, ids)", "x=3x7x2,ids=int64:4", 1e-6, 1, 0, 7},
+    {"gather_elements[axis=1](x, ids)", "x=3x5,ids=int64:3x4", 1e-6, 1, -5, 5},
+    // constants (computed at load)
+    {"add(x, ones[shape=3x4]())", "x=3x4"},
+    {"matmul(x, eye[n=4]())", "x=3x4", 1e-4},
+    {"eye[n=3]()", ""},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, GpuOps, ::testing::ValuesIn(kCases));
+
+// Every operator of the table appears in some case above.
+TEST(GpuOpsCoverage, EveryOperatorHasACase) {
+  std::string all;
+  for (const OpCase& c : kCases) all += c.expr + " ";
+  for (const OpDef* op : OpTable::instance().all()) {
+    const bool found = all.find(op->name + "(") != std::string::npos || all.find(op->name + "[") != std::string::npos;
+    EXPECT_TRUE(found) << op->name << " has no GPU test case";
+  }
+}
+
+TEST(GpuErrors, AnUnsupportedShapeNamesTheNodeAndOperator) {
+  SKIP_WITHOUT_GPU();
+  const Graph g = build_graph("relu(x)", {{"x", Shape(9, 1)}});
+  try {
+    gpu::GpuModel::load(g);
+    FAIL() << "a rank-9 tensor loaded";
+  } catch (const gpu::GpuError& e) {
+    EXPECT_NE(std::string(e.what()).find("relu (node 1)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuErrors, WrongInputsAreRefused) {
+  SKIP_WITHOUT_GPU();
+  const Graph g = build_graph("relu(x)", {{"x", Shape{2, 3}}});
+  gpu::GpuModel model = gpu::GpuModel::load(g);
+  std::vector<ConstantValue> wrong{ConstantValue(Tensor<float>({3, 2}))};
+  EXPECT_THROW(model.run(wrong), gpu::GpuError);
+}
+
+}  // namespace
+}  // namespace tgr

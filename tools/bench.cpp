@@ -1,0 +1,156 @@
+// `bench`: runs an original and an optimized model on the GPU runtime, checks
+// both against the CPU reference interpreter (and the test data's reference
+// outputs), times CUDA-graph replays (median of --iters after warm-up, CUDA
+// events) and prints the comparison table; --profile adds the per-operator
+// time breakdown of each model.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "runtime/cuda/device_info.h"
+#include "runtime/cuda/gpu_model.h"
+#include "runtime/interpreter.h"
+#include "tools/cli_common.h"
+#include "tools/model_case.h"
+
+namespace tgr {
+namespace {
+
+struct Options {
+  std::vector<std::string> models;
+  std::string test_data;
+  int iters = 100, warmup = 20, profile_iters = 20;
+  double rtol = 1e-4;
+  bool profile = false, no_graph = false, no_fuse = false;
+  std::string name;
+};
+
+struct Result {
+  double ms = 0;
+  int ops = 0;
+  bool ok = true;
+};
+
+double worst_error(const std::vector<ConstantValue>& actual, const std::vector<ConstantValue>& expected) {
+  if (actual.size() != expected.size()) return INFINITY;
+  double worst = 0;
+  for (size_t k = 0; k < actual.size(); ++k) worst = std::max(worst, cli::relative_error(actual[k], expected[k]));
+  return worst;
+}
+
+void print_profile(const std::string& label, gpu::GpuModel& model, int iters, double replay_ms) {
+  const std::vector<gpu::StepTime> steps = model.profile(iters);
+  struct Row {
+    int count = 0;
+    double ms = 0;
+  };
+  std::map<std::string, Row> by_label, by_op;
+  double total = 0;
+  for (const auto& s : steps) {
+    by_label[s.label].count++, by_label[s.label].ms += s.ms;
+    const std::string op = s.label.substr(0, s.label.find('+'));
+    by_op[op].count++, by_op[op].ms += s.ms;
+    total += s.ms;
+  }
+  auto print = [&](const char* title, const std::map<std::string, Row>& rows) {
+    std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    std::printf("  %-36s %6s %10s %7s\n", title, "steps", "ms", "share");
+    for (const auto& [name, row] : sorted)
+      std::printf("  %-36s %6d %10.4f %6.1f%%\n", name.c_str(), row.count, row.ms, total > 0 ? 100 * row.ms / total : 0);
+  };
+  std::printf("profile of %s: %zu steps, %.4f ms of kernels (step by step) vs %.4f ms per CUDA-graph replay\n",
+              label.c_str(), steps.size(), total, replay_ms);
+  print("by operator (first of a fused step)", by_op);
+  print("by step (fused operators joined by +)", by_label);
+}
+
+Result bench_one(const Options& o, const std::string& path, const std::string& role,
+                 const std::vector<ConstantValue>* cpu_reference, std::vector<ConstantValue>* reference_out) {
+  Result r;
+  cli::ModelCase mc = cli::load_model_case(path, o.test_data);
+  r.ops = mc.graph.num_ops();
+  std::vector<ConstantValue> cpu;
+  if (!cpu_reference) {
+    cpu = evaluate_values<float>(mc.graph, mc.inputs);
+    cpu_reference = &cpu;
+    if (reference_out) *reference_out = cpu;
+  }
+  gpu::GpuOptions options;
+  options.cuda_graph = !o.no_graph;
+  options.fuse = !o.no_fuse;
+  gpu::GpuModel model = gpu::GpuModel::load(mc.graph, options);
+  const auto& st = model.stats();
+  const std::vector<ConstantValue> out = model.run(mc.inputs);
+  const double vs_cpu = worst_error(out, *cpu_reference);
+  r.ok = vs_cpu <= o.rtol;
+  std::printf("%s (%s): %d operators -> %d GPU steps (%d folded at load, %d fused); arena %.1f MB (%.1f MB without "
+              "sharing), weights %.1f MB, conv workspace %.1f MB; CUDA graph %s\n",
+              mc.name.c_str(), role.c_str(), st.graph_ops, st.steps, st.folded, st.fused, st.arena_bytes / 1e6,
+              st.unshared_bytes / 1e6, st.weight_bytes / 1e6, st.workspace_bytes / 1e6, st.cuda_graph ? "yes" : "no");
+  std::printf("  check: relative L2 error vs the CPU interpreter %.2e (tolerance %.0e) %s", vs_cpu, o.rtol,
+              r.ok ? "ok" : "FAIL");
+  if (!mc.expected.empty()) {
+    const double vs_ref = worst_error(out, mc.expected);
+    std::printf("; vs the test data's reference outputs %.2e %s", vs_ref, vs_ref <= o.rtol ? "ok" : "FAIL");
+    r.ok = r.ok && vs_ref <= o.rtol;
+  }
+  std::printf("\n");
+  r.ms = model.replay_ms(o.iters, o.warmup);
+  std::printf("  time: %.4f ms (median of %d %s after %d warm-up)\n", r.ms, o.iters,
+              st.cuda_graph ? "CUDA-graph replays" : "runs", o.warmup);
+  if (o.profile) print_profile(mc.name + " (" + role + ")", model, o.profile_iters, r.ms);
+  std::fflush(stdout);
+  return r;
+}
+
+int bench(const Options& o) {
+  std::printf("%s\n", cuda_device_report().c_str());
+  if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
+  std::vector<ConstantValue> reference;
+  const Result original = bench_one(o, o.models[0], "original", nullptr, &reference);
+  Result optimized;
+  const bool has_opt = o.models.size() > 1;
+  if (has_opt) optimized = bench_one(o, o.models[1], "optimized", &reference, nullptr);
+  std::string name = o.name;
+  if (name.empty()) name = std::filesystem::path(o.models[0]).stem().string();
+  const bool ok = original.ok && (!has_opt || optimized.ok);
+  std::printf("\n%-18s | %11s | %12s | %7s | %10s | %9s | %s\n", "model", "original ms", "optimized ms", "speedup",
+              "ops before", "ops after", "check");
+  if (has_opt)
+    std::printf("%-18s | %11.4f | %12.4f | %6.3fx | %10d | %9d | %s\n", name.c_str(), original.ms, optimized.ms,
+                original.ms / optimized.ms, original.ops, optimized.ops, ok ? "ok" : "FAIL");
+  else
+    std::printf("%-18s | %11.4f | %12s | %7s | %10d | %9s | %s\n", name.c_str(), original.ms, "-", "-", original.ops,
+                "-", ok ? "ok" : "FAIL");
+  // One line for scripts: RESULT name original_ms optimized_ms ops_before ops_after check
+  std::printf("RESULT %s %.4f %.4f %d %d %s\n", name.c_str(), original.ms, has_opt ? optimized.ms : original.ms,
+              original.ops, has_opt ? optimized.ops : original.ops, ok ? "ok" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace tgr
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench: time an original and an optimized ONNX model on the GPU runtime, checked against the CPU "
+               "reference interpreter"};
+  tgr::Options o;
+  app.add_option("models", o.models, "ORIGINAL.onnx [OPTIMIZED.onnx]")->required()->expected(1, 2)
+      ->check(CLI::ExistingFile);
+  app.add_option("--test-data", o.test_data, "a folder of input_K.pb (and output_K.pb references); default: random inputs")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--iters", o.iters, "timed replays (median; default 100)")->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", o.warmup, "untimed replays first (default 20)")->check(CLI::Range(0, 100000));
+  app.add_option("--rtol", o.rtol, "largest relative L2 error vs the CPU reference (default 1e-4)");
+  app.add_flag("--profile", o.profile, "print the per-operator time breakdown of each model");
+  app.add_option("--profile-iters", o.profile_iters, "profiled runs (median per step; default 20)");
+  app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph");
+  app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");
+  app.add_option("--name", o.name, "the model's name in the table (default: the file's stem)");
+  CLI11_PARSE(app, argc, argv);
+  return tgr::cli::guarded("bench", [&] { return tgr::bench(o); });
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# On the GPU machine, in one call: the GPU tests, then for each model: export
+# it with PyTorch (export_models.py: NAME.onnx and ONNX Runtime reference
+# outputs), measure its operator costs (calibrate), optimize it with the
+# measured costs when the bundle has an `optimize` that can, `bench` original
+# (and optimized) against the CPU reference with a per-operator profile, and
+# time PyTorch eager and torch.compile (peers.py); prints one table.
+#
+#   bash bundle/gpu/tools/device/gpu_bench.sh [MODEL ...]
+#   STAGES="tests bench" bash ...     (any of: tests export calibrate optimize bench peers)
+# The bundle comes from tools/device/make_gpu_bundle.sh. Logs go to $OUT when
+# set (the `run` tool's folder), else /tmp/tgr-gpu-out.
+set -uo pipefail
+B=$(cd "$(dirname "$0")/../.." && pwd)
+export LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}"
+export TGR_TEST_DATA="$B/tests/data"
+export PYTHONUNBUFFERED=1
+out=${OUT:-/tmp/tgr-gpu-out}
+work=${WORK:-/tmp/tgr-gpu-work}
+mkdir -p "$out" "$work"
+models=("$@")
+((${#models[@]})) || models=(resnet50 resnext50_32x4d inception_v3 densenet121 bert_base)
+stages=" ${STAGES:-tests export calibrate optimize bench peers} "
+has() { [[ $stages == *" $1 "* ]]; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader || true
+
+if has tests; then
+  echo "== GPU tests"
+  "$B/bin/gpu_tests" --gtest_brief=1 2>&1 | tee "$out/gpu_tests.log" | tail -25
+fi
+if has export; then
+  echo "== export (${models[*]})"
+  python3 "$B/tools/device/export_models.py" "$work" "${models[@]}" 2>&1 | grep -v Warning | tail -8
+fi
+can_optimize=0
+if [[ -x $B/bin/optimize ]] && "$B/bin/optimize" --help 2>&1 | grep -q -- --cost-model; then can_optimize=1; fi
+for m in "${models[@]}"; do
+  [[ -f $work/$m.onnx ]] || { echo "$m: not exported"; continue; }
+  if has calibrate; then
+    echo "== calibrate $m"
+    "$B/bin/calibrate" --db "$work/costs.db" "$work/$m.onnx" --test-data "$work/$m-testdata" --iters 30 \
+      > "$out/calibrate_$m.log" 2>&1 && tail -1 "$out/calibrate_$m.log" || tail -3 "$out/calibrate_$m.log"
+  fi
+  opt=()
+  if has optimize && ((can_optimize)) && [[ -f $B/rules.db ]]; then
+    echo "== optimize $m (measured costs)"
+    cp "$B/rules.db" "$work/rules.db" 2>/dev/null
+    if "$B/bin/optimize" --rules "$work/rules.db" --cost-model measured --costs "$work/costs.db" \
+         "$work/$m.onnx" -o "$work/$m.opt.onnx" > "$out/optimize_$m.log" 2>&1; then
+      opt=("$work/$m.opt.onnx")
+    else
+      tail -3 "$out/optimize_$m.log"
+    fi
+  fi
+  if has bench; then
+    echo "== bench $m"
+    "$B/bin/bench" "$work/$m.onnx" "${opt[@]}" --test-data "$work/$m-testdata" --iters 200 --profile --name "$m" \
+      > "$out/bench_$m.log" 2>&1
+    grep -E "^(  check|  time|RESULT)|error" "$out/bench_$m.log"
+  fi
+done
+if has peers; then
+  echo "== peers (PyTorch eager, torch.compile)"
+  (cd "$B/tools/device" && python3 peers.py "${models[@]}" 2>&1 | grep -v -i warn | tee "$out/peers.log" | tail -8)
+fi
+
+# One table: our runtime (original, optimized) and the peers, in ms.
+echo
+python3 - "$out" "${models[@]}" <<'PY'
+import sys, os, re
+out, models = sys.argv[1], sys.argv[2:]
+ours, peers = {}, {}
+for m in models:
+    p = os.path.join(out, f"bench_{m}.log")
+    if os.path.exists(p):
+        for line in open(p):
+            if line.startswith("RESULT "):
+                f = line.split(); ours[f[1]] = (float(f[2]), float(f[3]), f[4], f[5], f[6])
+p = os.path.join(out, "peers.log")
+if os.path.exists(p):
+    for line in open(p):
+        f = [x.strip() for x in line.split("|")]
+        if len(f) == 4 and f[0] in models:
+            try: peers[f[0]] = tuple(float(x) for x in f[1:])
+            except ValueError: pass
+print(f"{'model':16} | {'tgr orig':>8} | {'tgr opt':>8} | {'speedup':>7} | {'ops':>9} | {'eager':>7} | {'compile':>7} | {'reduce-oh':>9} | {'vs eager':>8} | {'vs r-o':>7} | check")
+for m in models:
+    o = ours.get(m); pe = peers.get(m)
+    if not o and not pe: continue
+    orig, opt, ob, oa, ok = o if o else (float('nan'),) * 2 + ('-', '-', '-')
+    e, c, r = pe if pe else (float('nan'),) * 3
+    print(f"{m:16} | {orig:8.3f} | {opt:8.3f} | {orig/opt:6.2f}x | {ob:>4}/{oa:<4} | {e:7.3f} | {c:7.3f} | {r:9.3f} | {e/opt:7.2f}x | {r/opt:6.2f}x | {ok}")
+PY

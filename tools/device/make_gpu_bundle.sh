@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Here (no GPU needed): build the GPU programs and pack everything the GPU
+# machine needs into one folder, to carry there with the `run` tool:
+#   tools/device/make_gpu_bundle.sh bundle/gpu
+# DEST gets bin/ and lib/ (tools/bundle.sh), the device scripts (tools/device/)
+# and the bundled test models (tests/data/models). On the GPU machine:
+#   bash DEST/tools/device/gpu_bench.sh          (tests, export, calibrate, bench, peers)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dest=${1:?usage: make_gpu_bundle.sh DEST}
+programs=(gpu_tests bench calibrate run)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build -j2 --target "${programs[@]}" optimize
+[[ -x build/bin/optimize ]] && programs+=(optimize)
+rm -rf "$dest"
+tools/bundle.sh "$dest" "${programs[@]/#/build/bin/}" > /dev/null
+mkdir -p "$dest/tools/device" "$dest/tests/data"
+cp tools/device/*.sh tools/device/*.py "$dest/tools/device/"
+cp -r tests/data/models "$dest/tests/data/"
+du -sh "$dest"

@@ -1,0 +1,27 @@
+// A model with the inputs to run it on, for the GPU tools (bench, calibrate):
+// the imported graph, the inputs (from a test data folder of input_K.pb, or
+// random), and the reference outputs when the folder has output_K.pb.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tgr::cli {
+
+struct ModelCase {
+  std::string name;  // the file's stem
+  Graph graph;
+  std::vector<ConstantValue> inputs;    // in Graph::inputs() order
+  std::vector<ConstantValue> expected;  // empty without output_K.pb
+};
+
+// Random inputs: floats uniform in [-1, 1), int64 in [0, 100), bool 0/1.
+ModelCase load_model_case(const std::string& model_path, const std::string& test_data_dir, uint64_t seed = 1);
+
+// Relative L2 error (floats) or the fraction of unequal elements (integers).
+double relative_error(const ConstantValue& actual, const ConstantValue& expected);
+
+}  // namespace tgr::cli
