@@ -11,7 +11,8 @@
 #include <cstdio>
 #include <map>
 
-#include "runtime/cuda/cost_table.h"
+#include "ir/op_signature.h"
+#include "rules_db/rules_db.h"
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/interpreter.h"
 #include "tools/cli_common.h"
@@ -52,8 +53,9 @@ std::vector<ConstantValue> inputs_for(const Graph& g) {
 
 int calibrate(const Options& o) {
   if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
-  CostTable table(o.db);
+  rules_db::RulesDb table = rules_db::RulesDb::open(o.db, true);  // the op_costs table
   std::string device;
+  std::map<std::string, double> known;  // this device's stored costs, by signature
   int measured = 0, cached = 0;
   for (const std::string& path : o.models) {
     cli::ModelCase mc = cli::load_model_case(path, o.test_data);
@@ -74,11 +76,14 @@ int calibrate(const Options& o) {
       const Graph single = single_op_graph(g, n, n.op->name == "reshape" ? 1 : o.repeat);
       gpu::GpuOptions options;
       options.fuse = false;
-      if (device.empty()) device = gpu::GpuModel::load(single, options).device_name();
+      if (device.empty()) {
+        device = gpu::GpuModel::load(single, options).device_name();
+        for (const auto& [stored, ms] : table.op_costs(device)) known[stored] = ms;
+      }
       if (!o.force) {
-        if (auto ms = table.lookup(device, sig)) {
+        if (auto it = known.find(sig); it != known.end()) {
           ++cached;
-          std::printf("  %10.4f ms  cached    %s\n", *ms, sig.c_str());
+          std::printf("  %10.4f ms  cached    %s\n", it->second, sig.c_str());
           continue;
         }
       }
@@ -88,14 +93,15 @@ int calibrate(const Options& o) {
         model.set_inputs(inputs_for(single));
         ms = model.replay_ms(o.iters, 5) / o.repeat;
       }
-      table.store(device, sig, ms);
+      table.put_op_cost(device, sig, ms);
+      known[sig] = ms;
       ++measured;
       std::printf("  %10.4f ms  measured  %s\n", ms, sig.c_str());
       std::fflush(stdout);
     }
   }
   std::printf("device '%s': %d signatures measured, %d reused; the table holds %d for this device (%s)\n",
-              device.c_str(), measured, cached, table.count(device), o.db.c_str());
+              device.c_str(), measured, cached, static_cast<int>(table.op_costs(device).size()), o.db.c_str());
   return 0;
 }
 

@@ -8,12 +8,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=${1:?usage: make_gpu_bundle.sh DEST}
-programs=(gpu_tests bench calibrate run)
+programs=(gpu_tests bench calibrate run optimize)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build -j2 --target "${programs[@]}" optimize
-[[ -x build/bin/optimize ]] && programs+=(optimize)
+cmake --build build -j2 --target "${programs[@]}" default_rules
 rm -rf "$dest"
 tools/bundle.sh "$dest" "${programs[@]/#/build/bin/}" > /dev/null
+# optimize's inputs: the default rules (proved here) and the axioms its
+# instance proofs read.
+cp build/default_rules.db "$dest/rules.db"
+cp -r specs "$dest/specs"
 mkdir -p "$dest/tools/device" "$dest/tests/data"
 cp tools/device/*.sh tools/device/*.py "$dest/tools/device/"
 cp -r tests/data/models "$dest/tests/data/"
