@@ -13,8 +13,10 @@ namespace {
 double elements(const Shape& s) { return static_cast<double>(num_elements(s)); }
 
 // Views: the runtime gives their consumers the same memory (reshape), or
-// the parts of it in place (split, as in TASO).
-bool is_free(const Node& node) { return !node.is_op() || node.op->name == "reshape" || node.op->name == "split"; }
+// the parts of it in place (split, when `split_is_view`: TASO's assumption).
+bool is_free(const Node& node, bool split_is_view) {
+  return !node.is_op() || node.op->name == "reshape" || (split_is_view && node.op->name == "split");
+}
 
 }  // namespace
 
@@ -34,8 +36,8 @@ double CostModel::graph_cost(const Graph& graph) {
   double total = 0;
   for (int32_t i : graph.topological_order()) {
     const Node& n = graph.node(i);
-    if (constant[i] || is_free(n)) continue;
-    total += op_cost_us(graph, n);
+    if (constant[i] || !n.is_op()) continue;
+    total += op_cost_us(graph, n);  // each model decides what a view costs
   }
   return total;
 }
@@ -66,7 +68,7 @@ double AnalyticCostModel::bytes(const Graph& graph, const Node& node) {
 }
 
 double AnalyticCostModel::op_cost_us(const Graph& graph, const Node& node) {
-  if (is_free(node)) return 0;
+  if (is_free(node, params_.split_is_view)) return 0;
   const double compute = flops(graph, node) / params_.peak_flops;
   const double memory = bytes(graph, node) / params_.bandwidth;
   return std::max(compute, memory) * 1e6 + params_.launch_us;
@@ -81,7 +83,10 @@ std::string AnalyticCostModel::describe() const {
 
 MeasuredCostModel::MeasuredCostModel(std::string device, std::unordered_map<std::string, double> costs,
                                      RooflineParams fallback)
-    : device_(std::move(device)), costs_(std::move(costs)), fallback_(fallback) {}
+    : device_(std::move(device)), costs_(std::move(costs)), fallback_([&] {
+        fallback.split_is_view = false;  // tgr's GPU runtime copies the pieces of a split
+        return fallback;
+      }()) {}
 
 std::unique_ptr<MeasuredCostModel> MeasuredCostModel::from_db(const std::string& db_path, const std::string& device) {
   auto db = rules_db::RulesDb::open(db_path, false);
@@ -91,7 +96,7 @@ std::unique_ptr<MeasuredCostModel> MeasuredCostModel::from_db(const std::string&
 }
 
 double MeasuredCostModel::op_cost_us(const Graph& graph, const Node& node) {
-  if (is_free(node)) return 0;
+  if (!node.is_op()) return 0;
   std::string signature = op_signature(graph, node);
   auto it = costs_.find(signature);
   std::lock_guard lock(mutex_);
@@ -100,7 +105,35 @@ double MeasuredCostModel::op_cost_us(const Graph& graph, const Node& node) {
     return it->second * 1000.0;
   }
   missing_.insert(std::move(signature));
-  return fallback_.op_cost_us(graph, node);
+  return fallback_us(graph, node);
+}
+
+double MeasuredCostModel::fallback_us(const Graph& graph, const Node& node) {
+  auto it = fallback_scale_.find(node.op->name);
+  return fallback_.op_cost_us(graph, node) * (it != fallback_scale_.end() ? it->second : fallback_scale_all_);
+}
+
+void MeasuredCostModel::scale_fallback_to(const Graph& graph) {
+  std::unordered_map<std::string, std::pair<double, double>> sums;  // op -> (measured, analytic)
+  double measured_all = 0, analytic_all = 0;
+  const std::vector<bool> constant = constant_only_nodes(graph);
+  for (int32_t i : graph.topological_order()) {
+    const Node& n = graph.node(i);
+    if (!n.is_op() || constant[i]) continue;
+    auto it = costs_.find(op_signature(graph, n));
+    if (it == costs_.end()) continue;
+    const double analytic = fallback_.op_cost_us(graph, n);
+    if (!(analytic > 0)) continue;
+    sums[n.op->name].first += it->second * 1000.0;
+    sums[n.op->name].second += analytic;
+    measured_all += it->second * 1000.0;
+    analytic_all += analytic;
+  }
+  std::lock_guard lock(mutex_);
+  fallback_scale_.clear();
+  for (const auto& [op, s] : sums)
+    if (s.first > 0) fallback_scale_[op] = s.first / s.second;
+  fallback_scale_all_ = analytic_all > 0 && measured_all > 0 ? measured_all / analytic_all : 1.0;
 }
 
 size_t MeasuredCostModel::missing_signatures() const {
@@ -118,7 +151,7 @@ std::string MeasuredCostModel::describe() const {
   s += device_;
   s += "' (";
   s += std::to_string(costs_.size());
-  s += " signatures in the table; analytic fallback for ";
+  s += " signatures in the table; analytic fallback, scaled to the measurements, for ";
   s += std::to_string(missing_signatures());
   s += " missing)";
   return s;

@@ -419,6 +419,26 @@ TEST(PartialRules, LoadedOnlyWithACorrectionAndOnlyLeftToRight) {
   EXPECT_FALSE(rules[0].reversed);
 }
 
+TEST(CostModel, MissingSignaturesAreEstimatedAtTheMeasuredScaleOfTheirOperator) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {8, 8});
+  const ValueRef m = g.apply("matmul", {x, weight(g, {8, 8}, 1)});
+  g.add_output(g.apply("relu", {m}));
+  Graph wider;
+  const ValueRef y = wider.add_input("x", {8, 8});
+  wider.add_output(wider.apply("matmul", {y, weight(wider, {8, 16}, 2)}));
+  AnalyticCostModel analytic;
+  const double measured_us = 4 * analytic.op_cost_us(g, g.node(m.node));  // this device: 4x the roofline
+  MeasuredCostModel measured("test-gpu", {{op_signature(g, g.node(m.node)), measured_us / 1000.0}});
+  const Node& wide = wider.node(wider.outputs()[0].node);
+  EXPECT_DOUBLE_EQ(measured.op_cost_us(wider, wide), analytic.op_cost_us(wider, wide));  // not scaled yet
+  measured.scale_fallback_to(g);
+  EXPECT_NEAR(measured.op_cost_us(wider, wide), 4 * analytic.op_cost_us(wider, wide), 1e-9);
+  // An operator never measured takes the scale of all measurements.
+  const Node& relu = g.node(g.outputs()[0].node);
+  EXPECT_NEAR(measured.op_cost_us(g, relu), 4 * analytic.op_cost_us(g, relu), 1e-9);
+}
+
 // --- weight folding ---------------------------------------------------------------
 
 TEST(FoldConstants, OperatorsOfWeightsOnlyBecomeConstants) {

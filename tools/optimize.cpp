@@ -170,6 +170,7 @@ int run(const Settings& s) {
   sum.import_s = seconds(t);
 
   std::unique_ptr<CostModel> cost = make_cost_model(s);
+  if (auto* measured = dynamic_cast<MeasuredCostModel*>(cost.get())) measured->scale_fallback_to(model.graph);
   verifier::Prover prover(axioms::load_axioms(s.specs));
   verifier::ProofOptions proof_options;
   proof_options.timeout_ms = s.proof_timeout_ms;
