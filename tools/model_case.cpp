@@ -12,7 +12,6 @@
 #include "runtime/interpreter.h"
 
 namespace tgr::cli {
-namespace {
 
 namespace fs = std::filesystem;
 
@@ -29,8 +28,6 @@ std::vector<std::string> numbered_files(const std::string& dir, const std::strin
   for (auto& f : found) paths.push_back(f.second);
   return paths;
 }
-
-}  // namespace
 
 ModelCase load_model_case(const std::string& model_path, const std::string& test_data_dir, uint64_t seed) {
   ModelCase c;

@@ -19,6 +19,9 @@ struct ModelCase {
 };
 
 // Random inputs: floats uniform in [-1, 1), int64 in [0, 100), bool 0/1.
+// PREFIX_K.pb files of a folder (input_0.pb, input_1.pb, ...), ordered by K.
+std::vector<std::string> numbered_files(const std::string& dir, const std::string& prefix);
+
 ModelCase load_model_case(const std::string& model_path, const std::string& test_data_dir, uint64_t seed = 1);
 
 // Relative L2 error (floats) or the fraction of unequal elements (integers).

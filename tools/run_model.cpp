@@ -1,4 +1,5 @@
 #include "tools/run_model.h"
+#include "tools/model_case.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,21 +21,6 @@ using onnx_io::NamedTensor;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-// PREFIX_K.pb files of a folder, ordered by K.
-std::vector<std::string> numbered_files(const std::string& dir, const std::string& prefix) {
-  std::vector<std::pair<int, std::string>> found;
-  const std::regex pattern(prefix + "_([0-9]+)\\.pb");
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) found.emplace_back(std::stoi(m[1]), entry.path().string());
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> paths;
-  for (auto& [k, p] : found) paths.push_back(p);
-  return paths;
 }
 
 // The model's real inputs (not initializers), in order.
