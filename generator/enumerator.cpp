@@ -1,4 +1,5 @@
 #include "generator/enumerator.h"
+#include "ir/hash.h"
 
 #include <tbb/parallel_for.h>
 
@@ -24,15 +25,10 @@ bool operator<(const GraphRecord& a, const GraphRecord& b) {
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdULL;
-}
-
 uint64_t fingerprint(const Tensor<Fp>& t) {
   uint64_t h = 0x243f6a8885a308d3ULL;
-  for (int64_t d : t.shape) h = mix(h, static_cast<uint64_t>(d));
-  for (const Fp& v : t.data) h = mix(h, v.residue());
+  for (int64_t d : t.shape) h = hash_combine(h, static_cast<uint64_t>(d));
+  for (const Fp& v : t.data) h = hash_combine(h, v.residue());
   return h;
 }
 
@@ -66,7 +62,7 @@ class Search {
         stop_(stop), counters_(counters) {
     for (size_t v = 0; v < vars.size(); ++v)
       slots_.push_back(Slot{vars[v], fingerprint(vars[v]), cache_.id(vars[v].shape), -1, world.variables[v].role,
-                            mix(0x452821e638d01377ULL, v)});
+                            hash_combine(0x452821e638d01377ULL, v)});
     // Variable kinds (the letters of the name) and indices within the kind.
     std::map<std::string, int> kinds;
     for (const Variable& v : world.variables) {
@@ -218,14 +214,14 @@ class Search {
     const OpCall call{*tmpl.op, tmpl.params, in_shapes, dtypes, out_shapes};
     tmpl.op->kernels.field(call, in, results);
     const Role role = tmpl.output_role == Role::kSame ? slots_[op.args[0]].role : tmpl.output_role;
-    uint64_t structure = mix(0xa4093822299f31d0ULL, op.tmpl);
+    uint64_t structure = hash_combine(0xa4093822299f31d0ULL, op.tmpl);
     std::array<uint64_t, 3> arg_structure{};
     for (int a = 0; a < op.n_args; ++a) arg_structure[a] = slots_[op.args[a]].structure;
     if (tmpl.op->commutative) std::sort(arg_structure.begin(), arg_structure.begin() + op.n_args);
-    for (int a = 0; a < op.n_args; ++a) structure = mix(structure, arg_structure[a]);
+    for (int a = 0; a < op.n_args; ++a) structure = hash_combine(structure, arg_structure[a]);
     for (size_t k = 0; k < results.size(); ++k) {
       const uint64_t fp = fingerprint(results[k]);
-      slots_.push_back(Slot{std::move(results[k]), fp, outs[k], static_cast<int8_t>(ops_.size()), role, mix(structure, k)});
+      slots_.push_back(Slot{std::move(results[k]), fp, outs[k], static_cast<int8_t>(ops_.size()), role, hash_combine(structure, k)});
     }
     ops_.push_back(op);
     counters_.states.fetch_add(1, std::memory_order_relaxed);
@@ -316,11 +312,11 @@ class Search {
     for (uint8_t s : output_slots) outs.emplace_back(slots_[s].fp, s);
     std::sort(outs.begin(), outs.end());
     GraphRecord r;
-    r.key = mix(0x13198a2e03707344ULL, outs.size());
-    r.structure = mix(0x082efa98ec4e6c89ULL, outs.size());
+    r.key = hash_combine(0x13198a2e03707344ULL, outs.size());
+    r.structure = hash_combine(0x082efa98ec4e6c89ULL, outs.size());
     for (size_t k = 0; k < outs.size(); ++k) {
-      r.key = mix(r.key, outs[k].first);
-      r.structure = mix(r.structure, slots_[outs[k].second].structure);
+      r.key = hash_combine(r.key, outs[k].first);
+      r.structure = hash_combine(r.structure, slots_[outs[k].second].structure);
       r.outputs[k] = outs[k].second;
     }
     r.world = world_index_;
@@ -371,7 +367,7 @@ Enumerator::Enumerator(const World& world, uint8_t world_index, int max_ops, uin
   // Independent random values for every variable (a shared pattern once let
   // a peer accept false rules).
   for (size_t v = 0; v < world.variables.size(); ++v)
-    variable_values_.push_back(random_tensor<Fp>(world.variables[v].shape, mix(seed, 1000 * world_index + v)));
+    variable_values_.push_back(random_tensor<Fp>(world.variables[v].shape, hash_combine(seed, 1000 * world_index + v)));
 }
 
 void Enumerator::run(const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop,

@@ -1,4 +1,5 @@
 #include "generator/generate.h"
+#include "ir/hash.h"
 #include "util/progress.h"
 
 #include <tbb/enumerable_thread_specific.h>
@@ -65,10 +66,7 @@ class RepeatedKeys {
 
  private:
   static uint64_t hash(uint64_t key, uint64_t probe) {
-    uint64_t z = key + (probe + 1) * 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return mix64(key + (probe + 1) * kGoldenGamma);
   }
   std::mutex mutex_;
   std::vector<uint64_t> words_;

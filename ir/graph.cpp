@@ -1,4 +1,5 @@
 #include "ir/graph.h"
+#include "ir/hash.h"
 
 #include <stdexcept>
 
@@ -6,40 +7,29 @@ namespace tgr {
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdULL;
-}
-
-uint64_t hash_string(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 uint64_t hash_bytes(const void* data, size_t size, uint64_t h) {
   const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  for (size_t i = 0; i < size; ++i) h = fnv1a_step(h, p[i]);
   return h;
 }
 
 uint64_t hash_node(const Node& n, const std::vector<Node>& nodes) {
   if (n.is_input()) {
-    uint64_t h = mix(hash_string("input"), hash_string(n.name));
-    h = mix(h, static_cast<uint64_t>(n.output_dtypes[0]));
-    return mix(h, hash_string(shape_to_string(n.output_shapes[0])));
+    uint64_t h = hash_combine(fnv1a("input"), fnv1a(n.name));
+    h = hash_combine(h, static_cast<uint64_t>(n.output_dtypes[0]));
+    return hash_combine(h, fnv1a(shape_to_string(n.output_shapes[0])));
   }
   if (n.is_constant()) {
     const ConstantValue& c = *n.constant;
-    uint64_t h = mix(hash_string("constant"), static_cast<uint64_t>(c.dtype));
-    h = mix(h, hash_string(shape_to_string(c.shape())));
+    uint64_t h = hash_combine(fnv1a("constant"), static_cast<uint64_t>(c.dtype));
+    h = hash_combine(h, fnv1a(shape_to_string(c.shape())));
     return c.is_float() ? hash_bytes(c.real.data.data(), c.real.data.size() * sizeof(float), h)
                         : hash_bytes(c.ints.data.data(), c.ints.data.size() * sizeof(int64_t), h);
   }
-  uint64_t h = hash_string(n.op->name);
+  uint64_t h = fnv1a(n.op->name);
   for (const auto& [key, value] : n.params.entries())
-    h = mix(mix(h, hash_string(key)), hash_string(param_value_to_string(value)));
-  for (ValueRef in : n.inputs) h = mix(mix(h, nodes[in.node].hash), static_cast<uint64_t>(in.output));
+    h = hash_combine(hash_combine(h, fnv1a(key)), fnv1a(param_value_to_string(value)));
+  for (ValueRef in : n.inputs) h = hash_combine(hash_combine(h, nodes[in.node].hash), static_cast<uint64_t>(in.output));
   return h;
 }
 
@@ -156,7 +146,7 @@ void Graph::add_output(ValueRef value, std::string name) {
 
 uint64_t Graph::hash(ValueRef v) const {
   check_ref(v);
-  return mix(nodes_[v.node].hash, static_cast<uint64_t>(v.output));
+  return hash_combine(nodes_[v.node].hash, static_cast<uint64_t>(v.output));
 }
 
 std::optional<ValueRef> Graph::find_input(std::string_view name) const {
@@ -187,8 +177,8 @@ std::vector<std::vector<int32_t>> Graph::use_counts() const {
 }
 
 uint64_t Graph::structural_hash() const {
-  uint64_t h = hash_string("graph");
-  for (ValueRef v : outputs_) h = mix(h, hash(v));
+  uint64_t h = fnv1a("graph");
+  for (ValueRef v : outputs_) h = hash_combine(h, hash(v));
   return h;
 }
 

@@ -1,4 +1,5 @@
 #include "optimizer/rewrite.h"
+#include "ir/hash.h"
 
 #include <algorithm>
 #include <functional>
@@ -90,11 +91,6 @@ Graph apply_instance(const Graph& graph, const Match& match, const Instance& ins
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdULL;
-}
-
 bool is_identity(const Graph& g, const Node& n) {
   const std::string& op = n.op->name;
   if (op == "concat") return n.inputs.size() == 1;
@@ -119,15 +115,15 @@ uint64_t search_hash(const Graph& graph) {
       continue;
     }
     uint64_t h = hash_string(n.op->name);
-    for (const auto& [key, value] : n.params.entries()) h = mix(mix(h, hash_string(key)), hash_string(param_value_to_string(value)));
+    for (const auto& [key, value] : n.params.entries()) h = hash_combine(hash_combine(h, hash_string(key)), hash_string(param_value_to_string(value)));
     std::vector<uint64_t> args;
     for (ValueRef in : n.inputs) args.push_back(hashes[in.node][in.output]);
     if (n.op->commutative) std::sort(args.begin(), args.end());
-    for (uint64_t a : args) h = mix(h, a);
-    for (size_t o = 0; o < n.output_shapes.size(); ++o) hashes[i].push_back(mix(h, o));
+    for (uint64_t a : args) h = hash_combine(h, a);
+    for (size_t o = 0; o < n.output_shapes.size(); ++o) hashes[i].push_back(hash_combine(h, o));
   }
   uint64_t h = 0x51ed27;
-  for (ValueRef out : graph.outputs()) h = mix(h, hashes[out.node][out.output]);
+  for (ValueRef out : graph.outputs()) h = hash_combine(h, hashes[out.node][out.output]);
   return h;
 }
 

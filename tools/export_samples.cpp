@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/text.h"
+#include "ir/hash.h"
 #include "optimizer/onnx_export.h"
 #include "runtime/interpreter.h"
 #include "tools/cli_common.h"
@@ -172,11 +173,6 @@ std::vector<Sample> samples() {
   };
 }
 
-uint64_t seed_of(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
 
 ConstantValue random_value(DType dtype, const Shape& shape, const Range& range, std::mt19937_64& rng) {
   if (dtype == DType::kBool) {
@@ -209,7 +205,7 @@ Graph build(const Sample& s) {
 // Writes one sample at every opset; returns the number of cases written.
 int write_sample(const Sample& s, const Graph& g, const fs::path& dir, const std::vector<int64_t>& opsets,
                  int64_t ir_version) {
-  std::mt19937_64 rng(seed_of(s.name));
+  std::mt19937_64 rng(fnv1a(s.name));
   std::vector<ConstantValue> inputs;
   for (int32_t i : g.inputs()) {
     const Node& n = g.node(i);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ir/text.h"
+#include "ir/hash.h"
 #include "runtime/interpreter.h"
 #include "tools/cli_common.h"
 #include "tools/run_model.h"
@@ -70,8 +71,8 @@ template <class T>
 std::string summary(const Tensor<T>& t) {
   char buf[256];
   if constexpr (kIsField<T>) {
-    uint64_t h = 1469598103934665603ULL;
-    for (const Fp& v : t.data) h = (h ^ v.residue()) * 1099511628211ULL;
+    uint64_t h = kFnvOffsetShort;
+    for (const Fp& v : t.data) h = fnv1a_step(h, v.residue());
     std::snprintf(buf, sizeof buf, "fingerprint %016llx", static_cast<unsigned long long>(h));
   } else {
     double sum = 0, abs_sum = 0;

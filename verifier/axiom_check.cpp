@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "runtime/interpreter.h"
+#include "ir/hash.h"
 #include "verifier/axioms.h"
 #include "verifier/side_comparison.h"
 
@@ -15,18 +16,6 @@ namespace tgr::axioms {
 
 namespace {
 
-uint64_t mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t name_hash(std::string_view s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h;
-}
 
 }  // namespace
 
@@ -45,7 +34,7 @@ std::optional<Failure> check_instance(const Axiom& axiom, const Instance& instan
   std::vector<Tensor<double>> inputs;
   for (size_t i = 0; i < axiom.variables.size(); ++i) {
     const Variable& v = axiom.variables[i];
-    Tensor<double> t = random_tensor<double>(instance.shapes.at(v.name), mix(seed + 0x1000 * (i + 1)));
+    Tensor<double> t = random_tensor<double>(instance.shapes.at(v.name), splitmix64(seed + 0x1000 * (i + 1)));
     for (const Condition& c : axiom.conditions) {
       if (c.var != v.name) continue;
       if (c.kind == Condition::Kind::kPositive)
@@ -97,9 +86,9 @@ AxiomReport check_axiom(const Axiom& axiom, const CheckOptions& options) {
   if (inst.admitted == 0) report.error = "no instance is admitted (the conditions and types exclude every shape)";
   std::vector<std::optional<Failure>> results(inst.instances.size());
   std::vector<double> errors(inst.instances.size(), 0.0);
-  const uint64_t base = mix(options.seed ^ name_hash(axiom.name));
+  const uint64_t base = splitmix64(options.seed ^ fnv1a(axiom.name, kFnvOffsetShort));
   tbb::parallel_for(size_t{0}, inst.instances.size(), [&](size_t i) {
-    results[i] = check_instance(axiom, inst.instances[i], mix(base + inst.instances[i].ordinal), options.rtol, &errors[i]);
+    results[i] = check_instance(axiom, inst.instances[i], splitmix64(base + inst.instances[i].ordinal), options.rtol, &errors[i]);
   });
   for (size_t i = 0; i < results.size(); ++i) {
     report.max_error = std::max(report.max_error, errors[i]);

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "verifier/axioms.h"
+#include "ir/hash.h"
 #include "verifier/conditions.h"
 
 namespace tgr::axioms {
@@ -17,11 +18,6 @@ namespace {
   throw AxiomError(ax.file, ax.line, 1, "axiom '" + ax.name + "': " + what);
 }
 
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h;
-}
 
 // The text of a parameter value with the axiom's parameters replaced.
 std::string substitute_text(const std::string& raw, const std::function<const ParamValue*(std::string_view)>& lookup) {
@@ -105,8 +101,8 @@ bool quick_reject(const OpDef& op, const Params& params, const std::vector<Shape
 
 struct KeyHash {
   size_t operator()(const std::vector<int64_t>& key) const {
-    uint64_t h = 1469598103934665603ULL;
-    for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ULL;
+    uint64_t h = kFnvOffset;
+    for (int64_t v : key) h = fnv1a_step(h, static_cast<uint64_t>(v));
     return h;
   }
 };
@@ -148,7 +144,7 @@ class Enumerator {
   }
 
   Instantiation run() {
-    rng_.seed(options_.seed ^ fnv1a(ax_.name));
+    rng_.seed(options_.seed ^ fnv1a(ax_.name, kFnvOffsetShort));
     bool ok = true;
     for (int d : initial_derived_) ok = ok && derive(d);
     for (int c : initial_checks_) ok = ok && run_check(c);

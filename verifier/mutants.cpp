@@ -1,4 +1,5 @@
 #include "verifier/mutants.h"
+#include "ir/hash.h"
 
 #include <set>
 #include <unordered_map>
@@ -258,9 +259,9 @@ class MutantSearch {
   static uint64_t key(ValueRef v) { return (static_cast<uint64_t>(v.node) << 8) | static_cast<uint64_t>(v.output); }
 
   void remember(ValueRef v, Tensor<Fp> t) {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t d : t.shape) h = (h ^ static_cast<uint64_t>(d)) * 1099511628211ull;
-    for (Fp x : t.data) h = (h ^ x.residue()) * 1099511628211ull;
+    uint64_t h = kFnvOffsetShort;
+    for (int64_t d : t.shape) h = fnv1a_step(h, static_cast<uint64_t>(d));
+    for (Fp x : t.data) h = fnv1a_step(h, x.residue());
     fingerprints_[key(v)] = h;
     values_of_[key(v)] = std::move(t);
   }

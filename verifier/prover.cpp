@@ -1,4 +1,5 @@
 #include "verifier/prover.h"
+#include "ir/hash.h"
 
 #include <algorithm>
 #include <chrono>
@@ -33,19 +34,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t mix(uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 }  // namespace
 
 std::optional<std::string> find_counterexample(const Rule& rule, int trials, uint64_t base_seed) {
   constexpr double kTolerance = 1e-6;  // relative; rounding differences of true rules are ~1e-15
   for (int trial = 0; trial < trials; ++trial) {
-    const uint64_t seed = mix(base_seed + 0x51 * static_cast<uint64_t>(trial));
+    const uint64_t seed = splitmix64(base_seed + 0x51 * static_cast<uint64_t>(trial));
     const std::vector<Tensor<double>> inputs = random_inputs<double>(rule.source, seed);
     const SideComparison c = compare_sides(rule, std::span<const Tensor<double>>(inputs));
     if (c.mismatch.empty() && !(c.worst > kTolerance)) continue;
@@ -65,8 +60,8 @@ namespace {
 
 struct VecHash {
   size_t operator()(const std::vector<ValueRef>& v) const {
-    uint64_t h = 1469598103934665603ULL;
-    for (ValueRef r : v) h = (h ^ ((static_cast<uint64_t>(r.node) << 8) ^ static_cast<uint64_t>(r.output))) * 1099511628211ULL;
+    uint64_t h = kFnvOffset;
+    for (ValueRef r : v) h = fnv1a_step(h, (static_cast<uint64_t>(r.node) << 8) ^ static_cast<uint64_t>(r.output));
     return h;
   }
 };
