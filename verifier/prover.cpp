@@ -196,7 +196,6 @@ class Search {
   // equal exactly when their values are. Each is replaced by the first term
   // found with its value; the equation is an instance of `evaluation`.
   std::vector<ValueRef> fold_closed(const std::vector<ValueRef>& outs, std::vector<int>& used) {
-    std::map<uint64_t, ValueRef> replaced;
     std::vector<Equation> eqs;
     for (ValueRef v : subterms(outs)) {
       const std::optional<ValueRef> rep = representative(v);

@@ -152,20 +152,22 @@ RewriteSet::RewriteSet(const std::vector<Axiom>& axioms) {
         if (vars.size() != ax.variables.size()) continue;  // the other side would need a term invented
         collect_symbols(pattern, bound);
         // Parameters the definitions give once the pattern's are known.
+        Rewrite rw;
         for (bool changed = true; changed;) {
           changed = false;
-          for (const axioms::ParamVar& p : ax.params) {
-            if (bound.count(p.name) || p.definition < 0) continue;
+          for (size_t p = 0; p < ax.params.size(); ++p) {
+            const axioms::ParamVar& param = ax.params[p];
+            if (bound.count(param.name) || param.definition < 0) continue;
             std::set<std::string> needs;
-            collect_term_params(ax.conditions[p.definition].rhs, needs);
+            collect_term_params(ax.conditions[param.definition].rhs, needs);
             if (std::includes(bound.begin(), bound.end(), needs.begin(), needs.end())) {
-              bound.insert(p.name);
+              bound.insert(param.name);
+              rw.derived.push_back(static_cast<int>(p));
               changed = true;
             }
           }
         }
         if (bound.size() != ax.params.size()) continue;  // a parameter value would have to be invented
-        Rewrite rw;
         rw.axiom = &ax;
         rw.side = side;
         rw.element = static_cast<int>(el);
@@ -194,21 +196,11 @@ std::optional<AxiomInstance> apply_rewrite(const Rewrite& rw, Graph& graph, Valu
 
   // Parameters from definitions, then every condition.
   axioms::ConditionEvaluator conditions(ax, m.var_shape, m.param);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t p = 0; p < ax.params.size(); ++p) {
-      if (m.param_bound[p] || ax.params[p].definition < 0) continue;
-      std::set<std::string> needs;
-      collect_term_params(ax.conditions[ax.params[p].definition].rhs, needs);
-      bool ready = true;
-      for (const std::string& n : needs) ready = ready && m.param_bound[index_of_param(ax, n)];
-      if (!ready) continue;
-      auto v = conditions.definition_value(static_cast<int>(p));
-      if (!v) return std::nullopt;
-      m.param[p] = std::move(*v);
-      m.param_bound[p] = true;
-      changed = true;
-    }
+  for (int p : rw.derived) {
+    auto v = conditions.definition_value(p);
+    if (!v) return std::nullopt;
+    m.param[p] = std::move(*v);
+    m.param_bound[p] = true;
   }
   for (const Condition& c : ax.conditions)
     if (!conditions.holds(c)) return std::nullopt;

@@ -27,6 +27,9 @@ struct Rewrite {
   const axioms::Axiom* axiom = nullptr;
   int side = 0;     // 0: the pattern is on the left, 1: on the right
   int element = 0;  // which element of that side's tuple
+  // The parameters the pattern does not bind, computed from their
+  // definitions `P = TERM`, in an order where each reads only known ones.
+  std::vector<int> derived;
   const Expr& pattern() const { return side == 0 ? axiom->lhs[element] : axiom->rhs[element]; }
 };
 
