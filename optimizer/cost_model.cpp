@@ -6,6 +6,7 @@
 #include "ir/op_signature.h"
 #include "optimizer/opaque_op.h"
 #include "rules_db/rules_db.h"
+#include "runtime/views.h"
 
 namespace tgr::optimizer {
 namespace {
@@ -84,7 +85,7 @@ std::string AnalyticCostModel::describe() const {
 MeasuredCostModel::MeasuredCostModel(std::string device, std::unordered_map<std::string, double> costs,
                                      RooflineParams fallback)
     : device_(std::move(device)), costs_(std::move(costs)), fallback_([&] {
-        fallback.split_is_view = false;  // tgr's GPU runtime copies the pieces of a split
+        fallback.split_is_view = false;  // reached only for splits the runtime copies
         return fallback;
       }()) {}
 
@@ -95,8 +96,41 @@ std::unique_ptr<MeasuredCostModel> MeasuredCostModel::from_db(const std::string&
   return std::make_unique<MeasuredCostModel>(device, std::move(costs));
 }
 
+namespace {
+
+// The GPU runtime's views of `graph` (nodes computed from constants own their bytes).
+ViewAnalysis runtime_views(const Graph& graph, const std::vector<bool>& constant) {
+  return analyse_views(graph, std::vector<char>(constant.begin(), constant.end()));
+}
+
+bool runs_nothing(const Node& node, int32_t index, const ViewAnalysis& views) {
+  return (node.op->name == "reshape" || node.op->name == "split") && views.outputs_are_views(index);
+}
+
+}  // namespace
+
 double MeasuredCostModel::op_cost_us(const Graph& graph, const Node& node) {
   if (!node.is_op()) return 0;
+  if (node.op->name == "reshape" || node.op->name == "split") {
+    const auto index = static_cast<int32_t>(&node - graph.nodes().data());
+    if (runs_nothing(node, index, runtime_views(graph, constant_only_nodes(graph)))) return 0;
+  }
+  return lookup_us(graph, node);
+}
+
+double MeasuredCostModel::graph_cost(const Graph& graph) {
+  const std::vector<bool> constant = constant_only_nodes(graph);
+  const ViewAnalysis views = runtime_views(graph, constant);
+  double total = 0;
+  for (int32_t i : graph.topological_order()) {
+    const Node& n = graph.node(i);
+    if (constant[i] || !n.is_op() || runs_nothing(n, i, views)) continue;
+    total += lookup_us(graph, n);
+  }
+  return total;
+}
+
+double MeasuredCostModel::lookup_us(const Graph& graph, const Node& node) {
   std::string signature = op_signature(graph, node);
   auto it = costs_.find(signature);
   std::lock_guard lock(mutex_);

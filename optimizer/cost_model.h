@@ -18,7 +18,10 @@
 // MeasuredCostModel: the milliseconds stored in the rules database's
 // op_costs table for one device, by operator signature (ir/op_signature.h);
 // an operator with no measurement falls back to the analytic model, and the
-// model counts how many signatures it had to estimate.
+// model counts how many signatures it had to estimate. A reshape or split
+// costs nothing exactly when tgr's GPU runtime makes all its outputs views
+// (runtime/views.h: the same analysis the runtime's plan uses); otherwise it
+// costs the copy the runtime makes.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +42,7 @@ class CostModel {
   // The predicted time of one operator node, in microseconds.
   virtual double op_cost_us(const Graph& graph, const Node& node) = 0;
   // The predicted time of the graph's live operators, in microseconds.
-  double graph_cost(const Graph& graph);
+  virtual double graph_cost(const Graph& graph);
   virtual std::string describe() const = 0;
 };
 
@@ -75,6 +78,8 @@ class MeasuredCostModel : public CostModel {
   // Reads the op_costs table of the rules database at `db_path` for `device`.
   static std::unique_ptr<MeasuredCostModel> from_db(const std::string& db_path, const std::string& device);
   double op_cost_us(const Graph& graph, const Node& node) override;
+  // Works out the runtime's views once for the whole graph.
+  double graph_cost(const Graph& graph) override;
   std::string describe() const override;
   size_t measured_signatures() const { return costs_.size(); }
   // Distinct signatures looked up that had no measurement (estimated analytically).
@@ -91,6 +96,7 @@ class MeasuredCostModel : public CostModel {
 
  private:
   double fallback_us(const Graph& graph, const Node& node);
+  double lookup_us(const Graph& graph, const Node& node);  // measured, or the scaled fallback
   std::string device_;
   std::unordered_map<std::string, double> costs_;
   AnalyticCostModel fallback_;

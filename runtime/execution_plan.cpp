@@ -9,18 +9,9 @@
 
 namespace tgr {
 
-int64_t device_element_bytes(DType t) { return t == DType::kFloat ? 4 : 8; }
-
 namespace {
 
-const std::set<std::string>& elementwise_ops() {
-  static const std::set<std::string> ops{"add", "sub", "mul", "div", "pow", "scalar_mul", "neg", "relu", "sigmoid",
-                                         "tanh", "abs", "sqrt", "exp", "log", "erf", "leaky_relu", "hard_sigmoid",
-                                         "hard_swish", "clip", "batch_norm"};
-  return ops;
-}
-
-bool is_elementwise(const Node& n) { return n.is_op() && elementwise_ops().count(n.op->name) > 0; }
+bool is_elementwise(const Node& n) { return is_elementwise_kernel(n); }
 
 // Instructions a node adds to a fused program (batch_norm: v + eps, rsqrt,
 // times scale, x - mean, times that, plus bias).
@@ -56,6 +47,7 @@ struct Builder {
   std::vector<char> is_output;                  // node has an output that is a graph output
   std::vector<std::vector<ConstantValue>> known;
   std::vector<char> folded;
+  ViewAnalysis views;
   std::vector<int> task_of;  // node -> index into `groups`, -1 when none
 
   Builder(const Graph& g, const PlanOptions& o) : graph(g), options(o) {}
@@ -101,6 +93,7 @@ struct Builder {
         ++plan.folded_nodes;
       }
     }
+    views = analyse_views(graph, folded);
   }
 
   // conv2d [+ add(bias per channel)] [+ add(residual) + relu] [+ relu]
@@ -124,7 +117,7 @@ struct Builder {
     if (auto next = only_consumer(cur)) {
       if (auto b = other_operand(graph.node(*next), cur)) {
         const Shape& bs = graph.shape(*b);
-        if (graph.dtype(*b) == DType::kFloat && (bs == Shape{1, y[1], 1, 1} || bs == Shape{y[1], 1, 1})) {
+        if (graph.dtype(*b) == DType::kFloat && views.is_plain(*b) && (bs == Shape{1, y[1], 1, 1} || bs == Shape{y[1], 1, 1})) {
           t.bias = *b;
           t.nodes.push_back(*next);
           cur = *next;
@@ -133,7 +126,8 @@ struct Builder {
     }
     const size_t before_residual = t.nodes.size();
     if (auto next = only_consumer(cur)) {
-      if (auto z = other_operand(graph.node(*next), cur); z && graph.shape(*z) == y && graph.dtype(*z) == DType::kFloat) {
+      if (auto z = other_operand(graph.node(*next), cur);
+          z && graph.shape(*z) == y && graph.dtype(*z) == DType::kFloat && views.is_plain(*z)) {
         t.residual = *z;
         t.nodes.push_back(*next);
         cur = *next;
@@ -163,8 +157,8 @@ struct Builder {
       Task t;
       if (n.op->name == "conv2d") {
         conv_task(i, t);
-      } else if (n.op->name == "reshape") {
-        t.kind = Task::Kind::kAlias;
+      } else if ((n.op->name == "reshape" || n.op->name == "split") && views.outputs_are_views(i)) {
+        t.kind = Task::Kind::kAlias;  // every output a view: nothing to run
         t.nodes = {i};
       } else if (is_elementwise(n)) {
         t.kind = Task::Kind::kElementwise;
@@ -254,12 +248,8 @@ struct Builder {
     for (ValueRef v : graph.outputs()) need_constant(v);
     plan.weight_bytes = weight_offset;
 
-    // Alias roots: a reshape's output is its input's bytes.
-    std::vector<std::vector<ValueRef>> root(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i)
-      for (size_t k = 0; k < nodes[i].output_shapes.size(); ++k) root[i].push_back({static_cast<int32_t>(i), static_cast<int32_t>(k)});
-    for (const Task& t : plan.tasks)
-      if (t.kind == Task::Kind::kAlias) root[t.root()][0] = root[t.reads[0].node][t.reads[0].output];
+    // Views (views.h) live in the bytes of their source: lifetimes are the source's.
+    auto root = [&](ValueRef v) { return views.layout(v).source; };
 
     // Lifetimes of arena values (graph inputs and task outputs), by root.
     const int last_step = std::max<int>(0, static_cast<int>(plan.tasks.size()) - 1);
@@ -279,11 +269,13 @@ struct Builder {
     }
     for (size_t s = 0; s < plan.tasks.size(); ++s) {
       const Task& t = plan.tasks[s];
-      if (t.kind == Task::Kind::kAlias) continue;
-      for (size_t k = 0; k < nodes[t.root()].output_shapes.size(); ++k) define({t.root(), static_cast<int32_t>(k)}, static_cast<int>(s));
+      for (size_t k = 0; k < nodes[t.root()].output_shapes.size(); ++k) {
+        const ValueRef v{t.root(), static_cast<int32_t>(k)};
+        if (!views.is_view(v)) define(v, static_cast<int>(s));
+      }
     }
     auto extend = [&](ValueRef v, int step) {
-      const ValueRef r = root[v.node][v.output];
+      const ValueRef r = root(v);
       const int li = index[r.node][r.output];
       if (li >= 0) lives[li].last = std::max(lives[li].last, step);
     };
@@ -308,12 +300,19 @@ struct Builder {
     plan.scratch_offsets.assign(plan.tasks.size(), -1);
     for (size_t s = 0; s < plan.tasks.size(); ++s)
       if (scratch_life[s] != SIZE_MAX) plan.scratch_offsets[s] = mp.offsets[scratch_life[s]];
-    // Aliases share their root's slot.
-    for (const Task& t : plan.tasks)
-      if (t.kind == Task::Kind::kAlias) {
-        const ValueRef r = root[t.root()][0];
-        plan.slots[t.root()][0] = plan.slots[r.node][r.output];
-        plan.slots[t.root()][0].bytes = bytes_of({t.root(), 0});
+    // A view shares its source's slot, from its offset, with its own strides.
+    for (int32_t i : order)
+      for (size_t k = 0; k < nodes[i].output_shapes.size(); ++k) {
+        const ValueRef v{i, static_cast<int32_t>(k)};
+        if (!views.is_view(v)) continue;
+        const ValueLayout& l = views.layout(v);
+        ValueSlot& s = plan.slots[i][k];
+        s = plan.slots[l.source.node][l.source.output];
+        s.offset += l.offset * device_element_bytes(graph.dtype(v));
+        s.bytes = bytes_of(v);
+        s.view = true;
+        s.strides.clear();
+        if (!is_row_major(graph.shape(v), l.strides)) s.strides = l.strides;
       }
   }
 };

@@ -4,7 +4,8 @@
 // kernel (chains of elementwise operators; a convolution with its bias,
 // residual add and relu), which are free (reshape: the same bytes), and where
 // each value lives (one arena, bytes shared by values whose lifetimes do not
-// overlap; see memory_plan.h).
+// overlap; see memory_plan.h; a reshape or split piece may be a view of
+// another value's bytes, see views.h).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "ir/graph.h"
 #include "runtime/memory_plan.h"
+#include "runtime/views.h"
 
 namespace tgr {
 
@@ -27,7 +29,7 @@ struct Task {
     kNode,         // one node, by its operator's kernel
     kElementwise,  // a chain of elementwise nodes in one kernel (maybe one node)
     kConv,         // conv2d, then optionally add(bias per channel), add(residual), relu
-    kAlias,        // reshape: the output is the input's bytes
+    kAlias,        // reshape or split whose outputs are all views (views.h): no work
   };
   Kind kind = Kind::kNode;
   std::vector<int32_t> nodes;  // topological order; the last produces the task's output(s)
@@ -47,6 +49,8 @@ struct ValueSlot {
   int64_t offset = 0;      // kInput, kArena: in the arena; kConstant: in the weights buffer
   int64_t bytes = 0;
   int constant = -1;       // kConstant: index into ExecutionPlan::constants
+  bool view = false;       // the bytes are another value's (views.h); its producer writes nothing
+  std::vector<int64_t> strides;  // elements per axis when not row-major; empty: row-major
 };
 
 struct ExecutionPlan {
@@ -59,9 +63,6 @@ struct ExecutionPlan {
 
   const ValueSlot& slot(ValueRef v) const { return slots.at(v.node).at(v.output); }
 };
-
-// Bytes per element on the device: float 4; int64 and bool 8.
-int64_t device_element_bytes(DType t);
 
 // Raises std::invalid_argument naming the node for what the runtime cannot
 // run (a rank above 8).

@@ -114,3 +114,109 @@ TEST(ExecutionPlan, TwoConvChainsNeverClaimTheSameAdd) {
 
 }  // namespace
 }  // namespace tgr
+
+// --- views (runtime/views.h) ----------------------------------------------------------
+
+namespace tgr {
+namespace {
+
+TEST(Views, ReshapeOfAStridedMatrixKeepsItsRowStride) {
+  // A [128, 768] piece of a [128, 2304] product, as BERT's heads see it.
+  const auto s = reshape_strides({128, 768}, {2304, 1}, {1, 128, 12, 64});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(*s, (std::vector<int64_t>{128 * 2304, 2304, 64, 1}));
+  // A transposed 4x6 read as 2x2x6: rows cut in two, columns kept.
+  EXPECT_EQ(reshape_strides({4, 6}, {1, 4}, {2, 2, 6}), (std::vector<int64_t>{2, 1, 4}));
+  // Flattening it would need one stride for two unrelated axes: a copy.
+  EXPECT_FALSE(reshape_strides({4, 6}, {1, 4}, {24}));
+  EXPECT_FALSE(reshape_strides({3, 4}, {8, 1}, {12}));
+  // Row-major in, row-major out.
+  EXPECT_EQ(reshape_strides({2, 3, 4}, {12, 4, 1}, {6, 4}), (std::vector<int64_t>{4, 1}));
+}
+
+const ValueRef piece(const Graph& g, int k) {
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    if (g.nodes()[i].is_op() && g.nodes()[i].op->name == "split") return {static_cast<int32_t>(i), k};
+  return {};
+}
+
+TEST(Views, MergedProductPiecesAreReadInPlaceByElementwiseKernels) {
+  const Graph g = build_graph(
+      "(add(split[axis=1, sizes=8x8x8](matmul(x, w)).0, b0), add(split[axis=1, sizes=8x8x8](matmul(x, w)).1, b1),"
+      " relu(split[axis=1, sizes=8x8x8](matmul(x, w)).2))",
+      parse_shape_map("x=16x32,w=32x24,b0=8,b1=8"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  const Task* split = task_with(plan, g, "split");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->kind, Task::Kind::kAlias);
+  const ValueSlot& product = plan.slot(g.node(piece(g, 0).node).inputs[0]);
+  for (int k = 0; k < 3; ++k) {
+    const ValueSlot& s = plan.slot(piece(g, k));
+    EXPECT_TRUE(s.view);
+    EXPECT_EQ(s.offset, product.offset + k * 8 * 4) << k;
+    EXPECT_EQ(s.strides, (std::vector<int64_t>{24, 1})) << k;
+  }
+  // The product's bytes stay untouched until the last piece is read.
+  const int64_t lo = product.offset, hi = product.offset + product.bytes;
+  for (const Task& t : plan.tasks) {
+    if (t.kind != Task::Kind::kElementwise) continue;
+    const ValueSlot& out = plan.slot({t.root(), 0});
+    EXPECT_TRUE(out.offset + out.bytes <= lo || out.offset >= hi) << task_label(g, t);
+  }
+}
+
+TEST(Views, ChannelPiecesOfABatchOfOneAreRowMajorForAnyReader) {
+  const Graph g = build_graph("(conv2d(split[axis=1, sizes=4x4](x).0, k), softmax[axis=1](split[axis=1, sizes=4x4](x).1))",
+                              parse_shape_map("x=1x8x5x5,k=2x4x3x3"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_EQ(task_with(plan, g, "split")->kind, Task::Kind::kAlias);
+  EXPECT_TRUE(plan.slot(piece(g, 1)).view);
+  EXPECT_TRUE(plan.slot(piece(g, 1)).strides.empty());
+  EXPECT_EQ(plan.slot(piece(g, 1)).offset - plan.slot(piece(g, 0)).offset, 4 * 25 * 4);
+}
+
+TEST(Views, ReadersThatNeedRowMajorGetACopy) {
+  // Strided pieces: softmax and a graph output cannot read them in place; add can.
+  const Graph g = build_graph(
+      "(softmax[axis=1](split[axis=1, sizes=4x4x4](x).0), add(split[axis=1, sizes=4x4x4](x).1, y),"
+      " split[axis=1, sizes=4x4x4](x).2)",
+      parse_shape_map("x=3x12,y=4"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  const Task* split = task_with(plan, g, "split");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->kind, Task::Kind::kNode);  // copies pieces 0 and 2
+  EXPECT_FALSE(plan.slot(piece(g, 0)).view);
+  EXPECT_TRUE(plan.slot(piece(g, 1)).view);
+  EXPECT_FALSE(plan.slot(piece(g, 2)).view);
+  EXPECT_TRUE(plan.slot(piece(g, 0)).strides.empty());
+}
+
+TEST(Views, AStridedPieceIsNeverFusedIntoCudnnAsResidual) {
+  const Graph g = build_graph("relu(add(conv2d(x, k), split[axis=1, sizes=4x4](z).0))",
+                              parse_shape_map("x=2x8x5x5,k=4x8x1x1,z=2x8x5x5"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_NE(task_with(plan, g, "add+relu"), nullptr);
+  EXPECT_TRUE(plan.slot(piece(g, 0)).view);
+  EXPECT_FALSE(plan.slot(piece(g, 0)).strides.empty());
+}
+
+TEST(Views, AReshapeNoStridesCanExpressCopies) {
+  const Graph g = build_graph("relu(reshape[shape=12](split[axis=1, sizes=4x4](x).1))", parse_shape_map("x=3x8"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_TRUE(plan.slot(piece(g, 1)).view);
+  const Task* reshape = task_with(plan, g, "reshape");
+  ASSERT_NE(reshape, nullptr);
+  EXPECT_EQ(reshape->kind, Task::Kind::kNode);
+  EXPECT_FALSE(plan.slot({reshape->root(), 0}).view);
+}
+
+TEST(Views, UnalignedPiecesAreNotHandedToCublas) {
+  // Piece 1 starts 5 floats (20 bytes) in: cuBLAS gets a copy; at 8 floats it reads in place.
+  const Graph odd = build_graph("matmul(split[axis=1, sizes=5x4](x).1, w)", parse_shape_map("x=6x9,w=4x3"));
+  EXPECT_FALSE(make_execution_plan(odd).slot(piece(odd, 1)).view);
+  const Graph even = build_graph("matmul(split[axis=1, sizes=8x4](x).1, w)", parse_shape_map("x=6x12,w=4x3"));
+  EXPECT_TRUE(make_execution_plan(even).slot(piece(even, 1)).view);
+}
+
+}  // namespace
+}  // namespace tgr

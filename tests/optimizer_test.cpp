@@ -314,6 +314,31 @@ TEST(CostModel, MeasuredCostsAreReadByDeviceAndSignatureWithAnalyticFallback) {
   EXPECT_NE(measured->describe().find("1 missing"), std::string::npos) << measured->describe();
 }
 
+// The GPU runtime reads a split's pieces in place where every reader can
+// (runtime/views.h); the measured model then charges nothing for the split,
+// and the copy otherwise.
+TEST(CostModel, MeasuredSplitCostsNothingWhenTheRuntimeViewsItsPieces) {
+  auto split_graph = [](const std::string& reader) {
+    const std::string piece = "split[axis=1, sizes=8x8](matmul(x, w))";
+    return build_graph("(" + reader + "(" + piece + ".0), " + reader + "(" + piece + ".1))",
+                       parse_shape_map("x=16x32,w=32x16"));
+  };
+  MeasuredCostModel measured("test-gpu", {});
+  const Graph viewed = split_graph("relu");
+  const Graph copied = split_graph("softmax[axis=1]");
+  auto split_node = [](const Graph& g) -> const Node& {
+    for (const Node& n : g.nodes())
+      if (n.is_op() && n.op->name == "split") return n;
+    throw std::logic_error("no split");
+  };
+  EXPECT_EQ(measured.op_cost_us(viewed, split_node(viewed)), 0.0);
+  EXPECT_GT(measured.op_cost_us(copied, split_node(copied)), 0.0);
+  double without_split = 0;
+  for (const Node& n : viewed.nodes())
+    if (n.is_op() && n.op->name != "split") without_split += measured.op_cost_us(viewed, n);
+  EXPECT_DOUBLE_EQ(measured.graph_cost(viewed), without_split);
+}
+
 // --- partial rules (PET) ------------------------------------------------------------
 
 // PET's classic example: two convolutions with one kernel, and one

@@ -15,6 +15,14 @@ void* LowerCtx::ptr(ValueRef v) const {
   fail(where(v.node), "value " + std::to_string(v.output) + " has no place in the memory plan");
 }
 
+Strides LowerCtx::strides(ValueRef v) const {
+  const ValueSlot& s = plan.slot(v);
+  if (s.strides.empty()) return gpu::row_major(shape(v));
+  Strides out;
+  for (size_t d = 0; d < s.strides.size(); ++d) out.s[d] = s.strides[d];
+  return out;
+}
+
 Where LowerCtx::where(int32_t node) const {
   const Node& n = graph.node(node);
   return Where{n.is_op() ? n.op->name : "value", node, n.name};
@@ -52,10 +60,22 @@ EwInput broadcast_input(const void* data, const Shape& in, const Shape& out) {
   return e;
 }
 
+EwInput view_input(const LowerCtx& ctx, ValueRef v, const Shape& out) {
+  const Shape& in = ctx.shape(v);
+  if (ctx.row_major(v)) return broadcast_input(ctx.ptr(v), in, out);
+  const Strides st = ctx.strides(v);
+  EwInput e;
+  e.data = ctx.ptr(v);
+  e.contiguous = false;
+  const int off = static_cast<int>(out.size()) - static_cast<int>(in.size());
+  for (size_t i = 0; i < in.size(); ++i) e.strides.s[off + static_cast<int>(i)] = in[i] == 1 ? 0 : st.s[i];
+  return e;
+}
+
 namespace {
 
 const std::set<std::string> kMatmul{"matmul", "batch_matmul"};
-const std::set<std::string> kLayout{"transpose", "concat", "split", "slice", "expand", "pad", "enlarge"};
+const std::set<std::string> kLayout{"transpose", "concat", "split", "slice", "expand", "pad", "enlarge", "reshape"};
 const std::set<std::string> kMixed{"equal", "less", "greater", "less_equal", "greater_equal", "is_nan",
                                    "logical_not", "cast", "where", "gather", "gather_elements"};
 const std::set<std::string> kNormalization{"softmax", "layer_norm", "reduce_sum", "reduce_mean", "avgpool", "maxpool"};

@@ -29,6 +29,9 @@ struct LowerCtx {
   size_t conv_workspace_limit = 0;
 
   void* ptr(ValueRef v) const;
+  // Element strides of a value as the plan stores it (row-major unless a strided view).
+  Strides strides(ValueRef v) const;
+  bool row_major(ValueRef v) const { return plan.slot(v).strides.empty(); }
   Where where(int32_t node) const;
   const Shape& shape(ValueRef v) const { return graph.shape(v); }
   DType dtype(ValueRef v) const { return graph.dtype(v); }
@@ -39,6 +42,8 @@ Dims dims_of(const Shape& shape);
 // Row-major strides of `shape`, and the strides of `in` broadcast (NumPy) to `out`.
 Strides row_major(const Shape& shape);
 EwInput broadcast_input(const void* data, const Shape& in, const Shape& out);
+// A value (maybe a strided view) read broadcast to `out`.
+EwInput view_input(const LowerCtx& ctx, ValueRef v, const Shape& out);
 
 Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index);
 

@@ -56,9 +56,8 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   if (operands.size() > static_cast<size_t>(kMaxEwInputs)) fail(where, "too many inputs for one elementwise kernel");
   p.inputs = static_cast<int>(operands.size());
   for (size_t k = 0; k < operands.size(); ++k) {
-    const void* data = ctx.ptr(operands[k].first);
-    p.in[k] = operands[k].second ? channel_input(data, out_shape)
-                                 : broadcast_input(data, g.shape(operands[k].first), out_shape);
+    p.in[k] = operands[k].second ? channel_input(ctx.ptr(operands[k].first), out_shape)
+                                 : view_input(ctx, operands[k].first, out_shape);
   }
   std::map<int32_t, int> reg_of;  // member node -> its result register
   int next = p.inputs;

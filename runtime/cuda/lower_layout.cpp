@@ -1,5 +1,8 @@
 // Layout operators as strided copies (kernels_layout.cu): transpose, slice,
-// expand, concat, split, pad, enlarge. reshape is an alias (no step).
+// expand, concat, split, pad, enlarge, and reshape where it cannot be a view.
+// Inputs may be strided views (runtime/views.h); split writes only the
+// pieces that are not views.
+#include <algorithm>
 #include <numeric>
 
 #include "runtime/cuda/lower.h"
@@ -25,7 +28,7 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   const Where where = ctx.where(node);
   const int eb = static_cast<int>(device_element_bytes(n.output_dtypes[0]));
   const Shape& x = ctx.shape(n.inputs[0]);
-  const Strides xs = row_major(x);
+  const Strides xs = ctx.strides(n.inputs[0]);
   std::vector<Copy> copies;
   bool fill = false;
   double fill_value = 0;
@@ -53,11 +56,14 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
     copies.push_back({ctx.ptr(n.inputs[0]), offset, src, ctx.ptr({node, 0}), 0, row_major(out), dims_of(out)});
   } else if (op == "expand") {
     const Shape& out = n.output_shapes[0];
-    const EwInput in = broadcast_input(nullptr, x, out);
-    copies.push_back({ctx.ptr(n.inputs[0]), 0, in.strides, ctx.ptr({node, 0}), 0, row_major(out), dims_of(out)});
+    const EwInput in = view_input(ctx, n.inputs[0], out);
+    copies.push_back({in.data, 0, in.strides, ctx.ptr({node, 0}), 0, row_major(out), dims_of(out)});
     if (in.contiguous) copies.back().src_strides = row_major(out);
+  } else if (op == "reshape") {  // of a strided view that no strides can reshape: copy out row-major
+    copies.push_back({ctx.ptr(n.inputs[0]), 0, xs, ctx.ptr({node, 0}), 0, row_major(x), dims_of(x)});
   } else if (op == "concat" && n.inputs.size() <= static_cast<size_t>(kMaxConcat) &&
-             num_elements(n.output_shapes[0]) < (int64_t{1} << 31)) {
+             num_elements(n.output_shapes[0]) < (int64_t{1} << 31) &&
+             std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef in) { return ctx.row_major(in); })) {
     // One kernel for all inputs.
     const int64_t axis = n.params.get_int("axis");
     ConcatArgs args;
@@ -83,7 +89,7 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
     int64_t at = 0;
     for (ValueRef in : n.inputs) {
       const Shape& s = ctx.shape(in);
-      copies.push_back({ctx.ptr(in), 0, row_major(s), ctx.ptr({node, 0}), at * os.s[axis], os, dims_of(s)});
+      copies.push_back({ctx.ptr(in), 0, ctx.strides(in), ctx.ptr({node, 0}), at * os.s[axis], os, dims_of(s)});
       at += s[axis];
     }
   } else if (op == "split") {
@@ -91,8 +97,9 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
     int64_t at = 0;
     for (size_t k = 0; k < n.output_shapes.size(); ++k) {
       const Shape& s = n.output_shapes[k];
-      copies.push_back({ctx.ptr(n.inputs[0]), at * xs.s[axis], xs, ctx.ptr({node, static_cast<int32_t>(k)}), 0,
-                        row_major(s), dims_of(s)});
+      const ValueRef piece{node, static_cast<int32_t>(k)};
+      if (!ctx.plan.slot(piece).view)
+        copies.push_back({ctx.ptr(n.inputs[0]), at * xs.s[axis], xs, ctx.ptr(piece), 0, row_major(s), dims_of(s)});
       at += s[axis];
     }
   } else if (op == "pad" || op == "enlarge") {

@@ -114,6 +114,24 @@ const OpCase kCases[] = {
     {"pad[pads=0x1x2x0, value=0.5](x)", "x=3x4"},
     {"reshape[shape=6x4](x)", "x=2x3x4"},
     {"relu(reshape[shape=4x6](relu(x)))", "x=2x3x4"},
+    // views (runtime/views.h): split pieces and reshapes read in place
+    {"(add(split[axis=1, sizes=8x8x8](matmul(x, w)).0, b), relu(split[axis=1, sizes=8x8x8](matmul(x, w)).1),"
+     " sigmoid(split[axis=1, sizes=8x8x8](matmul(x, w)).2))", "x=5x16,w=16x24,b=8", 1e-4},
+    {"add(reshape[shape=2x3x12](split[axis=1, sizes=12x4](x).0), b)", "x=6x16,b=12"},
+    {"matmul(split[axis=1, sizes=8x4](x).1, w)", "x=9x12,w=4x5", 1e-4},
+    {"matmul(w, split[axis=1, sizes=4x8](x).0)", "x=6x12,w=3x6", 1e-4},
+    {"matmul(split[axis=1, sizes=5x4](x).1, w)", "x=6x9,w=4x3", 1e-4},  // unaligned: copied
+    {"batch_matmul(split[axis=2, sizes=4x4](x).1, y)", "x=3x5x8,y=3x4x6", 1e-4},
+    {"transpose[perm=1x0](split[axis=1, sizes=3x5](x).1)", "x=4x8"},
+    {"add(split[axis=1, sizes=2x2](split[axis=1, sizes=4x4](x).0).1, y)", "x=3x8,y=2"},
+    {"(softmax[axis=1](split[axis=1, sizes=3x5](x).0), add(split[axis=1, sizes=3x5](x).1, y))", "x=4x8,y=5"},
+    {"(split[axis=1, sizes=3x5](x).0, split[axis=1, sizes=3x5](x).1)", "x=4x8"},
+    {"conv2d(split[axis=1, sizes=4x4](x).1, k)", "x=1x8x5x5,k=3x4x3x3", 1e-4},
+    {"relu(add(conv2d(x, k), split[axis=1, sizes=4x4](z).0))", "x=2x8x5x5,k=4x8x1x1,z=2x8x5x5", 1e-4},
+    {"relu(reshape[shape=12](split[axis=1, sizes=4x4](x).1))", "x=3x8"},
+    {"concat[axis=0](split[axis=1, sizes=3x5](x).1, y)", "x=4x8,y=2x5"},
+    {"expand[shape=2x4x5](split[axis=1, sizes=3x5](x).1)", "x=4x8"},
+    {"add(split[axis=1, sizes=2x3](a).1, b)", "a=int64:4x5,b=int64:3", 0, 1, -50, 50},
     // normalisation and reductions
     {"softmax[axis=2](x)", "x=2x3x37", 1e-5, 4},
     {"softmax[axis=1](x)", "x=2x5x3", 1e-5, 4},

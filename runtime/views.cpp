@@ -1,0 +1,170 @@
+#include "runtime/views.h"
+
+#include <set>
+#include <string>
+
+namespace tgr {
+
+int64_t device_element_bytes(DType t) { return t == DType::kFloat ? 4 : 8; }
+
+std::optional<std::vector<int64_t>> reshape_strides(const Shape& from, const std::vector<int64_t>& from_strides,
+                                                    const Shape& to) {
+  if (num_elements(from) != num_elements(to)) return std::nullopt;
+  if (num_elements(to) == 0) return row_major_strides(to);
+  // The axes of `from` that are not 1, then runs of them that are contiguous
+  // among themselves ("chunks"): a chunk is a block read with one inner
+  // stride, and the axes of `to` must cut each chunk in turn.
+  std::vector<std::pair<int64_t, int64_t>> axes;  // (size, stride)
+  for (size_t d = 0; d < from.size(); ++d)
+    if (from[d] != 1) axes.emplace_back(from[d], from_strides[d]);
+  std::vector<int64_t> out(to.size(), 0);
+  size_t t = 0;
+  for (size_t a = 0; a < axes.size();) {
+    int64_t rest = axes[a].first;
+    while (a + 1 < axes.size() && axes[a].second == axes[a + 1].second * axes[a + 1].first) rest *= axes[++a].first;
+    const int64_t inner = axes[a++].second;
+    while (rest > 1) {
+      if (t >= to.size()) return std::nullopt;
+      if (to[t] == 1) {
+        ++t;
+        continue;
+      }
+      if (rest % to[t] != 0) return std::nullopt;  // an axis of `to` would straddle two chunks
+      rest /= to[t];
+      out[t++] = inner * rest;
+    }
+  }
+  for (; t < to.size(); ++t)
+    if (to[t] != 1) return std::nullopt;
+  // Axes of size 1 take the row-major stride they would have (never read).
+  for (size_t d = to.size(); d-- > 0;)
+    if (to[d] == 1) out[d] = d + 1 < to.size() ? out[d + 1] * to[d + 1] : 1;
+  return out;
+}
+
+bool is_row_major(const Shape& shape, const std::vector<int64_t>& strides) {
+  const std::vector<int64_t> expected = row_major_strides(shape);
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1 && strides[d] != expected[d]) return false;
+  return true;
+}
+
+namespace {
+
+bool aligned16(const Graph& g, ValueRef v, const ValueLayout& l) {
+  return l.offset * device_element_bytes(g.dtype(v)) % 16 == 0;
+}
+
+// A matrix operand of cuBLAS: unit stride along rows' elements, a leading
+// dimension no smaller than a row, and an aligned start.
+bool cublas_operand(const Graph& g, ValueRef v, const ValueLayout& l, size_t rank) {
+  const Shape& s = g.shape(v);
+  if (s.size() != rank || !aligned16(g, v, l)) return false;
+  const bool unit = s[rank - 1] == 1 || l.strides[rank - 1] == 1;
+  const bool leading = s[rank - 2] == 1 || l.strides[rank - 2] >= s[rank - 1];
+  return unit && leading;
+}
+
+// Whether `reader` can read its input `input` (the value v) laid out as `l`
+// when that layout is not plain.
+bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v, const ValueLayout& l) {
+  static const std::set<std::string> layout_ops{"transpose", "slice", "expand", "pad",
+                                                "enlarge",   "concat", "split", "reshape"};
+  const std::string& op = reader.op->name;
+  if (is_elementwise_kernel(reader)) return !(op == "batch_norm" && input > 0);  // per-channel operands: contiguous
+  if (layout_ops.count(op)) return true;
+  if (op == "matmul") return cublas_operand(g, v, l, 2);
+  if (op == "batch_matmul") return cublas_operand(g, v, l, 3);
+  return false;
+}
+
+}  // namespace
+
+bool is_elementwise_kernel(const Node& node) {
+  static const std::set<std::string> ops{"add", "sub", "mul", "div", "pow", "scalar_mul", "neg", "relu", "sigmoid",
+                                         "tanh", "abs", "sqrt", "exp", "log", "erf", "leaky_relu", "hard_sigmoid",
+                                         "hard_swish", "clip", "batch_norm"};
+  return node.is_op() && ops.count(node.op->name) > 0;
+}
+
+bool ViewAnalysis::is_plain(ValueRef v) const {
+  const ValueLayout& l = layout(v);
+  return is_row_major(graph_->shape(v), l.strides) && aligned16(*graph_, v, l);
+}
+
+bool ViewAnalysis::outputs_are_views(int32_t node) const {
+  for (size_t k = 0; k < layouts_.at(node).size(); ++k)
+    if (!is_view({node, static_cast<int32_t>(k)})) return false;
+  return true;
+}
+
+ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load) {
+  ViewAnalysis a;
+  a.graph_ = &graph;
+  const auto& nodes = graph.nodes();
+  const std::vector<int32_t> order = graph.topological_order();
+  auto own = [&](ValueRef v) { return ValueLayout{v, 0, row_major_strides(graph.shape(v))}; };
+  a.layouts_.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t k = 0; k < nodes[i].output_shapes.size(); ++k)
+      a.layouts_[i].push_back(own({static_cast<int32_t>(i), static_cast<int32_t>(k)}));
+
+  // Readers of each value: (node, input index); graph outputs.
+  std::vector<std::vector<std::vector<std::pair<int32_t, size_t>>>> readers(nodes.size());
+  std::vector<std::vector<char>> is_output(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    readers[i].resize(nodes[i].output_shapes.size());
+    is_output[i].assign(nodes[i].output_shapes.size(), 0);
+  }
+  for (int32_t i : order)
+    for (size_t k = 0; k < nodes[i].inputs.size(); ++k) {
+      const ValueRef in = nodes[i].inputs[k];
+      readers[in.node][in.output].emplace_back(i, k);
+    }
+  for (ValueRef v : graph.outputs()) is_output[v.node][v.output] = 1;
+
+  // Views are proposed forward; a view some reader cannot take is refused
+  // (it owns its bytes: its producer copies) and the proposal is redone, since
+  // views of it are now views of row-major bytes. Refusals only grow.
+  std::set<std::pair<int32_t, int32_t>> refused;
+  for (bool changed = true; changed;) {
+    for (int32_t i : order) {
+      const Node& n = nodes[i];
+      if (!n.is_op() || at_load[i]) continue;
+      const bool reshape = n.op->name == "reshape", split = n.op->name == "split";
+      if (!reshape && !split) continue;
+      const ValueLayout& in = a.layout(n.inputs[0]);
+      for (size_t k = 0; k < n.output_shapes.size(); ++k) {
+        const ValueRef out{i, static_cast<int32_t>(k)};
+        ValueLayout& l = a.layouts_[i][k];
+        l = own(out);
+        if (refused.count({i, static_cast<int32_t>(k)})) continue;
+        if (reshape) {
+          if (auto s = reshape_strides(graph.shape(n.inputs[0]), in.strides, n.output_shapes[0]))
+            l = ValueLayout{in.source, in.offset, *s};
+        } else {
+          const int64_t axis = n.params.get_int("axis");
+          int64_t start = 0;
+          for (size_t j = 0; j < k; ++j) start += n.output_shapes[j][axis];
+          l = ValueLayout{in.source, in.offset + start * in.strides[axis], in.strides};
+        }
+      }
+    }
+    changed = false;
+    for (int32_t i : order)
+      for (size_t k = 0; k < a.layouts_[i].size(); ++k) {
+        const ValueRef v{i, static_cast<int32_t>(k)};
+        if (!a.is_view(v) || a.is_plain(v)) continue;
+        const ValueLayout& l = a.layout(v);
+        bool ok = !is_output[i][k] || is_row_major(graph.shape(v), l.strides);
+        for (const auto& [r, input] : readers[i][k]) ok = ok && takes_strides(graph, nodes[r], input, v, l);
+        if (!ok) {
+          refused.insert({i, static_cast<int32_t>(k)});
+          changed = true;
+        }
+      }
+  }
+  return a;
+}
+
+}  // namespace tgr

@@ -1,0 +1,70 @@
+// Values the GPU runtime does not copy. A reshape, and each piece of a split,
+// is handed to its readers as a view of the bytes of the value it comes from:
+// an element offset and one stride per axis. A split along channels of a
+// batch-1 NCHW tensor gives row-major pieces that anything may read; a split
+// along the last axis of a matrix (BERT's merged Q/K/V product) gives strided
+// pieces, which only readers that take strides are given:
+//   - elementwise kernels (a fused chain reads each operand through strides),
+//   - layout operators (transpose, slice, expand, pad, enlarge, concat, split,
+//     and a reshape that cannot be a view: all are strided copies),
+//   - matmul and batch_matmul, through cuBLAS's leading dimensions, when the
+//     innermost stride is 1.
+// A view some reader cannot take is not a view: the split (or reshape)
+// copies that value. Graph outputs are always row-major.
+//
+// The execution plan (execution_plan.h) places values by this analysis and
+// the measured cost model (optimizer/cost_model.h) calls a split free exactly
+// when the analysis makes every piece a view, so the two cannot disagree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tgr {
+
+// Bytes per element on the device: float 4; int64 and bool 8.
+int64_t device_element_bytes(DType t);
+
+// `strides` read `shape` row-major (axes of size 1 may have any stride).
+bool is_row_major(const Shape& shape, const std::vector<int64_t>& strides);
+
+// The strides under which `to` reads the same elements, in the same order, as
+// a tensor of shape `from` stored with `from_strides`; nullopt when no
+// strides do (the reshape must copy).
+std::optional<std::vector<int64_t>> reshape_strides(const Shape& from, const std::vector<int64_t>& from_strides,
+                                                    const Shape& to);
+
+// Where a value's elements are.
+struct ValueLayout {
+  ValueRef source;               // the value whose bytes hold them (the value itself when it owns its bytes)
+  int64_t offset = 0;            // elements from the start of source's bytes
+  std::vector<int64_t> strides;  // elements, one per axis of the value
+};
+
+class ViewAnalysis {
+ public:
+  const ValueLayout& layout(ValueRef v) const { return layouts_.at(v.node).at(v.output); }
+  // The value is a view of another value's bytes.
+  bool is_view(ValueRef v) const { return !(layout(v).source == v); }
+  // Row-major from a 16-byte boundary: any kernel, cuDNN and cuBLAS included, may read it.
+  bool is_plain(ValueRef v) const;
+  // Every output of `node` is a view: the reshape or split runs nothing.
+  bool outputs_are_views(int32_t node) const;
+
+ private:
+  friend ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load);
+  const Graph* graph_ = nullptr;
+  std::vector<std::vector<ValueLayout>> layouts_;  // [node][output]
+};
+
+// `at_load[node]`: the node is computed at load (from constants only); such
+// values own their bytes.
+ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load);
+
+// Operators the runtime runs as (fused) elementwise kernels.
+bool is_elementwise_kernel(const Node& node);
+
+}  // namespace tgr
