@@ -52,6 +52,7 @@ class FirstAppearance {
     }
     return it->second;
   }
+  const std::map<std::string, std::string>& names() const { return names_; }
 
  private:
   std::map<std::string, std::string> names_;
@@ -60,7 +61,9 @@ class FirstAppearance {
 
 // The smallest renamed text over all argument orders of commutative nodes of
 // `sides` (one side for a graph, two for a rule, renamed together).
-std::string smallest_text(std::vector<std::vector<Expr>> sides, bool commutative = true) {
+// `renaming`, when given, receives the renaming of the smallest text.
+std::string smallest_text(std::vector<std::vector<Expr>> sides, bool commutative = true,
+                          std::map<std::string, std::string>* renaming = nullptr) {
   std::vector<Expr*> nodes;
   if (commutative)
     for (auto& side : sides) collect_commutative(side, nodes);
@@ -82,7 +85,10 @@ std::string smallest_text(std::vector<std::vector<Expr>> sides, bool commutative
       text += " => ";
       append_text(sides[1], text, rename);
     }
-    if (best.empty() || text < best) best = text;
+    if (best.empty() || text < best) {
+      best = text;
+      if (renaming) *renaming = renamer.names();
+    }
     for (size_t i = 0; i < k; ++i)  // undo
       if ((mask >> i & 1) != 0) std::swap(nodes[i]->args[0], nodes[i]->args[1]);
   }
@@ -121,7 +127,8 @@ std::string canonical_text(std::vector<Expr> outputs) {
   return best;
 }
 
-std::string canonical_rule_text(RuleExpr rule, bool allow_swap, bool commutative) {
+std::string canonical_rule_text(RuleExpr rule, bool allow_swap, bool commutative,
+                                std::map<std::string, std::string>* renaming) {
   for (Expr& e : rule.source) normalize_params(e);
   for (Expr& e : rule.target) normalize_params(e);
   // Outputs are matched by position, so permuting both tuples alike is the
@@ -129,9 +136,19 @@ std::string canonical_rule_text(RuleExpr rule, bool allow_swap, bool commutative
   std::string best;
   for_each_output_order(rule.source.size(), [&](const std::vector<size_t>& order) {
     const std::vector<Expr> source = reordered(rule.source, order), target = reordered(rule.target, order);
-    std::string text = smallest_text({source, target}, commutative);
-    if (allow_swap) text = std::min(text, smallest_text({target, source}, commutative));
-    if (best.empty() || text < best) best = std::move(text);
+    std::map<std::string, std::string> names, swapped_names;
+    std::string text = smallest_text({source, target}, commutative, &names);
+    if (allow_swap) {
+      std::string swapped = smallest_text({target, source}, commutative, &swapped_names);
+      if (swapped < text) {
+        text = std::move(swapped);
+        names = std::move(swapped_names);
+      }
+    }
+    if (best.empty() || text < best) {
+      best = std::move(text);
+      if (renaming) *renaming = std::move(names);
+    }
   });
   return best;
 }

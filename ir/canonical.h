@@ -11,6 +11,7 @@
 // compares.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,8 +25,11 @@ std::string canonical_text(std::vector<Expr> outputs);
 
 // A rule. With `allow_swap`, "a => b" and "b => a" have one canonical text.
 // Without `commutative`, the argument order of commutative operators is kept
-// (the generator counts what each equivalence removes).
-std::string canonical_rule_text(RuleExpr rule, bool allow_swap = true, bool commutative = true);
+// (the generator counts what each equivalence removes). `renaming`, when
+// given, receives what each variable is called in the canonical text (so
+// that shapes given by the old names can follow).
+std::string canonical_rule_text(RuleExpr rule, bool allow_swap = true, bool commutative = true,
+                                std::map<std::string, std::string>* renaming = nullptr);
 
 // Parses and canonicalises; throws ParseError.
 std::string canonical_rule_text(std::string_view text, bool allow_swap = true);

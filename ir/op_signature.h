@@ -6,7 +6,8 @@
 //
 //   conv2d[pad=same,stride=2x2](float:1x3x224x224,float:64x3x3x3)
 //
-// Parameters at their default value are omitted (as in the text form).
+// Parameters at their default value are omitted (as in the text form), and
+// so is the padding of a 1 x 1 convolution with no padding to read.
 #pragma once
 
 #include <string>

@@ -1,5 +1,7 @@
 #include "optimizer/instance.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <chrono>
 
@@ -193,6 +195,10 @@ bool InstanceProver::proved(const Instance& instance) {
   ++stats_.proofs;
   ++(ok ? stats_.proved : stats_.failed);
   stats_.proof_ms += ms;
+  // TGR_DEBUG_INSTANCES=1: print every instance proof (why a rule never applies to a model).
+  if (std::getenv("TGR_DEBUG_INSTANCES"))
+    std::fprintf(stderr, "instance %s: %s | %s\n", ok ? "proved" : "NOT proved", instance.text.c_str(),
+                 instance.shapes.c_str());
   cache_.emplace(std::move(key), ok);
   return ok;
 }

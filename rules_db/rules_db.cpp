@@ -285,7 +285,26 @@ void count_calls(const Expr& e, std::set<std::string>& nodes, std::set<std::stri
 
 RuleRecord rule_record_from_text(std::string_view rule_text, std::string variables) {
   RuleRecord r;
-  r.canonical = canonical_rule_text(rule_text);
+  // The canonical text renames variables; their shapes follow them.
+  std::map<std::string, std::string> renaming;
+  r.canonical = canonical_rule_text(parse_rule_expr(rule_text), true, true, &renaming);
+  std::string renamed;
+  for (size_t at = 0; at < variables.size();) {
+    size_t comma = variables.find(',', at);
+    if (comma == std::string::npos) comma = variables.size();
+    std::string entry = variables.substr(at, comma - at);
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) {
+      std::string name = entry.substr(0, eq);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      if (auto it = renaming.find(name); it != renaming.end()) entry = it->second + entry.substr(eq);
+    }
+    if (!renamed.empty()) renamed += ',';
+    renamed += entry;
+    at = comma + 1;
+  }
+  variables = std::move(renamed);
   const size_t arrow = r.canonical.find(" => ");
   if (arrow == std::string::npos) throw DbError("canonical rule text without ' => ': " + r.canonical);
   r.source = r.canonical.substr(0, arrow);

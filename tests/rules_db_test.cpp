@@ -128,7 +128,7 @@ TEST(RuleRecordFromText, CanonicalSidesSizesOperators) {
   EXPECT_EQ(r.source_ops, 3);
   EXPECT_EQ(r.target_ops, 2);
   EXPECT_EQ(r.operators, "add,mul");
-  EXPECT_EQ(r.variables, "x0=2x2");
+  EXPECT_EQ(r.variables, "x2=2x2");  // the shape of the x0 written is the canonical x2's
   // A subexpression written twice is one node; split's outputs are one node.
   EXPECT_EQ(rule_record_from_text("add(relu(x0), relu(x0)) => add(relu(x0), relu(x0))").source_ops, 2);
   const RuleRecord s = rule_record_from_text(
@@ -617,6 +617,21 @@ TEST(Json, Quote) {
   EXPECT_EQ(json_quote("plain"), "\"plain\"");
   EXPECT_EQ(json_quote("a\"b\\c\nd\te\x01"), "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
   EXPECT_EQ(json_quote("matmul(x0, w0) => ü"), "\"matmul(x0, w0) => ü\"");
+}
+
+// Canonicalising renames variables (here outputs are reordered, so k0 and k1
+// trade names); each variable's shape must move with it.
+TEST(RuleRecordFromText, ShapesFollowTheCanonicalRenaming) {
+  const RuleRecord r = rule_record_from_text(
+      "(relu(conv2d(i0, k0)), conv2d(i0, k1)) => (relu(split[axis=1, sizes=2x3](conv2d(i0, concat[axis=0](k0, k1))).0), "
+      "split[axis=1, sizes=2x3](conv2d(i0, concat[axis=0](k0, k1))).1)",
+      "i0=1x4x5x5,k0=2x4x3x3,k1=3x4x3x3");
+  ASSERT_EQ(r.canonical.rfind("(conv2d(i0, k0), relu(conv2d(i0, k1)))", 0), 0u) << r.canonical;
+  EXPECT_EQ(r.variables, "i0=1x4x5x5,k1=2x4x3x3,k0=3x4x3x3");
+  // Both sides build at the renamed shapes.
+  const ShapeMap shapes = parse_shape_map(r.variables);
+  EXPECT_NO_THROW(build_graph(r.source, shapes));
+  EXPECT_NO_THROW(build_graph(r.target, shapes));
 }
 
 }  // namespace
