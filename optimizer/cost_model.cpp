@@ -103,17 +103,13 @@ ViewAnalysis runtime_views(const Graph& graph, const std::vector<bool>& constant
   return analyse_views(graph, std::vector<char>(constant.begin(), constant.end()));
 }
 
-bool runs_nothing(const Node& node, int32_t index, const ViewAnalysis& views) {
-  return (node.op->name == "reshape" || node.op->name == "split") && views.outputs_are_views(index);
-}
-
 }  // namespace
 
 double MeasuredCostModel::op_cost_us(const Graph& graph, const Node& node) {
   if (!node.is_op()) return 0;
-  if (node.op->name == "reshape" || node.op->name == "split") {
+  if (may_be_view(node)) {  // the analysis is of the whole graph: only for the operators it concerns
     const auto index = static_cast<int32_t>(&node - graph.nodes().data());
-    if (runs_nothing(node, index, runtime_views(graph, constant_only_nodes(graph)))) return 0;
+    if (runtime_views(graph, constant_only_nodes(graph)).outputs_are_views(index)) return 0;
   }
   return lookup_us(graph, node);
 }
@@ -124,7 +120,7 @@ double MeasuredCostModel::graph_cost(const Graph& graph) {
   double total = 0;
   for (int32_t i : graph.topological_order()) {
     const Node& n = graph.node(i);
-    if (constant[i] || !n.is_op() || runs_nothing(n, i, views)) continue;
+    if (constant[i] || !n.is_op() || views.outputs_are_views(i)) continue;
     total += lookup_us(graph, n);
   }
   return total;

@@ -11,8 +11,6 @@ namespace tgr {
 
 namespace {
 
-bool is_elementwise(const Node& n) { return is_elementwise_kernel(n); }
-
 // Instructions a node adds to a fused program (batch_norm: v + eps, rsqrt,
 // times scale, x - mean, times that, plus bias).
 int instructions(const Node& n) { return n.op->name == "batch_norm" ? 6 : 1; }
@@ -157,10 +155,10 @@ struct Builder {
       Task t;
       if (n.op->name == "conv2d") {
         conv_task(i, t);
-      } else if ((n.op->name == "reshape" || n.op->name == "split") && views.outputs_are_views(i)) {
+      } else if (views.outputs_are_views(i)) {
         t.kind = Task::Kind::kAlias;  // every output a view: nothing to run
         t.nodes = {i};
-      } else if (is_elementwise(n)) {
+      } else if (is_elementwise_kernel(n)) {
         t.kind = Task::Kind::kElementwise;
         std::vector<Operand> ops;
         add_operands(n, ops);

@@ -68,11 +68,9 @@ bool cublas_operand(const Graph& g, ValueRef v, const ValueLayout& l, size_t ran
 // Whether `reader` can read its input `input` (the value v) laid out as `l`
 // when that layout is not plain.
 bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v, const ValueLayout& l) {
-  static const std::set<std::string> layout_ops{"transpose", "slice", "expand", "pad",
-                                                "enlarge",   "concat", "split", "reshape"};
   const std::string& op = reader.op->name;
   if (is_elementwise_kernel(reader)) return !(op == "batch_norm" && input > 0);  // per-channel operands: contiguous
-  if (layout_ops.count(op)) return true;
+  if (is_strided_copy(reader)) return true;
   if (op == "matmul") return cublas_operand(g, v, l, 2);
   if (op == "batch_matmul") return cublas_operand(g, v, l, 3);
   return false;
@@ -87,12 +85,20 @@ bool is_elementwise_kernel(const Node& node) {
   return node.is_op() && ops.count(node.op->name) > 0;
 }
 
+bool is_strided_copy(const Node& node) {
+  static const std::set<std::string> ops{"transpose", "slice", "expand", "pad", "enlarge", "concat", "split", "reshape"};
+  return node.is_op() && ops.count(node.op->name) > 0;
+}
+
+bool may_be_view(const Node& node) { return node.is_op() && (node.op->name == "reshape" || node.op->name == "split"); }
+
 bool ViewAnalysis::is_plain(ValueRef v) const {
   const ValueLayout& l = layout(v);
   return is_row_major(graph_->shape(v), l.strides) && aligned16(*graph_, v, l);
 }
 
 bool ViewAnalysis::outputs_are_views(int32_t node) const {
+  if (layouts_.at(node).empty()) return false;
   for (size_t k = 0; k < layouts_.at(node).size(); ++k)
     if (!is_view({node, static_cast<int32_t>(k)})) return false;
   return true;
@@ -130,9 +136,8 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
   for (bool changed = true; changed;) {
     for (int32_t i : order) {
       const Node& n = nodes[i];
-      if (!n.is_op() || at_load[i]) continue;
-      const bool reshape = n.op->name == "reshape", split = n.op->name == "split";
-      if (!reshape && !split) continue;
+      if (!may_be_view(n) || at_load[i]) continue;
+      const bool reshape = n.op->name == "reshape";
       const ValueLayout& in = a.layout(n.inputs[0]);
       for (size_t k = 0; k < n.output_shapes.size(); ++k) {
         const ValueRef out{i, static_cast<int32_t>(k)};

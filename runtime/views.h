@@ -66,5 +66,10 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
 
 // Operators the runtime runs as (fused) elementwise kernels.
 bool is_elementwise_kernel(const Node& node);
+// Operators the runtime runs as strided copies (transpose, slice, expand, pad,
+// enlarge, concat, split, reshape): they read inputs with any strides.
+bool is_strided_copy(const Node& node);
+// Operators whose outputs may be views of their input: reshape and split.
+bool may_be_view(const Node& node);
 
 }  // namespace tgr

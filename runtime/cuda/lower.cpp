@@ -75,7 +75,6 @@ EwInput view_input(const LowerCtx& ctx, ValueRef v, const Shape& out) {
 namespace {
 
 const std::set<std::string> kMatmul{"matmul", "batch_matmul"};
-const std::set<std::string> kLayout{"transpose", "concat", "split", "slice", "expand", "pad", "enlarge", "reshape"};
 const std::set<std::string> kMixed{"equal", "less", "greater", "less_equal", "greater_equal", "is_nan",
                                    "logical_not", "cast", "where", "gather", "gather_elements"};
 const std::set<std::string> kNormalization{"softmax", "layer_norm", "reduce_sum", "reduce_mean", "avgpool", "maxpool"};
@@ -99,7 +98,7 @@ Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index) {
   }
   const std::string& op = n.op->name;
   if (kMatmul.count(op)) step.run = lower_matmul(ctx, task.root());
-  else if (kLayout.count(op)) step.run = lower_layout(ctx, task.root());
+  else if (is_strided_copy(n)) step.run = lower_layout(ctx, task.root());
   else if (kMixed.count(op)) step.run = lower_mixed(ctx, task.root());
   else if (kNormalization.count(op)) step.run = lower_normalization(ctx, task.root());
   else fail(ctx.where(task.root()), "operator not supported by the GPU runtime");
