@@ -84,6 +84,13 @@ Conv2dGeometry conv2d_geometry(const Params& params, const Shape& input, const S
   return g;
 }
 
+bool pointwise_without_padding(const Shape& weight, const ParamValue& pad) {
+  if (weight.size() != 4 || weight[2] != 1 || weight[3] != 1) return false;
+  if (const auto* word = std::get_if<std::string>(&pad)) return *word == "valid" || *word == "same";
+  const auto* pads = std::get_if<std::vector<int64_t>>(&pad);
+  return pads && std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
+}
+
 namespace ops {
 
 void canonical_padding(Params& params, std::span<const Shape> shapes) {

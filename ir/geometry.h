@@ -43,6 +43,11 @@ struct Conv2dGeometry {
 
 Conv2dGeometry conv2d_geometry(const Params& params, const Shape& input, const Shape& weight);
 
+// A 1 x 1 convolution (`weight` O x I x 1 x 1) whose padding `pad` reads
+// nothing: 'valid', 'same' or all-zero pads are then one convolution (axiom
+// conv2d_pointwise_padding).
+bool pointwise_without_padding(const Shape& weight, const ParamValue& pad);
+
 namespace ops {
 // Explicit padding equal to what `same` gives becomes `same`, all zeros
 // `valid`: one window, one text and one hash (so imported models and rules

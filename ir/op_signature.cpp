@@ -1,20 +1,16 @@
 #include "ir/op_signature.h"
 
-#include <algorithm>
+#include "ir/geometry.h"
 
 namespace tgr {
 
 namespace {
 
-// A 1 x 1 convolution reads no padding: zero pads, 'valid' and 'same' are
-// one computation (axiom conv2d_pointwise_padding) and one signature.
+// A 1 x 1 convolution that reads no padding: 'valid' and 'same' are one
+// computation and one signature.
 bool padding_is_moot(const Graph& graph, const Node& node, const std::string& key, const ParamValue& value) {
-  if (node.op->name != "conv2d" || key != "pad" || node.inputs.size() < 2) return false;
-  const Shape& k = graph.shape(node.inputs[1]);
-  if (k.size() != 4 || k[2] != 1 || k[3] != 1) return false;
-  if (const auto* word = std::get_if<std::string>(&value)) return *word == "valid" || *word == "same";
-  const auto* pads = std::get_if<std::vector<int64_t>>(&value);
-  return pads && std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
+  return node.op->name == "conv2d" && key == "pad" && node.inputs.size() >= 2 &&
+         pointwise_without_padding(graph.shape(node.inputs[1]), value);
 }
 
 }  // namespace

@@ -7,6 +7,14 @@
 
 namespace tgr {
 
+void collect_variables(const Expr& e, std::vector<std::string>& names) {
+  if (e.kind == Expr::Kind::kVar) {
+    if (std::find(names.begin(), names.end(), e.name) == names.end()) names.push_back(e.name);
+    return;
+  }
+  for (const Expr& a : e.args) collect_variables(a, names);
+}
+
 namespace {
 
 std::string caret_message(std::string_view text, size_t position, const std::string& what) {
@@ -165,14 +173,6 @@ class Parser {
   size_t limit_;
   const ParseHooks* hooks_;
 };
-
-void collect_variables(const Expr& e, std::vector<std::string>& names) {
-  if (e.kind == Expr::Kind::kVar) {
-    if (std::find(names.begin(), names.end(), e.name) == names.end()) names.push_back(e.name);
-    return;
-  }
-  for (const Expr& a : e.args) collect_variables(a, names);
-}
 
 // Turns expressions into graph nodes; `bound` maps names to values.
 class Builder {

@@ -64,6 +64,9 @@ using DTypeMap = std::map<std::string, DType, std::less<>>;
 ShapeMap parse_shape_map(std::string_view text, DTypeMap* dtypes = nullptr);
 
 std::vector<Expr> parse_tuple(std::string_view text);
+
+// Appends the variables of `e` not yet in `names`, in order of first appearance.
+void collect_variables(const Expr& e, std::vector<std::string>& names);
 RuleExpr parse_rule_expr(std::string_view text);
 
 // For languages that embed the text form (the axioms of specs/): one

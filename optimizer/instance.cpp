@@ -1,9 +1,9 @@
 #include "optimizer/instance.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "ir/params.h"
 

@@ -159,14 +159,10 @@ void import_conv(Ctx& c) {
     c.fail("group " + std::to_string(group) + " does not match input channels " + std::to_string(c.shape(x)[1]) +
            " and weight " + shape_to_string(ws));
   ParamValue pad = window_padding(c, c.shape(x), {ws[2], ws[3]}, strides, dilations);
-  // A 1 x 1 kernel reads no padding, so zero pads and 'same' are one
-  // convolution (axiom conv2d_pointwise_padding). Importing it as 'same', the
-  // form the rules are generated in, lets them match without first spending
+  // A 1 x 1 kernel reading no padding is imported as 'same', the form the
+  // rules are generated in, so that they match without first spending
   // search steps on rewriting the padding.
-  const bool zero_pads = std::holds_alternative<std::string>(pad)
-                             ? std::get<std::string>(pad) == "valid"
-                             : std::get<Ints>(pad) == Ints{0, 0, 0, 0};
-  if (ws[2] == 1 && ws[3] == 1 && zero_pads) pad = std::string("same");
+  if (pointwise_without_padding(ws, pad)) pad = std::string("same");
   ValueRef y = c.emit("conv2d", {x, w}, {{"stride", strides}, {"pad", pad}, {"dilation", dilations}});
   if (c.has_input(2)) y = c.emit("add", {y, c.reshape(c.input(2), {1, ws[0], 1, 1})});
   c.set_output(0, y);

@@ -9,18 +9,10 @@
 namespace tgr::optimizer {
 namespace {
 
-void collect_variables(const Expr& e, std::set<std::string>& out) {
-  if (e.kind == Expr::Kind::kVar) {
-    out.insert(e.name);
-    return;
-  }
-  for (const Expr& a : e.args) collect_variables(a, out);
-}
-
 std::set<std::string> variables_of(const std::vector<Expr>& side) {
-  std::set<std::string> names;
+  std::vector<std::string> names;
   for (const Expr& e : side) collect_variables(e, names);
-  return names;
+  return {names.begin(), names.end()};
 }
 
 bool applicable(const std::vector<Expr>& source, const std::vector<Expr>& target) {

@@ -14,14 +14,6 @@ using axioms::Term;
 
 namespace {
 
-void collect_vars(const Expr& e, std::set<std::string>& out) {
-  if (e.kind == Expr::Kind::kVar) {
-    out.insert(e.name);
-    return;
-  }
-  for (const Expr& a : e.args) collect_vars(a, out);
-}
-
 void collect_symbols(const Expr& e, std::set<std::string>& out) {
   if (e.kind == Expr::Kind::kVar) return;
   for (const auto& [key, value] : e.params)
@@ -147,8 +139,9 @@ RewriteSet::RewriteSet(const std::vector<Axiom>& axioms) {
       for (size_t el = 0; el < exprs.size(); ++el) {
         const Expr& pattern = exprs[el];
         if (pattern.kind != Expr::Kind::kCall) continue;
-        std::set<std::string> vars, bound;
-        collect_vars(pattern, vars);
+        std::vector<std::string> vars;
+        std::set<std::string> bound;
+        collect_variables(pattern, vars);
         if (vars.size() != ax.variables.size()) continue;  // the other side would need a term invented
         collect_symbols(pattern, bound);
         // Parameters the definitions give once the pattern's are known.
