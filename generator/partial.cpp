@@ -6,8 +6,8 @@
 
 #include "ir/text.h"
 #include "rules_db/rules_db.h"
-#include "verifier/correction.h"
-#include "verifier/mutants.h"
+#include "pet/correction.h"
+#include "pet/mutants.h"
 
 namespace tgr::gen {
 

@@ -1,5 +1,5 @@
 // `generate --partial`: partially equivalent rules (PET). Runs the mutant
-// generator (verifier/mutants.h) over a set of small source programs and
+// generator (pet/mutants.h) over a set of small source programs and
 // stores each mutant that the region checker finds partially equal as a rule
 // of kind 'partial', status 'partial', with its region map and correction.
 #pragma once

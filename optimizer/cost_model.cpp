@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "ir/op_signature.h"
-#include "optimizer/opaque_op.h"
+#include "onnx/opaque_op.h"
 #include "rules_db/rules_db.h"
 #include "runtime/views.h"
 

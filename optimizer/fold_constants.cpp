@@ -1,6 +1,6 @@
 #include "optimizer/fold_constants.h"
 
-#include "optimizer/opaque_op.h"
+#include "onnx/opaque_op.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::optimizer {

@@ -1,6 +1,6 @@
 #include "optimizer/partial_instance.h"
 
-#include "verifier/correction.h"
+#include "pet/correction.h"
 
 namespace tgr::optimizer {
 

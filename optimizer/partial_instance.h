@@ -1,7 +1,7 @@
 // Partial rules (PET) at a model's shapes: the instance's target is checked
 // against its source with the multi-linear region checker
-// (verifier/region_check.h), the boxes where it is wrong are recomputed by
-// the correction (verifier/correction.h), and the corrected target replaces
+// (pet/region_check.h), the boxes where it is wrong are recomputed by
+// the correction (pet/correction.h), and the corrected target replaces
 // the target only if the checker then finds it equal to the source on every
 // box. The acceptance is probabilistic with the bound README.md states
 // ("Partial equivalence (PET)"): at most sum over boxes (degree / p)^trials,
@@ -9,7 +9,7 @@
 #pragma once
 
 #include "optimizer/instance.h"
-#include "verifier/region_check.h"
+#include "pet/region_check.h"
 
 namespace tgr::optimizer {
 

@@ -18,7 +18,7 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
-#include "verifier/region_check.h"
+#include "pet/region_check.h"
 #include "optimizer/rule_set.h"
 
 namespace tgr::optimizer {

@@ -2,7 +2,7 @@
 // slices, opset-dependent operands and decompositions), names, constants, and
 // errors. tests/onnx_export_check.py runs the exported samples in
 // onnxruntime (ctest: onnx_export_vs_onnxruntime).
-#include "optimizer/onnx_export.h"
+#include "onnx/onnx_export.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "optimizer/onnx_import.h"
+#include "onnx/onnx_import.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::onnx_io {
@@ -129,7 +129,7 @@ TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
 }  // namespace
 }  // namespace tgr::onnx_io
 
-#include "optimizer/onnx_export.h"
+#include "onnx/onnx_export.h"
 
 namespace tgr::onnx_io {
 namespace {

@@ -1,6 +1,6 @@
 // The ONNX protobuf layer: loading the bundled models and test data, tensor
 // conversions in both directions, external data, and malformed input.
-#include "optimizer/onnx_proto.h"
+#include "onnx/onnx_proto.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 
 #include "ir/text.h"
 #include "runtime/interpreter.h"
-#include "verifier/correction.h"
-#include "verifier/mutants.h"
-#include "verifier/region_check.h"
+#include "pet/correction.h"
+#include "pet/mutants.h"
+#include "pet/region_check.h"
 
 namespace tgr::pet {
 namespace {

@@ -23,7 +23,7 @@
 
 #include "ir/text.h"
 #include "ir/hash.h"
-#include "optimizer/onnx_export.h"
+#include "onnx/onnx_export.h"
 #include "runtime/interpreter.h"
 #include "tools/cli_common.h"
 

@@ -7,8 +7,8 @@
 #include <regex>
 #include <set>
 
-#include "optimizer/onnx_import.h"
-#include "optimizer/onnx_proto.h"
+#include "onnx/onnx_import.h"
+#include "onnx/onnx_proto.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::cli {

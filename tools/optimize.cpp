@@ -12,8 +12,8 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
-#include "optimizer/onnx_export.h"
-#include "optimizer/onnx_import.h"
+#include "onnx/onnx_export.h"
+#include "onnx/onnx_import.h"
 #include "optimizer/search.h"
 #include "rules_db/rules_db.h"
 #include "tools/cli_common.h"

@@ -9,8 +9,8 @@
 #include <regex>
 #include <set>
 
-#include "optimizer/onnx_export.h"
-#include "optimizer/onnx_import.h"
+#include "onnx/onnx_export.h"
+#include "onnx/onnx_import.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::cli {

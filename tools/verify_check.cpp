@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "tools/cli_common.h"
-#include "verifier/correction.h"
-#include "verifier/region_check.h"
+#include "pet/correction.h"
+#include "pet/region_check.h"
 
 namespace tgr::cli {
 

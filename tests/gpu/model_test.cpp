@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "optimizer/onnx_import.h"
+#include "onnx/onnx_import.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace tgr {

@@ -1,7 +1,7 @@
 // The multi-linear region checker (PET's partial equivalence, done soundly).
 //
 // For a source and a target graph with equal output shapes: compute the boxes
-// of both outputs (verifier/regions.h), intersect them, and in each box test
+// of both outputs (pet/regions.h), intersect them, and in each box test
 // the corner and its neighbour along each axis longer than one (at most m + 1
 // positions for an output of rank m) on `trials` independent random inputs in
 // the prime field. README.md, "Partial equivalence (PET)", states the theorem
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ir/text.h"
-#include "verifier/regions.h"
+#include "pet/regions.h"
 
 namespace tgr::pet {
 

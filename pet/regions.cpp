@@ -1,4 +1,4 @@
-#include "verifier/regions.h"
+#include "pet/regions.h"
 
 #include <algorithm>
 #include <map>

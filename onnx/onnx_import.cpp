@@ -1,4 +1,4 @@
-#include "optimizer/onnx_import.h"
+#include "onnx/onnx_import.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "optimizer/onnx_import_context.h"
-#include "optimizer/opaque_op.h"
+#include "onnx/onnx_import_context.h"
+#include "onnx/opaque_op.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::onnx_io {

@@ -4,7 +4,7 @@
 // index affine in the output position within a box.
 #include <numeric>
 
-#include "verifier/regions.h"
+#include "pet/regions.h"
 
 namespace tgr::pet::rules {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "verifier/region_check.h"
+#include "pet/region_check.h"
 
 namespace tgr::pet {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "optimizer/onnx_proto.h"
+#include "onnx/onnx_proto.h"
 
 namespace tgr::onnx_io {
 
@@ -24,7 +24,7 @@ class UnsupportedOperator : public OnnxError {
 struct ImportOptions {
   // Shapes for graph inputs, overriding (and required for) symbolic dims.
   std::map<std::string, Shape> input_shapes;
-  // Keep nodes without a mapping as opaque operators (optimizer/opaque_op.h)
+  // Keep nodes without a mapping as opaque operators (onnx/opaque_op.h)
   // instead of failing; their output shapes must be static in the model.
   bool keep_unsupported = false;
 };

@@ -1,4 +1,4 @@
-#include "optimizer/onnx_export.h"
+#include "onnx/onnx_export.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <unordered_set>
 
 #include "ir/geometry.h"
-#include "optimizer/opaque_op.h"
+#include "onnx/opaque_op.h"
 
 namespace tgr::onnx_io {
 namespace {

@@ -1,4 +1,4 @@
-#include "verifier/mutants.h"
+#include "pet/mutants.h"
 #include "ir/hash.h"
 
 #include <set>

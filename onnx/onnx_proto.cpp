@@ -1,4 +1,4 @@
-#include "optimizer/onnx_proto.h"
+#include "onnx/onnx_proto.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>

@@ -1,4 +1,4 @@
-#include "optimizer/opaque_op.h"
+#include "onnx/opaque_op.h"
 
 #include <deque>
 #include <memory>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "optimizer/onnx_import.h"
+#include "onnx/onnx_import.h"
 
 namespace tgr::onnx_io {
 

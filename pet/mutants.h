@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "verifier/region_check.h"
+#include "pet/region_check.h"
 
 namespace tgr::pet {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "optimizer/onnx_proto.h"
+#include "onnx/onnx_proto.h"
 
 namespace tgr::onnx_io {
 

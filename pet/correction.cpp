@@ -1,4 +1,4 @@
-#include "verifier/correction.h"
+#include "pet/correction.h"
 
 #include <algorithm>
 

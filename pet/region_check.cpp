@@ -1,4 +1,4 @@
-#include "verifier/region_check.h"
+#include "pet/region_check.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Region rules of the arithmetic operators: elementwise add/sub/mul/neg and
 // scalar_mul (with broadcasting), matmul, batch_matmul, and the constant
 // operators (cut where their value changes, so coefficients are fixed per box).
-#include "verifier/regions.h"
+#include "pet/regions.h"
 
 namespace tgr::pet::rules {
 namespace {

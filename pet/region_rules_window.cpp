@@ -7,7 +7,7 @@
 // both: then each term reads a fixed input box, at an index affine in q, and
 // average pooling's divisor (the taps inside the input) is fixed too.
 #include "ir/geometry.h"
-#include "verifier/regions.h"
+#include "pet/regions.h"
 
 namespace tgr::pet::rules {
 namespace {

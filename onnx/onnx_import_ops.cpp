@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "ir/geometry.h"
-#include "optimizer/onnx_import_context.h"
+#include "onnx/onnx_import_context.h"
 
 namespace tgr::onnx_io {
 namespace {
