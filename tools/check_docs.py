@@ -110,7 +110,9 @@ def main():
             if args.list:
                 print(f"{doc}:{number}: $ {command}")
                 continue
-            shell = re.sub(r"(?<![\w/.-])build/", build.replace("\\", "\\\\") + "/", command)
+            shell = command
+            if build != os.path.join(ROOT, "build"):
+                shell = re.sub(r"(?<![\w/.-])build/", build.replace("\\", "\\\\") + "/", command)
             try:
                 proc = subprocess.run(["bash", "-c", shell], cwd=ROOT, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, timeout=TIMEOUT_S)
