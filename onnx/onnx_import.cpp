@@ -308,7 +308,7 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
     if (!is_default_domain(n->domain()) || importer == importers.end()) {
       const std::string unsupported = ctx.where() + ": operator not supported (the importer maps " +
                                       std::to_string(importers.size()) +
-                                      " ONNX operators of the default domain; see README.md)";
+                                      " ONNX operators of the default domain; see docs/onnx.md)";
       if (!options.keep_unsupported) throw UnsupportedOperator(unsupported);
       keep_opaque(graph, *n, domain_opset, inputs, static_types(g), values, unsupported);
       ++out.opaque_nodes;

@@ -1,8 +1,8 @@
 // The rules database schema, in one place. Never edit a migration that has
-// shipped: append a new one (and describe its change in README.md, section
-// "Rules database"). The migration runner (rules_db.cpp) records the version
-// in `meta` after each step; migration 1 also writes it itself, so running
-// its SQL alone gives a valid version-1 database (the schema tests do that).
+// shipped: append a new one (and describe its change in docs/database.md).
+// The migration runner (rules_db.cpp) records the version in `meta` after
+// each step; migration 1 also writes it itself, so running its SQL alone
+// gives a valid version-1 database (the schema tests do that).
 #include "rules_db/schema.h"
 
 #include <array>

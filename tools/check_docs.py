@@ -9,7 +9,9 @@ Convention (docs/README.md states it for readers):
     end of the block, are its expected output (stdout and stderr together).
   * In expected output, "..." matches any text within a line; a line that is
     only "..." matches any number of lines (none included).
-  * Every command runs with bash from the repository root and must exit 0;
+  * Every command runs with bash from the repository root, stdout line
+    buffered (stdbuf -oL, so that stdout and stderr interleave as on a
+    terminal), and must exit 0;
     to show a failing command, write `$ cmd; echo "exit $?"`.
   * "build/" at the start of a word means the build folder (--build), so the
     docs can say build/bin/run whatever the build folder is.
@@ -114,7 +116,7 @@ def main():
             if build != os.path.join(ROOT, "build"):
                 shell = re.sub(r"(?<![\w/.-])build/", build.replace("\\", "\\\\") + "/", command)
             try:
-                proc = subprocess.run(["bash", "-c", shell], cwd=ROOT, stdout=subprocess.PIPE,
+                proc = subprocess.run(["stdbuf", "-oL", "-eL", "bash", "-c", shell], cwd=ROOT, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, timeout=TIMEOUT_S)
                 output = normalize(proc.stdout.decode("utf-8", "replace"))
                 rc = proc.returncode
