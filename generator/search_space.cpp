@@ -63,10 +63,11 @@ std::vector<World> build_worlds(const SpaceOptions& options) {
   }();
   for (const auto& n : names) {
     if (!OpTable::instance().find(n)) throw std::invalid_argument("--ops: unknown operator '" + n + "'");
-    if (!supported.count(n))
-      throw std::invalid_argument("--ops: the generator does not enumerate '" + n + "' (it can: matmul, batch_matmul, conv2d, add, "
-                                  "mul, scalar_mul, relu, transpose, concat, split, avgpool, maxpool, enlarge, eye, "
-                                  "conv_identity, pool_kernel, ones)");
+    if (!supported.count(n)) {
+      std::string can;
+      for (const auto& op : default_operator_set()) can += (can.empty() ? "" : ", ") + op;
+      throw std::invalid_argument("--ops: the generator does not enumerate '" + n + "' (it can: " + can + ")");
+    }
   }
   if (options.vars_per_kind < 1 || options.vars_per_kind > 9)
     throw std::invalid_argument("--vars-per-kind must be in [1, 9]");

@@ -1,8 +1,8 @@
 // The operator table: every operator is described once, here, and every
 // other part of the toolchain (parser, shape inference, interpreter,
 // fingerprints, later the verifier, importer and GPU runtime) reads that
-// description. Adding an operator = one OpDef entry plus its kernels in
-// ir/ops/.
+// description. Adding an operator = one OpDef entry plus kernels in ir/ops/,
+// and registry entries: tests/op_registry_test.cpp names what is missing.
 #pragma once
 
 #include <functional>
@@ -96,6 +96,46 @@ enum class FieldSemantics {
   kUndefined,     // none (comparisons: the field has no order)
 };
 
+// Whether an operator's outputs may share the bytes of its input on the GPU
+// runtime (runtime/views.h) instead of being copied.
+enum class ViewKind {
+  kNone,
+  kReshape,  // the same elements under a new shape (reshape); the analytic cost model takes it as free
+  kPieces,   // pieces of the input along an axis (split); free in the analytic model only under TASO's assumption
+};
+
+// Typed properties of an operator that passes outside ir/ read instead of
+// lists of operator names. Families in ir/ops/ state them once
+// (ir/ops/op_helpers.h); tests/op_registry_test.cpp checks every operator.
+struct OpTraits {
+  // Output element i depends only on the inputs' elements at i after
+  // broadcasting (for `channel_operands`, at i's channel). The GPU runtime
+  // fuses chains of those with single-type kernels into one program
+  // (runtime/views.h is_elementwise_kernel).
+  bool elementwise = false;
+  // With `elementwise`: the inputs after the first are per-channel vectors
+  // [C] read along axis 1 of the first (batch_norm's statistics), so they are
+  // read contiguous, never as strided views.
+  bool channel_operands = false;
+  // Only builds, copies, selects or permutes elements (layout and constant
+  // operators): the prover evaluates closed terms of them exactly
+  // (verifier/prover.cpp, the "evaluation" axiom).
+  bool moves_elements = false;
+  // The GPU runtime runs it as a strided copy, which reads every input
+  // through any strides (runtime/cuda/lower_layout.cpp).
+  bool strided_copy = false;
+  ViewKind view = ViewKind::kNone;
+};
+
+// The analytic cost of one application (optimizer/cost_model.h): floating-
+// point operations and bytes moved. Every entry states both (the helpers in
+// ir/ops/op_helpers.h give the common forms); tests/op_registry_test.cpp
+// names an operator that does not.
+struct OpCost {
+  std::function<double(const OpCall&)> flops{};
+  std::function<double(const OpCall&)> bytes{};
+};
+
 struct OpDef {
   std::string name{};
   std::string summary{};
@@ -128,6 +168,8 @@ struct OpDef {
   // (transpose: an explicit reversal becomes the default), so that equal
   // programs print equally. Null when parameters are already canonical.
   std::function<void(Params&, std::span<const Shape>)> canonicalize{};
+  OpTraits traits{};
+  OpCost cost{};
 
   // Checks given parameter values against the specs and fills in defaults.
   // Unknown names, missing required parameters and out-of-range values raise
@@ -150,6 +192,19 @@ struct OpDef {
   bool is_constant() const { return inputs.empty(); }
   const ParamSpec* find_param(std::string_view param_name) const;
 };
+
+// The few operators that a pass must recognise by identity, for a pattern of
+// its own (the GPU plan fuses conv2d [+ add] [+ relu]; the GPU elementwise
+// program expands batch_norm into six instructions), named once here so the
+// comparison is against the table entry (`n.op == &known_ops::relu()`).
+namespace known_ops {
+const OpDef& add();
+const OpDef& relu();
+const OpDef& conv2d();
+const OpDef& batch_norm();
+const OpDef& matmul();
+const OpDef& batch_matmul();
+}  // namespace known_ops
 
 class OpTable {
  public:

@@ -137,3 +137,32 @@ OpDef& OpTable::add(OpDef def) {
 }
 
 }  // namespace tgr
+
+namespace tgr::known_ops {
+
+const OpDef& add() {
+  static const OpDef& op = OpTable::instance().get("add");
+  return op;
+}
+const OpDef& relu() {
+  static const OpDef& op = OpTable::instance().get("relu");
+  return op;
+}
+const OpDef& conv2d() {
+  static const OpDef& op = OpTable::instance().get("conv2d");
+  return op;
+}
+const OpDef& batch_norm() {
+  static const OpDef& op = OpTable::instance().get("batch_norm");
+  return op;
+}
+const OpDef& matmul() {
+  static const OpDef& op = OpTable::instance().get("matmul");
+  return op;
+}
+const OpDef& batch_matmul() {
+  static const OpDef& op = OpTable::instance().get("batch_matmul");
+  return op;
+}
+
+}  // namespace tgr::known_ops

@@ -36,6 +36,11 @@ struct ParamSpec {
   std::vector<std::string> choices{};         // kEnum
   double min_float = -HUGE_VAL, max_float = HUGE_VAL;  // kFloat (NaN is never legal)
   std::string doc{};
+  // The value is a function of the shapes the operator is applied to
+  // (split's sizes, reshape's shape, ones' shape, ...): a rule instance at
+  // other shapes takes other values, so the optimizer's matcher re-derives
+  // it rather than copying it from the rule (optimizer::is_shape_param).
+  bool shape_dependent = false;
 };
 
 // Text form of a value: 3, 3x3, same, 0.01 (floats in their shortest exact

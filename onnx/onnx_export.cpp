@@ -272,7 +272,7 @@ void Exporter::run() {
 
   for (int32_t i : order) {
     const Node& n = graph_.node(i);
-    if (n.is_op() && n.op->name == "conv2d") conv_weight_producers_.insert(n.inputs.at(1).node);
+    if (n.is_op() && n.op == &known_ops::conv2d()) conv_weight_producers_.insert(n.inputs.at(1).node);
   }
 
   const auto& table = mappings();
@@ -707,6 +707,13 @@ onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options) 
     extra->set_version(version);
   }
   return model;
+}
+
+const std::vector<std::pair<std::string, std::string>>& non_exportable_ops() {
+  // None: every operator of the table has an ONNX form (constants become
+  // initializers), so `optimize` can always write its result.
+  static const std::vector<std::pair<std::string, std::string>> none;
+  return none;
 }
 
 std::vector<std::string> exportable_ops() {

@@ -52,5 +52,7 @@ onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options =
 // The IR operators export_graph has a mapping for (at some opset): every
 // operator of the table, which a test checks.
 std::vector<std::string> exportable_ops();
+// The table's operators deliberately without an ONNX form: (name, why).
+const std::vector<std::pair<std::string, std::string>>& non_exportable_ops();
 
 }  // namespace tgr::onnx_io

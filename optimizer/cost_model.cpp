@@ -16,7 +16,22 @@ double elements(const Shape& s) { return static_cast<double>(num_elements(s)); }
 // Views: the runtime gives their consumers the same memory (reshape), or
 // the parts of it in place (split, when `split_is_view`: TASO's assumption).
 bool is_free(const Node& node, bool split_is_view) {
-  return !node.is_op() || node.op->name == "reshape" || (split_is_view && node.op->name == "split");
+  if (!node.is_op()) return true;
+  const ViewKind view = node.op->traits.view;
+  return view == ViewKind::kReshape || (split_is_view && view == ViewKind::kPieces);
+}
+
+// The operator's application in `graph`, as its cost functions see it.
+template <class F>
+double with_call(const Graph& graph, const Node& node, F f) {
+  std::vector<Shape> input_shapes;
+  std::vector<DType> input_dtypes;
+  for (ValueRef in : node.inputs) {
+    input_shapes.push_back(graph.shape(in));
+    input_dtypes.push_back(graph.dtype(in));
+  }
+  const OpCall call{*node.op, node.params, input_shapes, input_dtypes, node.output_shapes};
+  return f(call);
 }
 
 }  // namespace
@@ -43,25 +58,18 @@ double CostModel::graph_cost(const Graph& graph) {
   return total;
 }
 
+// The operator's own counts (OpCost in ir/op_def.h); one per output element
+// and every operand moved once for an operator that states none
+// (tests/op_registry_test.cpp names such an operator).
 double AnalyticCostModel::flops(const Graph& graph, const Node& node) {
-  const std::string& op = node.op->name;
+  if (node.op->cost.flops) return with_call(graph, node, node.op->cost.flops);
   double out = 0;
   for (const Shape& s : node.output_shapes) out += elements(s);
-  if (op == "matmul" || op == "batch_matmul") {
-    const Shape& a = graph.shape(node.inputs[0]);
-    return 2.0 * out * static_cast<double>(a.back());
-  }
-  if (op == "conv2d") {
-    const Shape& w = graph.shape(node.inputs[1]);
-    return 2.0 * out * static_cast<double>(w[1] * w[2] * w[3]);
-  }
-  if (op == "maxpool" || op == "avgpool" || op == "reduce_sum" || op == "reduce_mean" || op == "softmax" ||
-      op == "layer_norm")
-    return elements(graph.shape(node.inputs[0])) * (op == "softmax" || op == "layer_norm" ? 5.0 : 1.0);
   return out;
 }
 
 double AnalyticCostModel::bytes(const Graph& graph, const Node& node) {
+  if (node.op->cost.bytes) return with_call(graph, node, node.op->cost.bytes);
   double n = 0;
   for (ValueRef in : node.inputs) n += elements(graph.shape(in));
   for (const Shape& s : node.output_shapes) n += elements(s);

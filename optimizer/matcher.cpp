@@ -7,13 +7,9 @@
 namespace tgr::optimizer {
 
 bool is_shape_param(std::string_view op, std::string_view param) {
-  static const std::set<std::pair<std::string_view, std::string_view>> kShapeParams = {
-      {"split", "sizes"},         {"reshape", "shape"},          {"expand", "shape"},
-      {"enlarge", "size"},        {"ones", "shape"},             {"eye", "n"},
-      {"conv_identity", "channels"}, {"conv_identity", "kernel"}, {"pool_kernel", "channels"},
-      {"pool_kernel", "kernel"},
-  };
-  return kShapeParams.count({op, param}) > 0;
+  const OpDef* def = OpTable::instance().find(op);
+  const ParamSpec* spec = def ? def->find_param(param) : nullptr;
+  return spec && spec->shape_dependent;
 }
 
 GraphIndex::GraphIndex(const Graph& g) : graph(g) {

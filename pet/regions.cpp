@@ -130,6 +130,32 @@ const RegionRule* find_region_rule(std::string_view op_name) {
   return nullptr;
 }
 
+std::vector<std::string> region_rule_ops() {
+  std::vector<std::string> names;
+  for (const auto& [name, rule] : table()) names.push_back(name);
+  return names;
+}
+
+const std::vector<std::pair<std::string, std::string>>& region_rule_unsupported_ops() {
+  // Region analysis splits multi-linear programs into boxes on which they
+  // agree; a non-linear operator, or one over non-float values, has no
+  // regions to propagate, and region_refusal rejects the rule instead.
+  static const std::string kNonlinear = "not multi-linear in its data input";
+  static const std::string kMixed = "non-float values (only float tensors have regions)";
+  static const std::string kNoRule = "multi-linear in its data but without a rule yet (no rule has needed one)";
+  static const std::vector<std::pair<std::string, std::string>> list = {
+      {"pow", kNonlinear},       {"relu", kNonlinear},       {"sigmoid", kNonlinear},      {"tanh", kNonlinear},
+      {"abs", kNonlinear},       {"sqrt", kNonlinear},       {"exp", kNonlinear},          {"log", kNonlinear},
+      {"erf", kNonlinear},       {"leaky_relu", kNonlinear}, {"hard_sigmoid", kNonlinear}, {"hard_swish", kNonlinear},
+      {"clip", kNonlinear},      {"maxpool", kNonlinear},    {"softmax", kNonlinear},      {"layer_norm", kNonlinear},
+      {"equal", kMixed},         {"less", kMixed},           {"greater", kMixed},          {"less_equal", kMixed},
+      {"greater_equal", kMixed}, {"is_nan", kMixed},         {"logical_not", kMixed},      {"cast", kMixed},
+      {"where", kMixed},         {"gather", kMixed},         {"gather_elements", kMixed},  {"div", kNoRule},
+      {"batch_norm", kNoRule},   {"reduce_sum", kNoRule},    {"reduce_mean", kNoRule},
+  };
+  return list;
+}
+
 std::string region_refusal(const Graph& graph, int32_t index) {
   const Node& n = graph.node(index);
   for (DType t : n.output_dtypes)

@@ -88,6 +88,10 @@ struct RegionRule {
 
 // The rule of an operator, or null when it has none.
 const RegionRule* find_region_rule(std::string_view op_name);
+// The operators with a region rule, in registration order.
+std::vector<std::string> region_rule_ops();
+// The table's operators deliberately without one: (name, why).
+const std::vector<std::pair<std::string, std::string>>& region_rule_unsupported_ops();
 
 // Why a node cannot take part in region analysis ("" when it can): no rule,
 // not multi-linear in an input (by the operator table), a non-linear

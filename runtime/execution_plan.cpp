@@ -13,13 +13,13 @@ namespace {
 
 // Instructions a node adds to a fused program (batch_norm: v + eps, rsqrt,
 // times scale, x - mean, times that, plus bias).
-int instructions(const Node& n) { return n.op->name == "batch_norm" ? 6 : 1; }
+int instructions(const Node& n) { return n.op == &known_ops::batch_norm() ? 6 : 1; }
 
 // The distinct operands a node reads in a program: (value, viewed per channel).
 using Operand = std::pair<ValueRef, bool>;
 void add_operands(const Node& n, std::vector<Operand>& out) {
   for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const Operand o{n.inputs[i], n.op->name == "batch_norm" && i > 0};
+    const Operand o{n.inputs[i], n.op->traits.channel_operands && i > 0};
     if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
   }
 }
@@ -106,7 +106,7 @@ struct Builder {
     }
     if (!options.fuse) return;
     auto other_operand = [&](const Node& add, int32_t from) -> std::optional<ValueRef> {
-      if (add.op->name != "add" || add.output_shapes[0] != y) return std::nullopt;
+      if (add.op != &known_ops::add() || add.output_shapes[0] != y) return std::nullopt;
       if (add.inputs[0].node == from && add.inputs[1].node != from) return add.inputs[1];
       if (add.inputs[1].node == from && add.inputs[0].node != from) return add.inputs[0];
       return std::nullopt;
@@ -131,7 +131,7 @@ struct Builder {
         cur = *next;
       }
     }
-    if (auto next = only_consumer(cur); next && graph.node(*next).op->name == "relu") {
+    if (auto next = only_consumer(cur); next && graph.node(*next).op == &known_ops::relu()) {
       t.relu = true;
       t.nodes.push_back(*next);
       return;
@@ -153,7 +153,7 @@ struct Builder {
       const Node& n = nodes[i];
       if (!n.is_op() || folded[i] || task_of[i] >= 0) continue;
       Task t;
-      if (n.op->name == "conv2d") {
+      if (n.op == &known_ops::conv2d()) {
         conv_task(i, t);
       } else if (views.outputs_are_views(i)) {
         t.kind = Task::Kind::kAlias;  // every output a view: nothing to run

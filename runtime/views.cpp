@@ -1,7 +1,6 @@
 #include "runtime/views.h"
 
 #include <set>
-#include <string>
 
 namespace tgr {
 
@@ -68,29 +67,28 @@ bool cublas_operand(const Graph& g, ValueRef v, const ValueLayout& l, size_t ran
 // Whether `reader` can read its input `input` (the value v) laid out as `l`
 // when that layout is not plain.
 bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v, const ValueLayout& l) {
-  const std::string& op = reader.op->name;
-  if (is_elementwise_kernel(reader)) return !(op == "batch_norm" && input > 0);  // per-channel operands: contiguous
+  const OpTraits& traits = reader.op->traits;
+  if (is_elementwise_kernel(reader))
+    return !(traits.channel_operands && input > 0);  // per-channel operands: contiguous
   if (is_strided_copy(reader)) return true;
-  if (op == "matmul") return cublas_operand(g, v, l, 2);
-  if (op == "batch_matmul") return cublas_operand(g, v, l, 3);
+  if (reads_cublas_operands(*reader.op))
+    return cublas_operand(g, v, l, reader.op == &known_ops::batch_matmul() ? 3 : 2);
   return false;
 }
 
 }  // namespace
 
 bool is_elementwise_kernel(const Node& node) {
-  static const std::set<std::string> ops{"add", "sub", "mul", "div", "pow", "scalar_mul", "neg", "relu", "sigmoid",
-                                         "tanh", "abs", "sqrt", "exp", "log", "erf", "leaky_relu", "hard_sigmoid",
-                                         "hard_swish", "clip", "batch_norm"};
-  return node.is_op() && ops.count(node.op->name) > 0;
+  // The fused program computes in one element type: operators with mixed
+  // kernels (comparisons, cast, where) are elementwise but run on their own.
+  return node.is_op() && node.op->traits.elementwise && !node.op->has_mixed_kernels();
 }
 
-bool is_strided_copy(const Node& node) {
-  static const std::set<std::string> ops{"transpose", "slice", "expand", "pad", "enlarge", "concat", "split", "reshape"};
-  return node.is_op() && ops.count(node.op->name) > 0;
-}
+bool is_strided_copy(const Node& node) { return node.is_op() && node.op->traits.strided_copy; }
 
-bool may_be_view(const Node& node) { return node.is_op() && (node.op->name == "reshape" || node.op->name == "split"); }
+bool may_be_view(const Node& node) { return node.is_op() && node.op->traits.view != ViewKind::kNone; }
+
+bool reads_cublas_operands(const OpDef& op) { return &op == &known_ops::matmul() || &op == &known_ops::batch_matmul(); }
 
 bool ViewAnalysis::is_plain(ValueRef v) const {
   const ValueLayout& l = layout(v);
@@ -137,7 +135,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
     for (int32_t i : order) {
       const Node& n = nodes[i];
       if (!may_be_view(n) || at_load[i]) continue;
-      const bool reshape = n.op->name == "reshape";
+      const bool reshape = n.op->traits.view == ViewKind::kReshape;
       const ValueLayout& in = a.layout(n.inputs[0]);
       for (size_t k = 0; k < n.output_shapes.size(); ++k) {
         const ValueRef out{i, static_cast<int32_t>(k)};

@@ -64,12 +64,16 @@ class ViewAnalysis {
 // values own their bytes.
 ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load);
 
-// Operators the runtime runs as (fused) elementwise kernels.
+// Operators the runtime runs as (fused) elementwise kernels: OpTraits::elementwise
+// with single-type kernels.
 bool is_elementwise_kernel(const Node& node);
-// Operators the runtime runs as strided copies (transpose, slice, expand, pad,
-// enlarge, concat, split, reshape): they read inputs with any strides.
+// Operators the runtime runs as strided copies (OpTraits::strided_copy: transpose,
+// slice, expand, pad, enlarge, concat, split, reshape): they read inputs with any strides.
 bool is_strided_copy(const Node& node);
-// Operators whose outputs may be views of their input: reshape and split.
+// Operators whose outputs may be views of their input (OpTraits::view: reshape and split).
 bool may_be_view(const Node& node);
+// Operators run on cuBLAS (matmul, batch_matmul), which read strided operands
+// through leading dimensions when the innermost stride is 1.
+bool reads_cublas_operands(const OpDef& op);
 
 }  // namespace tgr

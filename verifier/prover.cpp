@@ -221,19 +221,12 @@ class Search {
     return kEvaluation;
   }
 
-  static bool moves_elements(const OpDef& op) {
-    static const std::set<std::string> kNames = {"ones",  "eye",       "conv_identity", "pool_kernel",
-                                                 "concat", "split",    "transpose",     "reshape",
-                                                 "slice",  "pad",      "enlarge"};
-    return kNames.count(op.name) > 0;
-  }
-
   // The representative of a closed term, or nothing for other terms.
   std::optional<ValueRef> representative(ValueRef v) {
     const uint64_t key = (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output);
     if (auto it = folded_.find(key); it != folded_.end()) return it->second;
     const Node& n = terms_.node(v.node);
-    if (!n.is_op() || !moves_elements(*n.op) || n.output_dtypes[v.output] != DType::kFloat) return std::nullopt;
+    if (!n.is_op() || !n.op->traits.moves_elements || n.output_dtypes[v.output] != DType::kFloat) return std::nullopt;
     for (ValueRef in : n.inputs)
       if (!representative(in)) return std::nullopt;
     // Evaluate the closed term alone.

@@ -59,7 +59,9 @@ OpDef comparison(std::string name, std::string summary, MixedKernelSet kernels) 
                .infer_dtypes = comparison_dtypes,
                .mixed_kernels = kernels,
                .field = FieldSemantics::kUndefined,
-               .multilinear = {false, false}};
+               .multilinear = {false, false},
+               .traits = ops::elementwise_traits(),
+               .cost = ops::per_output_element_cost()};
 }
 
 // No field element is NaN.
@@ -151,7 +153,9 @@ void register_comparison_ops(OpTable& table) {
                    return std::vector<DType>{DType::kBool};
                  },
              .mixed_kernels = TGR_MIXED_KERNELS(is_nan_kernel),
-             .multilinear = {false}});
+             .multilinear = {false},
+             .traits = elementwise_traits(),
+             .cost = per_output_element_cost()});
   table.add({.name = "logical_not",
              .summary = "not x, for bool x",
              .inputs = {"x"},
@@ -163,16 +167,21 @@ void register_comparison_ops(OpTable& table) {
                    return std::vector<DType>{DType::kBool};
                  },
              .mixed_kernels = TGR_MIXED_KERNELS(logical_not_kernel),
-             .multilinear = {false}});
-  table.add({.name = "cast",
-             .summary = "convert to another element type (float to int64 truncates)",
-             .inputs = {"x"},
-             .params = {enum_param("to", "float", {"float", "int64", "bool"}, "target element type")},
-             .infer_shapes = [](const OpCall& call) { return std::vector<Shape>{call.input_shapes[0]}; },
-             .infer_dtypes = [](const OpCall& call) { return std::vector<DType>{parse_dtype(call.params.get_word("to"))}; },
-             .mixed_kernels = TGR_MIXED_KERNELS(cast_kernel),
-             .field = FieldSemantics::kExact,  // integers to field; field to integers is undefined
-             .multilinear = {false}});
+             .multilinear = {false},
+             .traits = elementwise_traits(),
+             .cost = per_output_element_cost()});
+  table.add(
+      {.name = "cast",
+       .summary = "convert to another element type (float to int64 truncates)",
+       .inputs = {"x"},
+       .params = {enum_param("to", "float", {"float", "int64", "bool"}, "target element type")},
+       .infer_shapes = [](const OpCall& call) { return std::vector<Shape>{call.input_shapes[0]}; },
+       .infer_dtypes = [](const OpCall& call) { return std::vector<DType>{parse_dtype(call.params.get_word("to"))}; },
+       .mixed_kernels = TGR_MIXED_KERNELS(cast_kernel),
+       .field = FieldSemantics::kExact,  // integers to field; field to integers is undefined
+       .multilinear = {false},
+       .traits = elementwise_traits(),
+       .cost = per_output_element_cost()});
   table.add({.name = "where",
              .summary = "cond ? x : y, elementwise with broadcasting (cond is bool)",
              .inputs = {"cond", "x", "y"},
@@ -191,7 +200,9 @@ void register_comparison_ops(OpTable& table) {
                    return std::vector<DType>{call.input_dtypes[1]};
                  },
              .mixed_kernels = TGR_MIXED_KERNELS(where_kernel),
-             .multilinear = {false, true, true}});
+             .multilinear = {false, true, true},
+             .traits = elementwise_traits(),
+             .cost = per_output_element_cost()});
 }
 
 }  // namespace tgr

@@ -65,29 +65,37 @@ void ones_kernel(const OpCall&, std::span<const Tensor<T>* const>, std::span<Ten
 
 void register_constant_ops(OpTable& table) {
   using namespace ops;
-  auto channels = int_param("channels", std::nullopt, 1, INT64_MAX, "number of channels");
-  auto kernel = ints_param("kernel", std::nullopt, 2, 1, "rows x columns");
+  auto channels = shape_dependent(int_param("channels", std::nullopt, 1, INT64_MAX, "number of channels"));
+  auto kernel = shape_dependent(ints_param("kernel", std::nullopt, 2, 1, "rows x columns"));
   table.add({.name = "eye",
              .summary = "identity matrix n x n",
-             .params = {int_param("n", std::nullopt, 1, INT64_MAX, "size")},
+             .params = {shape_dependent(int_param("n", std::nullopt, 1, INT64_MAX, "size"))},
              .infer_shapes = eye_shapes,
-             .kernels = TGR_KERNELS(eye_kernel)});
+             .kernels = TGR_KERNELS(eye_kernel),
+             .traits = constant_traits(),
+             .cost = per_output_element_cost()});
   table.add({.name = "conv_identity",
              .summary = "identity convolution kernel C x C x KH x KW (1 at the centre of channel c to c)",
              .params = {channels, kernel},
              .infer_shapes = [](const OpCall& call) { return conv_identity_shapes(call); },
-             .kernels = TGR_KERNELS(conv_identity_kernel)});
+             .kernels = TGR_KERNELS(conv_identity_kernel),
+             .traits = constant_traits(),
+             .cost = per_output_element_cost()});
   table.add({.name = "pool_kernel",
              .summary = "depthwise averaging kernel C x 1 x KH x KW, every value 1 / (KH * KW)",
              .params = {channels, kernel},
              .infer_shapes = pool_kernel_shapes,
              .kernels = TGR_KERNELS(pool_kernel_kernel),
-             .field = FieldSemantics::kInverse});
+             .field = FieldSemantics::kInverse,
+             .traits = constant_traits(),
+             .cost = per_output_element_cost()});
   table.add({.name = "ones",
              .summary = "a tensor of ones",
-             .params = {ints_param("shape", std::nullopt, -1, 1, "dimensions")},
+             .params = {shape_dependent(ints_param("shape", std::nullopt, -1, 1, "dimensions"))},
              .infer_shapes = ones_shapes,
-             .kernels = TGR_KERNELS(ones_kernel)});
+             .kernels = TGR_KERNELS(ones_kernel),
+             .traits = constant_traits(),
+             .cost = per_output_element_cost()});
 }
 
 }  // namespace tgr

@@ -123,14 +123,22 @@ void register_convolution_ops(OpTable& table) {
              .field = FieldSemantics::kExact,  // the fused relu uses relu's pseudo-random function
              .multilinear = {true, true},
              .nonlinear_when = [](const Params& p) { return p.get_word("act") != "none"; },
-             .canonicalize = ops::canonical_padding});
+             .canonicalize = ops::canonical_padding,
+             .cost = {.flops =
+                          [](const OpCall& call) {  // a multiply-add per weight of each output's window
+                            const Shape& w = call.input_shapes[1];
+                            return 2.0 * output_elements(call) * static_cast<double>(w[1] * w[2] * w[3]);
+                          },
+                      .bytes = operand_bytes}});
   table.add({.name = "enlarge",
              .summary = "zero-pad a kernel O x I x kh x kw to O x I x size, centred",
              .inputs = {"kernel"},
-             .params = {ints_param("size", std::nullopt, 2, 1, "rows x columns")},
+             .params = {shape_dependent(ints_param("size", std::nullopt, 2, 1, "rows x columns"))},
              .infer_shapes = enlarge_shapes,
              .kernels = TGR_KERNELS(enlarge_kernel),
-             .multilinear = {true}});
+             .multilinear = {true},
+             .traits = layout_traits(),  // a pad of the two last axes
+             .cost = per_output_element_cost()});
 }
 
 }  // namespace tgr

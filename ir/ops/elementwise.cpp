@@ -128,7 +128,9 @@ OpDef unary(std::string name, std::string summary, KernelSet kernels, std::vecto
                .infer_shapes = same_as_first_input,
                .kernels = kernels,
                .field = FieldSemantics::kPseudoRandom,
-               .multilinear = {false}};
+               .multilinear = {false},
+               .traits = elementwise_traits(),
+               .cost = per_output_element_cost()};
 }
 
 OpDef binary(std::string name, std::string summary, KernelSet kernels, std::vector<bool> multilinear,
@@ -140,7 +142,9 @@ OpDef binary(std::string name, std::string summary, KernelSet kernels, std::vect
                .kernels = kernels,
                .field = field,
                .multilinear = std::move(multilinear),
-               .commutative = commutative};
+               .commutative = commutative,
+               .traits = elementwise_traits(),
+               .cost = per_output_element_cost()};
 }
 
 }  // namespace
@@ -169,7 +173,9 @@ void register_elementwise_ops(OpTable& table) {
                    return std::vector<Shape>{call.input_shapes[0]};
                  },
              .kernels = TGR_KERNELS(scalar_mul_kernel),
-             .multilinear = {true, true}});
+             .multilinear = {true, true},
+             .traits = elementwise_traits(),
+             .cost = per_output_element_cost()});
   OpDef neg = unary("neg", "-x", TGR_KERNELS_AND_INT64(neg_kernel));
   neg.field = FieldSemantics::kExact;
   neg.multilinear = {true};

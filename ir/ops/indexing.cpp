@@ -105,7 +105,8 @@ void register_indexing_ops(OpTable& table) {
              .infer_shapes = gather_shapes,
              .infer_dtypes = data_dtype_with_int_indices,
              .mixed_kernels = TGR_MIXED_KERNELS(gather_kernel),
-             .multilinear = {true, false}});
+             .multilinear = {true, false},
+             .cost = per_output_element_cost()});
   table.add({.name = "gather_elements",
              .summary = "pick single elements along an axis by int64 indices of the output's shape",
              .inputs = {"data", "indices"},
@@ -113,7 +114,8 @@ void register_indexing_ops(OpTable& table) {
              .infer_shapes = gather_elements_shapes,
              .infer_dtypes = data_dtype_with_int_indices,
              .mixed_kernels = TGR_MIXED_KERNELS(gather_elements_kernel),
-             .multilinear = {true, false}});
+             .multilinear = {true, false},
+             .cost = per_output_element_cost()});
 }
 
 }  // namespace tgr

@@ -276,7 +276,9 @@ void register_layout_ops(OpTable& table) {
                    std::vector<int64_t> reversed(shapes[0].size());
                    std::iota(reversed.rbegin(), reversed.rend(), 0);
                    if (p.get_ints("perm") == reversed) p.set("perm", std::vector<int64_t>{});
-                 }});
+                 },
+             .traits = layout_traits(),
+             .cost = per_output_element_cost()});
   table.add({.name = "concat",
              .summary = "join the inputs along an axis",
              .inputs = {"inputs"},
@@ -285,17 +287,21 @@ void register_layout_ops(OpTable& table) {
              .infer_shapes = concat_shapes,
              .kernels = TGR_KERNELS_AND_INT64(concat_kernel),
              .multilinear = {true},
-             .accepts_bool = true});
+             .accepts_bool = true,
+             .traits = layout_traits(),
+             .cost = per_output_element_cost()});
   table.add({.name = "split",
              .summary = "cut along an axis into pieces of the given sizes (one output each)",
              .inputs = {"x"},
              .params = {int_param("axis", std::nullopt, 0, INT64_MAX, "the axis to cut"),
-                        ints_param("sizes", std::nullopt, -1, 1, "size of each piece")},
+                        shape_dependent(ints_param("sizes", std::nullopt, -1, 1, "size of each piece"))},
              .num_outputs = [](const Params& p) { return static_cast<int>(p.get_ints("sizes").size()); },
              .infer_shapes = split_shapes,
              .kernels = TGR_KERNELS_AND_INT64(split_kernel),
              .multilinear = {true},
-             .accepts_bool = true});
+             .accepts_bool = true,
+             .traits = layout_traits(ViewKind::kPieces),
+             .cost = per_output_element_cost()});
   ParamSpec steps = ints_param("steps", std::vector<int64_t>{}, -1, INT64_MIN, "per axis, non-zero (default: all 1)");
   steps.allow_empty = true;
   table.add({.name = "slice",
@@ -306,15 +312,22 @@ void register_layout_ops(OpTable& table) {
              .infer_shapes = slice_shapes,
              .kernels = TGR_KERNELS_AND_INT64(slice_kernel),
              .multilinear = {true},
-             .accepts_bool = true});
+             .accepts_bool = true,
+             .traits = layout_traits(),
+             .cost = per_output_element_cost()});
   table.add({.name = "expand",
              .summary = "broadcast to a shape",
              .inputs = {"x"},
-             .params = {ints_param("shape", std::nullopt, -1, 1, "the output shape")},
+             .params = {shape_dependent(ints_param("shape", std::nullopt, -1, 1, "the output shape"))},
              .infer_shapes = expand_shapes,
              .kernels = TGR_KERNELS_AND_INT64(expand_kernel),
              .multilinear = {true},
-             .accepts_bool = true});
+             .accepts_bool = true,
+             // A strided copy on the GPU, but left out of the prover's exact
+             // evaluation of closed layout terms (moves_elements), as before
+             // these traits existed: an expanded constant may be far larger than its input.
+             .traits = {.strided_copy = true},
+             .cost = per_output_element_cost()});
   table.add({.name = "pad",
              .summary = "surround with a constant value",
              .inputs = {"x"},
@@ -333,15 +346,19 @@ void register_layout_ops(OpTable& table) {
                  },
              .kernels = TGR_KERNELS_AND_INT64(pad_kernel),
              .multilinear = {true},
-             .accepts_bool = true});
+             .accepts_bool = true,
+             .traits = layout_traits(),
+             .cost = per_output_element_cost()});
   table.add({.name = "reshape",
              .summary = "the same elements in row-major order under a new shape",
              .inputs = {"x"},
-             .params = {ints_param("shape", std::nullopt, -1, 1, "the new dimensions")},
+             .params = {shape_dependent(ints_param("shape", std::nullopt, -1, 1, "the new dimensions"))},
              .infer_shapes = reshape_shapes,
              .kernels = TGR_KERNELS_AND_INT64(copy_kernel),
              .multilinear = {true},
-             .accepts_bool = true});
+             .accepts_bool = true,
+             .traits = layout_traits(ViewKind::kReshape),
+             .cost = per_output_element_cost()});
 }
 
 }  // namespace tgr

@@ -53,19 +53,34 @@ void batch_matmul_kernel(const OpCall&, std::span<const Tensor<T>* const> in, st
 
 }  // namespace
 
+namespace {
+
+// A multiply-add per element of the shared dimension K, for each output.
+OpCost matmul_cost() {
+  return OpCost{.flops =
+                    [](const OpCall& call) {
+                      return 2.0 * ops::output_elements(call) * static_cast<double>(call.input_shapes[0].back());
+                    },
+                .bytes = ops::operand_bytes};
+}
+
+}  // namespace
+
 void register_linear_algebra_ops(OpTable& table) {
   table.add({.name = "matmul",
              .summary = "matrix product: [M,K] x [K,N] -> [M,N]",
              .inputs = {"a", "b"},
              .infer_shapes = matmul_shapes,
              .kernels = TGR_KERNELS(matmul_kernel),
-             .multilinear = {true, true}});
+             .multilinear = {true, true},
+             .cost = matmul_cost()});
   table.add({.name = "batch_matmul",
              .summary = "batched matrix product: [B,M,K] x [B,K,N] -> [B,M,N]",
              .inputs = {"a", "b"},
              .infer_shapes = batch_matmul_shapes,
              .kernels = TGR_KERNELS(batch_matmul_kernel),
-             .multilinear = {true, true}});
+             .multilinear = {true, true},
+             .cost = matmul_cost()});
 }
 
 }  // namespace tgr

@@ -124,10 +124,15 @@ void register_normalization_ops(OpTable& table) {
              .summary = "exp(x) / sum(exp(x)) along one axis",
              .inputs = {"x"},
              .params = {int_param("axis", std::nullopt, 0, INT64_MAX, "the axis to normalise")},
-             .infer_shapes = [](const OpCall& call) { checked_axis(call); return std::vector<Shape>{call.input_shapes[0]}; },
+             .infer_shapes =
+                 [](const OpCall& call) {
+                   checked_axis(call);
+                   return std::vector<Shape>{call.input_shapes[0]};
+                 },
              .kernels = TGR_KERNELS(softmax_kernel),
              .field = FieldSemantics::kPseudoRandom,
-             .multilinear = {false}});
+             .multilinear = {false},
+             .cost = per_input_element_cost(5.0)});  // max, subtract, exp, sum, divide
   table.add({.name = "layer_norm",
              .summary = "(x - mean) / sqrt(var + epsilon) * scale + bias over the axes from `axis` on",
              .inputs = {"x", "scale", "bias"},
@@ -136,7 +141,8 @@ void register_normalization_ops(OpTable& table) {
              .infer_shapes = layer_norm_shapes,
              .kernels = TGR_KERNELS(layer_norm_kernel),
              .field = FieldSemantics::kPseudoRandom,
-             .multilinear = {false, true, true}});
+             .multilinear = {false, true, true},
+             .cost = per_input_element_cost(5.0)});  // mean, variance, subtract, scale, shift
   table.add({.name = "batch_norm",
              .summary = "(x - mean) / sqrt(var + epsilon) * scale + bias per channel (inference)",
              .inputs = {"x", "scale", "bias", "mean", "var"},
@@ -144,7 +150,9 @@ void register_normalization_ops(OpTable& table) {
              .infer_shapes = batch_norm_shapes,
              .kernels = TGR_KERNELS(batch_norm_kernel),
              .field = FieldSemantics::kPseudoRandom,
-             .multilinear = {true, true, true, true, false}});
+             .multilinear = {true, true, true, true, false},
+             .traits = {.elementwise = true, .channel_operands = true},
+             .cost = per_output_element_cost()});
 }
 
 }  // namespace tgr

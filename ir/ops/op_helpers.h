@@ -33,6 +33,48 @@ inline ParamSpec enum_param(std::string name, std::string def, std::vector<std::
                    .choices = std::move(choices), .doc = std::move(doc)};
 }
 
+// A parameter whose value follows from the shapes (ParamSpec::shape_dependent).
+inline ParamSpec shape_dependent(ParamSpec p) {
+  p.shape_dependent = true;
+  return p;
+}
+
+// Traits bundled by family (OpTraits in ir/op_def.h).
+inline OpTraits elementwise_traits() { return OpTraits{.elementwise = true}; }
+// Layout operators: the prover evaluates them, the GPU runs them as strided copies.
+inline OpTraits layout_traits(ViewKind view = ViewKind::kNone) {
+  return OpTraits{.moves_elements = true, .strided_copy = true, .view = view};
+}
+// Constant operators (no inputs): built from 0s and 1s, evaluated by the prover.
+inline OpTraits constant_traits() { return OpTraits{.moves_elements = true}; }
+
+// Analytic costs (OpCost in ir/op_def.h): the roofline model of
+// optimizer/cost_model.h charges FLOPs against peak compute and bytes
+// against bandwidth, both as float32 on the device.
+inline double output_elements(const OpCall& call) {
+  double n = 0;
+  for (const Shape& s : call.output_shapes) n += static_cast<double>(num_elements(s));
+  return n;
+}
+inline double first_input_elements(const OpCall& call) {
+  return static_cast<double>(num_elements(call.input_shapes[0]));
+}
+// Every input read once and every output written once, 4 bytes each.
+inline double operand_bytes(const OpCall& call) {
+  double n = 0;
+  for (const Shape& s : call.input_shapes) n += static_cast<double>(num_elements(s));
+  for (const Shape& s : call.output_shapes) n += static_cast<double>(num_elements(s));
+  return 4.0 * n;
+}
+// One operation per output element (elementwise, layout, constants, indexing).
+inline OpCost per_output_element_cost() { return OpCost{.flops = output_elements, .bytes = operand_bytes}; }
+// `ops_per_element` operations per element of the first input (reductions
+// and pools: one; softmax and layer_norm: five).
+inline OpCost per_input_element_cost(double ops_per_element) {
+  return OpCost{.flops = [ops_per_element](const OpCall& call) { return first_input_elements(call) * ops_per_element; },
+                .bytes = operand_bytes};
+}
+
 // The `axis` parameter, checked against the rank of the first input:
 // "OP: axis A out of range for SHAPE".
 inline int64_t checked_axis(const OpCall& call) {

@@ -114,7 +114,8 @@ void register_pooling_ops(OpTable& table) {
              .kernels = TGR_KERNELS(avgpool_kernel),
              .field = FieldSemantics::kInverse,
              .multilinear = {true},
-             .canonicalize = canonical_padding});
+             .canonicalize = canonical_padding,
+             .cost = per_input_element_cost(1.0)});
   std::vector<ParamSpec> max_params = pool_params();
   max_params.push_back(dilation_param());
   table.add({.name = "maxpool",
@@ -125,7 +126,8 @@ void register_pooling_ops(OpTable& table) {
              .kernels = TGR_KERNELS(maxpool_kernel),
              .field = FieldSemantics::kPseudoRandom,
              .multilinear = {false},
-             .canonicalize = canonical_padding});
+             .canonicalize = canonical_padding,
+             .cost = per_input_element_cost(1.0)});
 }
 
 }  // namespace tgr

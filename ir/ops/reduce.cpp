@@ -77,7 +77,8 @@ void register_reduction_ops(OpTable& table) {
              .params = params(),
              .infer_shapes = reduce_shapes,
              .kernels = TGR_KERNELS_AND_INT64(reduce_sum_kernel),
-             .multilinear = {true}});
+             .multilinear = {true},
+             .cost = per_input_element_cost(1.0)});
   table.add({.name = "reduce_mean",
              .summary = "mean over axes",
              .inputs = {"x"},
@@ -85,7 +86,8 @@ void register_reduction_ops(OpTable& table) {
              .infer_shapes = reduce_shapes,
              .kernels = TGR_KERNELS(reduce_mean_kernel),
              .field = FieldSemantics::kInverse,
-             .multilinear = {true}});
+             .multilinear = {true},
+             .cost = per_input_element_cost(1.0)});
 }
 
 }  // namespace tgr

@@ -1,6 +1,6 @@
 #include "runtime/cuda/lower.h"
 
-#include <set>
+#include <map>
 
 namespace tgr::gpu {
 
@@ -74,12 +74,75 @@ EwInput view_input(const LowerCtx& ctx, ValueRef v, const Shape& out) {
 
 namespace {
 
-const std::set<std::string> kMatmul{"matmul", "batch_matmul"};
-const std::set<std::string> kMixed{"equal", "less", "greater", "less_equal", "greater_equal", "is_nan",
-                                   "logical_not", "cast", "where", "gather", "gather_elements"};
-const std::set<std::string> kNormalization{"softmax", "layer_norm", "reduce_sum", "reduce_mean", "avgpool", "maxpool"};
+// Tasks of one node (Task::Kind::kNode), by operator: the family function
+// that lowers it. Operators of fused tasks (elementwise programs, conv2d)
+// are in lowering_family below.
+using NodeLowering = std::function<void()> (*)(const LowerCtx& ctx, int32_t node);
+const std::map<std::string, std::pair<const char*, NodeLowering>, std::less<>>& node_lowerings() {
+  static const std::map<std::string, std::pair<const char*, NodeLowering>, std::less<>> table = {
+      // lower_matmul.cpp: cuBLAS
+      {"matmul", {"matmul", lower_matmul}},
+      {"batch_matmul", {"matmul", lower_matmul}},
+      // lower_layout.cpp: strided copies (OpTraits::strided_copy)
+      {"transpose", {"layout", lower_layout}},
+      {"slice", {"layout", lower_layout}},
+      {"expand", {"layout", lower_layout}},
+      {"pad", {"layout", lower_layout}},
+      {"enlarge", {"layout", lower_layout}},
+      {"concat", {"layout", lower_layout}},
+      {"split", {"layout", lower_layout}},
+      {"reshape", {"layout", lower_layout}},
+      // lower_mixed.cpp: mixed element types
+      {"equal", {"mixed", lower_mixed}},
+      {"less", {"mixed", lower_mixed}},
+      {"greater", {"mixed", lower_mixed}},
+      {"less_equal", {"mixed", lower_mixed}},
+      {"greater_equal", {"mixed", lower_mixed}},
+      {"is_nan", {"mixed", lower_mixed}},
+      {"logical_not", {"mixed", lower_mixed}},
+      {"cast", {"mixed", lower_mixed}},
+      {"where", {"mixed", lower_mixed}},
+      {"gather", {"mixed", lower_mixed}},
+      {"gather_elements", {"mixed", lower_mixed}},
+      // lower_normalization.cpp: own kernels
+      {"softmax", {"normalization", lower_normalization}},
+      {"layer_norm", {"normalization", lower_normalization}},
+      {"reduce_sum", {"normalization", lower_normalization}},
+      {"reduce_mean", {"normalization", lower_normalization}},
+      {"avgpool", {"normalization", lower_normalization}},
+      {"maxpool", {"normalization", lower_normalization}},
+  };
+  return table;
+}
 
 }  // namespace
+
+std::string lowering_family(std::string_view op) {
+  if (auto it = node_lowerings().find(op); it != node_lowerings().end()) return it->second.first;
+  if (lowers_in_elementwise_program(op)) return "elementwise";
+  if (op == known_ops::conv2d().name) return "conv";  // conv tasks (execution_plan.cpp), lower_conv.cpp
+  return "";
+}
+
+std::vector<std::string> lowered_ops() {
+  std::vector<std::string> names;
+  for (const OpDef* op : OpTable::instance().all())
+    if (!lowering_family(op->name).empty()) names.push_back(op->name);
+  return names;
+}
+
+const std::vector<std::pair<std::string, std::string>>& unlowered_ops() {
+  // Constant operators have no inputs, so the plan computes them at load on
+  // the CPU (execution_plan.cpp folds every node whose inputs are all known);
+  // no kernel ever runs them.
+  static const std::vector<std::pair<std::string, std::string>> list = {
+      {"eye", "constant: computed at load"},
+      {"conv_identity", "constant: computed at load"},
+      {"pool_kernel", "constant: computed at load"},
+      {"ones", "constant: computed at load"},
+  };
+  return list;
+}
 
 Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index) {
   Step step;
@@ -96,12 +159,9 @@ Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index) {
     }
     case Task::Kind::kNode: break;
   }
-  const std::string& op = n.op->name;
-  if (kMatmul.count(op)) step.run = lower_matmul(ctx, task.root());
-  else if (is_strided_copy(n)) step.run = lower_layout(ctx, task.root());
-  else if (kMixed.count(op)) step.run = lower_mixed(ctx, task.root());
-  else if (kNormalization.count(op)) step.run = lower_normalization(ctx, task.root());
-  else fail(ctx.where(task.root()), "operator not supported by the GPU runtime");
+  const auto it = node_lowerings().find(n.op->name);
+  if (it == node_lowerings().end()) fail(ctx.where(task.root()), "operator not supported by the GPU runtime");
+  step.run = it->second.second(ctx, task.root());
   return step;
 }
 

@@ -5,6 +5,8 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/cuda/gpu_context.h"
@@ -46,6 +48,18 @@ EwInput broadcast_input(const void* data, const Shape& in, const Shape& out);
 EwInput view_input(const LowerCtx& ctx, ValueRef v, const Shape& out);
 
 Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index);
+
+// The lowering registry (lower.cpp), queryable without a GPU. The family
+// that lowers an operator: "elementwise" (a fused program), "conv",
+// "matmul", "layout", "mixed", "normalization"; "" when none does.
+std::string lowering_family(std::string_view op);
+// The table's operators the GPU runtime lowers, in table order.
+std::vector<std::string> lowered_ops();
+// The table's operators it deliberately does not lower: (name, why).
+const std::vector<std::pair<std::string, std::string>>& unlowered_ops();
+// Operators with an instruction sequence in the elementwise program
+// (lower_elementwise.cpp).
+bool lowers_in_elementwise_program(std::string_view op);
 
 // Families (lower_*.cpp); each handles the tasks of its operators.
 std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task);

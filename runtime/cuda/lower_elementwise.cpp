@@ -8,20 +8,31 @@
 namespace tgr::gpu {
 namespace {
 
-EwOp unary_op(const std::string& op) {
-  static const std::map<std::string, EwOp> ops{
-      {"neg", EwOp::kNeg},   {"relu", EwOp::kRelu}, {"sigmoid", EwOp::kSigmoid},       {"tanh", EwOp::kTanh},
-      {"abs", EwOp::kAbs},   {"sqrt", EwOp::kSqrt}, {"exp", EwOp::kExp},               {"log", EwOp::kLog},
-      {"erf", EwOp::kErf},   {"leaky_relu", EwOp::kLeakyRelu}, {"hard_sigmoid", EwOp::kHardSigmoid},
-      {"hard_swish", EwOp::kHardSwish}, {"clip", EwOp::kClip}};
-  return ops.at(op);
+const std::map<std::string, EwOp, std::less<>>& unary_ops() {
+  static const std::map<std::string, EwOp, std::less<>> ops{{"neg", EwOp::kNeg},
+                                                            {"relu", EwOp::kRelu},
+                                                            {"sigmoid", EwOp::kSigmoid},
+                                                            {"tanh", EwOp::kTanh},
+                                                            {"abs", EwOp::kAbs},
+                                                            {"sqrt", EwOp::kSqrt},
+                                                            {"exp", EwOp::kExp},
+                                                            {"log", EwOp::kLog},
+                                                            {"erf", EwOp::kErf},
+                                                            {"leaky_relu", EwOp::kLeakyRelu},
+                                                            {"hard_sigmoid", EwOp::kHardSigmoid},
+                                                            {"hard_swish", EwOp::kHardSwish},
+                                                            {"clip", EwOp::kClip}};
+  return ops;
 }
+EwOp unary_op(const std::string& op) { return unary_ops().at(op); }
 
-EwOp binary_op(const std::string& op) {
-  static const std::map<std::string, EwOp> ops{{"add", EwOp::kAdd}, {"sub", EwOp::kSub}, {"mul", EwOp::kMul},
-                                               {"div", EwOp::kDiv}, {"pow", EwOp::kPow}, {"scalar_mul", EwOp::kMul}};
-  return ops.at(op);
+const std::map<std::string, EwOp, std::less<>>& binary_ops() {
+  static const std::map<std::string, EwOp, std::less<>> ops{{"add", EwOp::kAdd}, {"sub", EwOp::kSub},
+                                                            {"mul", EwOp::kMul}, {"div", EwOp::kDiv},
+                                                            {"pow", EwOp::kPow}, {"scalar_mul", EwOp::kMul}};
+  return ops;
 }
+EwOp binary_op(const std::string& op) { return binary_ops().at(op); }
 
 // A per-channel vector [C] of batch_norm viewed against N x C x ...
 EwInput channel_input(const void* data, const Shape& out) {
@@ -33,6 +44,11 @@ EwInput channel_input(const void* data, const Shape& out) {
 }
 
 }  // namespace
+
+bool lowers_in_elementwise_program(std::string_view op) {
+  // batch_norm expands into its own six instructions below.
+  return unary_ops().count(op) > 0 || binary_ops().count(op) > 0 || op == known_ops::batch_norm().name;
+}
 
 std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   const Graph& g = ctx.graph;
@@ -49,7 +65,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
     const Node& n = g.node(m);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (is_member(n.inputs[i].node)) continue;
-      const std::pair<ValueRef, bool> o{n.inputs[i], n.op->name == "batch_norm" && i > 0};
+      const std::pair<ValueRef, bool> o{n.inputs[i], n.op->traits.channel_operands && i > 0};
       if (std::find(operands.begin(), operands.end(), o) == operands.end()) operands.push_back(o);
     }
   }
@@ -65,7 +81,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
     const Node& n = g.node(m);
     const ValueRef in = n.inputs[i];
     if (is_member(in.node)) return static_cast<uint8_t>(reg_of.at(in.node));
-    const std::pair<ValueRef, bool> o{in, n.op->name == "batch_norm" && i > 0};
+    const std::pair<ValueRef, bool> o{in, n.op->traits.channel_operands && i > 0};
     return static_cast<uint8_t>(std::find(operands.begin(), operands.end(), o) - operands.begin());
   };
   auto emit = [&](EwOp op, uint8_t a, uint8_t b, float p0 = 0, float p1 = 0) -> uint8_t {
@@ -77,7 +93,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
     const Node& n = g.node(m);
     const std::string& op = n.op->name;
     int r;
-    if (op == "batch_norm") {
+    if (n.op == &known_ops::batch_norm()) {
       const float eps = static_cast<float>(n.params.get_float("epsilon"));
       const uint8_t x = reg(m, 0), scale = reg(m, 1), bias = reg(m, 2), mean = reg(m, 3), var = reg(m, 4);
       const uint8_t rs = emit(EwOp::kMul, emit(EwOp::kRsqrt, emit(EwOp::kAddConst, var, var, eps), 0), scale);

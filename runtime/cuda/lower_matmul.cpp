@@ -11,7 +11,7 @@ std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
   const Where where = ctx.where(node);
   const Shape& a = ctx.shape(n.inputs[0]);
   const Shape& b = ctx.shape(n.inputs[1]);
-  const bool batched = n.op->name == "batch_matmul";
+  const bool batched = n.op == &known_ops::batch_matmul();
   const int64_t batch = batched ? a[0] : 1;
   const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail(where, "matrix dimension above 2^31");
