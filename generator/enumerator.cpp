@@ -54,10 +54,11 @@ struct Slot {
   uint64_t structure = 0;  // order-independent hash of how it is computed
 };
 
-class Search {
+class DepthFirstEnumeration {
  public:
-  Search(const World& world, uint8_t world_index, int max_ops, const std::vector<Tensor<Fp>>& vars,
-         const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop, EnumerationCounters& counters)
+  DepthFirstEnumeration(const World& world, uint8_t world_index, int max_ops, const std::vector<Tensor<Fp>>& vars,
+                        const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop,
+                        EnumerationCounters& counters)
       : world_(world), world_index_(world_index), max_ops_(max_ops), n_vars_(static_cast<int>(vars.size())), sink_(sink),
         stop_(stop), counters_(counters) {
     for (size_t v = 0; v < vars.size(); ++v)
@@ -374,13 +375,13 @@ void Enumerator::run(const std::function<void(const GraphRecord&)>& sink, const 
                      EnumerationCounters& counters) const {
   if (world_.variables.size() + static_cast<size_t>(max_ops_) * 2 > 250)
     throw std::invalid_argument("too many variables for the enumerator");
-  Search top(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
+  DepthFirstEnumeration top(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
   top.emit_variables();
   std::vector<OpRef> firsts = top.first_ops();
   tbb::parallel_for(size_t{0}, firsts.size(), [&](size_t i) {
     if (stop.load(std::memory_order_relaxed)) return;
-    Search search(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
-    search.run_branch(firsts[i]);
+    DepthFirstEnumeration branch(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
+    branch.run_branch(firsts[i]);
   });
 }
 

@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "generator/search_space.h"
+#include "generator/enumeration_space.h"
 #include "ir/graph.h"
 
 namespace tgr::gen {

@@ -1,4 +1,4 @@
-// The enumerator and the candidate pipeline on small search spaces; the full
+// The enumerator and the candidate pipeline on small enumeration spaces; the full
 // default run is checked by the generate.* ctest entries (rules lookup).
 #include <gtest/gtest.h>
 
@@ -109,7 +109,7 @@ TEST(Candidates, WellKnownRulesSurvivePruningAndFalseOnesNeverAppear) {
   for (size_t i = 0; i < again.size(); ++i) EXPECT_EQ(again[i].canonical, candidates[i].canonical);
 }
 
-TEST(SearchSpace, BadOperatorNamesAreErrors) {
+TEST(EnumerationSpace, BadOperatorNamesAreErrors) {
   EXPECT_THROW(build_worlds({{"conv3d"}, 3}), std::invalid_argument);
   EXPECT_THROW(build_worlds({{"softmax"}, 3}), std::invalid_argument);  // in the table, not in the generator's set
   EXPECT_THROW(build_worlds({{}, 0}), std::invalid_argument);

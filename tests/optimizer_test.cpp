@@ -12,7 +12,7 @@
 #include "optimizer/matcher.h"
 #include "optimizer/partial_instance.h"
 #include "optimizer/rewrite.h"
-#include "optimizer/search.h"
+#include "optimizer/backtracking_search.h"
 #include "rules_db/rules_db.h"
 #include "runtime/interpreter.h"
 #include "verifier/axioms.h"
@@ -73,14 +73,14 @@ void expect_same_outputs(const Graph& a, const Graph& b) {
   }
 }
 
-SearchResult optimize(const Graph& g, const std::vector<DirectedRule>& rules, double alpha, int budget = 200) {
+BacktrackingResult optimize(const Graph& g, const std::vector<DirectedRule>& rules, double alpha, int budget = 200) {
   AnalyticCostModel cost;
   InstanceProver instances(prover(), proof_options());
-  SearchOptions options;
+  BacktrackingOptions options;
   options.alpha = alpha;
   options.budget = budget;
   options.timeout_s = 60;
-  return search(g, rules, cost, instances, options);
+  return backtracking_search(g, rules, cost, instances, options);
 }
 
 // --- matching ------------------------------------------------------------------
@@ -193,7 +193,7 @@ TEST(Search, AttentionProjectionsSharingAnInputMergeIntoOneMatmul) {
   Graph g;
   const ValueRef x = g.add_input("x", {16, 32});
   for (const char* name : {"q", "k", "v"}) g.add_output(g.apply("matmul", {x, weight(g, {32, 32}, name[0])}), name);
-  const SearchResult r = optimize(g, default_rules(), 1.05);
+  const BacktrackingResult r = optimize(g, default_rules(), 1.05);
   EXPECT_LT(r.best_cost, r.initial_cost);
   const Graph folded = fold_constants(r.best);
   EXPECT_EQ(count_ops(folded, "matmul"), 1);
@@ -212,7 +212,7 @@ TEST(Search, ResNeXtParallelPathsBecomeOneGroupedConvolution) {
     paths.push_back(g.apply("conv2d", {a, weight(g, {4, 4, 3, 3}, 20 + p)}));
   }
   g.add_output(g.apply("concat", paths, {{"axis", int64_t{1}}}), "y");
-  const SearchResult r = optimize(g, default_rules(), 1.05);
+  const BacktrackingResult r = optimize(g, default_rules(), 1.05);
   const Graph folded = fold_constants(r.best);
   EXPECT_EQ(count_ops(folded, "conv2d"), 2);
   EXPECT_EQ(count_ops(folded, "concat"), 0);
@@ -230,10 +230,10 @@ TEST(Search, OnlyATemporarilyWorseRewriteLeadsToTheBestGraph) {
   const ValueRef x = g.add_input("x", {1, 16, 32, 32});
   g.add_output(g.apply("add", {g.apply("conv2d", {x, weight(g, {16, 16, 1, 1}, 1)}),
                                g.apply("conv2d", {x, weight(g, {16, 16, 3, 3}, 2)})}));
-  const SearchResult greedy = optimize(g, rules, 1.0);
+  const BacktrackingResult greedy = optimize(g, rules, 1.0);
   EXPECT_EQ(greedy.best_cost, greedy.initial_cost);
   EXPECT_TRUE(greedy.applied.empty());
-  const SearchResult relaxed = optimize(g, rules, 1.05);
+  const BacktrackingResult relaxed = optimize(g, rules, 1.05);
   EXPECT_LT(relaxed.best_cost, relaxed.initial_cost);
   ASSERT_EQ(relaxed.applied.size(), 2u);
   const Graph folded = fold_constants(relaxed.best);
@@ -244,7 +244,7 @@ TEST(Search, OnlyATemporarilyWorseRewriteLeadsToTheBestGraph) {
 
 TEST(Search, BudgetAndSeenGraphsAreCounted) {
   const Graph g = two_convs(false);
-  const SearchResult r = optimize(g, default_rules(), 1.05, 3);
+  const BacktrackingResult r = optimize(g, default_rules(), 1.05, 3);
   EXPECT_LE(r.stats.popped, 3);
   EXPECT_LT(r.best_cost, r.initial_cost);
   expect_same_outputs(g, r.best);
@@ -412,10 +412,10 @@ TEST(PartialRules, TheSearchAppliesThemWithTheirCorrections) {
   const Graph g = two_images_one_kernel();
   SlowTwelveRowConvolutions cost;
   InstanceProver instances(prover(), proof_options());
-  SearchOptions options;
+  BacktrackingOptions options;
   options.budget = 20;
   options.timeout_s = 60;
-  const SearchResult r = search(g, {stacked_convs_rule()}, cost, instances, options);
+  const BacktrackingResult r = backtracking_search(g, {stacked_convs_rule()}, cost, instances, options);
   ASSERT_EQ(r.applied.size(), 1u);
   EXPECT_EQ(r.applied[0].id, 1);
   EXPECT_LT(r.best_cost, 2000);

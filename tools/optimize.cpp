@@ -1,5 +1,5 @@
 // `optimize`: optimizes an ONNX model with verified rules (README.md,
-// "Optimizing a model"): import, search (optimizer/search.h) with rules
+// "Optimizing a model"): import, search (optimizer/backtracking_search.h) with rules
 // whose every application is proved at the model's shapes, weight folding,
 // export.
 #include <CLI/CLI.hpp>
@@ -14,7 +14,7 @@
 #include "optimizer/fold_constants.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
-#include "optimizer/search.h"
+#include "optimizer/backtracking_search.h"
 #include "rules_db/rules_db.h"
 #include "tools/cli_common.h"
 #include "verifier/axioms.h"
@@ -37,7 +37,7 @@ struct Settings {
   std::string model, output, report;
   std::string cost_model = "analytic", device = "H100";
   std::string specs = TGR_SPECS_DIR;
-  SearchOptions search;
+  BacktrackingOptions search;
   unsigned proof_timeout_ms = 1000;
   bool quiet = false;
 };
@@ -62,7 +62,7 @@ struct Summary {
   std::string cost_model;
 };
 
-void write_report(const std::string& path, const Settings& s, const Summary& sum, const SearchResult& r) {
+void write_report(const std::string& path, const Settings& s, const Summary& sum, const BacktrackingResult& r) {
   std::string j = "{\n  \"model\": ";
   j += rules_db::json_quote(s.model);
   j += ",\n  \"output\": ";
@@ -89,7 +89,7 @@ void write_report(const std::string& path, const Settings& s, const Summary& sum
     j += "}";
   }
   j += r.applied.empty() ? "]" : "\n  ]";
-  const SearchStats& st = r.stats;
+  const BacktrackingStats& st = r.stats;
   j += ",\n  \"search\": {\"popped\": " + std::to_string(st.popped);
   j += ", \"candidates\": " + std::to_string(st.candidates);
   j += ", \"pushed\": " + std::to_string(st.pushed);
@@ -126,7 +126,7 @@ void write_report(const std::string& path, const Settings& s, const Summary& sum
   if (!(out << j)) throw std::runtime_error("cannot write the report '" + path + "'");
 }
 
-void print_summary(const Settings& s, const Summary& sum, const SearchResult& r) {
+void print_summary(const Settings& s, const Summary& sum, const BacktrackingResult& r) {
   std::printf("optimize: %s -> %s\n", s.model.c_str(), s.output.c_str());
   std::printf("  rules:          %d proved rules (%d directions) from %s", sum.rules.proved, sum.rules.directions,
               s.rules.c_str());
@@ -139,7 +139,7 @@ void print_summary(const Settings& s, const Summary& sum, const SearchResult& r)
               sum.cost_before > 0 ? sum.cost_after / sum.cost_before : 1.0, sum.cost_model.c_str());
   std::printf("  rules applied:  %zu distinct\n", r.applied.size());
   for (const RuleUse& u : r.applied) std::printf("    #%-6lld x%-3d %s\n", static_cast<long long>(u.id), u.count, u.text.c_str());
-  const SearchStats& st = r.stats;
+  const BacktrackingStats& st = r.stats;
   std::printf("  search:         %lld graphs popped (budget %d, alpha %.3g%s), %lld rewrites tried, %lld kept, "
               "%lld duplicates, %lld pruned by cost\n",
               static_cast<long long>(st.popped), s.search.budget, s.search.alpha, st.timed_out ? ", timed out" : "",
@@ -181,7 +181,7 @@ int run(const Settings& s) {
   InstanceProver instances(prover, proof_options);
 
   t = Clock::now();
-  SearchResult result = search(model.graph, rules, *cost, instances, s.search);
+  BacktrackingResult result = search(model.graph, rules, *cost, instances, s.search);
   sum.search_s = seconds(t);
   sum.proofs = instances.stats();
   sum.cost_before = result.initial_cost;

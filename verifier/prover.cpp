@@ -66,10 +66,12 @@ struct VecHash {
   }
 };
 
-// One proof attempt: the term graph both sides live in, and the search.
-class Search {
+// One proof attempt: the term graph both sides live in, and the search that
+// rewrites both sides at once until their forms meet.
+class BidirectionalRewriteSearch {
  public:
-  Search(const RewriteSet& rewrites, const Rule& rule, const ProofOptions& options, Clock::time_point deadline)
+  BidirectionalRewriteSearch(const RewriteSet& rewrites, const Rule& rule, const ProofOptions& options,
+                             Clock::time_point deadline)
       : rewrites_(rewrites), options_(options), deadline_(deadline) {
     std::vector<ValueRef> vars;
     for (int32_t id : rule.source.inputs()) {
@@ -380,7 +382,7 @@ ProofResult Prover::prove(const Rule& rule, const ProofOptions& options) const {
       result.status = ProofStatus::kRefuted;
       result.counterexample = std::move(*counterexample);
     } else {
-      result = Search(impl_->rewrites, rule, options, deadline).run();
+      result = BidirectionalRewriteSearch(impl_->rewrites, rule, options, deadline).run();
     }
   } catch (const std::exception& e) {
     result = {};

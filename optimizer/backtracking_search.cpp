@@ -1,4 +1,4 @@
-#include "optimizer/search.h"
+#include "optimizer/backtracking_search.h"
 #include "optimizer/partial_instance.h"
 
 #include <tbb/parallel_for.h>
@@ -46,12 +46,12 @@ void add_stats(MatchStats& into, const MatchStats& s) {
 
 }  // namespace
 
-SearchResult search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
-                    InstanceProver& prover, const SearchOptions& options) {
+BacktrackingResult backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
+                                              InstanceProver& prover, const BacktrackingOptions& options) {
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  SearchResult result;
-  SearchStats& stats = result.stats;
+  BacktrackingResult result;
+  BacktrackingStats& stats = result.stats;
 
   auto initial = std::make_shared<const Graph>(compact(graph));
   result.initial_cost = cost.graph_cost(*initial);

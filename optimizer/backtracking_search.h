@@ -23,7 +23,7 @@
 
 namespace tgr::optimizer {
 
-struct SearchOptions {
+struct BacktrackingOptions {
   int budget = 100;           // graphs popped from the queue (on the models of README.md, 300 finds nothing more)
   double alpha = 1.05;        // relaxation: keep graphs costing < alpha * best
   double timeout_s = 8;       // wall clock for the whole search (import and export come on top)
@@ -39,7 +39,7 @@ struct RuleUse {
   int count = 0;
 };
 
-struct SearchStats {
+struct BacktrackingStats {
   int64_t popped = 0, candidates = 0, duplicates = 0, pruned = 0, unprovable = 0, no_instance = 0, pushed = 0;
   MatchStats matches;
   double seconds = 0;
@@ -47,14 +47,14 @@ struct SearchStats {
   bool budget_exhausted = false;
 };
 
-struct SearchResult {
+struct BacktrackingResult {
   Graph best;
   double initial_cost = 0, best_cost = 0;
   std::vector<RuleUse> applied;  // on the path to the best graph, by first use
-  SearchStats stats;
+  BacktrackingStats stats;
 };
 
-SearchResult search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
-                    InstanceProver& prover, const SearchOptions& options);
+BacktrackingResult backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
+                                              InstanceProver& prover, const BacktrackingOptions& options);
 
 }  // namespace tgr::optimizer

@@ -1,4 +1,4 @@
-#include "generator/search_space.h"
+#include "generator/enumeration_space.h"
 
 #include <algorithm>
 #include <map>
