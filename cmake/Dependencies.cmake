@@ -7,6 +7,7 @@ find_package(CLI11 REQUIRED)
 find_package(GTest REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(ONNX REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)  # nlohmann-json3-dev: the JSON of reports and of the rules database
 
 # CUDA, cuBLAS and cuDNN are optional: without them the project builds CPU-only.
 option(TGR_WITH_CUDA "Build the CUDA runtime when the toolkit is present" ON)

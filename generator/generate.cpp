@@ -2,9 +2,11 @@
 #include "ir/hash.h"
 #include "util/progress.h"
 
+#include <nlohmann/json.hpp>
 #include <tbb/enumerable_thread_specific.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
@@ -25,14 +27,15 @@ double peak_memory_mb() {
   return 0;
 }
 
+// The settings identify a run: an unfinished run with the same settings
+// text is resumed, so the keys keep their order (ordered_json) and the text
+// stays what earlier versions wrote.
 std::string settings_json(const GenerateOptions& o) {
-  std::string ops;
-  for (const auto& op : o.ops.empty() ? default_operator_set() : o.ops) {
-    if (!ops.empty()) ops += ',';
-    ops += rules_db::json_quote(op);
-  }
-  return "{\"max_ops\":" + std::to_string(o.max_ops) + ",\"ops\":[" + ops + "],\"vars_per_kind\":" +
-         std::to_string(o.vars_per_kind) + ",\"seed\":" + std::to_string(o.seed) + "}";
+  return nlohmann::ordered_json{{"max_ops", o.max_ops},
+                                {"ops", o.ops.empty() ? default_operator_set() : o.ops},
+                                {"vars_per_kind", o.vars_per_kind},
+                                {"seed", o.seed}}
+      .dump();
 }
 
 // Pass 1's memory: a Bloom filter of the class keys seen, and the keys seen
@@ -85,18 +88,22 @@ double since(std::chrono::steady_clock::time_point t) {
 
 std::string GenerateReport::stats_json() const {
   const CandidateStats& c = candidates;
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "{\"enumerated\":%llu,\"registered\":%llu,\"fingerprint_classes\":%llu,\"multi_classes\":%llu,"
-                "\"class_graphs\":%llu,\"pairs\":%llu,\"pruned_trivial\":%llu,\"pruned_renaming\":%llu,"
-                "\"pruned_commutative\":%llu,\"pruned_common_subgraph\":%llu,\"pruned_common_supergraph\":%llu,"
-                "\"float64_rejected\":%llu,\"candidates\":%llu,\"seconds\":%.2f,\"peak_memory_mb\":%.0f}",
-                (unsigned long long)enumerated, (unsigned long long)registered, (unsigned long long)fingerprints,
-                (unsigned long long)c.classes, (unsigned long long)c.class_graphs, (unsigned long long)c.pairs,
-                (unsigned long long)c.trivial, (unsigned long long)c.renaming, (unsigned long long)c.commutative,
-                (unsigned long long)c.common_subgraph, (unsigned long long)c.common_supergraph,
-                (unsigned long long)c.float64_rejected, (unsigned long long)c.kept, seconds, peak_memory_mb);
-  return buf;
+  return nlohmann::ordered_json{{"enumerated", enumerated},
+                                {"registered", registered},
+                                {"fingerprint_classes", fingerprints},
+                                {"multi_classes", c.classes},
+                                {"class_graphs", c.class_graphs},
+                                {"pairs", c.pairs},
+                                {"pruned_trivial", c.trivial},
+                                {"pruned_renaming", c.renaming},
+                                {"pruned_commutative", c.commutative},
+                                {"pruned_common_subgraph", c.common_subgraph},
+                                {"pruned_common_supergraph", c.common_supergraph},
+                                {"float64_rejected", c.float64_rejected},
+                                {"candidates", c.kept},
+                                {"seconds", std::round(seconds * 100) / 100},  // centiseconds are enough
+                                {"peak_memory_mb", std::llround(peak_memory_mb)}}
+      .dump();
 }
 
 GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop) {

@@ -17,7 +17,15 @@ int64_t num_elements(const Shape& shape);
 // "1x3x8x8"; a scalar prints as "scalar".
 std::string shape_to_string(const Shape& shape);
 
-// Inverse of shape_to_string; throws std::invalid_argument naming the bad text.
+// Shape text that does not parse ("1x?x8", "x0" without "=DIMS"). A kind of
+// std::invalid_argument, as it always was, so that callers can tell bad input
+// text (skip it, report it) from a program's own misuse of an interface.
+class ShapeSyntaxError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Inverse of shape_to_string; throws ShapeSyntaxError naming the bad text.
 Shape parse_shape(std::string_view text);
 
 // Row-major strides of `shape` in elements.

@@ -255,15 +255,15 @@ ShapeMap parse_shape_map(std::string_view text, DTypeMap* dtypes) {
     std::string_view entry = text.substr(pos, end - pos);
     const size_t eq = entry.find('=');
     if (eq == std::string_view::npos || eq == 0)
-      throw std::invalid_argument("bad shape entry '" + std::string(entry) + "': expected NAME=DIMS, e.g. x0=1x3x8x8");
+      throw ShapeSyntaxError("bad shape entry '" + std::string(entry) + "': expected NAME=DIMS, e.g. x0=1x3x8x8");
     const std::string name(entry.substr(0, eq));
     std::string_view dims = entry.substr(eq + 1);
     if (const size_t colon = dims.find(':'); colon != std::string_view::npos) {
-      if (!dtypes) throw std::invalid_argument("bad shape entry '" + std::string(entry) + "': no element types here");
+      if (!dtypes) throw ShapeSyntaxError("bad shape entry '" + std::string(entry) + "': no element types here");
       try {
         (*dtypes)[name] = parse_dtype(dims.substr(0, colon));
       } catch (const ShapeError& e) {
-        throw std::invalid_argument("bad shape entry '" + std::string(entry) + "': " + e.what());
+        throw ShapeSyntaxError("bad shape entry '" + std::string(entry) + "': " + e.what());
       }
       dims = dims.substr(colon + 1);
     }
@@ -446,7 +446,7 @@ Graph parse_graph_file(std::string_view text) {
           shape_text.remove_suffix(1);
         try {
           b.bound[name] = g.add_input(name, parse_shape(shape_text));
-        } catch (const std::invalid_argument& err) {
+        } catch (const ShapeSyntaxError& err) {
           p.fail(shape_pos, err.what());
         }
       } else if (keyword == "let") {

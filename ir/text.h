@@ -61,6 +61,7 @@ using DTypeMap = std::map<std::string, DType, std::less<>>;
 
 // "x0=1x3x8x8,k0=4x3x3x3" (commas or spaces between entries); an entry may
 // name an element type first, "ids=int64:1x64", which goes to `dtypes`.
+// Throws ShapeSyntaxError (ir/shape.h) naming the bad entry.
 ShapeMap parse_shape_map(std::string_view text, DTypeMap* dtypes = nullptr);
 
 std::vector<Expr> parse_tuple(std::string_view text);

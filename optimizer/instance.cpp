@@ -158,8 +158,9 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
       inst.rule = build_rule(text, shapes, dtypes);
       inst.text = std::move(text);
       return inst;
-    } catch (const std::exception&) {
-      // this choice of parameters does not type-check; try the next
+    } catch (const ParseError&) {
+      // this choice of parameters does not type-check (build_rule reports
+      // shape and parameter errors as ParseErrors); try the next
     }
     size_t i = at.size();
     while (i > 0 && ++at[i - 1] == choices[i - 1].size()) at[--i] = 0;

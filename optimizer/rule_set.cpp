@@ -72,7 +72,9 @@ std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* sta
       rules.push_back(std::move(*forward));
       ++s.partial;
       ++s.directions;
-    } catch (const std::exception&) {
+    } catch (const ParseError&) {  // e.g. an operator this build does not have
+      ++s.skipped_unparsable;
+    } catch (const ShapeSyntaxError&) {
       ++s.skipped_unparsable;
     }
   }
@@ -87,7 +89,9 @@ std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* sta
       s.dropped_directions += 2 - static_cast<int>(directed.size());
       s.directions += static_cast<int>(directed.size());
       for (auto& d : directed) rules.push_back(std::move(d));
-    } catch (const std::exception&) {
+    } catch (const ParseError&) {  // e.g. an operator this build does not have
+      ++s.skipped_unparsable;
+    } catch (const ShapeSyntaxError&) {
       ++s.skipped_unparsable;
     }
   }

@@ -174,7 +174,9 @@ int checked_version(sqlite3* db, const std::string& path) {
     size_t used = 0;
     version = text ? std::stoi(*text, &used) : 0;
     if (!text || used != text->size() || version < 1) throw std::invalid_argument("");
-  } catch (const std::exception&) {
+  } catch (const std::invalid_argument&) {  // from std::stoi and the checks above
+    throw DbError(quote_path(path) + " is not a tgr rules database (bad schema_version '" + text.value_or("") + "')");
+  } catch (const std::out_of_range&) {  // from std::stoi
     throw DbError(quote_path(path) + " is not a tgr rules database (bad schema_version '" + text.value_or("") + "')");
   }
   if (version > latest_schema_version())
@@ -318,31 +320,6 @@ RuleRecord rule_record_from_text(std::string_view rule_text, std::string variabl
   for (const std::string& op : ops) r.operators += (r.operators.empty() ? "" : ",") + op;
   r.variables = std::move(variables);
   return r;
-}
-
-std::string json_quote(std::string_view text) {
-  std::string out = "\"";
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 // ---- RulesDb ----

@@ -121,8 +121,4 @@ class RulesDb {
   std::unique_ptr<sqlite3, Closer> db_;
 };
 
-// `text` as a JSON string literal, quotes included (for settings, stats and
-// the `rules` tool's JSON output).
-std::string json_quote(std::string_view text);
-
 }  // namespace tgr::rules_db

@@ -8,6 +8,7 @@
 #include "verifier/axioms.h"
 #include "verifier/prover.h"
 #include "verifier/rewrites.h"
+#include "verifier/verify_db.h"
 
 namespace tgr::verifier {
 namespace {
@@ -129,6 +130,26 @@ TEST(Prover, KeepsTheQueryGivenToZ3) {
   ASSERT_EQ(r.status, ProofStatus::kProved);
   EXPECT_NE(r.smt2.find("(declare-sort Tensor"), std::string::npos) << r.smt2;
   EXPECT_NE(r.smt2.find("conv2d_relu_fusion"), std::string::npos) << r.smt2;
+}
+
+// The axioms and note columns are JSON arrays in compact form: databases
+// written before the JSON library hold the same text, and `rules list`,
+// rules.md5 fingerprints and readers of the database depend on it.
+TEST(StoreResult, ProvedRulesKeepAxiomsAndInstancesAsCompactJsonArrays) {
+  ProofResult proved;
+  proved.status = ProofStatus::kProved;
+  proved.ms = 12.5;
+  proved.axioms = {"conv2d_distributes_kernel", "enlarge_identity"};
+  proved.instances = {"conv2d_distributes_kernel", "enlarge_identity[KH=3, KW=3]", "quote\"back\\slash"};
+  rules_db::RuleRecord record;
+  record.counterexample = "stale";
+  store_result(proved, record);
+  EXPECT_EQ(record.status, "proved");
+  EXPECT_EQ(record.axioms, std::optional<std::string>(R"(["conv2d_distributes_kernel","enlarge_identity"])"));
+  EXPECT_EQ(record.note,
+            std::optional<std::string>(
+                R"(instances: ["conv2d_distributes_kernel","enlarge_identity[KH=3, KW=3]","quote\"back\\slash"])"));
+  EXPECT_FALSE(record.counterexample);
 }
 
 TEST(Rewrites, EveryAxiomWithoutValueConditionsGivesARewrite) {

@@ -613,12 +613,6 @@ TEST(RulesDbViews, PlainSqliteQueries) {
             std::vector<std::string>{"2"});
 }
 
-TEST(Json, Quote) {
-  EXPECT_EQ(json_quote("plain"), "\"plain\"");
-  EXPECT_EQ(json_quote("a\"b\\c\nd\te\x01"), "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
-  EXPECT_EQ(json_quote("matmul(x0, w0) => ü"), "\"matmul(x0, w0) => ü\"");
-}
-
 // Canonicalising renames variables (here outputs are reordered, so k0 and k1
 // trade names); each variable's shape must move with it.
 TEST(RuleRecordFromText, ShapesFollowTheCanonicalRenaming) {

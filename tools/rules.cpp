@@ -11,9 +11,8 @@
 // (SHAPES: the variables' shapes, as in the variables column), '#' starts a
 // comment. Only `import` creates a missing database; the others report it.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -26,45 +25,33 @@
 
 namespace {
 
-using tgr::rules_db::json_quote;
 using tgr::rules_db::RuleRecord;
 using tgr::rules_db::RulesDb;
 
-std::string number_text(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
-
-std::string json_opt(const std::optional<std::string>& v) { return v ? json_quote(*v) : "null"; }
-
-std::string rule_json(const RuleRecord& r) {
-  std::string s = "{";
-  auto field = [&s](const char* key, const std::string& value) {
-    if (s.size() > 1) s += ", ";
-    s += json_quote(key) + ": " + value;
+// Every column of a rule; absent optional columns are null.
+nlohmann::ordered_json rule_json(const RuleRecord& r) {
+  auto optional = [](const std::optional<std::string>& v) { return v ? nlohmann::ordered_json(*v) : nullptr; };
+  return {
+      {"id", r.id},
+      {"canonical", r.canonical},
+      {"source", r.source},
+      {"target", r.target},
+      {"variables", r.variables},
+      {"constraints", r.constraints},
+      {"source_ops", r.source_ops},
+      {"target_ops", r.target_ops},
+      {"operators", r.operators},
+      {"kind", r.kind},
+      {"status", r.status},
+      {"proof_ms", r.proof_ms ? nlohmann::ordered_json(*r.proof_ms) : nullptr},  // not finite: null
+      {"axioms", optional(r.axioms)},
+      {"counterexample", optional(r.counterexample)},
+      {"region_map", optional(r.region_map)},
+      {"correction", optional(r.correction)},
+      {"note", optional(r.note)},
+      {"generator_run", r.generator_run ? nlohmann::ordered_json(r.generator_run) : nullptr},
+      {"created_at", r.created_at},
   };
-  field("id", std::to_string(r.id));
-  field("canonical", json_quote(r.canonical));
-  field("source", json_quote(r.source));
-  field("target", json_quote(r.target));
-  field("variables", json_quote(r.variables));
-  field("constraints", json_quote(r.constraints));
-  field("source_ops", std::to_string(r.source_ops));
-  field("target_ops", std::to_string(r.target_ops));
-  field("operators", json_quote(r.operators));
-  field("kind", json_quote(r.kind));
-  field("status", json_quote(r.status));
-  field("proof_ms", r.proof_ms ? number_text(*r.proof_ms) : "null");
-  field("axioms", json_opt(r.axioms));
-  field("counterexample", json_opt(r.counterexample));
-  field("region_map", json_opt(r.region_map));
-  field("correction", json_opt(r.correction));
-  field("note", json_opt(r.note));
-  field("generator_run", r.generator_run ? std::to_string(r.generator_run) : "null");
-  field("created_at", json_quote(r.created_at));
-  return s + "}";
 }
 
 int cmd_stats(const RulesDb& db) {
@@ -91,8 +78,13 @@ int cmd_stats(const RulesDb& db) {
 int cmd_list(const RulesDb& db, const std::optional<std::string>& status, const std::string& format) {
   const auto rules = db.list_rules(status);
   if (format == "json") {
+    // One rule a line, as before the JSON library (grep-able). Text from a
+    // database is not checked for UTF-8 on the way in: a bad byte is shown
+    // as U+FFFD rather than making the listing fail.
     std::string out = "[";
-    for (size_t i = 0; i < rules.size(); ++i) out += (i ? ",\n " : "\n ") + rule_json(rules[i]);
+    for (size_t i = 0; i < rules.size(); ++i)
+      out += (i ? ",\n " : "\n ") +
+             rule_json(rules[i]).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     out += rules.empty() ? "]\n" : "\n]\n";
     std::fputs(out.c_str(), stdout);
     return 0;

@@ -11,7 +11,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libz3-dev libtbb-dev libsqlite3-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev nlohmann-json3-dev
 )
 
 missing=()

@@ -1,9 +1,11 @@
 #include "verifier/verify_db.h"
 
+#include <nlohmann/json.hpp>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -13,26 +15,17 @@ namespace tgr::verifier {
 
 namespace {
 
-using rules_db::json_quote;
-
+// The settings identify a run: an unfinished run with the same settings
+// text is resumed, so the keys keep their order (ordered_json) and the text
+// stays what earlier versions wrote.
 std::string settings_json(const VerifyDbOptions& o) {
-  std::string ids;
-  for (int64_t id : o.ids) {
-    if (!ids.empty()) ids += ',';
-    ids += std::to_string(id);
-  }
-  return "{\"specs\":" + json_quote(o.specs) + ",\"timeout_ms\":" + std::to_string(o.proof.timeout_ms) +
-         ",\"max_states\":" + std::to_string(o.proof.max_states) + ",\"seed\":" + std::to_string(o.proof.seed) +
-         ",\"retry_unknown\":" + (o.retry_unknown ? "true" : "false") + ",\"ids\":[" + ids + "]}";
-}
-
-std::string json_array(const std::vector<std::string>& items) {
-  std::string s = "[";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) s += ',';
-    s += json_quote(items[i]);
-  }
-  return s + "]";
+  return nlohmann::ordered_json{{"specs", o.specs},
+                                {"timeout_ms", o.proof.timeout_ms},
+                                {"max_states", o.proof.max_states},
+                                {"seed", o.proof.seed},
+                                {"retry_unknown", o.retry_unknown},
+                                {"ids", o.ids}}
+      .dump();
 }
 
 // "no proof within the budget (...)" -> "no proof within the budget"
@@ -51,8 +44,8 @@ void store_result(const ProofResult& result, rules_db::RuleRecord& record) {
   record.note.reset();
   switch (result.status) {
     case ProofStatus::kProved:
-      record.axioms = json_array(result.axioms);
-      record.note = "instances: " + json_array(result.instances);
+      record.axioms = nlohmann::json(result.axioms).dump();
+      record.note = "instances: " + nlohmann::json(result.instances).dump();
       break;
     case ProofStatus::kRefuted: record.counterexample = result.counterexample; break;
     case ProofStatus::kUnknown: record.note = result.reason; break;
@@ -60,14 +53,13 @@ void store_result(const ProofResult& result, rules_db::RuleRecord& record) {
 }
 
 std::string VerifyDbReport::stats_json() const {
-  std::string s = "{\"taken\":" + std::to_string(taken) + ",\"proved\":" + std::to_string(proved) +
-                  ",\"refuted\":" + std::to_string(refuted) + ",\"unknown\":" + std::to_string(unknown) +
-                  ",\"remaining\":" + std::to_string(remaining);
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%.3f", seconds);
-  s += ",\"seconds\":";
-  s += secs;
-  return s + "}";
+  return nlohmann::ordered_json{{"taken", taken},
+                                {"proved", proved},
+                                {"refuted", refuted},
+                                {"unknown", unknown},
+                                {"remaining", remaining},
+                                {"seconds", std::round(seconds * 1000) / 1000}}  // milliseconds are enough
+      .dump();
 }
 
 VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop) {
@@ -120,13 +112,20 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
             if (stop.load() || (o.stop_after >= 0 && i >= static_cast<size_t>(o.stop_after))) return;
             const rules_db::RuleRecord& r = work[i];
             ProofResult result;
+            // A rule this build cannot read (an operator it does not have,
+            // bad shapes) stays unknown; prove() reports its own failures.
+            auto cannot_build = [&result](const std::exception& e) {
+              result.status = ProofStatus::kUnknown;
+              result.reason = std::string("error: the rule cannot be built: ") + e.what();
+            };
             try {
               DTypeMap dtypes;
               const ShapeMap shapes = parse_shape_map(r.variables, &dtypes);
               result = prover.prove(build_rule(r.rule_text(), shapes, dtypes), o.proof);
-            } catch (const std::exception& e) {
-              result.status = ProofStatus::kUnknown;
-              result.reason = std::string("error: the rule cannot be built: ") + e.what();
+            } catch (const ParseError& e) {
+              cannot_build(e);
+            } catch (const ShapeSyntaxError& e) {
+              cannot_build(e);
             }
             (result.status == ProofStatus::kProved ? proved : result.status == ProofStatus::kRefuted ? refuted : unknown)++;
             ++done;

@@ -1,0 +1,177 @@
+#include "optimizer/optimize_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "onnx/onnx_export.h"
+#include "onnx/onnx_import.h"
+#include "onnx/onnx_proto.h"
+#include "optimizer/cost_model.h"
+#include "verifier/axioms.h"
+
+namespace tgr::optimizer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+// The report has always printed real numbers with six significant digits
+// ("%.6g"); rounding the value keeps the report's values what they were
+// while the JSON library does the printing.
+double six_digits(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+std::unique_ptr<CostModel> make_cost_model(const OptimizeOptions& o) {
+  if (o.cost_model == CostModelChoice::kAnalytic) return std::make_unique<AnalyticCostModel>();
+  return MeasuredCostModel::from_db(o.rules_db, o.device);
+}
+
+}  // namespace
+
+nlohmann::ordered_json OptimizeReport::to_json() const {
+  nlohmann::ordered_json applied = nlohmann::ordered_json::array();
+  for (const RuleUse& u : rules_applied) applied.push_back({{"id", u.id}, {"count", u.count}, {"rule", u.text}});
+  return {
+      {"model", options.model},
+      {"output", options.output},
+      {"rules_db", options.rules_db},
+      {"cost_model", cost_model},
+      {"operators_before", operators_before},
+      {"operators_after", operators_after},
+      {"cost_before_us", six_digits(cost_before_us)},
+      {"cost_after_us", six_digits(cost_after_us)},
+      {"cost_ratio", six_digits(cost_ratio())},
+      {"rules_applied", std::move(applied)},
+      {"search",
+       {{"popped", search.popped},
+        {"candidates", search.candidates},
+        {"pushed", search.pushed},
+        {"duplicates", search.duplicates},
+        {"pruned_by_cost", search.pruned},
+        {"unproved_instances", search.unprovable},
+        {"matches_rejected_used_outside", search.matches.used_outside},
+        {"matches_rejected_cycle", search.matches.cycles},
+        {"budget", options.backtracking.budget},
+        {"alpha", six_digits(options.backtracking.alpha)},
+        {"timed_out", search.timed_out},
+        {"seconds", six_digits(search.seconds)}}},
+      {"proofs",
+       {{"proved", proofs.proved},
+        {"failed", proofs.failed},
+        {"cache_hits", proofs.cache_hits},
+        {"corrected_partial", proofs.corrected},
+        {"ms", six_digits(proofs.proof_ms)}}},
+      {"folded_constant_nodes", fold.folded_nodes},
+      {"opaque_nodes", opaque_nodes},
+      {"seconds",
+       {{"import", six_digits(import_seconds)},
+        {"search", six_digits(search_seconds)},
+        {"export", six_digits(export_seconds)}}},
+  };
+}
+
+void OptimizeReport::print_summary(std::FILE* out) const {
+  const OptimizeOptions& o = options;
+  std::fprintf(out, "optimize: %s -> %s\n", o.model.c_str(), o.output.c_str());
+  std::fprintf(out, "  rules:          %d proved rules (%d directions) from %s", rules.proved, rules.directions,
+               o.rules_db.c_str());
+  if (rules.partial) std::fprintf(out, ", %d partial rules (applied with their corrections)", rules.partial);
+  if (rules.skipped_partial)
+    std::fprintf(out, "; %d partial rules without a correction skipped", rules.skipped_partial);
+  std::fprintf(out, "\n  operators:      %d -> %d", operators_before, operators_after);
+  if (opaque_nodes) std::fprintf(out, " (%d opaque ONNX nodes kept as they are)", opaque_nodes);
+  std::fprintf(out, "\n");
+  std::fprintf(out, "  predicted cost: %.1f us -> %.1f us (x%.3f), %s\n", cost_before_us, cost_after_us, cost_ratio(),
+               cost_model.c_str());
+  std::fprintf(out, "  rules applied:  %zu distinct\n", rules_applied.size());
+  for (const RuleUse& u : rules_applied)
+    std::fprintf(out, "    #%-6lld x%-3d %s\n", static_cast<long long>(u.id), u.count, u.text.c_str());
+  const BacktrackingStats& st = search;
+  std::fprintf(out,
+               "  search:         %lld graphs popped (budget %d, alpha %.3g%s), %lld rewrites tried, %lld kept, "
+               "%lld duplicates, %lld pruned by cost\n",
+               static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
+               st.timed_out ? ", timed out" : "", static_cast<long long>(st.candidates),
+               static_cast<long long>(st.pushed), static_cast<long long>(st.duplicates),
+               static_cast<long long>(st.pruned));
+  std::fprintf(out,
+               "  proofs:         %lld instances proved at model shapes, %lld not proved (not applied), %lld cached, "
+               "%.0f ms",
+               static_cast<long long>(proofs.proved), static_cast<long long>(proofs.failed),
+               static_cast<long long>(proofs.cache_hits), proofs.proof_ms);
+  if (proofs.corrected)
+    std::fprintf(out, "; %lld partial-rule instances corrected and region-checked",
+                 static_cast<long long>(proofs.corrected));
+  std::fprintf(out, "\n");
+  if (unchanged) std::fprintf(out, "  output:         no rule applied; the model is written unchanged\n");
+  else std::fprintf(out, "  weights folded: %d constant operators\n", fold.folded_nodes);
+  std::fprintf(out, "  time:           import %.2f s, search %.2f s, export %.2f s\n", import_seconds, search_seconds,
+               export_seconds);
+}
+
+OptimizeReport optimize_model(const OptimizeOptions& o) {
+  OptimizeReport report;
+  report.options = o;
+  auto t = Clock::now();
+  // The rules first: a missing database is the cheapest error to report.
+  std::vector<DirectedRule> rules = load_rules(o.rules_db, &report.rules);
+  onnx_io::ImportOptions import_options;
+  import_options.keep_unsupported = true;  // opaque operators pass through untouched
+  onnx_io::ImportedModel model = onnx_io::import_model_file(o.model, import_options);
+  report.opaque_nodes = model.opaque_nodes;
+  report.import_seconds = seconds_since(t);
+
+  std::unique_ptr<CostModel> cost = make_cost_model(o);
+  if (auto* measured = dynamic_cast<MeasuredCostModel*>(cost.get())) measured->scale_fallback_to(model.graph);
+  verifier::Prover prover(axioms::load_axioms(o.specs_dir));
+  verifier::ProofOptions proof_options;
+  proof_options.timeout_ms = o.proof_timeout_ms;
+  proof_options.refute_trials = 0;  // a failed proof is enough to skip a rewrite
+  InstanceProver instances(prover, proof_options);
+
+  t = Clock::now();
+  BacktrackingResult result = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
+  report.search_seconds = seconds_since(t);
+  report.proofs = instances.stats();
+  report.cost_before_us = result.initial_cost;
+  report.cost_after_us = result.best_cost;
+  report.rules_applied = result.applied;
+  report.search = result.stats;
+
+  t = Clock::now();
+  const Graph before = fold_constants(model.graph);
+  const Graph after = fold_constants(result.best, &report.fold);
+  report.operators_before = before.num_ops();
+  report.operators_after = after.num_ops();
+  onnx_io::ExportOptions export_options;
+  export_options.opset = std::clamp<int64_t>(model.opset, onnx_io::kMinExportOpset, 18);
+  export_options.producer_name = "tgr optimize";
+  if (result.applied.empty() && o.output != o.model) {
+    // Nothing to gain: the model is written as it came, so that an
+    // optimized model is never a re-export that merely orders the same
+    // operators differently (on the H100 that alone moved BERT-base by 5%).
+    // A model whose weights live in external files is only copied where
+    // those files are found from the copy too (it loads); else re-exported.
+    std::filesystem::copy_file(o.model, o.output, std::filesystem::copy_options::overwrite_existing);
+    report.unchanged = true;
+    try {
+      (void)onnx_io::load_model(o.output);
+    } catch (const onnx_io::OnnxError&) {
+      report.unchanged = false;
+    }
+  }
+  if (!report.unchanged) onnx_io::save_model(onnx_io::export_graph(after, export_options), o.output);
+  report.export_seconds = seconds_since(t);
+  report.cost_model = cost->describe();
+  return report;
+}
+
+}  // namespace tgr::optimizer

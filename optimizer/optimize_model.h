@@ -1,0 +1,63 @@
+// Optimizing an ONNX model file end to end (README.md, "Optimizing a model"):
+// import, the backtracking search (optimizer/backtracking_search.h) with rules
+// whose every application is proved at the model's shapes, weight folding,
+// export. The `optimize` tool is this function plus argument parsing; other
+// programs (benchmarks, services) call it the same way.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "optimizer/backtracking_search.h"
+#include "optimizer/fold_constants.h"
+#include "optimizer/instance.h"
+#include "optimizer/rule_set.h"
+
+namespace tgr::optimizer {
+
+enum class CostModelChoice {
+  kAnalytic,  // roofline of each operator's flops and bytes (AnalyticCostModel)
+  kMeasured,  // the op_costs table of the rules database, for `device` (MeasuredCostModel)
+};
+
+struct OptimizeOptions {
+  std::string model;     // the ONNX model to read
+  std::string output;    // where the optimized model is written
+  std::string rules_db;  // the proved rules (and, for kMeasured, the measured costs)
+  CostModelChoice cost_model = CostModelChoice::kAnalytic;
+  std::string device = "H100";  // whose measured costs kMeasured reads
+  std::string specs_dir;        // the axioms the instance proofs use
+  BacktrackingOptions backtracking;
+  unsigned proof_timeout_ms = 1000;  // per instance proof
+};
+
+// Everything the summary and the JSON report show.
+struct OptimizeReport {
+  OptimizeOptions options;  // what was asked
+  std::string cost_model;   // the cost model's own description
+  int operators_before = 0, operators_after = 0;  // after weight folding, both
+  double cost_before_us = 0, cost_after_us = 0;   // predicted
+  RuleLoadStats rules;
+  InstanceProofStats proofs;
+  std::vector<RuleUse> rules_applied;  // on the path to the best graph, by first use
+  BacktrackingStats search;
+  FoldStats fold;
+  int opaque_nodes = 0;   // ONNX nodes outside the operator table, kept as they are
+  bool unchanged = false;  // no rule applied: the input file was copied
+  double import_seconds = 0, search_seconds = 0, export_seconds = 0;
+
+  double cost_ratio() const { return cost_before_us > 0 ? cost_after_us / cost_before_us : 1.0; }
+  // The report of `optimize --report` (keys in the order they are printed).
+  nlohmann::ordered_json to_json() const;
+  // The human-readable summary `optimize` prints.
+  void print_summary(std::FILE* out) const;
+};
+
+// Reads options.model, writes options.output; throws on any error (missing
+// rules database, a model the importer rejects, a file it cannot write).
+OptimizeReport optimize_model(const OptimizeOptions& options);
+
+}  // namespace tgr::optimizer
