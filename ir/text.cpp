@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "ir/scanner.h"
+
 namespace tgr {
 
 void collect_variables(const Expr& e, std::vector<std::string>& names) {
@@ -33,54 +35,13 @@ std::string caret_message(std::string_view text, size_t position, const std::str
          std::string(column - 1, ' ') + "^";
 }
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
 // Recursive-descent parser over text[pos, limit).
-class Parser {
+class Parser : public Scanner {
  public:
   Parser(std::string_view text, size_t pos = 0, size_t limit = std::string_view::npos, const ParseHooks* hooks = nullptr)
-      : text_(text), pos_(pos), limit_(std::min(limit, text.size())), hooks_(hooks) {}
+      : Scanner(text, pos, limit, Style{}), hooks_(hooks) {}
 
-  [[noreturn]] void fail(size_t at, const std::string& what) const { throw ParseError(text_, at, what); }
-
-  void skip_ws() {
-    while (pos_ < limit_ && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-  }
-  bool at_end() {
-    skip_ws();
-    return pos_ >= limit_;
-  }
-  bool peek(char c) {
-    skip_ws();
-    return pos_ < limit_ && text_[pos_] == c;
-  }
-  bool accept(std::string_view token) {
-    skip_ws();
-    if (text_.substr(pos_, token.size()) != token || pos_ + token.size() > limit_) return false;
-    pos_ += token.size();
-    return true;
-  }
-  void expect(std::string_view token, const char* context) {
-    if (!accept(token)) fail(pos_, "expected '" + std::string(token) + "' " + context + found());
-  }
-  void expect_end() {
-    if (!at_end()) fail(pos_, "unexpected text after the end" + found());
-  }
-  std::string found() {
-    skip_ws();
-    if (pos_ >= limit_) return ", found the end of the text";
-    return ", found '" + std::string(text_.substr(pos_, 1)) + "'";
-  }
-  size_t pos() const { return pos_; }
-
-  std::string ident(const char* what) {
-    skip_ws();
-    if (pos_ >= limit_ || !is_ident_start(text_[pos_])) fail(pos_, std::string("expected ") + what + found());
-    const size_t start = pos_;
-    while (pos_ < limit_ && is_ident_char(text_[pos_])) ++pos_;
-    return std::string(text_.substr(start, pos_ - start));
-  }
+  [[noreturn]] void fail(size_t at, const std::string& what) const override { throw ParseError(text_, at, what); }
 
   Expr expr() {
     skip_ws();
@@ -168,9 +129,6 @@ class Parser {
     expect("]", "to close the parameters");
   }
 
-  std::string_view text_;
-  size_t pos_;
-  size_t limit_;
   const ParseHooks* hooks_;
 };
 

@@ -9,12 +9,11 @@
 #include <set>
 #include <sstream>
 
+#include "ir/scanner.h"
+
 namespace tgr::axioms {
 
 namespace {
-
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 const std::set<std::string, std::less<>>& reserved_words() {
   static const std::set<std::string, std::less<>> words{"axiom", "vars", "where", "in", "dim", "rank",
@@ -136,9 +135,13 @@ std::vector<std::string> symbols_of(const ParamValue& value) {
 
 namespace {
 
-class FileParser {
+// Axiom files: '#' starts a comment, and "found ..." quotes a whole word.
+constexpr Scanner::Style kAxiomFileStyle{true, true, "the end of the file"};
+
+class FileParser : public Scanner {
  public:
-  FileParser(std::string_view text, const std::string& file) : text_(text), file_(file) {}
+  FileParser(std::string_view text, const std::string& file)
+      : Scanner(text, 0, std::string_view::npos, kAxiomFileStyle), file_(file) {}
 
   std::vector<Axiom> parse() {
     std::vector<Axiom> out;
@@ -155,7 +158,7 @@ class FileParser {
   }
 
  private:
-  [[noreturn]] void fail(size_t at, const std::string& what) const {
+  [[noreturn]] void fail(size_t at, const std::string& what) const override {
     auto [line, column] = line_column(at);
     throw AxiomError(file_, line, column, what, line_text(at));
   }
@@ -179,75 +182,6 @@ class FileParser {
     size_t end = text_.find('\n', start);
     if (end == std::string_view::npos) end = text_.size();
     return text_.substr(start, end - start);
-  }
-
-  void skip_ws() {
-    while (pos_ < text_.size()) {
-      if (std::isspace(static_cast<unsigned char>(text_[pos_]))) {
-        ++pos_;
-      } else if (text_[pos_] == '#') {
-        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
-      } else {
-        break;
-      }
-    }
-  }
-  // Spaces and tabs only (the header line ends with its comment).
-  void skip_blanks() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\r')) ++pos_;
-  }
-
-  std::string found() {
-    skip_ws();
-    if (pos_ >= text_.size()) return ", found the end of the file";
-    size_t end = pos_ + 1;
-    if (is_ident_char(text_[pos_]))
-      while (end < text_.size() && is_ident_char(text_[end])) ++end;
-    return ", found '" + std::string(text_.substr(pos_, end - pos_)) + "'";
-  }
-
-  bool peek(char c) {
-    skip_ws();
-    return pos_ < text_.size() && text_[pos_] == c;
-  }
-  bool accept(std::string_view token) {
-    skip_ws();
-    if (text_.substr(pos_, token.size()) != token) return false;
-    pos_ += token.size();
-    return true;
-  }
-  void expect(std::string_view token, const std::string& context) {
-    if (!accept(token)) fail(pos_, "expected '" + std::string(token) + "' " + context + found());
-  }
-  bool peek_keyword(std::string_view word) {
-    skip_ws();
-    if (text_.substr(pos_, word.size()) != word) return false;
-    const size_t end = pos_ + word.size();
-    return end >= text_.size() || !is_ident_char(text_[end]);
-  }
-  std::string ident(const std::string& what) {
-    skip_ws();
-    if (pos_ >= text_.size() || !is_ident_start(text_[pos_])) fail(pos_, "expected " + what + found());
-    const size_t start = pos_;
-    while (pos_ < text_.size() && is_ident_char(text_[pos_])) ++pos_;
-    return std::string(text_.substr(start, pos_ - start));
-  }
-  int64_t integer(const std::string& what) {
-    skip_ws();
-    const size_t start = pos_;
-    bool negative = false;
-    if (pos_ < text_.size() && text_[pos_] == '-') {
-      negative = true;
-      ++pos_;
-    }
-    int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(text_.data() + pos_, text_.data() + text_.size(), v);
-    if (ec != std::errc()) {
-      pos_ = start;
-      fail(pos_, "expected " + what + found());
-    }
-    pos_ = ptr - text_.data();
-    return negative ? -v : v;
   }
 
   // ---- one entry ----
@@ -673,9 +607,7 @@ class FileParser {
     }
   }
 
-  std::string_view text_;
   std::string file_;
-  size_t pos_ = 0;
   size_t entry_start_ = 0;
   size_t name_pos_ = 0;
 };
