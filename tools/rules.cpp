@@ -13,6 +13,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -27,6 +29,14 @@ namespace {
 
 using tgr::rules_db::RuleRecord;
 using tgr::rules_db::RulesDb;
+
+// Shortest text that reads back as `v` (for `show`).
+std::string number_text(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
 
 // Every column of a rule; absent optional columns are null.
 nlohmann::ordered_json rule_json(const RuleRecord& r) {
