@@ -59,8 +59,13 @@ class DepthFirstEnumeration {
   DepthFirstEnumeration(const World& world, uint8_t world_index, int max_ops, const std::vector<Tensor<Fp>>& vars,
                         const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop,
                         EnumerationCounters& counters)
-      : world_(world), world_index_(world_index), max_ops_(max_ops), n_vars_(static_cast<int>(vars.size())), sink_(sink),
-        stop_(stop), counters_(counters) {
+      : world_(world),
+        world_index_(world_index),
+        max_ops_(max_ops),
+        n_vars_(static_cast<int>(vars.size())),
+        sink_(sink),
+        stop_(stop),
+        counters_(counters) {
     for (size_t v = 0; v < vars.size(); ++v)
       slots_.push_back(Slot{vars[v], fingerprint(vars[v]), cache_.id(vars[v].shape), -1, world.variables[v].role,
                             hash_combine(0x452821e638d01377ULL, v)});

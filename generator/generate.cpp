@@ -2,9 +2,10 @@
 #include "ir/hash.h"
 #include "util/progress.h"
 
-#include <nlohmann/json.hpp>
 #include <tbb/enumerable_thread_specific.h>
+#include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -12,7 +13,6 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
-#include <unistd.h>
 
 #include "rules_db/rules_db.h"
 

@@ -21,8 +21,8 @@ class Scanner {
  public:
   // Where the two languages differ.
   struct Style {
-    bool hash_comments = false;  // '#' to the end of the line is white space (axiom files)
-    bool found_whole_word = false;  // found() quotes a whole identifier rather than its first character
+    bool hash_comments = false;                    // '#' to the end of the line is white space (axiom files)
+    bool found_whole_word = false;                 // found() quotes a whole identifier rather than its first character
     const char* end_name = "the end of the text";  // what found() calls the end
   };
 

@@ -31,8 +31,7 @@ Shape parse_shape(std::string_view text) {
     int64_t d = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), d);
     if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || d < 0)
-      throw ShapeSyntaxError("bad shape '" + std::string(text) +
-                             "': expected dimensions like 1x3x8x8 or 'scalar'");
+      throw ShapeSyntaxError("bad shape '" + std::string(text) + "': expected dimensions like 1x3x8x8 or 'scalar'");
     shape.push_back(d);
     if (end == std::string_view::npos) break;
     pos = end + 1;

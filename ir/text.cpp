@@ -38,7 +38,8 @@ std::string caret_message(std::string_view text, size_t position, const std::str
 // Recursive-descent parser over text[pos, limit).
 class Parser : public Scanner {
  public:
-  Parser(std::string_view text, size_t pos = 0, size_t limit = std::string_view::npos, const ParseHooks* hooks = nullptr)
+  Parser(std::string_view text, size_t pos = 0, size_t limit = std::string_view::npos,
+         const ParseHooks* hooks = nullptr)
       : Scanner(text, pos, limit, Style{}), hooks_(hooks) {}
 
   [[noreturn]] void fail(size_t at, const std::string& what) const override { throw ParseError(text_, at, what); }

@@ -36,8 +36,8 @@ struct OptimizeOptions {
 
 // Everything the summary and the JSON report show.
 struct OptimizeReport {
-  OptimizeOptions options;  // what was asked
-  std::string cost_model;   // the cost model's own description
+  OptimizeOptions options;                        // what was asked
+  std::string cost_model;                         // the cost model's own description
   int operators_before = 0, operators_after = 0;  // after weight folding, both
   double cost_before_us = 0, cost_after_us = 0;   // predicted
   RuleLoadStats rules;
@@ -45,7 +45,7 @@ struct OptimizeReport {
   std::vector<RuleUse> rules_applied;  // on the path to the best graph, by first use
   BacktrackingStats search;
   FoldStats fold;
-  int opaque_nodes = 0;   // ONNX nodes outside the operator table, kept as they are
+  int opaque_nodes = 0;    // ONNX nodes outside the operator table, kept as they are
   bool unchanged = false;  // no rule applied: the input file was copied
   double import_seconds = 0, search_seconds = 0, export_seconds = 0;
 

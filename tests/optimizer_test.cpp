@@ -537,7 +537,8 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   EXPECT_EQ(j["cost_before_us"].get<double>(), 123.457);  // six significant digits, as always
   EXPECT_EQ(j["cost_ratio"].get<double>(), 0.81);
   ASSERT_EQ(j["rules_applied"].size(), 1u);
-  EXPECT_EQ(j["rules_applied"][0], (nlohmann::ordered_json{{"id", 7}, {"count", 3}, {"rule", "relu(relu(x0)) => relu(x0)"}}));
+  EXPECT_EQ(j["rules_applied"][0],
+            (nlohmann::ordered_json{{"id", 7}, {"count", 3}, {"rule", "relu(relu(x0)) => relu(x0)"}}));
   EXPECT_EQ(j["search"]["budget"], 20);
   EXPECT_EQ(j["search"]["timed_out"], true);
   EXPECT_EQ(j["proofs"]["corrected_partial"], 1);

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "where to write the optimized model")->required();
   app.add_option("--rules", o.rules_db, "the rules database (default: the rules shipped with tgr)");
   app.add_option("--report", report_path, "write a JSON report here");
-  app.add_option("--budget", o.backtracking.budget, "graphs the search pops from its queue")->check(CLI::PositiveNumber);
+  app.add_option("--budget", o.backtracking.budget, "graphs the search pops from its queue")
+      ->check(CLI::PositiveNumber);
   app.add_option("--alpha", o.backtracking.alpha, "keep graphs costing less than alpha times the best")
       ->check(CLI::Range(1.0, 10.0));
   app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(CLI::PositiveNumber);
@@ -49,7 +50,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "the device of measured costs");
   app.add_option("--specs", o.specs_dir, "the axioms the instance proofs use");
   app.add_option("--proof-timeout-ms", o.proof_timeout_ms, "per instance proof");
-  app.add_flag("--sequential", [&](int64_t) { o.backtracking.parallel = false; }, "expand on one thread");
+  app.add_flag(
+      "--sequential", [&](int64_t) { o.backtracking.parallel = false; }, "expand on one thread");
   app.add_flag("-q,--quiet", quiet, "no summary");
   CLI11_PARSE(app, argc, argv);
   o.cost_model = cost_model == "measured" ? CostModelChoice::kMeasured : CostModelChoice::kAnalytic;

@@ -1,7 +1,7 @@
 #include "verifier/verify_db.h"
 
-#include <nlohmann/json.hpp>
 #include <tbb/parallel_for.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -19,12 +19,9 @@ namespace {
 // text is resumed, so the keys keep their order (ordered_json) and the text
 // stays what earlier versions wrote.
 std::string settings_json(const VerifyDbOptions& o) {
-  return nlohmann::ordered_json{{"specs", o.specs},
-                                {"timeout_ms", o.proof.timeout_ms},
-                                {"max_states", o.proof.max_states},
-                                {"seed", o.proof.seed},
-                                {"retry_unknown", o.retry_unknown},
-                                {"ids", o.ids}}
+  return nlohmann::ordered_json{
+      {"specs", o.specs},     {"timeout_ms", o.proof.timeout_ms}, {"max_states", o.proof.max_states},
+      {"seed", o.proof.seed}, {"retry_unknown", o.retry_unknown}, {"ids", o.ids}}
       .dump();
 }
 
@@ -53,12 +50,10 @@ void store_result(const ProofResult& result, rules_db::RuleRecord& record) {
 }
 
 std::string VerifyDbReport::stats_json() const {
-  return nlohmann::ordered_json{{"taken", taken},
-                                {"proved", proved},
-                                {"refuted", refuted},
-                                {"unknown", unknown},
-                                {"remaining", remaining},
-                                {"seconds", std::round(seconds * 1000) / 1000}}  // milliseconds are enough
+  return nlohmann::ordered_json{{"taken", taken},         {"proved", proved},
+                                {"refuted", refuted},     {"unknown", unknown},
+                                {"remaining", remaining}, {"seconds", std::round(seconds * 1000) / 1000}}
+      // milliseconds are enough
       .dump();
 }
 
