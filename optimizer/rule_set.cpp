@@ -99,3 +99,51 @@ std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* sta
 }
 
 }  // namespace tgr::optimizer
+
+namespace tgr::optimizer {
+namespace {
+
+std::set<const OpDef*> operators_of(const Graph& graph) {
+  std::set<const OpDef*> ops;
+  for (const Node& n : graph.nodes())
+    if (n.is_op()) ops.insert(n.op);
+  return ops;
+}
+
+}  // namespace
+
+std::vector<DirectedRule> rules_that_can_match(const Graph& graph, std::vector<DirectedRule> rules,
+                                               RuleFilterStats* stats) {
+  std::set<const OpDef*> reachable = operators_of(graph);
+  std::vector<std::set<const OpDef*>> source_ops, target_ops;
+  source_ops.reserve(rules.size());
+  target_ops.reserve(rules.size());
+  for (const DirectedRule& r : rules) {
+    source_ops.push_back(operators_of(r.graphs.source));
+    target_ops.push_back(operators_of(r.graphs.target));
+  }
+  const auto can_match = [&](size_t i) {
+    return std::all_of(source_ops[i].begin(), source_ops[i].end(),
+                       [&](const OpDef* op) { return reachable.count(op) > 0; });
+  };
+  // The least fixpoint: each round adds the targets of the directions that
+  // became matchable; it ends when a round adds no operator.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < rules.size(); ++i) {
+      if (!can_match(i)) continue;
+      for (const OpDef* op : target_ops[i]) grew |= reachable.insert(op).second;
+    }
+  }
+  std::vector<DirectedRule> kept;
+  for (size_t i = 0; i < rules.size(); ++i)
+    if (can_match(i)) kept.push_back(std::move(rules[i]));
+  if (stats) {
+    stats->kept = static_cast<int>(kept.size());
+    stats->unreachable = static_cast<int>(rules.size() - kept.size());
+    stats->operators_reachable = static_cast<int>(reachable.size());
+  }
+  return kept;
+}
+
+}  // namespace tgr::optimizer

@@ -54,3 +54,28 @@ std::vector<DirectedRule> directed_rules(int64_t id, const std::string& source, 
 std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* stats = nullptr);
 
 }  // namespace tgr::optimizer
+
+namespace tgr::optimizer {
+
+struct RuleFilterStats {
+  int kept = 0;            // directions that may match the model or a graph the rules can reach from it
+  int unreachable = 0;     // directions dropped: their source needs an operator nothing can produce
+  int operators_reachable = 0;  // operators in the model or introduced by a kept direction
+};
+
+// The directions that can ever match in `graph` or in a graph the rules
+// reach from it. A direction's source matches only where every operator it
+// names exists; an operator exists in the model, or appears once a direction
+// whose target introduces it has matched. So the operators that can ever
+// exist are a least fixpoint: start from the model's operators, add the
+// target operators of every direction whose source operators all exist,
+// repeat. Directions whose source needs an operator outside that set cannot
+// match, whatever the search does: dropping them changes no result, and
+// spares the search from trying them on every graph (a generated database
+// holds thousands of rules about operators a given model never uses).
+// Constant operators without inputs (ones, eye, ...) count as existing only
+// when the model or a kept target contains them, like any other.
+std::vector<DirectedRule> rules_that_can_match(const Graph& graph, std::vector<DirectedRule> rules,
+                                               RuleFilterStats* stats = nullptr);
+
+}  // namespace tgr::optimizer

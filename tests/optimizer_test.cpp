@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "ir/op_signature.h"
 #include "optimizer/backtracking_search.h"
@@ -553,6 +554,50 @@ TEST(OptimizeReport, NoRuleAppliedIsAnEmptyArrayAndRatioOne) {
   EXPECT_TRUE(j["rules_applied"].is_array());
   EXPECT_TRUE(j["rules_applied"].empty());
   EXPECT_EQ(j["cost_ratio"].get<double>(), 1.0);
+}
+
+}  // namespace
+}  // namespace tgr::optimizer
+
+namespace tgr::optimizer {
+namespace {
+
+// A model of relu and matmul: rules about conv2d can never match, while a
+// rule about transpose can once a matmul rule has introduced a transpose.
+TEST(RuleFilter, KeepsExactlyTheDirectionsWhoseOperatorsCanExist) {
+  Graph g;
+  const ValueRef x = g.add_input("x", Shape{4, 8});
+  g.add_output(g.apply("relu", {g.apply("matmul", {x, weight(g, Shape{8, 8}, 1)})}));
+  const auto rules = rules_of({
+      {"matmul(x0, w0) => transpose(matmul(transpose(w0), transpose(x0)))", "x0=2x3,w0=3x4"},
+      {"relu(transpose(x0)) => transpose(relu(x0))", "x0=2x3"},
+      {"relu(conv2d(i0, k0)) => conv2d[act=relu](i0, k0)", "i0=1x2x6x6,k0=2x2x3x3"},
+  });
+  ASSERT_EQ(rules.size(), 6u);
+  RuleFilterStats stats;
+  const auto kept = rules_that_can_match(g, rules, &stats);
+  std::set<std::string> kept_texts;
+  for (const DirectedRule& r : kept) kept_texts.insert(r.text);
+  // The matmul rule, left to right, introduces transpose; then both transpose/relu
+  // directions can match. Neither conv2d direction can.
+  EXPECT_EQ(stats.kept, 4);
+  EXPECT_EQ(stats.unreachable, 2);
+  for (const DirectedRule& r : rules) {
+    const bool conv = r.text.find("conv2d") != std::string::npos;
+    EXPECT_EQ(kept_texts.count(r.text) == 0, conv) << r.text;
+  }
+  // Without the matmul rule nothing introduces transpose, and both
+  // directions of the transpose/relu rule read one.
+  EXPECT_TRUE(rules_that_can_match(g, {rules[2], rules[3]}, &stats).empty());
+  EXPECT_EQ(stats.unreachable, 2);
+  Graph only_conv;
+  const ValueRef i = only_conv.add_input("i", Shape{1, 2, 6, 6});
+  only_conv.add_output(only_conv.apply("conv2d", {i, weight(only_conv, Shape{2, 2, 3, 3}, 2)}));
+  rules_that_can_match(only_conv, rules, &stats);
+  // conv2d[act=relu] => relu(conv2d(...)) matches, and its target brings
+  // relu, so the other direction can match too; nothing brings matmul.
+  EXPECT_EQ(stats.kept, 2);
+  EXPECT_EQ(stats.unreachable, 4);
 }
 
 }  // namespace
