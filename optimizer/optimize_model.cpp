@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
@@ -34,15 +36,42 @@ std::unique_ptr<CostModel> make_cost_model(const OptimizeOptions& o) {
   return MeasuredCostModel::from_db(o.rules_db, o.device);
 }
 
+// Whether two paths name one file (the default database given as --rules).
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code error;
+  return a == b || std::filesystem::equivalent(a, b, error);
+}
+
 }  // namespace
+
+std::string OptimizeReport::stop_reason() const {
+  if (search.timed_out) return "time_limit";
+  if (search.budget_exhausted) return "budget";
+  return "queue_empty";
+}
 
 nlohmann::ordered_json OptimizeReport::to_json() const {
   nlohmann::ordered_json applied = nlohmann::ordered_json::array();
-  for (const RuleUse& u : rules_applied) applied.push_back({{"id", u.id}, {"count", u.count}, {"rule", u.text}});
+  for (size_t i = 0; i < rules_applied.size(); ++i) {
+    const RuleUse& u = rules_applied[i];
+    applied.push_back({{"id", u.id},
+                       {"count", u.count},
+                       {"rule", u.text},
+                       {"rules_db", i < rules_applied_db.size() ? rules_applied_db[i] : options.rules_db}});
+  }
+  nlohmann::ordered_json rule_sets = nlohmann::ordered_json::array();
+  rule_sets.push_back({{"path", options.rules_db}, {"proved", rules.proved}, {"directions", rules.directions}});
+  if (default_rules_added)
+    rule_sets.push_back({{"path", options.default_rules_db},
+                         {"proved", default_rules.proved},
+                         {"directions", default_rules.directions}});
   return {
       {"model", options.model},
       {"output", options.output},
       {"rules_db", options.rules_db},
+      {"rule_sets", std::move(rule_sets)},
+      {"directions_that_can_match", rule_filter.kept},
+      {"directions_unreachable", rule_filter.unreachable},
       {"cost_model", cost_model},
       {"operators_before", operators_before},
       {"operators_after", operators_after},
@@ -62,6 +91,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
         {"budget", options.backtracking.budget},
         {"alpha", six_digits(options.backtracking.alpha)},
         {"timed_out", search.timed_out},
+        {"stop_reason", stop_reason()},
         {"seconds", six_digits(search.seconds)}}},
       {"proofs",
        {{"proved", proofs.proved},
@@ -86,20 +116,36 @@ void OptimizeReport::print_summary(std::FILE* out) const {
   if (rules.partial) std::fprintf(out, ", %d partial rules (applied with their corrections)", rules.partial);
   if (rules.skipped_partial)
     std::fprintf(out, "; %d partial rules without a correction skipped", rules.skipped_partial);
+  if (default_rules_added)
+    std::fprintf(out, "\n                  + %d proved rules (%d directions) shipped with tgr, from %s",
+                 default_rules.proved, default_rules.directions, o.default_rules_db.c_str());
+  std::fprintf(out, "\n                  %d directions can match this model (%d need an operator it cannot reach)",
+               rule_filter.kept, rule_filter.unreachable);
   std::fprintf(out, "\n  operators:      %d -> %d", operators_before, operators_after);
   if (opaque_nodes) std::fprintf(out, " (%d opaque ONNX nodes kept as they are)", opaque_nodes);
   std::fprintf(out, "\n");
   std::fprintf(out, "  predicted cost: %.1f us -> %.1f us (x%.3f), %s\n", cost_before_us, cost_after_us, cost_ratio(),
                cost_model.c_str());
   std::fprintf(out, "  rules applied:  %zu distinct\n", rules_applied.size());
-  for (const RuleUse& u : rules_applied)
-    std::fprintf(out, "    #%-6lld x%-3d %s\n", static_cast<long long>(u.id), u.count, u.text.c_str());
+  for (size_t i = 0; i < rules_applied.size(); ++i) {
+    const RuleUse& u = rules_applied[i];
+    const bool shipped = i < rules_applied_db.size() && rules_applied_db[i] != o.rules_db;
+    std::fprintf(out, "    %s#%-6lld x%-3d %s\n", shipped ? "default" : "", static_cast<long long>(u.id), u.count,
+                 u.text.c_str());
+  }
   const BacktrackingStats& st = search;
+  char stopped[96];
+  if (st.timed_out)
+    std::snprintf(stopped, sizeof stopped, "stopped at the %g s time limit (more time may find more)",
+                  o.backtracking.timeout_s);
+  else
+    std::snprintf(stopped, sizeof stopped, "%s",
+                  st.budget_exhausted ? "stopped at the budget" : "stopped with every graph within alpha expanded");
   std::fprintf(out,
-               "  search:         %lld graphs popped (budget %d, alpha %.3g%s), %lld rewrites tried, %lld kept, "
-               "%lld duplicates, %lld pruned by cost\n",
-               static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
-               st.timed_out ? ", timed out" : "", static_cast<long long>(st.candidates),
+               "  search:         backtracking, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, "
+               "%lld kept, %lld duplicates, %lld pruned by cost\n",
+               stopped, static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
+               static_cast<long long>(st.candidates),
                static_cast<long long>(st.pushed), static_cast<long long>(st.duplicates),
                static_cast<long long>(st.pruned));
   std::fprintf(out,
@@ -123,11 +169,27 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   auto t = Clock::now();
   // The rules first: a missing database is the cheapest error to report.
   std::vector<DirectedRule> rules = load_rules(o.rules_db, &report.rules);
+  std::map<std::string, std::string> db_of_direction;  // direction text -> the database it came from
+  for (const DirectedRule& r : rules) db_of_direction.emplace(r.text, o.rules_db);
+  if (!o.default_rules_db.empty() && !same_file(o.default_rules_db, o.rules_db)) {
+    // The shipped rules join the user's; a direction both hold is kept once
+    // (the user's, so reports cite the user's ids).
+    RuleLoadStats loaded;
+    for (DirectedRule& r : load_rules(o.default_rules_db, &loaded)) {
+      if (!db_of_direction.emplace(r.text, o.default_rules_db).second) continue;
+      ++report.default_rules.directions;
+      rules.push_back(std::move(r));
+    }
+    report.default_rules.proved = loaded.proved;
+    report.default_rules.partial = loaded.partial;
+    report.default_rules_added = true;
+  }
   onnx_io::ImportOptions import_options;
   import_options.keep_unsupported = true;  // opaque operators pass through untouched
   onnx_io::ImportedModel model = onnx_io::import_model_file(o.model, import_options);
   report.opaque_nodes = model.opaque_nodes;
   report.import_seconds = seconds_since(t);
+  rules = rules_that_can_match(model.graph, std::move(rules), &report.rule_filter);
 
   std::unique_ptr<CostModel> cost = make_cost_model(o);
   if (auto* measured = dynamic_cast<MeasuredCostModel*>(cost.get())) measured->scale_fallback_to(model.graph);
@@ -144,6 +206,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   report.cost_before_us = result.initial_cost;
   report.cost_after_us = result.best_cost;
   report.rules_applied = result.applied;
+  for (const RuleUse& u : result.applied) report.rules_applied_db.push_back(db_of_direction.at(u.text));
   report.search = result.stats;
 
   t = Clock::now();

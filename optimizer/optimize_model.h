@@ -27,6 +27,11 @@ struct OptimizeOptions {
   std::string model;     // the ONNX model to read
   std::string output;    // where the optimized model is written
   std::string rules_db;  // the proved rules (and, for kMeasured, the measured costs)
+  // The rules shipped with tgr (rules/default.rules and the hand-written
+  // rules/extra.rules, proved at build time). When it names another file
+  // than rules_db, its rules are added to rules_db's, so that a database of
+  // generated rules never means fewer rules than the default. Empty: none.
+  std::string default_rules_db;
   CostModelChoice cost_model = CostModelChoice::kAnalytic;
   std::string device = "H100";  // whose measured costs kMeasured reads
   std::string specs_dir;        // the axioms the instance proofs use
@@ -40,9 +45,13 @@ struct OptimizeReport {
   std::string cost_model;                         // the cost model's own description
   int operators_before = 0, operators_after = 0;  // after weight folding, both
   double cost_before_us = 0, cost_after_us = 0;   // predicted
-  RuleLoadStats rules;
+  RuleLoadStats rules;               // of rules_db
+  RuleLoadStats default_rules;       // of default_rules_db, when added (duplicates of rules_db's not counted)
+  bool default_rules_added = false;
+  RuleFilterStats rule_filter;       // directions that can match this model (rules_that_can_match)
   InstanceProofStats proofs;
   std::vector<RuleUse> rules_applied;  // on the path to the best graph, by first use
+  std::vector<std::string> rules_applied_db;  // per entry of rules_applied: the database it came from
   BacktrackingStats search;
   FoldStats fold;
   int opaque_nodes = 0;    // ONNX nodes outside the operator table, kept as they are
@@ -50,6 +59,9 @@ struct OptimizeReport {
   double import_seconds = 0, search_seconds = 0, export_seconds = 0;
 
   double cost_ratio() const { return cost_before_us > 0 ? cost_after_us / cost_before_us : 1.0; }
+  // Why the search stopped: "time_limit", "budget" or "queue_empty" (every
+  // graph worth expanding was expanded).
+  std::string stop_reason() const;
   // The report of `optimize --report` (keys in the order they are printed).
   nlohmann::ordered_json to_json() const;
   // The human-readable summary `optimize` prints.

@@ -521,14 +521,15 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   r.import_seconds = 0.25;
 
   const nlohmann::ordered_json j = r.to_json();
-  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"model", "output", "rules_db", "cost_model", "operators_before",
+  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"model", "output", "rules_db", "rule_sets", "directions_that_can_match",
+                                      "directions_unreachable", "cost_model", "operators_before",
                                                   "operators_after", "cost_before_us", "cost_after_us", "cost_ratio",
                                                   "rules_applied", "search", "proofs", "folded_constant_nodes",
                                                   "opaque_nodes", "seconds"}));
   EXPECT_EQ(keys_of(j["search"]),
             (std::vector<std::string>{"popped", "candidates", "pushed", "duplicates", "pruned_by_cost",
                                       "unproved_instances", "matches_rejected_used_outside", "matches_rejected_cycle",
-                                      "budget", "alpha", "timed_out", "seconds"}));
+                                      "budget", "alpha", "timed_out", "stop_reason", "seconds"}));
   EXPECT_EQ(keys_of(j["proofs"]),
             (std::vector<std::string>{"proved", "failed", "cache_hits", "corrected_partial", "ms"}));
   EXPECT_EQ(keys_of(j["seconds"]), (std::vector<std::string>{"import", "search", "export"}));
@@ -539,7 +540,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   EXPECT_EQ(j["cost_ratio"].get<double>(), 0.81);
   ASSERT_EQ(j["rules_applied"].size(), 1u);
   EXPECT_EQ(j["rules_applied"][0],
-            (nlohmann::ordered_json{{"id", 7}, {"count", 3}, {"rule", "relu(relu(x0)) => relu(x0)"}}));
+            (nlohmann::ordered_json{{"id", 7}, {"count", 3}, {"rule", "relu(relu(x0)) => relu(x0)"}, {"rules_db", "rules.db"}}));
   EXPECT_EQ(j["search"]["budget"], 20);
   EXPECT_EQ(j["search"]["timed_out"], true);
   EXPECT_EQ(j["proofs"]["corrected_partial"], 1);

@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   using tgr::optimizer::CostModelChoice;
   tgr::optimizer::OptimizeOptions o;
   o.rules_db = TGR_DEFAULT_RULES;
+  o.default_rules_db = TGR_DEFAULT_RULES;
+  bool no_default_rules = false;
   o.specs_dir = TGR_SPECS_DIR;
   std::string report_path;
   std::string cost_model = "analytic";
@@ -38,7 +40,10 @@ int main(int argc, char** argv) {
   CLI::App app{"optimize: rewrite an ONNX model with verified rules so that it runs faster and computes the same"};
   app.add_option("model", o.model, "the ONNX model")->required();
   app.add_option("-o,--output", o.output, "where to write the optimized model")->required();
-  app.add_option("--rules", o.rules_db, "the rules database (default: the rules shipped with tgr)");
+  app.add_option("--rules", o.rules_db,
+                 "the rules database (default: the rules shipped with tgr, which are also added to a database "
+                 "given here unless --no-default-rules)");
+  app.add_flag("--no-default-rules", no_default_rules, "with --rules: use that database's rules only");
   app.add_option("--report", report_path, "write a JSON report here");
   app.add_option("--budget", o.backtracking.budget, "graphs the search pops from its queue")
       ->check(CLI::PositiveNumber);
@@ -54,6 +59,7 @@ int main(int argc, char** argv) {
       "--sequential", [&](int64_t) { o.backtracking.parallel = false; }, "expand on one thread");
   app.add_flag("-q,--quiet", quiet, "no summary");
   CLI11_PARSE(app, argc, argv);
+  if (no_default_rules) o.default_rules_db.clear();
   o.cost_model = cost_model == "measured" ? CostModelChoice::kMeasured : CostModelChoice::kAnalytic;
   return tgr::cli::guarded("optimize", [&] {
     const tgr::optimizer::OptimizeReport report = tgr::optimizer::optimize_model(o);
