@@ -1,0 +1,95 @@
+// Equality saturation: rules applied to an e-graph until nothing changes or
+// a limit is reached (egg's Runner, with Tensat's cycle filtering).
+//
+// One iteration:
+//  1. search: every rule that is not banned is matched in the rebuilt
+//     e-graph (in parallel over rules, TBB). A match that was already
+//     tried (same rule, classes and matched operators; remembered across
+//     iterations and re-canonicalised after each rebuild) is skipped and not
+//     counted: instantiating and proving are what cost here, not matching.
+//  2. schedule (egg's BackoffScheduler): a rule with more new matches than
+//     its limit (match_limit << times banned) is banned for
+//     ban_length << times banned iterations and its matches are dropped, so
+//     commutativity and associativity cannot flood the e-graph.
+//  3. prove: every kept match is instantiated at the classes' shapes and
+//     proved (in parallel; saturation/rewrite.h).
+//  4. apply: proved instances add their targets and union their outputs,
+//     in rule order (deterministic), skipping unions that would close a
+//     cycle; stops early at the node limit.
+//  5. rebuild (congruence closure); then, with cycle filtering, Tensat's
+//     cycle removal: congruence closure can still close a cycle that no
+//     single union did (x = g(y) and y = f(a), then a = b with x = f(b)),
+//     so e-nodes are filtered until the e-graph is acyclic, never the
+//     greedy extraction's choice (EGraph::break_cycles).
+// It stops when an iteration changed nothing while no rule was banned
+// (saturated; when rules were banned, their bans are lifted first, as egg
+// does), or at the iteration, node or time limit.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "optimizer/cost_model.h"
+#include "optimizer/instance.h"
+#include "optimizer/rule_set.h"
+#include "saturation/egraph.h"
+#include "verifier/region_check.h"
+
+namespace tgr::saturation {
+
+enum class StopReason { kSaturated, kNodeLimit, kIterationLimit, kTimeLimit };
+std::string_view stop_reason_name(StopReason reason);  // "saturated", "node_limit", ...
+
+struct RunnerOptions {
+  int iteration_limit = 20;
+  size_t node_limit = 20000;  // e-nodes
+  double time_limit_s = 4;    // wall clock for the whole saturation
+  size_t match_limit = 200;   // new matches per rule and iteration before it is banned
+  int ban_length = 2;         // iterations
+  bool filter_cycles = true;
+  bool parallel = true;
+  pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::SearchOptions
+};
+
+struct IterationStats {
+  size_t nodes = 0, classes = 0;  // after the iteration's rebuild
+  int64_t matches = 0, applied = 0, unions = 0;
+  int banned = 0;  // rules banned at the end of the iteration
+  double search_s = 0, prove_s = 0, apply_s = 0, rebuild_s = 0;
+};
+
+struct RunnerStats {
+  StopReason stop = StopReason::kSaturated;
+  int iterations = 0;
+  int64_t matches = 0;          // new matches kept for proving
+  int64_t repeated_matches = 0; // skipped: tried in an earlier iteration
+  int64_t dropped_matches = 0;  // dropped with the rule's ban
+  int64_t bans = 0;
+  int64_t no_instance = 0, not_proved = 0, proved = 0;
+  int64_t unions = 0, cycles_filtered = 0;  // cycles_filtered: unions skipped
+  int64_t cycle_nodes_removed = 0;           // e-nodes filtered by cycle removal
+  double search_s = 0, prove_s = 0, apply_s = 0, rebuild_s = 0, seconds = 0;
+  std::vector<IterationStats> per_iteration;
+};
+
+class Runner {
+ public:
+  // `cost` (may be null: unit costs) decides which e-nodes cycle removal
+  // keeps: the greedy extraction's choice.
+  Runner(EGraph& egraph, const std::vector<optimizer::DirectedRule>& rules, optimizer::InstanceProver& prover,
+         RunnerOptions options, optimizer::CostModel* cost = nullptr);
+  RunnerStats run();
+  // Rule application `origin` (an ENode::origin > 0) applied rules[rule_of(origin)].
+  size_t rule_of(uint32_t origin) const { return applications_.at(origin - 1); }
+
+ private:
+  EGraph& egraph_;
+  const std::vector<optimizer::DirectedRule>& rules_;
+  optimizer::InstanceProver& prover_;
+  RunnerOptions options_;
+  optimizer::CostModel* cost_;
+  std::vector<size_t> applications_;
+};
+
+}  // namespace tgr::saturation
