@@ -4,11 +4,10 @@
 #include <CbcSolver.hpp>
 #include <CoinPackedMatrix.hpp>
 #include <CoinPackedVector.hpp>
+#include <ClpSolve.hpp>
 #include <OsiClpSolverInterface.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -203,23 +202,86 @@ std::string ilp_status_name(IlpStatus status) {
   switch (status) {
     case IlpStatus::kOptimal: return "optimal";
     case IlpStatus::kTimeLimit: return "time_limit";
-    case IlpStatus::kNoSolution: return "no_solution";
     case IlpStatus::kSkipped: return "skipped";
   }
   return "unknown";
 }
 
+GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs) {
+  const std::vector<ClassId> ids = egraph.class_ids();
+  const size_t n_classes = ids.empty() ? 0 : ids.back() + 1;
+  const size_t words = (n_classes + 63) / 64;
+  using Bits = std::vector<uint64_t>;
+  GreedyResult out;
+  out.selection.choice.assign(n_classes, -1);
+  out.tree_cost.assign(n_classes, kInfinity);
+  out.settled.assign(n_classes, -1);
+  std::vector<Bits> below(n_classes);         // settled classes: the classes of their DAG, themselves included
+  std::vector<double> own_cost(n_classes, 0);  // settled classes: their e-node's cost
+  struct Pending {
+    double value = kInfinity;
+    uint32_t node = 0;
+    Bits classes;
+  };
+  std::vector<Pending> best(n_classes);  // the best candidate of each unsettled class so far
+  std::vector<std::vector<std::pair<ClassId, uint32_t>>> users(n_classes);
+  std::vector<std::vector<uint32_t>> waiting(n_classes);
+  using Entry = std::tuple<double, ClassId, uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+  // A node whose children are all settled: its DAG and cost, queued if best so far.
+  auto offer = [&](ClassId c, uint32_t i) {
+    Bits set(words, 0);
+    for (ClassId child : egraph.eclass(c).nodes[i].children) {
+      const Bits& b = below[egraph.find(child)];
+      for (size_t w = 0; w < words; ++w) set[w] |= b[w];
+    }
+    double value = costs.cost(c, i);
+    for (size_t w = 0; w < words; ++w)
+      for (uint64_t bits = set[w]; bits; bits &= bits - 1)
+        value += own_cost[w * 64 + static_cast<size_t>(__builtin_ctzll(bits))];
+    if (value >= best[c].value) return;
+    best[c] = {value, i, std::move(set)};
+    queue.emplace(value, c, i);
+  };
+  for (ClassId c : ids) {
+    const auto& nodes = egraph.eclass(c).nodes;
+    waiting[c].assign(nodes.size(), 0);
+    for (uint32_t i = 0; i < nodes.size(); ++i) {
+      if (!costs.allowed(c, i)) continue;
+      waiting[c][i] = static_cast<uint32_t>(nodes[i].children.size());
+      for (ClassId child : nodes[i].children) users[egraph.find(child)].emplace_back(c, i);
+      if (nodes[i].children.empty()) offer(c, i);
+    }
+  }
+  int32_t order = 0;
+  while (!queue.empty()) {
+    const auto [value, c, i] = queue.top();
+    queue.pop();
+    if (out.settled[c] >= 0 || best[c].node != i || best[c].value != value) continue;
+    out.settled[c] = order++;
+    out.tree_cost[c] = value;
+    out.selection.choice[c] = static_cast<int32_t>(i);
+    own_cost[c] = costs.cost(c, i);
+    below[c] = std::move(best[c].classes);
+    below[c][c / 64] |= uint64_t{1} << (c % 64);
+    best[c].classes = Bits();
+    for (const auto& [pc, pi] : users[c])
+      if (--waiting[pc][pi] == 0 && out.settled[pc] < 0) offer(pc, pi);
+  }
+  return out;
+}
+
 IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                      const GreedyResult& warm_start, const IlpOptions& options) {
+                      const GreedyResult& greedy, const Selection& warm_start, const IlpOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   IlpResult result;
-  const size_t n_classes = warm_start.selection.choice.size();
-  auto finite = [&](ClassId c) { return warm_start.settled[c] >= 0; };
+  const size_t n_classes = greedy.selection.choice.size();
+  auto finite = [&](ClassId c) { return greedy.settled[c] >= 0; };
   // In an acyclic e-graph a class the greedy pass derives at no cost
   // (inputs, weights and what is computed from weights only) needs no
   // variable: its greedy derivation is free and cannot close a cycle.
   const bool acyclic = egraph.acyclic();
-  auto is_free = [&](ClassId c) { return acyclic && finite(c) && warm_start.tree_cost[c] == 0; };
+  auto is_free = [&](ClassId c) { return acyclic && finite(c) && greedy.tree_cost[c] == 0; };
 
   // Candidate classes (reachable from the roots through candidate e-nodes), numbered.
   std::vector<int32_t> class_index(n_classes, -1);
@@ -258,6 +320,12 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
         if (!is_free(d)) o.children.push_back(d);
       }
       if (!ok) continue;
+      // An e-node dearer alone than the class's whole greedy tree is never
+      // needed: swapping it for that tree costs less (in an acyclic e-graph,
+      // where the swap cannot close a cycle).
+      if (acyclic && o.cost > greedy.tree_cost[c] * (1 + 1e-12) &&
+          static_cast<int32_t>(i) != warm_start.choice[c])
+        continue;
       std::sort(o.children.begin(), o.children.end());
       o.children.erase(std::unique(o.children.begin(), o.children.end()), o.children.end());
       options_here.push_back(std::move(o));
@@ -269,7 +337,7 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
     for (size_t a = 0; a < options_here.size(); ++a) {
       const Option& o = options_here[a];
       bool dominated = false;
-      if (static_cast<int32_t>(o.node) != warm_start.selection.choice[c])
+      if (static_cast<int32_t>(o.node) != warm_start.choice[c])
         for (size_t b = 0; b < options_here.size() && !dominated; ++b) {
           if (b == a || !dominates(options_here[b], o)) continue;
           // Equal options: keep the first.
@@ -330,9 +398,45 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
     row_lb.push_back(lb);
     row_ub.push_back(ub);
   };
-  std::vector<char> is_root(classes.size(), 0);
-  for (ClassId r : roots)
-    if (class_index[egraph.find(r)] >= 0) is_root[class_index[egraph.find(r)]] = 1;
+  // Classes every solution uses: the roots, and the classes that every
+  // candidate e-node of a used class reads. Requiring them outright (sum
+  // >= 1 rather than >= the reader's x) keeps the relaxation from
+  // splitting a class's choice among alternatives to thin out what they read.
+  std::vector<char> is_root(classes.size(), 0);  // mandatory
+  std::vector<size_t> mandatory;
+  for (ClassId r : roots) {
+    const int32_t k = class_index[egraph.find(r)];
+    if (k >= 0 && !is_root[k]) {
+      is_root[k] = 1;
+      mandatory.push_back(static_cast<size_t>(k));
+    }
+  }
+  for (size_t m = 0; m < mandatory.size(); ++m) {
+    const size_t k = mandatory[m];
+    std::vector<size_t> common;
+    bool first = true;
+    for (int col : class_columns[k]) {
+      std::vector<size_t> reads;
+      for (ClassId child : egraph.eclass(columns[col].first).nodes[columns[col].second].children)
+        if (class_index[egraph.find(child)] >= 0) reads.push_back(static_cast<size_t>(class_index[egraph.find(child)]));
+      std::sort(reads.begin(), reads.end());
+      reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+      if (first) {
+        common = std::move(reads);
+        first = false;
+      } else {
+        std::vector<size_t> both;
+        std::set_intersection(common.begin(), common.end(), reads.begin(), reads.end(), std::back_inserter(both));
+        common = std::move(both);
+      }
+    }
+    for (size_t d : common)
+      if (!is_root[d]) {
+        is_root[d] = 1;
+        mandatory.push_back(d);
+      }
+  }
+  result.mandatory_classes = mandatory.size();
   for (size_t k = 0; k < classes.size(); ++k) {
     if (!is_root[k]) continue;
     CoinPackedVector row;
@@ -370,79 +474,135 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
   result.variables = static_cast<size_t>(n_cols);
   result.constraints = row_lb.size();
 
-  // The warm start: the greedy choice of the classes it uses; orders by
-  // when the greedy pass settled them (children always earlier).
-  std::vector<double> start_solution(n_cols, 0.0);
-  {
-    std::vector<char> used(n_classes, 0);
-    walk_selection(egraph, warm_start.selection, roots, [&](ClassId c, const ENode&) { used[c] = 1; });
-    std::vector<std::pair<int32_t, size_t>> by_settled;
-    for (size_t k = 0; k < classes.size(); ++k) {
-      const ClassId c = classes[k];
-      by_settled.emplace_back(warm_start.settled[c], k);
-      if (!used[c]) continue;
-      for (int col : class_columns[k])
-        if (columns[col].second == static_cast<uint32_t>(warm_start.selection.choice[c])) start_solution[col] = 1.0;
-    }
-    // Within each component (or all classes, with order_constraints),
-    // number the classes by when the greedy pass settled them.
-    std::sort(by_settled.begin(), by_settled.end());
-    std::vector<double> next_rank(classes.size(), 0.0);
-    for (const auto& [settled, k] : by_settled) {
-      if (order_column[k] < 0) continue;
-      const size_t group = options.order_constraints ? 0 : component[k];
-      start_solution[order_column[k]] = next_rank[group]++;
-    }
-  }
-
   OsiClpSolverInterface solver;
   solver.loadProblem(matrix, col_lb.data(), col_ub.data(), objective.data(), row_lb.data(), row_ub.data());
   for (int j = 0; j < n_x; ++j) solver.setInteger(j);
   solver.messageHandler()->setLogLevel(0);
-  // CBC's full solver (preprocessing, cuts, heuristics): on these problems
-  // its cuts close at the root what plain branch-and-bound does not close
-  // in minutes. The warm start goes in by column name.
-  std::vector<std::pair<std::string, double>> mip_start;
-  for (int j = 0; j < n_cols; ++j) {
+  {
+    // The root LP by the dual simplex: Clp's default initial solve (the
+    // "idiot" crash, then crossover) crashes inside Clp's presolve on some
+    // of these problems (coinor-libclp 1.17.6, BERT-tiny's e-graph).
+    ClpSolve root;
+    root.setSolveType(ClpSolve::useDual);
+    solver.setSolveOptions(root);
+  }
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (int j = 0; j < n_cols; ++j) {  // names: how CBC takes a start
     std::string name = j < n_x ? "x" : "t";
     name += std::to_string(j);
     solver.setColName(j, name);
-    mip_start.emplace_back(std::move(name), start_solution[j]);
   }
-  CbcModel model(solver);
-  CbcSolverUsefulData solver_data;
-  CbcMain0(model, solver_data);
-  model.setMIPStart(mip_start);
-  model.setLogLevel(0);
-  const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string seconds = std::to_string(std::max(0.05, options.time_limit_s - spent));
-  const char* args[] = {"tgr", "-log", "0", "-seconds", seconds.c_str(), "-timeMode", "elapsed", "-solve", "-quit"};
-  CbcMain1(static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
 
-  const double* best = model.bestSolution();
-  if (!best) {
-    result.status = IlpStatus::kNoSolution;
-  } else {
-    result.status = model.isProvenOptimal() ? IlpStatus::kOptimal : IlpStatus::kTimeLimit;
-    result.objective = model.getObjValue();
-    result.bound = std::min(model.getBestPossibleObjValue(), result.objective);
-    result.gap = result.objective > 0 ? (result.objective - result.bound) / result.objective : 0.0;
-    if (result.status == IlpStatus::kOptimal) {
-      result.bound = result.objective;
-      result.gap = 0;
+  // A selection as a solution vector (x of its choices, orders children first).
+  auto solution_of = [&](const Selection& selection) {
+    std::vector<double> sol(n_cols, 0.0);
+    std::vector<int32_t> use_order(n_classes, -1);
+    int32_t next = 0;
+    walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) { use_order[c] = next++; });
+    std::vector<std::pair<int32_t, size_t>> by_use;
+    for (size_t k = 0; k < classes.size(); ++k) {
+      const ClassId c = classes[k];
+      by_use.emplace_back(use_order[c] >= 0 ? use_order[c] : INT32_MAX, k);
+      if (use_order[c] < 0) continue;
+      for (int col : class_columns[k])
+        if (columns[col].second == static_cast<uint32_t>(selection.choice[c])) sol[col] = 1.0;
     }
-    // Per class, the cheapest chosen e-node (with the order constraints
-    // any chosen one is acyclic; without them the candidates are).
-    result.selection = warm_start.selection;  // free classes keep their greedy derivation
+    std::stable_sort(by_use.begin(), by_use.end());
+    std::vector<double> next_rank(classes.size(), 0.0);
+    for (const auto& [used, k] : by_use) {
+      if (order_column[k] < 0) continue;
+      const size_t group = options.order_constraints ? 0 : component[k];
+      sol[order_column[k]] = next_rank[group]++;
+    }
+    return sol;
+  };
+  // A solution vector as a selection: per class, its cheapest chosen e-node
+  // (with the order constraints any chosen one is acyclic; without them the
+  // candidates are); free classes keep the warm start's zero-cost derivation.
+  auto selection_of = [&](const double* x) {
+    Selection sel = warm_start;
     for (size_t k = 0; k < classes.size(); ++k) {
       double cheapest = kInfinity;
       for (int col : class_columns[k]) {
-        if (best[col] < 0.5 || objective[col] >= cheapest) continue;
+        if (x[col] < 0.5 || objective[col] >= cheapest) continue;
         cheapest = objective[col];
-        result.selection.choice[classes[k]] = static_cast<int32_t>(columns[col].second);
+        sel.choice[classes[k]] = static_cast<int32_t>(columns[col].second);
       }
     }
+    return sel;
+  };
+
+  Selection incumbent = warm_start;
+  double incumbent_cost = selection_cost(egraph, costs, warm_start, roots);
+  result.found_by = "warm_start";
+  auto offer = [&](Selection selection, const char* found_by) {
+    const double c = selection_cost(egraph, costs, selection, roots);
+    if (!(c < incumbent_cost - 1e-9)) return;
+    incumbent = std::move(selection);
+    incumbent_cost = c;
+    result.found_by = found_by;
+  };
+
+  // CBC's full solver (preprocessing, cuts, heuristics; on these problems
+  // its cuts close at the root what plain branch-and-bound does not close
+  // in minutes), from the incumbent, for `seconds`, over the columns
+  // `column_upper` leaves open. Returns whether it proved optimality.
+  auto run_cbc = [&](const std::vector<double>* column_upper, double seconds, double* bound) {
+    OsiClpSolverInterface restricted(solver);
+    if (column_upper)
+      for (int j = 0; j < n_x; ++j) restricted.setColUpper(j, (*column_upper)[j]);
+    CbcModel model(restricted);
+    CbcSolverUsefulData solver_data;
+    CbcMain0(model, solver_data);
+    const std::vector<double> start_solution = solution_of(incumbent);
+    std::vector<std::pair<std::string, double>> mip_start;
+    for (int j = 0; j < n_cols; ++j) mip_start.emplace_back(restricted.getColName(j), start_solution[j]);
+    model.setMIPStart(mip_start);
+    model.setLogLevel(0);
+    const std::string limit = std::to_string(std::max(0.05, seconds));
+    const char* args[] = {"tgr", "-log", "0", "-seconds", limit.c_str(), "-timeMode", "elapsed", "-solve", "-quit"};
+    CbcMain1(static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
+    if (const double* x = model.bestSolution()) offer(selection_of(x), "cbc");
+    if (bound) *bound = model.isProvenOptimal() ? model.getObjValue() : model.getBestPossibleObjValue();
+    return model.isProvenOptimal();
+  };
+
+  // The LP relaxation first: its optimum bounds the gap, and rounding it
+  // (greedy extraction with the e-nodes it takes made free) finds the
+  // sharing it sees. On a large problem CBC then searches the LP's support
+  // (the e-nodes it takes at all, and the incumbent's) before the whole:
+  // a small problem it solves fast, whose solution is a good start.
+  std::vector<double> support;
+  {
+    OsiClpSolverInterface lp(solver);
+    lp.messageHandler()->setLogLevel(0);
+    lp.initialSolve();
+    if (lp.isProvenOptimal()) {
+      result.lp_bound = lp.getObjValue();
+      const double* x = lp.getColSolution();
+      for (double threshold : {0.5, 0.9, 0.1, 0.01}) {
+        NodeCosts biased = costs;
+        for (int j = 0; j < n_x; ++j)
+          if (x[j] >= threshold) biased.set_cost(columns[j].first, columns[j].second, 0.0);
+        offer(greedy_extract(egraph, biased).selection, "lp_rounding");
+      }
+      support.assign(x, x + n_x);
+    }
   }
+  if (!support.empty() && static_cast<size_t>(n_x) > options.restrict_above) {
+    const std::vector<double> start_solution = solution_of(incumbent);
+    for (int j = 0; j < n_x; ++j) support[j] = support[j] > 1e-6 || start_solution[j] > 0.5 ? col_ub[j] : 0.0;
+    run_cbc(&support, (options.time_limit_s - elapsed()) / 2, nullptr);
+    if (result.found_by == std::string("cbc")) result.found_by = "cbc_on_lp_support";
+  }
+  double bound = 0;
+  const bool optimal = run_cbc(nullptr, options.time_limit_s - elapsed(), &bound);
+
+  result.selection = std::move(incumbent);
+  result.objective = incumbent_cost;
+  result.status = optimal ? IlpStatus::kOptimal : IlpStatus::kTimeLimit;
+  result.bound = optimal ? result.objective : std::min(std::max(bound, result.lp_bound), result.objective);
+  result.gap = result.objective > 0 ? (result.objective - result.bound) / result.objective : 0.0;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

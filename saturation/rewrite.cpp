@@ -1,5 +1,7 @@
 #include "saturation/rewrite.h"
 
+#include <algorithm>
+#include <cctype>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -7,10 +9,8 @@
 
 namespace tgr::saturation {
 
-InstanceOutcome prove_match(const EGraph& egraph, const optimizer::DirectedRule& rule, const PatternMatch& match,
-                            optimizer::InstanceProver& prover, const pet::CheckOptions& region_check,
-                            std::optional<ProvedInstance>& proved) {
-  proved.reset();
+std::optional<MatchInstance> instantiate_match(const EGraph& egraph, const optimizer::DirectedRule& rule,
+                                               const PatternMatch& match) {
   const Graph& pattern = rule.graphs.source;
   Graph cut;  // the match, cut out of the e-graph
   optimizer::Match cut_match;
@@ -50,19 +50,138 @@ InstanceOutcome prove_match(const EGraph& egraph, const optimizer::DirectedRule&
   for (ValueRef pv : pattern.outputs()) cut_match.outputs.push_back(values[pv.node].at(pv.output));
 
   std::optional<optimizer::Instance> instance = optimizer::instantiate(cut, rule, cut_match);
-  if (!instance) return InstanceOutcome::kNoInstance;
-  // A partial rule's target is replaced by its checked correction (the
-  // region checker's verdict is what `proved` then reports).
-  if (rule.partial && !optimizer::correct_partial_instance(*instance, region_check)) return InstanceOutcome::kNoInstance;
-  if (!prover.proved(*instance)) return InstanceOutcome::kNotProved;
-  ProvedInstance out;
+  if (!instance) return std::nullopt;
+  MatchInstance out;
   for (const auto& [name, v] : instance->bindings) out.variable_classes.emplace(name, class_of_input.at(v.node));
   out.instance = std::move(*instance);
-  proved = std::move(out);
-  return InstanceOutcome::kProved;
+  return out;
 }
 
-ApplyOutcome apply_proved(EGraph& egraph, const ProvedInstance& proved, const PatternMatch& match, uint32_t origin,
+std::string rename_variables(const std::string& text, std::vector<std::string>* order) {
+  // Variables are the identifiers of the text that are neither operators
+  // (followed by '(' or '[') nor parameter values (after '=').
+  std::map<std::string, size_t, std::less<>> names;  // variable -> canonical index
+  std::vector<std::string> local;
+  std::vector<std::string>& seen = order ? *order : local;
+  seen.clear();
+  std::string out;
+  out.reserve(text.size());
+  auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto is_part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t i = 0; i < text.size();) {
+    if (!is_start(text[i]) || (i > 0 && (is_part(text[i - 1]) || text[i - 1] == '.'))) {
+      out += text[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && is_part(text[j])) ++j;
+    const std::string word = text.substr(i, j - i);
+    size_t before = i;
+    while (before > 0 && text[before - 1] == ' ') --before;
+    const bool operator_name = j < text.size() && (text[j] == '(' || text[j] == '[');
+    const bool parameter_value = before > 0 && text[before - 1] == '=';
+    if (operator_name || parameter_value) {
+      out += word;
+    } else {
+      auto [it, inserted] = names.try_emplace(word, seen.size());
+      if (inserted) seen.push_back(word);
+      out += 'v';
+      out += std::to_string(it->second);
+    }
+    i = j;
+  }
+  return out;
+}
+
+std::string canonical_instance_key(const optimizer::Instance& instance) {
+  std::vector<std::string> order;
+  std::string out = rename_variables(instance.text, &order);
+  // The variables' shapes and types, in canonical order.
+  out += " |";
+  const Graph& source = instance.rule.source;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const auto v = source.find_input(order[k]);
+    out += " v";
+    out += std::to_string(k);
+    out += '=';
+    if (v) {
+      out += dtype_name(source.dtype(*v));
+      out += ':';
+      out += shape_to_string(source.shape(*v));
+    } else {
+      out += '?';  // a variable of the target only (never: load_rules drops such directions)
+    }
+  }
+  return out;
+}
+
+bool ProofCache::proved(MatchInstance& instance, const optimizer::DirectedRule& rule, optimizer::InstanceProver& prover,
+                        const pet::CheckOptions& region_check) {
+  if (rule.partial) {
+    // The target is replaced by its checked correction (the region
+    // checker's verdict is what `proved` then reports).
+    if (!optimizer::correct_partial_instance(instance.instance, region_check)) return false;
+    return prover.proved(instance.instance);
+  }
+  const std::string key = canonical_instance_key(instance.instance);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = results_.find(key); it != results_.end()) {
+      ++hits_;
+      return it->second;
+    }
+  }
+  const bool ok = prover.proved(instance.instance);
+  std::lock_guard lock(mutex_);
+  results_.emplace(key, ok);
+  return ok;
+}
+
+int64_t ProofCache::hits() const {
+  std::lock_guard lock(mutex_);
+  return hits_;
+}
+
+namespace {
+
+// The cost of a graph whose inputs listed in `constant_inputs` are weights.
+double cost_with_weights(const Graph& g, const std::vector<bool>& constant_inputs, optimizer::CostModel& cost) {
+  std::vector<bool> constant(g.nodes().size(), false);
+  double total = 0;
+  for (int32_t i : g.topological_order()) {
+    const Node& n = g.node(i);
+    if (n.is_input()) {
+      constant[i] = constant_inputs[i];
+      continue;
+    }
+    if (n.is_constant()) {
+      constant[i] = true;
+      continue;
+    }
+    constant[i] = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef v) { return constant[v.node]; });
+    if (!constant[i]) total += cost.op_cost_us(g, n);
+  }
+  return total;
+}
+
+std::vector<bool> constant_inputs(const EGraph& egraph, const MatchInstance& instance, const Graph& g) {
+  std::vector<bool> out(g.nodes().size(), false);
+  for (int32_t in : g.inputs()) {
+    auto it = instance.variable_classes.find(g.node(in).name);
+    out[in] = it != instance.variable_classes.end() && egraph.data(it->second).constant;
+  }
+  return out;
+}
+
+}  // namespace
+
+double local_cost_delta(const EGraph& egraph, const MatchInstance& instance, optimizer::CostModel& cost) {
+  const Rule& r = instance.instance.rule;
+  return cost_with_weights(r.target, constant_inputs(egraph, instance, r.target), cost) -
+         cost_with_weights(r.source, constant_inputs(egraph, instance, r.source), cost);
+}
+
+ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const PatternMatch& match, uint32_t origin,
                           bool filter_cycles) {
   const Graph& target = proved.instance.rule.target;
   std::vector<ClassId> classes(target.nodes().size(), kNoClass);

@@ -1,12 +1,17 @@
 #include "saturation/runner.h"
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <unordered_set>
 
 #include "ir/hash.h"
+#include "optimizer/matcher.h"
 #include "saturation/extract.h"
 #include "saturation/pattern.h"
 #include "saturation/rewrite.h"
@@ -53,14 +58,53 @@ MatchKey key_of(size_t rule, const PatternMatch& m) {
   return k;
 }
 
+MatchKey recanonicalise(MatchKey k, const EGraph& egraph) {
+  for (size_t i = 2; i < 2 + k[1]; ++i) k[i] = egraph.find(k[i]);
+  return k;
+}
+
 MatchKeySet recanonicalise(const MatchKeySet& keys, const EGraph& egraph) {
   MatchKeySet out;
   out.reserve(keys.size());
-  for (MatchKey k : keys) {
-    for (size_t i = 2; i < 2 + k[1]; ++i) k[i] = egraph.find(k[i]);
-    out.insert(std::move(k));
-  }
+  for (const MatchKey& k : keys) out.insert(recanonicalise(k, egraph));
   return out;
+}
+
+template <class Value>
+std::unordered_map<MatchKey, Value, MatchKeyHash> recanonicalise(
+    const std::unordered_map<MatchKey, Value, MatchKeyHash>& keys, const EGraph& egraph) {
+  std::unordered_map<MatchKey, Value, MatchKeyHash> out;
+  out.reserve(keys.size());
+  for (const auto& [k, v] : keys) out.emplace(recanonicalise(k, egraph), v);
+  return out;
+}
+
+// Directed rules that are one rule up to the names of their variables (a
+// generated database holds many: add(add(b0, b1), b2) and add(add(k0, k1),
+// k2) were generated at different kinds of shapes) match the same e-nodes
+// and give one instance up to names: one of each is matched. Where a side
+// has a shape-dependent parameter, the generator's shapes take part in
+// re-deriving it, so they are part of the key.
+std::string rule_key(const optimizer::DirectedRule& rule) {
+  std::vector<std::string> order;
+  std::string key = rename_variables(rule.text, &order);
+  key += rule.partial ? " | partial" : " | full";
+  bool shape_params = false;
+  for (const Graph* g : {&rule.graphs.source, &rule.graphs.target})
+    for (const Node& n : g->nodes())
+      if (n.is_op())
+        for (const auto& [name, value] : n.params.entries()) shape_params = shape_params || optimizer::is_shape_param(n.op->name, name);
+  for (const std::string& var : order) {
+    const auto v = rule.graphs.source.find_input(var);
+    if (!v) continue;
+    key += ' ';
+    key += dtype_name(rule.graphs.source.dtype(*v));
+    if (shape_params) {
+      key += ':';
+      key += shape_to_string(rule.graphs.source.shape(*v));
+    }
+  }
+  return key;
 }
 
 struct RuleSchedule {
@@ -83,8 +127,20 @@ RunnerStats Runner::run() {
   patterns.reserve(rules_.size());
   for (const auto& r : rules_) patterns.emplace_back(r);
   std::vector<RuleSchedule> schedule(rules_.size());
-  MatchKeySet tried;
+  std::vector<char> active(rules_.size(), 1);
+  {
+    std::unordered_set<std::string> seen;
+    for (size_t r = 0; r < rules_.size(); ++r)
+      if (!seen.insert(rule_key(rules_[r])).second) {
+        active[r] = 0;
+        ++stats.renamed_rules;
+      }
+  }
+  MatchKeySet tried;                                                // attempted (or without an instance)
+  std::unordered_map<MatchKey, double, MatchKeyHash> waiting;       // deferred: their local cost change
+  size_t last_attempted = 0;                                        // proofs attempted in the last iteration
   SignatureCosts signature_costs;
+  ProofCache proofs;
   if (!egraph_.clean()) egraph_.rebuild();
 
   for (int iteration = 0;; ++iteration) {
@@ -109,7 +165,7 @@ RunnerStats Runner::run() {
     std::vector<size_t> limits(rules_.size(), 0);
     std::atomic<bool> cut_short{false};
     auto search_rule = [&](size_t r) {
-      if (schedule[r].banned_until > iteration) return;
+      if (!active[r] || schedule[r].banned_until > iteration) return;
       if (out_of_time()) {
         cut_short = true;
         return;
@@ -140,37 +196,97 @@ RunnerStats Runner::run() {
         found[r].clear();
         continue;
       }
-      for (const PatternMatch& m : found[r]) {
-        tried.insert(key_of(r, m));
-        work.emplace_back(r, &m);
-      }
+      for (const PatternMatch& m : found[r]) work.emplace_back(r, &m);
     }
     it.matches = static_cast<int64_t>(work.size());
     stats.matches += it.matches;
-
-    // 3. Instantiate and prove.
-    t = Clock::now();
-    std::vector<std::optional<ProvedInstance>> proved(work.size());
-    std::vector<InstanceOutcome> outcome(work.size(), InstanceOutcome::kNoInstance);
-    std::vector<char> skipped(work.size(), 0);
-    auto prove = [&](size_t i) {
-      if (out_of_time()) {
-        skipped[i] = 1;
-        return;
+    // Matches still waiting from earlier iterations are instantiated again
+    // only as far as the proofs can get: the most promising ones, as many
+    // as twice the proofs of the last iteration (at least 64).
+    {
+      std::vector<std::pair<double, size_t>> known;  // (delta, index in work)
+      std::vector<std::pair<size_t, const PatternMatch*>> fresh;
+      for (size_t i = 0; i < work.size(); ++i) {
+        auto w = waiting.find(key_of(work[i].first, *work[i].second));
+        if (w == waiting.end()) fresh.push_back(work[i]);
+        else known.emplace_back(w->second, i);
       }
-      outcome[i] = prove_match(egraph_, rules_[work[i].first], *work[i].second, prover_, options_.region_check, proved[i]);
+      const size_t take = std::max<size_t>(64, 2 * last_attempted);
+      if (known.size() > take) {
+        std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        it.deferred += static_cast<int64_t>(known.size() - take);
+        known.resize(take);
+      }
+      for (const auto& [d, i] : known) fresh.push_back(work[i]);
+      work = std::move(fresh);
+    }
+
+    // 3. Instantiate every match (cheap), then prove (what costs) in order
+    // of promise, the locally cheapening rewrites first, for this
+    // iteration's share of the time left; the rest wait for a later
+    // iteration (not remembered as tried, they are matched again).
+    t = Clock::now();
+    const double left = options_.time_limit_s - since(start);
+    const double slice = std::max(std::min(left, options_.min_prove_slice_s), left * options_.prove_share);
+    const auto slice_end = t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slice));
+    std::vector<std::optional<MatchInstance>> instances(work.size());
+    std::vector<double> delta(work.size(), 0.0);
+    auto instantiate = [&](size_t i) {
+      instances[i] = instantiate_match(egraph_, rules_[work[i].first], *work[i].second);
+      if (instances[i] && cost_) delta[i] = local_cost_delta(egraph_, *instances[i], *cost_);
     };
-    if (options_.parallel) tbb::parallel_for(size_t{0}, work.size(), prove);
-    else for (size_t i = 0; i < work.size(); ++i) prove(i);
+    if (options_.parallel) tbb::parallel_for(size_t{0}, work.size(), instantiate);
+    else for (size_t i = 0; i < work.size(); ++i) instantiate(i);
+    it.instantiate_s = since(t);
+    std::vector<size_t> order;
     for (size_t i = 0; i < work.size(); ++i) {
-      if (skipped[i]) {
-        cut_short = true;
+      if (instances[i]) {
+        order.push_back(i);
+      } else {
+        ++stats.no_instance;
+        tried.insert(key_of(work[i].first, *work[i].second));
+      }
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return delta[a] < delta[b]; });
+    std::vector<char> attempted(work.size(), 0), proved(work.size(), 0);
+    std::atomic<size_t> next{0};
+    auto prove_next = [&] {
+      for (;;) {
+        const size_t k = next++;
+        if (k >= order.size()) return;
+        if (out_of_time()) {
+          cut_short = true;
+          return;
+        }
+        if (Clock::now() >= slice_end) return;
+        const size_t i = order[k];
+        attempted[i] = 1;
+        proved[i] = proofs.proved(*instances[i], rules_[work[i].first], prover_, options_.region_check);
+      }
+    };
+    if (options_.parallel) {
+      // Workers that take the next instance in order (a parallel_for over
+      // the instances would not keep to the order).
+      const auto workers = static_cast<size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
+      tbb::parallel_for(size_t{0}, workers, [&](size_t) { prove_next(); });
+    } else {
+      prove_next();
+    }
+    last_attempted = 0;
+    for (size_t i : order) {
+      MatchKey key = key_of(work[i].first, *work[i].second);
+      if (!attempted[i]) {
+        ++it.deferred;
+        waiting[std::move(key)] = delta[i];
         continue;
       }
-      if (outcome[i] == InstanceOutcome::kNoInstance) ++stats.no_instance;
-      else if (outcome[i] == InstanceOutcome::kNotProved) ++stats.not_proved;
-      else ++stats.proved;
+      ++last_attempted;
+      ++(proved[i] ? stats.proved : stats.not_proved);
+      waiting.erase(key);
+      tried.insert(std::move(key));
     }
+    const int64_t deferred = it.deferred;
+    stats.deferred_matches += deferred;
     it.prove_s = since(t);
 
     // 4. Apply, in rule order.
@@ -181,7 +297,7 @@ RunnerStats Runner::run() {
       if (!proved[i]) continue;
       applications_.push_back(work[i].first);
       const auto origin = static_cast<uint32_t>(applications_.size());
-      const ApplyOutcome a = apply_proved(egraph_, *proved[i], *work[i].second, origin, options_.filter_cycles);
+      const ApplyOutcome a = apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles);
       ++it.applied;
       it.unions += a.unions;
       stats.cycles_filtered += a.cycles_filtered;
@@ -193,7 +309,10 @@ RunnerStats Runner::run() {
     // 5. Rebuild.
     t = Clock::now();
     egraph_.rebuild();
-    if (it.unions > 0) tried = recanonicalise(tried, egraph_);
+    if (it.unions > 0) {
+      tried = recanonicalise(tried, egraph_);
+      waiting = recanonicalise(waiting, egraph_);
+    }
     if (options_.filter_cycles && it.unions > 0) {
       const NodeCosts costs(egraph_, cost_, &signature_costs);
       stats.cycle_nodes_removed += static_cast<int64_t>(egraph_.break_cycles(greedy_extract(egraph_, costs).selection.choice));
@@ -203,6 +322,7 @@ RunnerStats Runner::run() {
     it.classes = egraph_.num_classes();
     for (const RuleSchedule& s : schedule) it.banned += s.banned_until > iteration + 1;
     stats.search_s += it.search_s;
+    stats.instantiate_s += it.instantiate_s;
     stats.prove_s += it.prove_s;
     stats.apply_s += it.apply_s;
     stats.rebuild_s += it.rebuild_s;
@@ -217,7 +337,7 @@ RunnerStats Runner::run() {
       stats.stop = StopReason::kTimeLimit;
       break;
     }
-    const bool changed = it.unions > 0 || it.nodes != nodes_before || it.classes != classes_before;
+    const bool changed = it.unions > 0 || it.nodes != nodes_before || it.classes != classes_before || deferred > 0;
     if (!changed) {
       if (it.banned == 0) {
         stats.stop = StopReason::kSaturated;
@@ -227,6 +347,7 @@ RunnerStats Runner::run() {
       for (RuleSchedule& s : schedule) s.banned_until = 0;
     }
   }
+  stats.renamed_proof_hits = proofs.hits();
   stats.seconds = since(start);
   return stats;
 }

@@ -40,9 +40,10 @@ struct SaturationOptions {
 struct SaturationStats {
   RunnerStats runner;          // iterations, stop reason, matches, proofs, unions, seconds per phase
   size_t enodes = 0, eclasses = 0;
-  double greedy_cost = 0;      // sum of the e-node costs of the greedy choice (us)
+  double greedy_cost = 0;      // sum of the e-node costs of the (tree) greedy choice (us)
+  double greedy_dag_cost = 0;  // the same of the DAG greedy choice
   IlpResult ilp;               // status, objective, bound, gap, size (selection cleared)
-  std::string extractor;       // what gave the result: "ilp", "greedy", or "input" (nothing cheaper)
+  std::string extractor;       // what gave the result: "ilp", "greedy_dag", "greedy", or "input" (nothing cheaper)
   double saturate_s = 0, extract_s = 0, seconds = 0;
 };
 
