@@ -59,7 +59,8 @@ std::optional<MatchInstance> instantiate_match(const EGraph& egraph, const optim
 
 std::string rename_variables(const std::string& text, std::vector<std::string>* order) {
   // Variables are the identifiers of the text that are neither operators
-  // (followed by '(' or '[') nor parameter values (after '=').
+  // (followed by '(' or '[') nor parameter keys (followed by '=') nor
+  // parameter values (after '=').
   std::map<std::string, size_t, std::less<>> names;  // variable -> canonical index
   std::vector<std::string> local;
   std::vector<std::string>& seen = order ? *order : local;
@@ -78,9 +79,12 @@ std::string rename_variables(const std::string& text, std::vector<std::string>* 
     const std::string word = text.substr(i, j - i);
     size_t before = i;
     while (before > 0 && text[before - 1] == ' ') --before;
+    size_t after = j;
+    while (after < text.size() && text[after] == ' ') ++after;
     const bool operator_name = j < text.size() && (text[j] == '(' || text[j] == '[');
+    const bool parameter_key = after < text.size() && text[after] == '=';
     const bool parameter_value = before > 0 && text[before - 1] == '=';
-    if (operator_name || parameter_value) {
+    if (operator_name || parameter_key || parameter_value) {
       out += word;
     } else {
       auto [it, inserted] = names.try_emplace(word, seen.size());

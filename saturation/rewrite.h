@@ -13,12 +13,12 @@
 //
 // Applying adds the instance's target nodes over the variables' classes and
 // unions each target output with the class its source output matched. With
-// cycle filtering (Tensat), a union that would make a class reachable from
-// itself (one side reaches the other through children) is skipped: the
-// target nodes stay, unconnected; the other outputs' unions (each proved
-// equal by the instance) still happen. Every check runs on a
-// congruence-closed e-graph (EGraph::restore_congruence after each union),
-// so the e-graph stays acyclic.
+// `filter_cycles` (Tensat's filter; the runner asks for it for multi-pattern
+// rules), a union that would make a class reachable from itself (one side
+// reaches the other through children) is skipped: the target nodes stay,
+// unconnected; the other outputs' unions (each proved equal by the
+// instance) still happen. Every check runs on a congruence-closed e-graph
+// (EGraph::restore_congruence after each union).
 #pragma once
 
 #include <cstdint>

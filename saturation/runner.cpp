@@ -297,7 +297,12 @@ RunnerStats Runner::run() {
       if (!proved[i]) continue;
       applications_.push_back(work[i].first);
       const auto origin = static_cast<uint32_t>(applications_.size());
-      const ApplyOutcome a = apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles);
+      // Tensat's filter for multi-pattern rules; a single pattern's union
+      // that closes a cycle (x = concat(split(x).0, split(x).1)) is made,
+      // and cycle removal below drops the e-node that closes it.
+      const bool multi_pattern = rules_[work[i].first].graphs.source.outputs().size() > 1;
+      const ApplyOutcome a =
+          apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles && multi_pattern);
       ++it.applied;
       it.unions += a.unions;
       stats.cycles_filtered += a.cycles_filtered;

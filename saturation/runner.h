@@ -24,13 +24,18 @@
 //     decides what a time-limited run finds, and the share lets rewrites
 //     that need earlier ones (a merge after a stacking) come in time.
 //  4. apply: proved instances add their targets and union their outputs,
-//     in rule order (deterministic), skipping unions that would close a
-//     cycle; stops early at the node limit.
+//     in rule order (deterministic); stops early at the node limit. With
+//     cycle filtering, Tensat's filter for multi-pattern rules: a union that
+//     would make a class reachable from itself is skipped (merging two
+//     products where one reads the other's result gives nothing to extract).
+//     A single-pattern rule's union is made even where it closes a cycle:
+//     x = concat(split(x).0, split(x).1) is how a rule removes an identity.
 //  5. rebuild (congruence closure); then, with cycle filtering, Tensat's
-//     cycle removal: congruence closure can still close a cycle that no
-//     single union did (x = g(y) and y = f(a), then a = b with x = f(b)),
-//     so e-nodes are filtered until the e-graph is acyclic, never the
-//     greedy extraction's choice (EGraph::break_cycles).
+//     cycle removal: the cycles single-pattern unions close, and those
+//     congruence closes where no union did (x = g(y) and y = f(a), then
+//     a = b with x = f(b)), lose e-nodes until the e-graph is acyclic,
+//     never the greedy extraction's choice (EGraph::break_cycles): the
+//     concat above goes, its class keeps x.
 // It stops when an iteration changed nothing while no rule was banned
 // (saturated; when rules were banned, their bans are lifted first, as egg
 // does), or at the iteration, node or time limit.
@@ -96,6 +101,9 @@ class Runner {
   // e-nodes cycle removal keeps (the greedy extraction's choice).
   Runner(EGraph& egraph, const std::vector<optimizer::DirectedRule>& rules, optimizer::InstanceProver& prover,
          RunnerOptions options, optimizer::CostModel* cost = nullptr);
+  // The runner keeps a reference to the rules (and to the patterns' graphs in them).
+  Runner(EGraph&, std::vector<optimizer::DirectedRule>&&, optimizer::InstanceProver&, RunnerOptions,
+         optimizer::CostModel* = nullptr) = delete;
   RunnerStats run();
   // Rule application `origin` (an ENode::origin > 0) applied rules[rule_of(origin)].
   size_t rule_of(uint32_t origin) const { return applications_.at(origin - 1); }
