@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "ir/hash.h"
-#include "optimizer/opaque_op.h"
+#include "onnx/opaque_op.h"
 
 namespace tgr::saturation {
 namespace {

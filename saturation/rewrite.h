@@ -32,7 +32,7 @@
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
 #include "saturation/pattern.h"
-#include "verifier/region_check.h"
+#include "pet/region_check.h"
 
 namespace tgr::saturation {
 

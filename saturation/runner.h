@@ -49,7 +49,7 @@
 #include "optimizer/instance.h"
 #include "optimizer/rule_set.h"
 #include "saturation/egraph.h"
-#include "verifier/region_check.h"
+#include "pet/region_check.h"
 
 namespace tgr::saturation {
 
