@@ -100,7 +100,7 @@ enum class IlpStatus {
 std::string ilp_status_name(IlpStatus status);
 
 struct IlpOptions {
-  double time_limit_s = 3;
+  double time_limit_s = 2.5;
   size_t max_candidates = 100000;  // e-nodes; larger problems are not attempted
   size_t restrict_above = 1500;    // e-nodes; larger problems are first solved on the LP's support
   bool order_constraints = false;  // order constraints on every class and edge, not only on cycles

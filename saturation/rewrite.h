@@ -13,8 +13,8 @@
 //
 // Applying adds the instance's target nodes over the variables' classes and
 // unions each target output with the class its source output matched. With
-// `filter_cycles` (Tensat's filter; the runner asks for it for multi-pattern
-// rules), a union that would make a class reachable from itself (one side
+// `filter_cycles` (Tensat's filter), a union that would make a class
+// reachable from itself (one side
 // reaches the other through children) is skipped: the target nodes stay,
 // unconnected; the other outputs' unions (each proved equal by the
 // instance) still happen. Every check runs on a congruence-closed e-graph

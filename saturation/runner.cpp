@@ -192,9 +192,12 @@ RunnerStats Runner::run() {
         s.banned_until = iteration + 1 + (options_.ban_length << std::min(s.times_banned, 20));
         ++s.times_banned;
         ++stats.bans;
-        stats.dropped_matches += static_cast<int64_t>(found[r].size());
-        found[r].clear();
-        continue;
+        // Unlike egg, the first `limit` matches are kept: a multi-pattern
+        // rule (two convolutions of one input) floods through the variants
+        // of its operands' classes, and dropping every match would starve
+        // the very merges it is there for.
+        stats.dropped_matches += static_cast<int64_t>(found[r].size() - limits[r]);
+        found[r].resize(limits[r]);
       }
       for (const PatternMatch& m : found[r]) work.emplace_back(r, &m);
     }
@@ -297,12 +300,7 @@ RunnerStats Runner::run() {
       if (!proved[i]) continue;
       applications_.push_back(work[i].first);
       const auto origin = static_cast<uint32_t>(applications_.size());
-      // Tensat's filter for multi-pattern rules; a single pattern's union
-      // that closes a cycle (x = concat(split(x).0, split(x).1)) is made,
-      // and cycle removal below drops the e-node that closes it.
-      const bool multi_pattern = rules_[work[i].first].graphs.source.outputs().size() > 1;
-      const ApplyOutcome a =
-          apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles && multi_pattern);
+      const ApplyOutcome a = apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles);
       ++it.applied;
       it.unions += a.unions;
       stats.cycles_filtered += a.cycles_filtered;
