@@ -70,9 +70,12 @@ ClassId EGraph::lookup(const ENode& node) const {
 
 bool EGraph::is_constant_node(const ENode& n) const {
   switch (n.kind) {
-    case NodeKind::kInput: return false;
-    case NodeKind::kConstant: return true;
-    case NodeKind::kProject: return classes_[find(n.children[0])].data.constant;
+    case NodeKind::kInput:
+      return false;
+    case NodeKind::kConstant:
+      return true;
+    case NodeKind::kProject:
+      return classes_[find(n.children[0])].data.constant;
     case NodeKind::kOp:
       if (onnx_io::is_opaque(*op_instances_[n.head].op)) return false;
       return std::all_of(n.children.begin(), n.children.end(),
@@ -201,7 +204,8 @@ bool EGraph::merge(ClassId a, ClassId b) {
   parent_[b] = a;
   EClass& into = classes_[a];
   EClass& from = classes_[b];
-  into.nodes.insert(into.nodes.end(), std::make_move_iterator(from.nodes.begin()), std::make_move_iterator(from.nodes.end()));
+  into.nodes.insert(into.nodes.end(), std::make_move_iterator(from.nodes.begin()),
+                    std::make_move_iterator(from.nodes.end()));
   into.parents.insert(into.parents.end(), std::make_move_iterator(from.parents.begin()),
                       std::make_move_iterator(from.parents.end()));
   from.nodes.clear();
@@ -275,9 +279,9 @@ void EGraph::rebuild() {
         if (order(b, a)) return false;
         return a.origin < b.origin;  // the earliest origin first, kept by unique
       });
-      cls.nodes.erase(std::unique(cls.nodes.begin(), cls.nodes.end(),
-                                  [](const ENode& a, const ENode& b) { return a.same_as(b); }),
-                      cls.nodes.end());
+      cls.nodes.erase(
+          std::unique(cls.nodes.begin(), cls.nodes.end(), [](const ENode& a, const ENode& b) { return a.same_as(b); }),
+          cls.nodes.end());
       for (const ENode& n : cls.nodes) {
         auto [it, inserted] = memo_.try_emplace(n, c);
         if (!inserted && it->second != c) collisions.emplace_back(it->second, c);
@@ -317,7 +321,8 @@ void EGraph::rebuild() {
       if (a.second != b.second) return a.second < b.second;
       return NodeOrder{op_instances_}(a.first, b.first);
     });
-    p.erase(std::unique(p.begin(), p.end(), [](const auto& a, const auto& b) { return a.second == b.second && a.first.same_as(b.first); }),
+    p.erase(std::unique(p.begin(), p.end(),
+                        [](const auto& a, const auto& b) { return a.second == b.second && a.first.same_as(b.first); }),
             p.end());
   }
   update_constants();
@@ -420,8 +425,7 @@ size_t EGraph::break_cycles(std::vector<int32_t> keep) {
       const size_t removed_index = victim->node;
       victim_nodes.erase(victim_nodes.begin() + static_cast<std::ptrdiff_t>(removed_index));
       // Indexes into the class shift: the kept choice with them.
-      if (victim->cls < keep.size() && keep[victim->cls] > static_cast<int32_t>(removed_index))
-        --keep[victim->cls];
+      if (victim->cls < keep.size() && keep[victim->cls] > static_cast<int32_t>(removed_index)) --keep[victim->cls];
       ++filtered;
       // Start again from this root; finished classes stay finished (removing
       // e-nodes cannot make them cyclic).
@@ -506,7 +510,8 @@ std::span<const ENode> EGraph::nodes_with_op(ClassId id, const OpDef* op) const 
 
 std::span<const ENode> EGraph::projections(ClassId id) const {
   const auto& nodes = classes_[find(id)].nodes;
-  auto first = std::partition_point(nodes.begin(), nodes.end(), [](const ENode& n) { return n.kind < NodeKind::kProject; });
+  auto first =
+      std::partition_point(nodes.begin(), nodes.end(), [](const ENode& n) { return n.kind < NodeKind::kProject; });
   return {first, nodes.end()};
 }
 
@@ -517,10 +522,18 @@ std::string EGraph::describe(ClassId id) const {
   if (!cls.nodes.empty()) {
     const ENode& n = cls.nodes.front();
     switch (n.kind) {
-      case NodeKind::kInput: s += "input " + leaves_[n.head].name; break;
-      case NodeKind::kConstant: s += "constant"; break;
-      case NodeKind::kOp: s += op_instances_[n.head].op->name; break;
-      case NodeKind::kProject: s += "project " + std::to_string(n.head); break;
+      case NodeKind::kInput:
+        s += "input " + leaves_[n.head].name;
+        break;
+      case NodeKind::kConstant:
+        s += "constant";
+        break;
+      case NodeKind::kOp:
+        s += op_instances_[n.head].op->name;
+        break;
+      case NodeKind::kProject:
+        s += "project " + std::to_string(n.head);
+        break;
     }
     if (cls.nodes.size() > 1) s += " and " + std::to_string(cls.nodes.size() - 1) + " more";
     s += ", ";

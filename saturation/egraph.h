@@ -108,7 +108,8 @@ class EGraph {
   // Output `k` of a tuple class.
   ClassId add_project(ClassId tuple, uint32_t k, uint32_t origin = 0);
   // The value classes of an operator's outputs (projections of its tuple class where it has several).
-  std::vector<ClassId> add_op_outputs(const OpDef& op, Params params, std::vector<ClassId> operands, uint32_t origin = 0);
+  std::vector<ClassId> add_op_outputs(const OpDef& op, Params params, std::vector<ClassId> operands,
+                                      uint32_t origin = 0);
   // Every node the graph's outputs need; returns the output classes, in order.
   std::vector<ClassId> add_graph(const Graph& graph);
 
@@ -185,9 +186,9 @@ class EGraph {
   std::unordered_map<ENode, ClassId, ENodeHash, ENodeEqual> memo_;
   size_t num_classes_ = 0;
   size_t num_nodes_ = 0;
-  std::vector<ClassId> pending_;  // classes whose parents need re-canonicalising
+  std::vector<ClassId> pending_;                     // classes whose parents need re-canonicalising
   std::vector<std::pair<ENode, ClassId>> filtered_;  // break_cycles(): out of their classes, still in the memo
-  bool dirty_ = false;            // merged or added since the last rebuild()
+  bool dirty_ = false;                               // merged or added since the last rebuild()
 
   std::vector<OpInstance> op_instances_;
   std::unordered_multimap<uint64_t, uint32_t> op_instance_index_;

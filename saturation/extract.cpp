@@ -2,9 +2,9 @@
 
 #include <CbcModel.hpp>
 #include <CbcSolver.hpp>
+#include <ClpSolve.hpp>
 #include <CoinPackedMatrix.hpp>
 #include <CoinPackedVector.hpp>
-#include <ClpSolve.hpp>
 #include <OsiClpSolverInterface.hpp>
 
 #include <algorithm>
@@ -192,17 +192,19 @@ GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs) {
 double selection_cost(const EGraph& egraph, const NodeCosts& costs, const Selection& selection,
                       const std::vector<ClassId>& roots) {
   double total = 0;
-  walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) {
-    total += costs.cost(c, static_cast<size_t>(selection.choice[c]));
-  });
+  walk_selection(egraph, selection, roots,
+                 [&](ClassId c, const ENode&) { total += costs.cost(c, static_cast<size_t>(selection.choice[c])); });
   return total;
 }
 
 std::string ilp_status_name(IlpStatus status) {
   switch (status) {
-    case IlpStatus::kOptimal: return "optimal";
-    case IlpStatus::kTimeLimit: return "time_limit";
-    case IlpStatus::kSkipped: return "skipped";
+    case IlpStatus::kOptimal:
+      return "optimal";
+    case IlpStatus::kTimeLimit:
+      return "time_limit";
+    case IlpStatus::kSkipped:
+      return "skipped";
   }
   return "unknown";
 }
@@ -216,7 +218,7 @@ GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs) {
   out.selection.choice.assign(n_classes, -1);
   out.tree_cost.assign(n_classes, kInfinity);
   out.settled.assign(n_classes, -1);
-  std::vector<Bits> below(n_classes);         // settled classes: the classes of their DAG, themselves included
+  std::vector<Bits> below(n_classes);          // settled classes: the classes of their DAG, themselves included
   std::vector<double> own_cost(n_classes, 0);  // settled classes: their e-node's cost
   struct Pending {
     double value = kInfinity;
@@ -323,15 +325,15 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
       // An e-node dearer alone than the class's whole greedy tree is never
       // needed: swapping it for that tree costs less (in an acyclic e-graph,
       // where the swap cannot close a cycle).
-      if (acyclic && o.cost > greedy.tree_cost[c] * (1 + 1e-12) &&
-          static_cast<int32_t>(i) != warm_start.choice[c])
+      if (acyclic && o.cost > greedy.tree_cost[c] * (1 + 1e-12) && static_cast<int32_t>(i) != warm_start.choice[c])
         continue;
       std::sort(o.children.begin(), o.children.end());
       o.children.erase(std::unique(o.children.begin(), o.children.end()), o.children.end());
       options_here.push_back(std::move(o));
     }
     auto dominates = [](const Option& a, const Option& b) {  // a makes b unnecessary
-      return a.cost <= b.cost && std::includes(b.children.begin(), b.children.end(), a.children.begin(), a.children.end());
+      return a.cost <= b.cost &&
+             std::includes(b.children.begin(), b.children.end(), a.children.begin(), a.children.end());
     };
     class_columns.emplace_back();
     for (size_t a = 0; a < options_here.size(); ++a) {
@@ -383,7 +385,8 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
     if (component_size[component[k]] > 1 || options.order_constraints) order_column[k] = n_cols++;
   result.ordered_classes = static_cast<size_t>(n_cols - n_x);
   auto big_of = [&](size_t k) {
-    return options.order_constraints ? static_cast<double>(classes.size()) : static_cast<double>(component_size[component[k]]);
+    return options.order_constraints ? static_cast<double>(classes.size())
+                                     : static_cast<double>(component_size[component[k]]);
   };
 
   std::vector<double> col_lb(n_cols, 0.0), col_ub(n_cols, 1.0), objective(n_cols, 0.0);
@@ -461,7 +464,8 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
       for (int col : class_columns[kd]) row.insert(col, 1.0);
       row.insert(j, -1.0);
       add_row(row, 0.0, COIN_DBL_MAX);
-      if (order_column[kc] >= 0 && order_column[kd] >= 0 && (component[kc] == component[kd] || options.order_constraints)) {
+      if (order_column[kc] >= 0 && order_column[kd] >= 0 &&
+          (component[kc] == component[kd] || options.order_constraints)) {
         const double big = big_of(kc);  // t_c - t_d - big x_j >= 1 - big
         CoinPackedVector ord;
         ord.insert(order_column[kc], 1.0);
@@ -561,7 +565,8 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
     model.setLogLevel(0);
     const std::string limit = std::to_string(std::max(0.05, seconds));
     const char* args[] = {"tgr", "-log", "0", "-seconds", limit.c_str(), "-timeMode", "elapsed", "-solve", "-quit"};
-    CbcMain1(static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
+    CbcMain1(
+        static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
     if (const double* x = model.bestSolution()) offer(selection_of(x), "cbc");
     if (bound) *bound = model.isProvenOptimal() ? model.getObjValue() : model.getBestPossibleObjValue();
     return model.isProvenOptimal();
@@ -620,10 +625,15 @@ Graph selection_graph(const EGraph& egraph, const Selection& selection, const st
   walk_selection(egraph, selection, roots, [&](ClassId c, const ENode& n) {
     switch (n.kind) {
       case NodeKind::kInput:
-        if (values[c].empty()) throw std::logic_error("extraction: input " + egraph.leaf(n.head).name + " not declared");
+        if (values[c].empty())
+          throw std::logic_error("extraction: input " + egraph.leaf(n.head).name + " not declared");
         break;
-      case NodeKind::kConstant: values[c] = {g.add_shared_constant(egraph.leaf(n.head))}; break;
-      case NodeKind::kProject: values[c] = {values[egraph.find(n.children[0])].at(n.head)}; break;
+      case NodeKind::kConstant:
+        values[c] = {g.add_shared_constant(egraph.leaf(n.head))};
+        break;
+      case NodeKind::kProject:
+        values[c] = {values[egraph.find(n.children[0])].at(n.head)};
+        break;
       case NodeKind::kOp: {
         std::vector<ValueRef> operands;
         for (ClassId child : n.children) operands.push_back(values[egraph.find(child)].at(0));

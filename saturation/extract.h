@@ -62,7 +62,7 @@ class NodeCosts {
   void set_cost(ClassId c, size_t node, double cost) { costs_.at(c).at(node) = cost; }  // for biased copies
 
  private:
-  std::vector<std::vector<double>> costs_;   // [class][node index in EGraph::eclass(c).nodes]
+  std::vector<std::vector<double>> costs_;  // [class][node index in EGraph::eclass(c).nodes]
   std::vector<std::vector<char>> allowed_;
 };
 
@@ -110,11 +110,11 @@ struct IlpResult {
   Selection selection;  // empty when skipped
   IlpStatus status = IlpStatus::kSkipped;
   double objective = 0, bound = 0, gap = 0;  // gap: (objective - bound) / objective
-  double lp_bound = 0;       // the LP relaxation's optimum
-  std::string found_by;      // "cbc", "cbc_on_lp_support", "lp_rounding" or "warm_start": where `selection` came from
+  double lp_bound = 0;                       // the LP relaxation's optimum
+  std::string found_by;  // "cbc", "cbc_on_lp_support", "lp_rounding" or "warm_start": where `selection` came from
   size_t variables = 0, constraints = 0;
   size_t mandatory_classes = 0;  // classes every solution uses (the roots and what all their options read)
-  size_t ordered_classes = 0;  // classes with an order variable (those on cycles of candidates)
+  size_t ordered_classes = 0;    // classes with an order variable (those on cycles of candidates)
   double seconds = 0;
 };
 

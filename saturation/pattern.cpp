@@ -24,7 +24,8 @@ class Continuation {
 
 class Matcher {
  public:
-  Matcher(const EGraph& egraph, const Graph& pattern, size_t limit, const std::function<bool(const PatternMatch&)>& keep)
+  Matcher(const EGraph& egraph, const Graph& pattern, size_t limit,
+          const std::function<bool(const PatternMatch&)>& keep)
       : egraph_(egraph), pattern_(pattern), limit_(limit), keep_(keep) {
     const size_t n = pattern.nodes().size();
     classes_.assign(n, kNoClass);

@@ -43,7 +43,8 @@ std::optional<MatchInstance> instantiate_match(const EGraph& egraph, const optim
     const ClassData& d = egraph.data(match.classes.at(p));
     if (cut.node(outs[0].node).output_shapes != d.shapes)
       throw std::logic_error("saturation: rule #" + std::to_string(rule.id) + " matched " + oi.op->name +
-                             " whose shapes at its operands' classes differ from its " + egraph.describe(match.classes[p]));
+                             " whose shapes at its operands' classes differ from its " +
+                             egraph.describe(match.classes[p]));
     cut_match.nodes[p] = outs[0].node;
     values[p] = std::move(outs);
   }

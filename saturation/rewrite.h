@@ -31,8 +31,8 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
-#include "saturation/pattern.h"
 #include "pet/region_check.h"
+#include "saturation/pattern.h"
 
 namespace tgr::saturation {
 

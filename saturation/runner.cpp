@@ -20,10 +20,14 @@ namespace tgr::saturation {
 
 std::string_view stop_reason_name(StopReason reason) {
   switch (reason) {
-    case StopReason::kSaturated: return "saturated";
-    case StopReason::kNodeLimit: return "node_limit";
-    case StopReason::kIterationLimit: return "iteration_limit";
-    case StopReason::kTimeLimit: return "time_limit";
+    case StopReason::kSaturated:
+      return "saturated";
+    case StopReason::kNodeLimit:
+      return "node_limit";
+    case StopReason::kIterationLimit:
+      return "iteration_limit";
+    case StopReason::kTimeLimit:
+      return "time_limit";
   }
   return "unknown";
 }
@@ -93,7 +97,8 @@ std::string rule_key(const optimizer::DirectedRule& rule) {
   for (const Graph* g : {&rule.graphs.source, &rule.graphs.target})
     for (const Node& n : g->nodes())
       if (n.is_op())
-        for (const auto& [name, value] : n.params.entries()) shape_params = shape_params || optimizer::is_shape_param(n.op->name, name);
+        for (const auto& [name, value] : n.params.entries())
+          shape_params = shape_params || optimizer::is_shape_param(n.op->name, name);
   for (const std::string& var : order) {
     const auto v = rule.graphs.source.find_input(var);
     if (!v) continue;
@@ -136,9 +141,9 @@ RunnerStats Runner::run() {
         ++stats.renamed_rules;
       }
   }
-  MatchKeySet tried;                                                // attempted (or without an instance)
-  std::unordered_map<MatchKey, double, MatchKeyHash> waiting;       // deferred: their local cost change
-  size_t last_attempted = 0;                                        // proofs attempted in the last iteration
+  MatchKeySet tried;                                           // attempted (or without an instance)
+  std::unordered_map<MatchKey, double, MatchKeyHash> waiting;  // deferred: their local cost change
+  size_t last_attempted = 0;                                   // proofs attempted in the last iteration
   SignatureCosts signature_costs;
   ProofCache proofs;
   if (!egraph_.clean()) egraph_.rebuild();
@@ -180,7 +185,8 @@ RunnerStats Runner::run() {
       });
     };
     if (options_.parallel) tbb::parallel_for(size_t{0}, rules_.size(), search_rule);
-    else for (size_t r = 0; r < rules_.size(); ++r) search_rule(r);
+    else
+      for (size_t r = 0; r < rules_.size(); ++r) search_rule(r);
     it.search_s = since(t);
 
     // 2. Schedule: ban the rules that flood, keep the others' matches.
@@ -239,7 +245,8 @@ RunnerStats Runner::run() {
       if (instances[i] && cost_) delta[i] = local_cost_delta(egraph_, *instances[i], *cost_);
     };
     if (options_.parallel) tbb::parallel_for(size_t{0}, work.size(), instantiate);
-    else for (size_t i = 0; i < work.size(); ++i) instantiate(i);
+    else
+      for (size_t i = 0; i < work.size(); ++i) instantiate(i);
     it.instantiate_s = since(t);
     std::vector<size_t> order;
     for (size_t i = 0; i < work.size(); ++i) {
@@ -318,7 +325,8 @@ RunnerStats Runner::run() {
     }
     if (options_.filter_cycles && it.unions > 0) {
       const NodeCosts costs(egraph_, cost_, &signature_costs);
-      stats.cycle_nodes_removed += static_cast<int64_t>(egraph_.break_cycles(greedy_extract(egraph_, costs).selection.choice));
+      stats.cycle_nodes_removed +=
+          static_cast<int64_t>(egraph_.break_cycles(greedy_extract(egraph_, costs).selection.choice));
     }
     it.rebuild_s = since(t);
     it.nodes = egraph_.num_nodes();

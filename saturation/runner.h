@@ -52,8 +52,8 @@
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
 #include "optimizer/rule_set.h"
-#include "saturation/egraph.h"
 #include "pet/region_check.h"
+#include "saturation/egraph.h"
 
 namespace tgr::saturation {
 
@@ -85,16 +85,17 @@ struct IterationStats {
 struct RunnerStats {
   StopReason stop = StopReason::kSaturated;
   int iterations = 0;
-  int64_t renamed_rules = 0;    // directed rules not matched: the same as an earlier one up to variable names
-  int64_t matches = 0;          // new matches kept for proving
-  int64_t repeated_matches = 0; // skipped: tried in an earlier iteration
-  int64_t dropped_matches = 0;  // beyond a banned rule's limit
-  int64_t deferred_matches = 0; // instantiated, left for a later iteration by the proof time share (counted per iteration)
+  int64_t renamed_rules = 0;     // directed rules not matched: the same as an earlier one up to variable names
+  int64_t matches = 0;           // new matches kept for proving
+  int64_t repeated_matches = 0;  // skipped: tried in an earlier iteration
+  int64_t dropped_matches = 0;   // beyond a banned rule's limit
+  int64_t deferred_matches =
+      0;  // instantiated, left for a later iteration by the proof time share (counted per iteration)
   int64_t bans = 0;
   int64_t no_instance = 0, not_proved = 0, proved = 0;
-  int64_t renamed_proof_hits = 0;  // instances decided by an earlier one up to variable names (ProofCache)
+  int64_t renamed_proof_hits = 0;           // instances decided by an earlier one up to variable names (ProofCache)
   int64_t unions = 0, cycles_filtered = 0;  // cycles_filtered: unions skipped
-  int64_t cycle_nodes_removed = 0;           // e-nodes filtered by cycle removal
+  int64_t cycle_nodes_removed = 0;          // e-nodes filtered by cycle removal
   double search_s = 0, instantiate_s = 0, prove_s = 0, apply_s = 0, rebuild_s = 0, seconds = 0;
   std::vector<IterationStats> per_iteration;
 };

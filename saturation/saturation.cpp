@@ -49,8 +49,7 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   stats.greedy_cost = selection_cost(egraph, costs, greedy.selection, roots);
   stats.greedy_dag_cost = selection_cost(egraph, costs, greedy_dag.selection, roots);
   const std::vector<std::string>& names = initial.output_names();
-  const Selection& warm_start =
-      stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection;
+  const Selection& warm_start = stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection;
   IlpResult ilp;
   if (options.use_ilp) ilp = ilp_extract(egraph, costs, roots, greedy, warm_start, options.ilp);
   // The candidates by the cost model's measure of whole graphs; on ties the

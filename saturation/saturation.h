@@ -38,7 +38,7 @@ struct SaturationOptions {
 };
 
 struct SaturationStats {
-  RunnerStats runner;          // iterations, stop reason, matches, proofs, unions, seconds per phase
+  RunnerStats runner;  // iterations, stop reason, matches, proofs, unions, seconds per phase
   size_t enodes = 0, eclasses = 0;
   double greedy_cost = 0;      // sum of the e-node costs of the (tree) greedy choice (us)
   double greedy_dag_cost = 0;  // the same of the DAG greedy choice

@@ -118,8 +118,8 @@ TEST(EGraph, CongruenceClosureMergesParentsOfMergedClassesAfterRebuild) {
   EXPECT_EQ(g.find(rx), g.find(ry));
   EXPECT_EQ(g.find(ax), g.find(ay));  // two levels up
   EXPECT_NE(g.find(ax), g.find(z));
-  EXPECT_EQ(g.num_classes(), 4u);     // {x,y}, z, relu, add
-  EXPECT_EQ(g.num_nodes(), 5u);       // x, y, z, one relu, one add: duplicates gone
+  EXPECT_EQ(g.num_classes(), 4u);  // {x,y}, z, relu, add
+  EXPECT_EQ(g.num_nodes(), 5u);    // x, y, z, one relu, one add: duplicates gone
   // Hash-consing sees the merge: relu(y) is the class of relu(x).
   EXPECT_EQ(g.add_op(op("relu"), op("relu").make_params(), {y}), g.find(rx));
   EXPECT_EQ(g.lookup(ENode{NodeKind::kOp, g.eclass(rx).nodes[0].head, {g.find(x)}, 0}), g.find(rx));
@@ -186,10 +186,11 @@ TEST(Pattern, CommutativeOperatorsMatchInEitherOrder) {
 }
 
 TEST(Pattern, MultiPatternsJoinOnSharedVariables) {
-  const auto rules = rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
-                                "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
-                                "w1))).1)",
-                                "x0=2x3,w0=3x4,w1=3x5"}});
+  const auto rules =
+      rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                 "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                 "w1))).1)",
+                 "x0=2x3,w0=3x4,w1=3x5"}});
   Graph m;
   const ValueRef x = m.add_input("x", {2, 3});
   const ValueRef y = m.add_input("y", {2, 3});
@@ -211,12 +212,13 @@ TEST(Pattern, MultiPatternsJoinOnSharedVariables) {
 TEST(Pattern, ShapeParametersTakeTheMatchedValuesAndPointwisePaddingMatches) {
   // The rule's split has sizes 1x1 and its convolutions pad 'same'; the
   // model splits 3x5 and its 1x1 convolution pads 'valid'.
-  const auto rules = rules_of({{"concat[axis=1](split[axis=1, sizes=1x1](i0).0, split[axis=1, sizes=1x1](i0).1) => i0",
-                                "i0=1x2x4x4"},
-                               {"conv2d(i0, p0) => conv2d[pad=valid](i0, p0)", "i0=1x2x4x4,p0=2x2x1x1"}});
+  const auto rules =
+      rules_of({{"concat[axis=1](split[axis=1, sizes=1x1](i0).0, split[axis=1, sizes=1x1](i0).1) => i0", "i0=1x2x4x4"},
+                {"conv2d(i0, p0) => conv2d[pad=valid](i0, p0)", "i0=1x2x4x4,p0=2x2x1x1"}});
   Graph m;
   const ValueRef x = m.add_input("x", {1, 8, 4, 4});
-  auto parts = m.add_op(op("split"), op("split").make_params({{"axis", int64_t{1}}, {"sizes", std::vector<int64_t>{3, 5}}}), {x});
+  auto parts = m.add_op(op("split"),
+                        op("split").make_params({{"axis", int64_t{1}}, {"sizes", std::vector<int64_t>{3, 5}}}), {x});
   const ValueRef joined = m.apply("concat", {parts[0], parts[1]}, {{"axis", int64_t{1}}});
   m.add_output(m.apply("conv2d", {joined, weight(m, {8, 8, 1, 1}, 1)}, {{"pad", std::string("valid")}}));
   EGraph g;
@@ -224,7 +226,8 @@ TEST(Pattern, ShapeParametersTakeTheMatchedValuesAndPointwisePaddingMatches) {
   g.rebuild();
   EXPECT_EQ(Pattern(rules[0]).search(g, 8).size(), 1u);
   // The reversed direction of the padding rule matches the 'valid' 1x1 convolution.
-  const auto reversed = std::find_if(rules.begin(), rules.end(), [](const DirectedRule& r) { return r.id == 2 && r.reversed; });
+  const auto reversed =
+      std::find_if(rules.begin(), rules.end(), [](const DirectedRule& r) { return r.id == 2 && r.reversed; });
   ASSERT_NE(reversed, rules.end());
   EXPECT_EQ(Pattern(*reversed).search(g, 8).size(), 1u);
   // And the forward direction too: 'same' and 'valid' are one for 1 x 1.
@@ -257,12 +260,12 @@ TEST(Rewrite, AnInstanceThatDoesNotHoldAtTheClassShapesIsNotUnioned) {
   // Summing the kernels of two convolutions of one input holds for kernels
   // of one size; with a 3x3 and a 1x1 kernel the target type-checks (add
   // broadcasts) but computes something else.
-  const auto rules = rules_of({{"add(conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, add(k0, k1))",
-                                "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"}});
+  const auto rules = rules_of(
+      {{"add(conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, add(k0, k1))", "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"}});
   Graph m;
   const ValueRef x = m.add_input("x", {1, 2, 6, 6});
-  m.add_output(m.apply("add", {m.apply("conv2d", {x, weight(m, {2, 2, 3, 3}, 1)}),
-                               m.apply("conv2d", {x, weight(m, {2, 2, 1, 1}, 2)})}));
+  m.add_output(m.apply(
+      "add", {m.apply("conv2d", {x, weight(m, {2, 2, 3, 3}, 1)}), m.apply("conv2d", {x, weight(m, {2, 2, 1, 1}, 2)})}));
   EGraph g;
   g.add_graph(m);
   g.rebuild();
@@ -295,7 +298,8 @@ TEST(Rewrite, ProofCacheKeysIgnoreVariableNames) {
   optimizer::Instance c = b;
   c.rule = build_rule(b.text, parse_shape_map("k0=2x128,k1=2x128,k2=2x128"));
   EXPECT_NE(canonical_instance_key(a), canonical_instance_key(c));  // other shapes
-  EXPECT_EQ(rename_variables("conv2d[pad=valid](i0, enlarge[size=3x3](p0))"), "conv2d[pad=valid](v0, enlarge[size=3x3](v1))");
+  EXPECT_EQ(rename_variables("conv2d[pad=valid](i0, enlarge[size=3x3](p0))"),
+            "conv2d[pad=valid](v0, enlarge[size=3x3](v1))");
 }
 
 // --- cycles ---------------------------------------------------------------------------
@@ -304,10 +308,11 @@ TEST(Cycles, AMultiPatternUnionThatWouldCloseACycleIsFilteredAndTheResultIsValid
   // (m0, m1) with m1 = matmul(x, relu(m0)): merging the two products puts
   // relu(m0) into the merged weight, so m0 would contain a product that
   // reads m0. The union for m0 is filtered; the one for m1 is not.
-  const auto rules = rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
-                                "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
-                                "w1))).1)",
-                                "x0=2x3,w0=3x4,w1=3x5"}});
+  const auto rules =
+      rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                 "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                 "w1))).1)",
+                 "x0=2x3,w0=3x4,w1=3x5"}});
   Graph m;
   const ValueRef x = m.add_input("x", {4, 4});
   const ValueRef m0 = m.apply("matmul", {x, weight(m, {4, 4}, 1)});
@@ -450,10 +455,11 @@ TEST(Extraction, TheIlpCountsASharedMergedProductOnce) {
   // Two products of x, merged into one product and a split: alone, each
   // projection costs the whole merged product (tree costs: greedy keeps
   // the two products); shared, one product serves both.
-  const auto rules = rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
-                                "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
-                                "w1))).1)",
-                                "x0=2x3,w0=3x4,w1=3x5"}});
+  const auto rules =
+      rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                 "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                 "w1))).1)",
+                 "x0=2x3,w0=3x4,w1=3x5"}});
   Graph m;
   const ValueRef x = m.add_input("x", {64, 256});
   m.add_output(m.apply("matmul", {x, weight(m, {256, 256}, 1)}), "q");
@@ -572,9 +578,9 @@ TEST(Saturation, FindsAGraphTheBacktrackingSearchMissesWithTheSameRules) {
   // over 20% dearer, which the backtracking search (alpha 1.05) prunes; only
   // then do both convolutions merge into one. Saturation keeps both forms in
   // the e-graph and extracts the merged one.
-  const auto rules = rules_of({{"conv2d(i0, enlarge[size=3x3](p0)) => conv2d(i0, p0)", "i0=1x2x4x4,p0=2x2x1x1"},
-                               {"add(conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, add(k0, k1))",
-                                "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"}});
+  const auto rules = rules_of(
+      {{"conv2d(i0, enlarge[size=3x3](p0)) => conv2d(i0, p0)", "i0=1x2x4x4,p0=2x2x1x1"},
+       {"add(conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, add(k0, k1))", "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"}});
   Graph m;
   const ValueRef x = m.add_input("x", {1, 64, 56, 56});
   m.add_output(m.apply("add", {m.apply("conv2d", {x, weight(m, {64, 64, 1, 1}, 1)}),
