@@ -72,7 +72,7 @@ struct RunnerOptions {
   double min_prove_slice_s = 0.25;
   bool filter_cycles = true;
   bool parallel = true;
-  pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::SearchOptions
+  pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::BacktrackingOptions
 };
 
 struct IterationStats {

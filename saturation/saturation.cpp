@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "optimizer/rewrite.h"
 
@@ -13,10 +14,11 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string number(double v) {
+// Six significant digits, as the optimizer's report prints its numbers.
+double six_digits(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return std::strtod(buf, nullptr);
 }
 
 }  // namespace
@@ -93,49 +95,82 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   return result;
 }
 
-std::string stats_json(const SaturationStats& s) {
+nlohmann::ordered_json stats_json(const SaturationStats& s) {
   const RunnerStats& r = s.runner;
-  std::string j = "{\"stop_reason\": \"";
-  j += stop_reason_name(r.stop);
-  j += "\", \"iterations\": " + std::to_string(r.iterations);
-  j += ", \"enodes\": " + std::to_string(s.enodes);
-  j += ", \"eclasses\": " + std::to_string(s.eclasses);
-  j += ", \"renamed_rules\": " + std::to_string(r.renamed_rules);
-  j += ", \"matches\": " + std::to_string(r.matches);
-  j += ", \"repeated_matches\": " + std::to_string(r.repeated_matches);
-  j += ", \"dropped_matches\": " + std::to_string(r.dropped_matches);
-  j += ", \"deferred_matches\": " + std::to_string(r.deferred_matches);
-  j += ", \"bans\": " + std::to_string(r.bans);
-  j += ", \"proved\": " + std::to_string(r.proved);
-  j += ", \"not_proved\": " + std::to_string(r.not_proved);
-  j += ", \"renamed_proof_hits\": " + std::to_string(r.renamed_proof_hits);
-  j += ", \"no_instance\": " + std::to_string(r.no_instance);
-  j += ", \"unions\": " + std::to_string(r.unions);
-  j += ", \"cycles_filtered\": " + std::to_string(r.cycles_filtered);
-  j += ", \"cycle_nodes_removed\": " + std::to_string(r.cycle_nodes_removed);
-  j += ", \"extractor\": \"" + s.extractor + "\"";
-  j += ", \"greedy_cost_us\": " + number(s.greedy_cost);
-  j += ", \"greedy_dag_cost_us\": " + number(s.greedy_dag_cost);
-  j += ", \"ilp\": {\"status\": \"" + ilp_status_name(s.ilp.status) + "\"";
-  j += ", \"found_by\": \"" + s.ilp.found_by + "\"";
-  j += ", \"objective_us\": " + number(s.ilp.objective);
-  j += ", \"lp_bound_us\": " + number(s.ilp.lp_bound);
-  j += ", \"bound_us\": " + number(s.ilp.bound);
-  j += ", \"gap\": " + number(s.ilp.gap);
-  j += ", \"variables\": " + std::to_string(s.ilp.variables);
-  j += ", \"constraints\": " + std::to_string(s.ilp.constraints);
-  j += ", \"mandatory_classes\": " + std::to_string(s.ilp.mandatory_classes);
-  j += ", \"ordered_classes\": " + std::to_string(s.ilp.ordered_classes);
-  j += ", \"seconds\": " + number(s.ilp.seconds) + "}";
-  j += ", \"seconds\": {\"search\": " + number(r.search_s);
-  j += ", \"instantiate\": " + number(r.instantiate_s);
-  j += ", \"prove\": " + number(r.prove_s);
-  j += ", \"apply\": " + number(r.apply_s);
-  j += ", \"rebuild\": " + number(r.rebuild_s);
-  j += ", \"saturate\": " + number(s.saturate_s);
-  j += ", \"extract\": " + number(s.extract_s);
-  j += ", \"total\": " + number(s.seconds) + "}}";
-  return j;
+  const IlpResult& ilp = s.ilp;
+  return {
+      {"kind", "saturation"},
+      {"stop_reason", std::string(stop_reason_name(r.stop))},
+      {"iterations", r.iterations},
+      {"enodes", s.enodes},
+      {"eclasses", s.eclasses},
+      {"renamed_rules", r.renamed_rules},
+      {"matches", r.matches},
+      {"repeated_matches", r.repeated_matches},
+      {"dropped_matches", r.dropped_matches},
+      {"deferred_matches", r.deferred_matches},
+      {"bans", r.bans},
+      {"proved", r.proved},
+      {"not_proved", r.not_proved},
+      {"renamed_proof_hits", r.renamed_proof_hits},
+      {"no_instance", r.no_instance},
+      {"unions", r.unions},
+      {"cycles_filtered", r.cycles_filtered},
+      {"cycle_nodes_removed", r.cycle_nodes_removed},
+      {"extractor", s.extractor},
+      {"greedy_cost_us", six_digits(s.greedy_cost)},
+      {"greedy_dag_cost_us", six_digits(s.greedy_dag_cost)},
+      {"ilp",
+       {{"status", ilp_status_name(ilp.status)},
+        {"found_by", ilp.found_by},
+        {"objective_us", six_digits(ilp.objective)},
+        {"lp_bound_us", six_digits(ilp.lp_bound)},
+        {"bound_us", six_digits(ilp.bound)},
+        {"gap", six_digits(ilp.gap)},
+        {"variables", ilp.variables},
+        {"constraints", ilp.constraints},
+        {"mandatory_classes", ilp.mandatory_classes},
+        {"ordered_classes", ilp.ordered_classes},
+        {"seconds", six_digits(ilp.seconds)}}},
+      {"seconds",
+       {{"search", six_digits(r.search_s)},
+        {"instantiate", six_digits(r.instantiate_s)},
+        {"prove", six_digits(r.prove_s)},
+        {"apply", six_digits(r.apply_s)},
+        {"rebuild", six_digits(r.rebuild_s)},
+        {"saturate", six_digits(s.saturate_s)},
+        {"extract", six_digits(s.extract_s)},
+        {"total", six_digits(s.seconds)}}},
+  };
+}
+
+std::string summary_line(const SaturationStats& s) {
+  const RunnerStats& r = s.runner;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "saturation, stopped: %s after %d iterations, %zu e-nodes in %zu e-classes; %lld matches, %lld "
+                "unions, %lld cycles filtered, %lld rule bans; extracted by %s (ILP %s, gap %.3g)",
+                std::string(stop_reason_name(r.stop)).c_str(), r.iterations, s.enodes, s.eclasses,
+                static_cast<long long>(r.matches), static_cast<long long>(r.unions),
+                static_cast<long long>(r.cycles_filtered), static_cast<long long>(r.bans), s.extractor.c_str(),
+                ilp_status_name(s.ilp.status).c_str(), s.ilp.gap);
+  return line;
+}
+
+optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
+  return [options](const Graph& model, const std::vector<optimizer::DirectedRule>& rules, optimizer::CostModel& cost,
+                   optimizer::InstanceProver& prover) {
+    SaturationResult r = saturate_and_extract(model, rules, cost, prover, options);
+    optimizer::SearchOutcome out;
+    out.best = std::move(r.best);
+    out.initial_cost = r.initial_cost;
+    out.best_cost = r.best_cost;
+    out.applied = std::move(r.applied);
+    out.stop_reason = stop_reason_name(r.stats.runner.stop);
+    out.summary = summary_line(r.stats);
+    out.report = stats_json(r.stats);
+    return out;
+  };
 }
 
 }  // namespace tgr::saturation

@@ -2,7 +2,7 @@
 // model goes into an e-graph (saturation/egraph.h), proved rule instances
 // add every equivalent form they reach (saturation/runner.h), and the
 // cheapest graph is extracted (saturation/extract.h), instead of TASO's
-// backtracking over one graph at a time (optimizer/search.h).
+// backtracking over one graph at a time (optimizer/backtracking_search.h).
 //
 // Soundness is the backtracking search's: every union is a rule instance
 // proved at the e-classes' shapes (or, for partial rules, corrected and
@@ -21,11 +21,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ir/graph.h"
+#include "optimizer/backtracking_search.h"
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
+#include "optimizer/optimize_model.h"
 #include "optimizer/rule_set.h"
-#include "optimizer/search.h"
 #include "saturation/extract.h"
 #include "saturation/runner.h"
 
@@ -49,7 +52,7 @@ struct SaturationStats {
 
 struct SaturationResult {
   Graph best;
-  double initial_cost = 0, best_cost = 0;  // CostModel::graph_cost, comparable with optimizer::SearchResult
+  double initial_cost = 0, best_cost = 0;  // CostModel::graph_cost, comparable with optimizer::BacktrackingResult
   // The rules whose e-nodes the extracted graph uses; count: their
   // applications that contributed e-nodes. By first application.
   std::vector<optimizer::RuleUse> applied;
@@ -60,7 +63,12 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
                                       optimizer::CostModel& cost, optimizer::InstanceProver& prover,
                                       const SaturationOptions& options);
 
-// The stats as a JSON object (for `optimize --report`).
-std::string stats_json(const SaturationStats& stats);
+// The stats as the report's "search" object, and as the summary's search line.
+nlohmann::ordered_json stats_json(const SaturationStats& stats);
+std::string summary_line(const SaturationStats& stats);
+
+// saturate_and_extract as optimize_model's search (OptimizeOptions::search,
+// optimizer/optimize_model.h): what `optimize --search saturate` runs.
+optimizer::SearchFunction saturation_search(const SaturationOptions& options);
 
 }  // namespace tgr::saturation

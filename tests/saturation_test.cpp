@@ -13,7 +13,7 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
-#include "optimizer/search.h"
+#include "optimizer/backtracking_search.h"
 #include "runtime/interpreter.h"
 #include "saturation/egraph.h"
 #include "saturation/extract.h"
@@ -587,9 +587,10 @@ TEST(Saturation, FindsAGraphTheBacktrackingSearchMissesWithTheSameRules) {
                                m.apply("conv2d", {x, weight(m, {64, 64, 3, 3}, 2)})}));
   optimizer::AnalyticCostModel cost;
   optimizer::InstanceProver instances(prover(), proof_options());
-  optimizer::SearchOptions search_options;  // the defaults: budget 100, alpha 1.05
+  optimizer::BacktrackingOptions search_options;  // the defaults: budget 100, alpha 1.05
   search_options.timeout_s = 60;
-  const optimizer::SearchResult backtracked = optimizer::search(m, rules, cost, instances, search_options);
+  const optimizer::BacktrackingResult backtracked =
+      optimizer::backtracking_search(m, rules, cost, instances, search_options);
   SaturationOptions options;
   options.runner.time_limit_s = 60;
   const SaturationResult saturated = saturate_and_extract(m, rules, cost, instances, options);
