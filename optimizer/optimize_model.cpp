@@ -57,9 +57,8 @@ void print_backtracking(std::FILE* out, const OptimizeReport& report) {
                "  search:         backtracking, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, "
                "%lld kept, %lld duplicates, %lld pruned by cost\n",
                stopped, static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
-               static_cast<long long>(st.candidates),
-               static_cast<long long>(st.pushed), static_cast<long long>(st.duplicates),
-               static_cast<long long>(st.pruned));
+               static_cast<long long>(st.candidates), static_cast<long long>(st.pushed),
+               static_cast<long long>(st.duplicates), static_cast<long long>(st.pruned));
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ struct OptimizeOptions {
   std::string device = "H100";  // whose measured costs kMeasured reads
   std::string specs_dir;        // the axioms the instance proofs use
   BacktrackingOptions backtracking;
-  SearchFunction search;  // another search instead of the backtracking one; empty: backtracking
+  SearchFunction search;             // another search instead of the backtracking one; empty: backtracking
   unsigned proof_timeout_ms = 1000;  // per instance proof
 };
 

@@ -11,9 +11,9 @@
 #include <random>
 #include <stdexcept>
 
+#include "optimizer/backtracking_search.h"
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
-#include "optimizer/backtracking_search.h"
 #include "runtime/interpreter.h"
 #include "saturation/egraph.h"
 #include "saturation/extract.h"

@@ -57,8 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--search", search, "backtrack (TASO) | saturate (equality saturation, ILP extraction)")
       ->check(CLI::IsMember({"backtrack", "saturate"}));
   app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")->check(CLI::PositiveNumber);
-  app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
-      ->check(CLI::PositiveNumber);
+  app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")->check(CLI::PositiveNumber);
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--cost-model", cost_model, "analytic | measured (op_costs of the rules database)")
