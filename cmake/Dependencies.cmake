@@ -1,6 +1,7 @@
 # All third-party dependencies are found here, in one place. Nothing is downloaded.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)   # libz3-dev has no CMake config
+pkg_check_modules(CBC REQUIRED IMPORTED_TARGET cbc) # coinor-libcbc-dev: the ILP of saturation's extraction
 find_package(TBB REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(CLI11 REQUIRED)

@@ -42,9 +42,29 @@ bool same_file(const std::string& a, const std::string& b) {
   return a == b || std::filesystem::equivalent(a, b, error);
 }
 
+// The summary's search line for the backtracking search.
+void print_backtracking(std::FILE* out, const OptimizeReport& report) {
+  const OptimizeOptions& o = report.options;
+  const BacktrackingStats& st = report.search;
+  char stopped[96];
+  if (st.timed_out)
+    std::snprintf(stopped, sizeof stopped, "stopped at the %g s time limit (more time may find more)",
+                  o.backtracking.timeout_s);
+  else
+    std::snprintf(stopped, sizeof stopped, "%s",
+                  st.budget_exhausted ? "stopped at the budget" : "stopped with every graph within alpha expanded");
+  std::fprintf(out,
+               "  search:         backtracking, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, "
+               "%lld kept, %lld duplicates, %lld pruned by cost\n",
+               stopped, static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
+               static_cast<long long>(st.candidates), static_cast<long long>(st.pushed),
+               static_cast<long long>(st.duplicates), static_cast<long long>(st.pruned));
+}
+
 }  // namespace
 
 std::string OptimizeReport::stop_reason() const {
+  if (other_search) return other_search->stop_reason;
   if (search.timed_out) return "time_limit";
   if (search.budget_exhausted) return "budget";
   return "queue_empty";
@@ -65,6 +85,19 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
     rule_sets.push_back({{"path", options.default_rules_db},
                          {"proved", default_rules.proved},
                          {"directions", default_rules.directions}});
+  nlohmann::ordered_json backtracking = {{"popped", search.popped},
+                                         {"candidates", search.candidates},
+                                         {"pushed", search.pushed},
+                                         {"duplicates", search.duplicates},
+                                         {"pruned_by_cost", search.pruned},
+                                         {"unproved_instances", search.unprovable},
+                                         {"matches_rejected_used_outside", search.matches.used_outside},
+                                         {"matches_rejected_cycle", search.matches.cycles},
+                                         {"budget", options.backtracking.budget},
+                                         {"alpha", six_digits(options.backtracking.alpha)},
+                                         {"timed_out", search.timed_out},
+                                         {"stop_reason", stop_reason()},
+                                         {"seconds", six_digits(search.seconds)}};
   return {
       {"model", options.model},
       {"output", options.output},
@@ -79,20 +112,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       {"cost_after_us", six_digits(cost_after_us)},
       {"cost_ratio", six_digits(cost_ratio())},
       {"rules_applied", std::move(applied)},
-      {"search",
-       {{"popped", search.popped},
-        {"candidates", search.candidates},
-        {"pushed", search.pushed},
-        {"duplicates", search.duplicates},
-        {"pruned_by_cost", search.pruned},
-        {"unproved_instances", search.unprovable},
-        {"matches_rejected_used_outside", search.matches.used_outside},
-        {"matches_rejected_cycle", search.matches.cycles},
-        {"budget", options.backtracking.budget},
-        {"alpha", six_digits(options.backtracking.alpha)},
-        {"timed_out", search.timed_out},
-        {"stop_reason", stop_reason()},
-        {"seconds", six_digits(search.seconds)}}},
+      {"search", other_search ? other_search->report : std::move(backtracking)},
       {"proofs",
        {{"proved", proofs.proved},
         {"failed", proofs.failed},
@@ -133,21 +153,11 @@ void OptimizeReport::print_summary(std::FILE* out) const {
     std::fprintf(out, "    %s#%-6lld x%-3d %s\n", shipped ? "default" : "", static_cast<long long>(u.id), u.count,
                  u.text.c_str());
   }
-  const BacktrackingStats& st = search;
-  char stopped[96];
-  if (st.timed_out)
-    std::snprintf(stopped, sizeof stopped, "stopped at the %g s time limit (more time may find more)",
-                  o.backtracking.timeout_s);
-  else
-    std::snprintf(stopped, sizeof stopped, "%s",
-                  st.budget_exhausted ? "stopped at the budget" : "stopped with every graph within alpha expanded");
-  std::fprintf(out,
-               "  search:         backtracking, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, "
-               "%lld kept, %lld duplicates, %lld pruned by cost\n",
-               stopped, static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
-               static_cast<long long>(st.candidates),
-               static_cast<long long>(st.pushed), static_cast<long long>(st.duplicates),
-               static_cast<long long>(st.pruned));
+  if (other_search) {
+    std::fprintf(out, "  search:         %s\n", other_search->summary.c_str());
+  } else {
+    print_backtracking(out, *this);
+  }
   std::fprintf(out,
                "  proofs:         %lld instances proved at model shapes, %lld not proved (not applied), %lld cached, "
                "%.0f ms",
@@ -200,7 +210,17 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   InstanceProver instances(prover, proof_options);
 
   t = Clock::now();
-  BacktrackingResult result = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
+  BacktrackingResult result;
+  if (o.search) {
+    SearchOutcome outcome = o.search(model.graph, rules, *cost, instances);
+    result.best = std::move(outcome.best);
+    result.initial_cost = outcome.initial_cost;
+    result.best_cost = outcome.best_cost;
+    result.applied = std::move(outcome.applied);
+    report.other_search = std::move(outcome);
+  } else {
+    result = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
+  }
   report.search_seconds = seconds_since(t);
   report.proofs = instances.stats();
   report.cost_before_us = result.initial_cost;

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "optimizer/backtracking_search.h"
+#include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
 #include "optimizer/instance.h"
 #include "optimizer/rule_set.h"
@@ -22,6 +25,21 @@ enum class CostModelChoice {
   kAnalytic,  // roofline of each operator's flops and bytes (AnalyticCostModel)
   kMeasured,  // the op_costs table of the rules database, for `device` (MeasuredCostModel)
 };
+
+// What a search other than the backtracking one returns (equality
+// saturation: saturation::saturation_search, saturation/saturation.h). A
+// caller that links such a search sets OptimizeOptions::search; this
+// library does not depend on it.
+struct SearchOutcome {
+  Graph best;
+  double initial_cost = 0, best_cost = 0;  // CostModel::graph_cost
+  std::vector<RuleUse> applied;
+  std::string stop_reason;        // why it stopped (the report's stop_reason)
+  std::string summary;            // the summary's search line, after "search:"
+  nlohmann::ordered_json report;  // the report's "search" object
+};
+using SearchFunction = std::function<SearchOutcome(const Graph& model, const std::vector<DirectedRule>& rules,
+                                                   CostModel& cost, InstanceProver& prover)>;
 
 struct OptimizeOptions {
   std::string model;     // the ONNX model to read
@@ -36,6 +54,7 @@ struct OptimizeOptions {
   std::string device = "H100";  // whose measured costs kMeasured reads
   std::string specs_dir;        // the axioms the instance proofs use
   BacktrackingOptions backtracking;
+  SearchFunction search;             // another search instead of the backtracking one; empty: backtracking
   unsigned proof_timeout_ms = 1000;  // per instance proof
 };
 
@@ -53,6 +72,7 @@ struct OptimizeReport {
   std::vector<RuleUse> rules_applied;  // on the path to the best graph, by first use
   std::vector<std::string> rules_applied_db;  // per entry of rules_applied: the database it came from
   BacktrackingStats search;
+  std::optional<SearchOutcome> other_search;  // with OptimizeOptions::search (its graph not kept)
   FoldStats fold;
   int opaque_nodes = 0;    // ONNX nodes outside the operator table, kept as they are
   bool unchanged = false;  // no rule applied: the input file was copied

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "optimizer/optimize_model.h"
+#include "saturation/saturation.h"
 #include "tools/cli_common.h"
 
 #ifndef TGR_SPECS_DIR
@@ -49,7 +50,16 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--alpha", o.backtracking.alpha, "keep graphs costing less than alpha times the best")
       ->check(CLI::Range(1.0, 10.0));
-  app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(CLI::PositiveNumber);
+  auto* timeout =
+      app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(CLI::PositiveNumber);
+  std::string search = "backtrack";
+  tgr::saturation::SaturationOptions saturation;
+  app.add_option("--search", search, "backtrack (TASO) | saturate (equality saturation, ILP extraction)")
+      ->check(CLI::IsMember({"backtrack", "saturate"}));
+  app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")->check(CLI::PositiveNumber);
+  app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")->check(CLI::PositiveNumber);
+  app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--cost-model", cost_model, "analytic | measured (op_costs of the rules database)")
       ->check(CLI::IsMember({"analytic", "measured"}));
   app.add_option("--device", o.device, "the device of measured costs");
@@ -59,6 +69,12 @@ int main(int argc, char** argv) {
       "--sequential", [&](int64_t) { o.backtracking.parallel = false; }, "expand on one thread");
   app.add_flag("-q,--quiet", quiet, "no summary");
   CLI11_PARSE(app, argc, argv);
+  if (search == "saturate") {
+    if (timeout->count() > 0) saturation.runner.time_limit_s = o.backtracking.timeout_s;
+    saturation.runner.parallel = o.backtracking.parallel;
+    saturation.use_ilp = saturation.ilp.time_limit_s > 0;
+    o.search = tgr::saturation::saturation_search(saturation);
+  }
   if (no_default_rules) o.default_rules_db.clear();
   o.cost_model = cost_model == "measured" ? CostModelChoice::kMeasured : CostModelChoice::kAnalytic;
   return tgr::cli::guarded("optimize", [&] {

@@ -12,6 +12,7 @@ PACKAGES=(
   libz3-dev libtbb-dev libsqlite3-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev nlohmann-json3-dev
+  coinor-libcbc-dev
 )
 
 missing=()

@@ -1,0 +1,661 @@
+#include "saturation/extract.h"
+
+#include <CbcModel.hpp>
+#include <CbcSolver.hpp>
+#include <ClpSolve.hpp>
+#include <CoinPackedMatrix.hpp>
+#include <CoinPackedVector.hpp>
+#include <OsiClpSolverInterface.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace tgr::saturation {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// Visits the classes a selection uses for `roots`, children first.
+void walk_selection(const EGraph& egraph, const Selection& selection, const std::vector<ClassId>& roots,
+                    const std::function<void(ClassId, const ENode&)>& visit) {
+  enum : char { kNew, kOpen, kDone };
+  std::vector<char> state(selection.choice.size(), kNew);
+  // Iterative depth-first search (models are deep).
+  std::vector<std::pair<ClassId, size_t>> stack;
+  for (ClassId root : roots) {
+    root = egraph.find(root);
+    if (state.at(root) == kDone) continue;
+    stack.emplace_back(root, 0);
+    state[root] = kOpen;
+    while (!stack.empty()) {
+      auto& [c, next_child] = stack.back();
+      const int32_t choice = selection.choice.at(c);
+      if (choice < 0) throw std::logic_error("extraction: no e-node chosen for " + egraph.describe(c));
+      const ENode& n = egraph.eclass(c).nodes.at(static_cast<size_t>(choice));
+      if (next_child < n.children.size()) {
+        const ClassId d = egraph.find(n.children[next_child++]);
+        if (state.at(d) == kOpen) throw std::logic_error("extraction: the choice is cyclic at " + egraph.describe(d));
+        if (state[d] == kNew) {
+          state[d] = kOpen;
+          stack.emplace_back(d, 0);
+        }
+        continue;
+      }
+      visit(c, n);
+      state[c] = kDone;
+      stack.pop_back();
+    }
+  }
+}
+
+// Tarjan's strongly connected components of a directed graph given by
+// adjacency lists (iterative: e-graphs of deep models are deep); returns
+// each vertex's component number.
+std::vector<size_t> strongly_connected_components(const std::vector<std::vector<size_t>>& edges) {
+  const size_t n = edges.size();
+  constexpr size_t kUnvisited = SIZE_MAX;
+  std::vector<size_t> index(n, kUnvisited), low(n, 0), component(n, kUnvisited);
+  std::vector<char> on_stack(n, 0);
+  std::vector<size_t> stack;
+  std::vector<std::pair<size_t, size_t>> calls;  // (vertex, next edge)
+  size_t next_index = 0, next_component = 0;
+  for (size_t root = 0; root < n; ++root) {
+    if (index[root] != kUnvisited) continue;
+    calls.emplace_back(root, 0);
+    while (!calls.empty()) {
+      auto& [v, e] = calls.back();
+      if (e == 0 && index[v] == kUnvisited) {
+        index[v] = low[v] = next_index++;
+        stack.push_back(v);
+        on_stack[v] = 1;
+      }
+      if (e < edges[v].size()) {
+        const size_t w = edges[v][e++];
+        if (index[w] == kUnvisited) {
+          calls.emplace_back(w, 0);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {
+        for (;;) {
+          const size_t w = stack.back();
+          stack.pop_back();
+          on_stack[w] = 0;
+          component[w] = next_component;
+          if (w == v) break;
+        }
+        ++next_component;
+      }
+      const size_t done = v;
+      calls.pop_back();
+      if (!calls.empty()) low[calls.back().first] = std::min(low[calls.back().first], low[done]);
+    }
+  }
+  return component;
+}
+
+}  // namespace
+
+NodeCosts::NodeCosts(const EGraph& egraph, optimizer::CostModel* model, SignatureCosts* cache) {
+  const size_t n_classes = egraph.class_ids().empty() ? 0 : egraph.class_ids().back() + 1;
+  costs_.resize(n_classes);
+  allowed_.resize(n_classes);
+  SignatureCosts local;
+  SignatureCosts& by_signature = cache ? *cache : local;
+  for (ClassId c : egraph.class_ids()) {
+    const EClass& cls = egraph.eclass(c);
+    costs_[c].assign(cls.nodes.size(), 0.0);
+    allowed_[c].assign(cls.nodes.size(), 1);
+    for (size_t i = 0; i < cls.nodes.size(); ++i) {
+      const ENode& n = cls.nodes[i];
+      const bool constant = egraph.is_constant_node(n);
+      if (cls.data.constant && !constant) allowed_[c][i] = 0;
+      if (n.kind != NodeKind::kOp || constant) continue;
+      if (!model) {
+        costs_[c][i] = 1;
+        continue;
+      }
+      std::string key = std::to_string(n.head);
+      for (ClassId child : n.children) {
+        key += '|';
+        key += shape_to_string(egraph.data(child).shapes[0]);
+      }
+      auto it = by_signature.find(key);
+      if (it == by_signature.end()) {
+        // The operator alone, over inputs at its operands' shapes.
+        const OpInstance& oi = egraph.op_instance(n.head);
+        Graph g;
+        std::vector<ValueRef> operands;
+        for (size_t k = 0; k < n.children.size(); ++k) {
+          const ClassData& d = egraph.data(n.children[k]);
+          std::string name = "a";  // (not "a" + to_string: GCC 12's -Wrestrict false positive)
+          name += std::to_string(k);
+          operands.push_back(g.add_input(std::move(name), d.shapes[0], d.dtypes[0]));
+        }
+        const std::vector<ValueRef> outs = g.add_op(*oi.op, oi.params, std::move(operands));
+        it = by_signature.emplace(std::move(key), model->op_cost_us(g, g.node(outs[0].node))).first;
+      }
+      costs_[c][i] = it->second;
+    }
+  }
+}
+
+GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs) {
+  const std::vector<ClassId> ids = egraph.class_ids();
+  const size_t n_classes = ids.empty() ? 0 : ids.back() + 1;
+  GreedyResult out;
+  out.selection.choice.assign(n_classes, -1);
+  out.tree_cost.assign(n_classes, kInfinity);
+  out.settled.assign(n_classes, -1);
+  // users[d]: (class, node) once per occurrence of d among the node's children.
+  std::vector<std::vector<std::pair<ClassId, uint32_t>>> users(n_classes);
+  std::vector<std::vector<uint32_t>> waiting(n_classes);  // children not settled yet, per node
+  using Entry = std::tuple<double, ClassId, uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+  for (ClassId c : ids) {
+    const auto& nodes = egraph.eclass(c).nodes;
+    waiting[c].assign(nodes.size(), 0);
+    for (uint32_t i = 0; i < nodes.size(); ++i) {
+      if (!costs.allowed(c, i)) continue;
+      waiting[c][i] = static_cast<uint32_t>(nodes[i].children.size());
+      for (ClassId child : nodes[i].children) users[egraph.find(child)].emplace_back(c, i);
+      if (nodes[i].children.empty()) queue.emplace(costs.cost(c, i), c, i);
+    }
+  }
+  int32_t order = 0;
+  while (!queue.empty()) {
+    const auto [value, c, i] = queue.top();
+    queue.pop();
+    if (out.settled[c] >= 0) continue;
+    out.settled[c] = order++;
+    out.tree_cost[c] = value;
+    out.selection.choice[c] = static_cast<int32_t>(i);
+    for (const auto& [pc, pi] : users[c]) {
+      if (--waiting[pc][pi] != 0 || out.settled[pc] >= 0) continue;
+      double total = costs.cost(pc, pi);
+      for (ClassId child : egraph.eclass(pc).nodes[pi].children) total += out.tree_cost[egraph.find(child)];
+      queue.emplace(total, pc, pi);
+    }
+  }
+  return out;
+}
+
+double selection_cost(const EGraph& egraph, const NodeCosts& costs, const Selection& selection,
+                      const std::vector<ClassId>& roots) {
+  double total = 0;
+  walk_selection(egraph, selection, roots,
+                 [&](ClassId c, const ENode&) { total += costs.cost(c, static_cast<size_t>(selection.choice[c])); });
+  return total;
+}
+
+std::string ilp_status_name(IlpStatus status) {
+  switch (status) {
+    case IlpStatus::kOptimal:
+      return "optimal";
+    case IlpStatus::kTimeLimit:
+      return "time_limit";
+    case IlpStatus::kSkipped:
+      return "skipped";
+  }
+  return "unknown";
+}
+
+GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs) {
+  const std::vector<ClassId> ids = egraph.class_ids();
+  const size_t n_classes = ids.empty() ? 0 : ids.back() + 1;
+  const size_t words = (n_classes + 63) / 64;
+  using Bits = std::vector<uint64_t>;
+  GreedyResult out;
+  out.selection.choice.assign(n_classes, -1);
+  out.tree_cost.assign(n_classes, kInfinity);
+  out.settled.assign(n_classes, -1);
+  std::vector<Bits> below(n_classes);          // settled classes: the classes of their DAG, themselves included
+  std::vector<double> own_cost(n_classes, 0);  // settled classes: their e-node's cost
+  struct Pending {
+    double value = kInfinity;
+    uint32_t node = 0;
+    Bits classes;
+  };
+  std::vector<Pending> best(n_classes);  // the best candidate of each unsettled class so far
+  std::vector<std::vector<std::pair<ClassId, uint32_t>>> users(n_classes);
+  std::vector<std::vector<uint32_t>> waiting(n_classes);
+  using Entry = std::tuple<double, ClassId, uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+  // A node whose children are all settled: its DAG and cost, queued if best so far.
+  auto offer = [&](ClassId c, uint32_t i) {
+    Bits set(words, 0);
+    for (ClassId child : egraph.eclass(c).nodes[i].children) {
+      const Bits& b = below[egraph.find(child)];
+      for (size_t w = 0; w < words; ++w) set[w] |= b[w];
+    }
+    double value = costs.cost(c, i);
+    for (size_t w = 0; w < words; ++w)
+      for (uint64_t bits = set[w]; bits; bits &= bits - 1)
+        value += own_cost[w * 64 + static_cast<size_t>(__builtin_ctzll(bits))];
+    if (value >= best[c].value) return;
+    best[c] = {value, i, std::move(set)};
+    queue.emplace(value, c, i);
+  };
+  for (ClassId c : ids) {
+    const auto& nodes = egraph.eclass(c).nodes;
+    waiting[c].assign(nodes.size(), 0);
+    for (uint32_t i = 0; i < nodes.size(); ++i) {
+      if (!costs.allowed(c, i)) continue;
+      waiting[c][i] = static_cast<uint32_t>(nodes[i].children.size());
+      for (ClassId child : nodes[i].children) users[egraph.find(child)].emplace_back(c, i);
+      if (nodes[i].children.empty()) offer(c, i);
+    }
+  }
+  int32_t order = 0;
+  while (!queue.empty()) {
+    const auto [value, c, i] = queue.top();
+    queue.pop();
+    if (out.settled[c] >= 0 || best[c].node != i || best[c].value != value) continue;
+    out.settled[c] = order++;
+    out.tree_cost[c] = value;
+    out.selection.choice[c] = static_cast<int32_t>(i);
+    own_cost[c] = costs.cost(c, i);
+    below[c] = std::move(best[c].classes);
+    below[c][c / 64] |= uint64_t{1} << (c % 64);
+    best[c].classes = Bits();
+    for (const auto& [pc, pi] : users[c])
+      if (--waiting[pc][pi] == 0 && out.settled[pc] < 0) offer(pc, pi);
+  }
+  return out;
+}
+
+IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
+                      const GreedyResult& greedy, const Selection& warm_start, const IlpOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  IlpResult result;
+  const size_t n_classes = greedy.selection.choice.size();
+  auto finite = [&](ClassId c) { return greedy.settled[c] >= 0; };
+  // In an acyclic e-graph a class the greedy pass derives at no cost
+  // (inputs, weights and what is computed from weights only) needs no
+  // variable: its greedy derivation is free and cannot close a cycle.
+  const bool acyclic = egraph.acyclic();
+  auto is_free = [&](ClassId c) { return acyclic && finite(c) && greedy.tree_cost[c] == 0; };
+
+  // Candidate classes (reachable from the roots through candidate e-nodes), numbered.
+  std::vector<int32_t> class_index(n_classes, -1);
+  std::vector<ClassId> classes;
+  for (ClassId r : roots) {
+    r = egraph.find(r);
+    if (!finite(r)) throw std::logic_error("extraction: root " + egraph.describe(r) + " has no acyclic choice");
+    if (class_index[r] < 0 && !is_free(r)) {
+      class_index[r] = static_cast<int32_t>(classes.size());
+      classes.push_back(r);
+    }
+  }
+  // Columns: x per candidate e-node, in class order. Candidates: allowed,
+  // every child settled by the greedy pass (else no acyclic choice can use
+  // it), and not dominated: an e-node costing at least another's of its
+  // class whose (non-free) children include all of the other's is never
+  // needed (the greedy choice is kept, for the warm start).
+  std::vector<std::pair<ClassId, uint32_t>> columns;
+  std::vector<std::vector<int>> class_columns;  // per candidate class
+  struct Option {
+    uint32_t node;
+    double cost;
+    std::vector<ClassId> children;  // non-free, sorted, unique
+  };
+  for (size_t k = 0; k < classes.size(); ++k) {
+    const ClassId c = classes[k];
+    const auto& nodes = egraph.eclass(c).nodes;
+    std::vector<Option> options_here;
+    for (uint32_t i = 0; i < nodes.size(); ++i) {
+      if (!costs.allowed(c, i)) continue;
+      Option o{i, costs.cost(c, i), {}};
+      bool ok = true;
+      for (ClassId child : nodes[i].children) {
+        const ClassId d = egraph.find(child);
+        if (!finite(d)) ok = false;
+        if (!is_free(d)) o.children.push_back(d);
+      }
+      if (!ok) continue;
+      // An e-node dearer alone than the class's whole greedy tree is never
+      // needed: swapping it for that tree costs less (in an acyclic e-graph,
+      // where the swap cannot close a cycle).
+      if (acyclic && o.cost > greedy.tree_cost[c] * (1 + 1e-12) && static_cast<int32_t>(i) != warm_start.choice[c])
+        continue;
+      std::sort(o.children.begin(), o.children.end());
+      o.children.erase(std::unique(o.children.begin(), o.children.end()), o.children.end());
+      options_here.push_back(std::move(o));
+    }
+    auto dominates = [](const Option& a, const Option& b) {  // a makes b unnecessary
+      return a.cost <= b.cost &&
+             std::includes(b.children.begin(), b.children.end(), a.children.begin(), a.children.end());
+    };
+    class_columns.emplace_back();
+    for (size_t a = 0; a < options_here.size(); ++a) {
+      const Option& o = options_here[a];
+      bool dominated = false;
+      if (static_cast<int32_t>(o.node) != warm_start.choice[c])
+        for (size_t b = 0; b < options_here.size() && !dominated; ++b) {
+          if (b == a || !dominates(options_here[b], o)) continue;
+          // Equal options: keep the first.
+          dominated = !dominates(o, options_here[b]) || b < a;
+        }
+      if (dominated) continue;
+      class_columns[k].push_back(static_cast<int>(columns.size()));
+      columns.emplace_back(c, o.node);
+      for (ClassId d : o.children) {
+        if (class_index[d] < 0) {
+          class_index[d] = static_cast<int32_t>(classes.size());
+          classes.push_back(d);
+        }
+      }
+    }
+  }
+  if (columns.size() > options.max_candidates) {
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;  // kSkipped
+  }
+
+  // Cycles: the strongly connected components of the candidate classes
+  // (each class's children being those of all its candidate e-nodes).
+  // Only classes of a component with several classes need an order, and
+  // only the edges inside it an order constraint; the big constant is the
+  // component's size, which keeps the relaxation tight where cycles are few.
+  std::vector<std::vector<size_t>> class_children(classes.size());
+  for (size_t k = 0; k < classes.size(); ++k) {
+    auto& out = class_children[k];
+    for (int col : class_columns[k])
+      for (ClassId child : egraph.eclass(columns[col].first).nodes[columns[col].second].children)
+        if (class_index[egraph.find(child)] >= 0) out.push_back(static_cast<size_t>(class_index[egraph.find(child)]));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  const std::vector<size_t> component = strongly_connected_components(class_children);
+  std::vector<size_t> component_size(classes.size(), 0);
+  for (size_t k = 0; k < classes.size(); ++k) ++component_size[component[k]];
+  const int n_x = static_cast<int>(columns.size());
+  std::vector<int> order_column(classes.size(), -1);  // t per class of a cyclic component
+  int n_cols = n_x;
+  for (size_t k = 0; k < classes.size(); ++k)
+    if (component_size[component[k]] > 1 || options.order_constraints) order_column[k] = n_cols++;
+  result.ordered_classes = static_cast<size_t>(n_cols - n_x);
+  auto big_of = [&](size_t k) {
+    return options.order_constraints ? static_cast<double>(classes.size())
+                                     : static_cast<double>(component_size[component[k]]);
+  };
+
+  std::vector<double> col_lb(n_cols, 0.0), col_ub(n_cols, 1.0), objective(n_cols, 0.0);
+  for (int j = 0; j < n_x; ++j) objective[j] = costs.cost(columns[j].first, columns[j].second);
+  for (size_t k = 0; k < classes.size(); ++k)
+    if (order_column[k] >= 0) col_ub[order_column[k]] = big_of(k) - 1;
+  CoinPackedMatrix matrix(false, 0, 0);
+  matrix.setDimensions(0, n_cols);
+  std::vector<double> row_lb, row_ub;
+  auto add_row = [&](const CoinPackedVector& row, double lb, double ub) {
+    matrix.appendRow(row);
+    row_lb.push_back(lb);
+    row_ub.push_back(ub);
+  };
+  // Classes every solution uses: the roots, and the classes that every
+  // candidate e-node of a used class reads. Requiring them outright (sum
+  // >= 1 rather than >= the reader's x) keeps the relaxation from
+  // splitting a class's choice among alternatives to thin out what they read.
+  std::vector<char> is_root(classes.size(), 0);  // mandatory
+  std::vector<size_t> mandatory;
+  for (ClassId r : roots) {
+    const int32_t k = class_index[egraph.find(r)];
+    if (k >= 0 && !is_root[k]) {
+      is_root[k] = 1;
+      mandatory.push_back(static_cast<size_t>(k));
+    }
+  }
+  for (size_t m = 0; m < mandatory.size(); ++m) {
+    const size_t k = mandatory[m];
+    std::vector<size_t> common;
+    bool first = true;
+    for (int col : class_columns[k]) {
+      std::vector<size_t> reads;
+      for (ClassId child : egraph.eclass(columns[col].first).nodes[columns[col].second].children)
+        if (class_index[egraph.find(child)] >= 0) reads.push_back(static_cast<size_t>(class_index[egraph.find(child)]));
+      std::sort(reads.begin(), reads.end());
+      reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+      if (first) {
+        common = std::move(reads);
+        first = false;
+      } else {
+        std::vector<size_t> both;
+        std::set_intersection(common.begin(), common.end(), reads.begin(), reads.end(), std::back_inserter(both));
+        common = std::move(both);
+      }
+    }
+    for (size_t d : common)
+      if (!is_root[d]) {
+        is_root[d] = 1;
+        mandatory.push_back(d);
+      }
+  }
+  result.mandatory_classes = mandatory.size();
+  for (size_t k = 0; k < classes.size(); ++k) {
+    if (!is_root[k]) continue;
+    CoinPackedVector row;
+    for (int col : class_columns[k]) row.insert(col, 1.0);
+    add_row(row, 1.0, COIN_DBL_MAX);
+  }
+  for (int j = 0; j < n_x; ++j) {
+    const auto [c, i] = columns[j];
+    const auto kc = static_cast<size_t>(class_index[c]);
+    std::vector<ClassId> children;
+    for (ClassId child : egraph.eclass(c).nodes[i].children)
+      if (class_index[egraph.find(child)] >= 0 || egraph.find(child) == c) children.push_back(egraph.find(child));
+    std::sort(children.begin(), children.end());
+    children.erase(std::unique(children.begin(), children.end()), children.end());
+    for (ClassId d : children) {
+      if (d == c) {  // reads its own class: never in an acyclic choice
+        col_ub[j] = 0;
+        continue;
+      }
+      const auto kd = static_cast<size_t>(class_index[d]);
+      CoinPackedVector row;  // x_j <= sum of x over class d
+      for (int col : class_columns[kd]) row.insert(col, 1.0);
+      row.insert(j, -1.0);
+      add_row(row, 0.0, COIN_DBL_MAX);
+      if (order_column[kc] >= 0 && order_column[kd] >= 0 &&
+          (component[kc] == component[kd] || options.order_constraints)) {
+        const double big = big_of(kc);  // t_c - t_d - big x_j >= 1 - big
+        CoinPackedVector ord;
+        ord.insert(order_column[kc], 1.0);
+        ord.insert(order_column[kd], -1.0);
+        ord.insert(j, -big);
+        add_row(ord, 1.0 - big, COIN_DBL_MAX);
+      }
+    }
+  }
+  result.variables = static_cast<size_t>(n_cols);
+  result.constraints = row_lb.size();
+
+  OsiClpSolverInterface solver;
+  solver.loadProblem(matrix, col_lb.data(), col_ub.data(), objective.data(), row_lb.data(), row_ub.data());
+  for (int j = 0; j < n_x; ++j) solver.setInteger(j);
+  solver.messageHandler()->setLogLevel(0);
+  {
+    // The root LP by the dual simplex: Clp's default initial solve (the
+    // "idiot" crash, then crossover) crashes inside Clp's presolve on some
+    // of these problems (coinor-libclp 1.17.6, BERT-tiny's e-graph).
+    ClpSolve root;
+    root.setSolveType(ClpSolve::useDual);
+    solver.setSolveOptions(root);
+  }
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (int j = 0; j < n_cols; ++j) {  // names: how CBC takes a start
+    std::string name = j < n_x ? "x" : "t";
+    name += std::to_string(j);
+    solver.setColName(j, name);
+  }
+
+  // A selection as a solution vector (x of its choices, orders children first).
+  auto solution_of = [&](const Selection& selection) {
+    std::vector<double> sol(n_cols, 0.0);
+    std::vector<int32_t> use_order(n_classes, -1);
+    int32_t next = 0;
+    walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) { use_order[c] = next++; });
+    std::vector<std::pair<int32_t, size_t>> by_use;
+    for (size_t k = 0; k < classes.size(); ++k) {
+      const ClassId c = classes[k];
+      by_use.emplace_back(use_order[c] >= 0 ? use_order[c] : INT32_MAX, k);
+      if (use_order[c] < 0) continue;
+      for (int col : class_columns[k])
+        if (columns[col].second == static_cast<uint32_t>(selection.choice[c])) sol[col] = 1.0;
+    }
+    std::stable_sort(by_use.begin(), by_use.end());
+    std::vector<double> next_rank(classes.size(), 0.0);
+    for (const auto& [used, k] : by_use) {
+      if (order_column[k] < 0) continue;
+      const size_t group = options.order_constraints ? 0 : component[k];
+      sol[order_column[k]] = next_rank[group]++;
+    }
+    return sol;
+  };
+  // A solution vector as a selection: per class, its cheapest chosen e-node
+  // (with the order constraints any chosen one is acyclic; without them the
+  // candidates are); free classes keep the warm start's zero-cost derivation.
+  auto selection_of = [&](const double* x) {
+    Selection sel = warm_start;
+    for (size_t k = 0; k < classes.size(); ++k) {
+      double cheapest = kInfinity;
+      for (int col : class_columns[k]) {
+        if (x[col] < 0.5 || objective[col] >= cheapest) continue;
+        cheapest = objective[col];
+        sel.choice[classes[k]] = static_cast<int32_t>(columns[col].second);
+      }
+    }
+    return sel;
+  };
+
+  Selection incumbent = warm_start;
+  double incumbent_cost = selection_cost(egraph, costs, warm_start, roots);
+  result.found_by = "warm_start";
+  auto offer = [&](Selection selection, const char* found_by) {
+    const double c = selection_cost(egraph, costs, selection, roots);
+    if (!(c < incumbent_cost - 1e-9)) return;
+    incumbent = std::move(selection);
+    incumbent_cost = c;
+    result.found_by = found_by;
+  };
+
+  // CBC's full solver (preprocessing, cuts, heuristics; on these problems
+  // its cuts close at the root what plain branch-and-bound does not close
+  // in minutes), from the incumbent, for `seconds`, over the columns
+  // `column_upper` leaves open. Returns whether it proved optimality.
+  auto run_cbc = [&](const std::vector<double>* column_upper, double seconds, double* bound) {
+    OsiClpSolverInterface restricted(solver);
+    if (column_upper)
+      for (int j = 0; j < n_x; ++j) restricted.setColUpper(j, (*column_upper)[j]);
+    CbcModel model(restricted);
+    CbcSolverUsefulData solver_data;
+    CbcMain0(model, solver_data);
+    const std::vector<double> start_solution = solution_of(incumbent);
+    std::vector<std::pair<std::string, double>> mip_start;
+    for (int j = 0; j < n_cols; ++j) mip_start.emplace_back(restricted.getColName(j), start_solution[j]);
+    model.setMIPStart(mip_start);
+    model.setLogLevel(0);
+    const std::string limit = std::to_string(std::max(0.05, seconds));
+    const char* args[] = {"tgr", "-log", "0", "-seconds", limit.c_str(), "-timeMode", "elapsed", "-solve", "-quit"};
+    CbcMain1(
+        static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
+    if (const double* x = model.bestSolution()) offer(selection_of(x), "cbc");
+    if (bound) *bound = model.isProvenOptimal() ? model.getObjValue() : model.getBestPossibleObjValue();
+    return model.isProvenOptimal();
+  };
+
+  // The LP relaxation first: its optimum bounds the gap, and rounding it
+  // (greedy extraction with the e-nodes it takes made free) finds the
+  // sharing it sees. On a large problem CBC then searches the LP's support
+  // (the e-nodes it takes at all, and the incumbent's) before the whole:
+  // a small problem it solves fast, whose solution is a good start.
+  std::vector<double> support;
+  {
+    OsiClpSolverInterface lp(solver);
+    lp.messageHandler()->setLogLevel(0);
+    lp.initialSolve();
+    if (lp.isProvenOptimal()) {
+      result.lp_bound = lp.getObjValue();
+      const double* x = lp.getColSolution();
+      for (double threshold : {0.5, 0.9, 0.1, 0.01}) {
+        NodeCosts biased = costs;
+        for (int j = 0; j < n_x; ++j)
+          if (x[j] >= threshold) biased.set_cost(columns[j].first, columns[j].second, 0.0);
+        offer(greedy_extract(egraph, biased).selection, "lp_rounding");
+      }
+      support.assign(x, x + n_x);
+    }
+  }
+  if (!support.empty() && static_cast<size_t>(n_x) > options.restrict_above) {
+    const std::vector<double> start_solution = solution_of(incumbent);
+    for (int j = 0; j < n_x; ++j) support[j] = support[j] > 1e-6 || start_solution[j] > 0.5 ? col_ub[j] : 0.0;
+    run_cbc(&support, (options.time_limit_s - elapsed()) / 2, nullptr);
+    if (result.found_by == std::string("cbc")) result.found_by = "cbc_on_lp_support";
+  }
+  double bound = 0;
+  const bool optimal = run_cbc(nullptr, options.time_limit_s - elapsed(), &bound);
+
+  result.selection = std::move(incumbent);
+  result.objective = incumbent_cost;
+  result.status = optimal ? IlpStatus::kOptimal : IlpStatus::kTimeLimit;
+  result.bound = optimal ? result.objective : std::min(std::max(bound, result.lp_bound), result.objective);
+  result.gap = result.objective > 0 ? (result.objective - result.bound) / result.objective : 0.0;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+Graph selection_graph(const EGraph& egraph, const Selection& selection, const std::vector<ClassId>& roots,
+                      const std::vector<std::string>& output_names) {
+  Graph g;
+  std::vector<std::vector<ValueRef>> values(selection.choice.size());
+  for (uint32_t leaf : egraph.input_leaves()) {
+    const Node& in = egraph.leaf(leaf);
+    const ValueRef v = g.add_input(in.name, in.output_shapes[0], in.output_dtypes[0]);
+    const ClassId c = egraph.lookup(ENode{NodeKind::kInput, leaf, {}, 0});
+    if (c != kNoClass && c < values.size()) values[c] = {v};
+  }
+  walk_selection(egraph, selection, roots, [&](ClassId c, const ENode& n) {
+    switch (n.kind) {
+      case NodeKind::kInput:
+        if (values[c].empty())
+          throw std::logic_error("extraction: input " + egraph.leaf(n.head).name + " not declared");
+        break;
+      case NodeKind::kConstant:
+        values[c] = {g.add_shared_constant(egraph.leaf(n.head))};
+        break;
+      case NodeKind::kProject:
+        values[c] = {values[egraph.find(n.children[0])].at(n.head)};
+        break;
+      case NodeKind::kOp: {
+        std::vector<ValueRef> operands;
+        for (ClassId child : n.children) operands.push_back(values[egraph.find(child)].at(0));
+        const OpInstance& oi = egraph.op_instance(n.head);
+        values[c] = g.find_or_add_op(*oi.op, oi.params, std::move(operands));
+        break;
+      }
+    }
+  });
+  for (size_t k = 0; k < roots.size(); ++k) g.add_output(values[egraph.find(roots[k])].at(0), output_names.at(k));
+  return g;
+}
+
+std::vector<uint32_t> selection_origins(const EGraph& egraph, const Selection& selection,
+                                        const std::vector<ClassId>& roots) {
+  std::vector<uint32_t> origins;
+  walk_selection(egraph, selection, roots, [&](ClassId, const ENode& n) {
+    if (n.origin > 0) origins.push_back(n.origin);
+  });
+  std::sort(origins.begin(), origins.end());
+  origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
+  return origins;
+}
+
+}  // namespace tgr::saturation

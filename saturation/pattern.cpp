@@ -1,0 +1,199 @@
+#include "saturation/pattern.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "optimizer/matcher.h"
+
+namespace tgr::saturation {
+namespace {
+
+// A non-owning reference to a callable (the matcher's continuations; a
+// std::function would allocate at every step).
+class Continuation {
+ public:
+  template <class F>
+  Continuation(const F& f)  // NOLINT: implicit on purpose
+      : object_(&f), call_([](const void* o) { (*static_cast<const F*>(o))(); }) {}
+  void operator()() const { call_(object_); }
+
+ private:
+  const void* object_;
+  void (*call_)(const void*);
+};
+
+class Matcher {
+ public:
+  Matcher(const EGraph& egraph, const Graph& pattern, size_t limit,
+          const std::function<bool(const PatternMatch&)>& keep)
+      : egraph_(egraph), pattern_(pattern), limit_(limit), keep_(keep) {
+    const size_t n = pattern.nodes().size();
+    classes_.assign(n, kNoClass);
+    heads_.assign(n, 0);
+    swapped_.assign(n, 0);
+  }
+
+  std::vector<PatternMatch> run() {
+    match_output(0);
+    return std::move(matches_);
+  }
+
+ private:
+  bool full() const { return matches_.size() >= limit_; }
+  bool multi_output(const Node& n) const { return n.output_shapes.size() != 1; }
+
+  void match_output(size_t k) {
+    if (full()) return;
+    const auto& outs = pattern_.outputs();
+    if (k == outs.size()) {
+      accept();
+      return;
+    }
+    const ValueRef pv = outs[k];
+    const Node& pn = pattern_.node(pv.node);
+    const auto next = [&] { match_output(k + 1); };
+    if (!pn.is_op()) return;  // bare variables as outputs are dropped by load_rules
+    if (classes_[pv.node] != kNoClass) {
+      next();
+      return;
+    }
+    for (ClassId c : candidates(pn)) {
+      if (full()) return;
+      match_node(pv.node, c, next);
+    }
+  }
+
+  // Classes that may hold pattern node `pn`: the parents of a variable it
+  // reads that is already bound (a join), else every class with its operator.
+  std::vector<ClassId> candidates(const Node& pn) const {
+    for (ValueRef in : pn.inputs) {
+      const Node& arg = pattern_.node(in.node);
+      if (arg.is_op() || classes_[in.node] == kNoClass) continue;
+      std::vector<ClassId> out;
+      for (const auto& [node, cls] : egraph_.eclass(classes_[in.node]).parents)
+        if (egraph_.op_of(node) == pn.op && (out.empty() || out.back() != cls)) out.push_back(cls);
+      return out;
+    }
+    auto all = egraph_.classes_with_op(pn.op);
+    return {all.begin(), all.end()};
+  }
+
+  void match_value(ValueRef pv, ClassId c, Continuation next) {
+    const Node& pn = pattern_.node(pv.node);
+    const ClassData& data = egraph_.data(c);
+    if (!pn.is_op()) {  // a variable
+      if (data.tuple || data.dtypes[0] != pn.output_dtypes[0]) return;
+      ClassId& b = classes_[pv.node];
+      if (b != kNoClass) {
+        if (b == c) next();
+        return;
+      }
+      b = c;
+      next();
+      b = kNoClass;
+      return;
+    }
+    if (!multi_output(pn)) {
+      match_node(pv.node, c, next);
+      return;
+    }
+    for (const ENode& proj : egraph_.projections(c))
+      if (proj.head == static_cast<uint32_t>(pv.output)) match_node(pv.node, egraph_.find(proj.children[0]), next);
+  }
+
+  void match_node(int32_t p, ClassId c, Continuation next) {
+    const Node& pn = pattern_.node(p);
+    if (classes_[p] != kNoClass) {
+      if (classes_[p] == c) next();
+      return;
+    }
+    for (const ENode& n : egraph_.nodes_with_op(c, pn.op)) {
+      if (full()) return;
+      if (n.children.size() != pn.inputs.size() || !params_match(pn, n)) continue;
+      classes_[p] = c;
+      heads_[p] = n.head;
+      swapped_[p] = 0;
+      match_inputs(pn, n, 0, false, next);
+      if (pn.op->commutative && pn.inputs.size() == 2 && pn.inputs[0] != pn.inputs[1]) {
+        swapped_[p] = 1;
+        match_inputs(pn, n, 0, true, next);
+      }
+      classes_[p] = kNoClass;
+    }
+  }
+
+  void match_inputs(const Node& pn, const ENode& n, size_t i, bool swapped, Continuation next) {
+    if (i == pn.inputs.size()) {
+      next();
+      return;
+    }
+    const size_t j = swapped ? 1 - i : i;
+    const auto rest = [&] { match_inputs(pn, n, i + 1, swapped, next); };
+    match_value(pn.inputs[i], egraph_.find(n.children[j]), rest);
+  }
+
+  // As optimizer/matcher.cpp: 'valid' and 'same' padding are one for a 1 x 1 kernel.
+  bool equal_padding(const Node& pn, const ENode& n, const ParamValue& a, const ParamValue& b) const {
+    if (pn.op->name != "conv2d" || !std::holds_alternative<std::string>(a) || !std::holds_alternative<std::string>(b))
+      return false;
+    const Shape& k = egraph_.data(n.children[1]).shapes[0];
+    return k.size() == 4 && k[2] == 1 && k[3] == 1;
+  }
+
+  bool params_match(const Node& pn, const ENode& n) const {
+    const auto& pe = pn.params.entries();
+    const auto& me = egraph_.op_instance(n.head).params.entries();
+    if (pe.size() != me.size()) return false;
+    for (size_t i = 0; i < pe.size(); ++i) {
+      if (pe[i].first != me[i].first) return false;
+      if (pe[i].second == me[i].second) continue;
+      if (pe[i].first == "pad" && equal_padding(pn, n, pe[i].second, me[i].second)) continue;
+      if (!optimizer::is_shape_param(pn.op->name, pe[i].first)) return false;
+      if (pe[i].second.index() != me[i].second.index()) return false;
+    }
+    return true;
+  }
+
+  void accept() {
+    PatternMatch m;
+    for (int32_t in : pattern_.inputs()) m.variables.push_back(classes_[in]);
+    for (ValueRef pv : pattern_.outputs()) {
+      ClassId c = classes_[pv.node];
+      if (multi_output(pattern_.node(pv.node))) {
+        c = egraph_.lookup(ENode{NodeKind::kProject, static_cast<uint32_t>(pv.output), {c}, 0});
+        if (c == kNoClass) return;  // that output is not in the e-graph
+      }
+      if (std::find(m.outputs.begin(), m.outputs.end(), c) != m.outputs.end()) return;  // two outputs, one class
+      m.outputs.push_back(c);
+    }
+    m.classes = classes_;
+    for (int32_t in : pattern_.inputs()) m.classes[in] = kNoClass;
+    m.heads = heads_;
+    m.swapped = swapped_;
+    if (keep_ && !keep_(m)) return;
+    matches_.push_back(std::move(m));
+  }
+
+  const EGraph& egraph_;
+  const Graph& pattern_;
+  size_t limit_;
+  const std::function<bool(const PatternMatch&)>& keep_;
+  // Per pattern node: the bound class (variables and operator nodes alike),
+  // the matched e-node's head and operand order.
+  std::vector<ClassId> classes_;
+  std::vector<uint32_t> heads_;
+  std::vector<uint8_t> swapped_;
+  std::vector<PatternMatch> matches_;
+};
+
+}  // namespace
+
+Pattern::Pattern(const optimizer::DirectedRule& rule) : source_(&rule.graphs.source) {}
+
+std::vector<PatternMatch> Pattern::search(const EGraph& egraph, size_t limit,
+                                          const std::function<bool(const PatternMatch&)>& keep) const {
+  if (limit == 0) return {};
+  return Matcher(egraph, *source_, limit, keep).run();
+}
+
+}  // namespace tgr::saturation

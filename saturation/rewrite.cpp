@@ -1,0 +1,236 @@
+#include "saturation/rewrite.h"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "optimizer/partial_instance.h"
+
+namespace tgr::saturation {
+
+std::optional<MatchInstance> instantiate_match(const EGraph& egraph, const optimizer::DirectedRule& rule,
+                                               const PatternMatch& match) {
+  const Graph& pattern = rule.graphs.source;
+  Graph cut;  // the match, cut out of the e-graph
+  optimizer::Match cut_match;
+  cut_match.nodes.assign(pattern.nodes().size(), -1);
+  std::vector<std::vector<ValueRef>> values(pattern.nodes().size());
+  std::unordered_map<ClassId, ValueRef> input_of_class;
+  std::unordered_map<int32_t, ClassId> class_of_input;
+  for (size_t i = 0; i < pattern.inputs().size(); ++i) {
+    const ClassId c = egraph.find(match.variables.at(i));
+    auto it = input_of_class.find(c);
+    if (it == input_of_class.end()) {
+      const ClassData& d = egraph.data(c);
+      std::string name = "c";  // (not "c" + to_string: GCC 12's -Wrestrict false positive)
+      name += std::to_string(c);
+      const ValueRef v = cut.add_input(std::move(name), d.shapes[0], d.dtypes[0]);
+      it = input_of_class.emplace(c, v).first;
+      class_of_input.emplace(v.node, c);
+    }
+    values[pattern.inputs()[i]] = {it->second};
+    cut_match.variables.push_back(it->second);
+  }
+  for (int32_t p = 0; p < static_cast<int32_t>(pattern.nodes().size()); ++p) {
+    const Node& pn = pattern.node(p);
+    if (!pn.is_op()) continue;
+    const OpInstance& oi = egraph.op_instance(match.heads.at(p));
+    std::vector<ValueRef> operands;
+    for (ValueRef in : pn.inputs) operands.push_back(values[in.node].at(in.output));
+    if (match.swapped.at(p)) std::swap(operands.at(0), operands.at(1));
+    std::vector<ValueRef> outs = cut.add_op(*oi.op, oi.params, std::move(operands));
+    const ClassData& d = egraph.data(match.classes.at(p));
+    if (cut.node(outs[0].node).output_shapes != d.shapes)
+      throw std::logic_error("saturation: rule #" + std::to_string(rule.id) + " matched " + oi.op->name +
+                             " whose shapes at its operands' classes differ from its " +
+                             egraph.describe(match.classes[p]));
+    cut_match.nodes[p] = outs[0].node;
+    values[p] = std::move(outs);
+  }
+  for (ValueRef pv : pattern.outputs()) cut_match.outputs.push_back(values[pv.node].at(pv.output));
+
+  std::optional<optimizer::Instance> instance = optimizer::instantiate(cut, rule, cut_match);
+  if (!instance) return std::nullopt;
+  MatchInstance out;
+  for (const auto& [name, v] : instance->bindings) out.variable_classes.emplace(name, class_of_input.at(v.node));
+  out.instance = std::move(*instance);
+  return out;
+}
+
+std::string rename_variables(const std::string& text, std::vector<std::string>* order) {
+  // Variables are the identifiers of the text that are neither operators
+  // (followed by '(' or '[') nor parameter keys (followed by '=') nor
+  // parameter values (after '=').
+  std::map<std::string, size_t, std::less<>> names;  // variable -> canonical index
+  std::vector<std::string> local;
+  std::vector<std::string>& seen = order ? *order : local;
+  seen.clear();
+  std::string out;
+  out.reserve(text.size());
+  auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto is_part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t i = 0; i < text.size();) {
+    if (!is_start(text[i]) || (i > 0 && (is_part(text[i - 1]) || text[i - 1] == '.'))) {
+      out += text[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && is_part(text[j])) ++j;
+    const std::string word = text.substr(i, j - i);
+    size_t before = i;
+    while (before > 0 && text[before - 1] == ' ') --before;
+    size_t after = j;
+    while (after < text.size() && text[after] == ' ') ++after;
+    const bool operator_name = j < text.size() && (text[j] == '(' || text[j] == '[');
+    const bool parameter_key = after < text.size() && text[after] == '=';
+    const bool parameter_value = before > 0 && text[before - 1] == '=';
+    if (operator_name || parameter_key || parameter_value) {
+      out += word;
+    } else {
+      auto [it, inserted] = names.try_emplace(word, seen.size());
+      if (inserted) seen.push_back(word);
+      out += 'v';
+      out += std::to_string(it->second);
+    }
+    i = j;
+  }
+  return out;
+}
+
+std::string canonical_instance_key(const optimizer::Instance& instance) {
+  std::vector<std::string> order;
+  std::string out = rename_variables(instance.text, &order);
+  // The variables' shapes and types, in canonical order.
+  out += " |";
+  const Graph& source = instance.rule.source;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const auto v = source.find_input(order[k]);
+    out += " v";
+    out += std::to_string(k);
+    out += '=';
+    if (v) {
+      out += dtype_name(source.dtype(*v));
+      out += ':';
+      out += shape_to_string(source.shape(*v));
+    } else {
+      out += '?';  // a variable of the target only (never: load_rules drops such directions)
+    }
+  }
+  return out;
+}
+
+bool ProofCache::proved(MatchInstance& instance, const optimizer::DirectedRule& rule, optimizer::InstanceProver& prover,
+                        const pet::CheckOptions& region_check) {
+  if (rule.partial) {
+    // The target is replaced by its checked correction (the region
+    // checker's verdict is what `proved` then reports).
+    if (!optimizer::correct_partial_instance(instance.instance, region_check)) return false;
+    return prover.proved(instance.instance);
+  }
+  const std::string key = canonical_instance_key(instance.instance);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = results_.find(key); it != results_.end()) {
+      ++hits_;
+      return it->second;
+    }
+  }
+  const bool ok = prover.proved(instance.instance);
+  std::lock_guard lock(mutex_);
+  results_.emplace(key, ok);
+  return ok;
+}
+
+int64_t ProofCache::hits() const {
+  std::lock_guard lock(mutex_);
+  return hits_;
+}
+
+namespace {
+
+// The cost of a graph whose inputs listed in `constant_inputs` are weights.
+double cost_with_weights(const Graph& g, const std::vector<bool>& constant_inputs, optimizer::CostModel& cost) {
+  std::vector<bool> constant(g.nodes().size(), false);
+  double total = 0;
+  for (int32_t i : g.topological_order()) {
+    const Node& n = g.node(i);
+    if (n.is_input()) {
+      constant[i] = constant_inputs[i];
+      continue;
+    }
+    if (n.is_constant()) {
+      constant[i] = true;
+      continue;
+    }
+    constant[i] = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef v) { return constant[v.node]; });
+    if (!constant[i]) total += cost.op_cost_us(g, n);
+  }
+  return total;
+}
+
+std::vector<bool> constant_inputs(const EGraph& egraph, const MatchInstance& instance, const Graph& g) {
+  std::vector<bool> out(g.nodes().size(), false);
+  for (int32_t in : g.inputs()) {
+    auto it = instance.variable_classes.find(g.node(in).name);
+    out[in] = it != instance.variable_classes.end() && egraph.data(it->second).constant;
+  }
+  return out;
+}
+
+}  // namespace
+
+double local_cost_delta(const EGraph& egraph, const MatchInstance& instance, optimizer::CostModel& cost) {
+  const Rule& r = instance.instance.rule;
+  return cost_with_weights(r.target, constant_inputs(egraph, instance, r.target), cost) -
+         cost_with_weights(r.source, constant_inputs(egraph, instance, r.source), cost);
+}
+
+ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const PatternMatch& match, uint32_t origin,
+                          bool filter_cycles) {
+  const Graph& target = proved.instance.rule.target;
+  std::vector<ClassId> classes(target.nodes().size(), kNoClass);
+  auto value_class = [&](ValueRef v) {
+    const ClassId c = classes.at(v.node);
+    return egraph.data(c).tuple ? egraph.add_project(c, static_cast<uint32_t>(v.output), origin) : c;
+  };
+  for (int32_t i = 0; i < static_cast<int32_t>(target.nodes().size()); ++i) {
+    const Node& n = target.node(i);
+    if (n.is_input()) {
+      auto it = proved.variable_classes.find(n.name);
+      if (it == proved.variable_classes.end())
+        throw std::logic_error("saturation: instance variable '" + n.name + "' has no class: " + proved.instance.text);
+      classes[i] = it->second;
+    } else if (n.is_constant()) {
+      classes[i] = egraph.add_constant(n);
+    } else {
+      std::vector<ClassId> operands;
+      for (ValueRef in : n.inputs) operands.push_back(value_class(in));
+      classes[i] = egraph.add_op(*n.op, n.params, std::move(operands), origin);
+    }
+  }
+  ApplyOutcome out;
+  for (size_t k = 0; k < target.outputs().size(); ++k) {
+    const ClassId t = egraph.find(value_class(target.outputs()[k]));
+    const ClassId s = egraph.find(match.outputs.at(k));
+    if (t == s) continue;
+    // Either direction closes a cycle: s would contain a node that reaches
+    // s, or t's ancestors would include t.
+    if (filter_cycles && (egraph.reaches(t, s) || egraph.reaches(s, t))) {
+      ++out.cycles_filtered;
+      continue;
+    }
+    egraph.merge(t, s);
+    ++out.unions;
+    // The next check (and the next application's hash-consing) must see
+    // the e-graph congruence-closed: a congruent duplicate has no parents,
+    // so a check against it would miss the cycles through its twin.
+    // (Congruence closure itself never closes a cycle in an acyclic
+    // e-graph: congruent classes share their children, so neither reaches
+    // the other.)
+    if (filter_cycles) egraph.restore_congruence();
+  }
+  return out;
+}
+
+}  // namespace tgr::saturation

@@ -1,0 +1,366 @@
+#include "saturation/runner.h"
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <unordered_set>
+
+#include "ir/hash.h"
+#include "optimizer/matcher.h"
+#include "saturation/extract.h"
+#include "saturation/pattern.h"
+#include "saturation/rewrite.h"
+
+namespace tgr::saturation {
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::kSaturated:
+      return "saturated";
+    case StopReason::kNodeLimit:
+      return "node_limit";
+    case StopReason::kIterationLimit:
+      return "iteration_limit";
+    case StopReason::kTimeLimit:
+      return "time_limit";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A match as remembered across iterations: [rule, number of variables,
+// variable classes..., then per source node head * 2 + swapped]. The
+// variables' classes and the matched operators determine every class of
+// the match (hash-consing), so equal keys mean the same rewrite.
+using MatchKey = std::vector<uint32_t>;
+
+struct MatchKeyHash {
+  size_t operator()(const MatchKey& k) const {
+    uint64_t h = kFnvOffset;
+    for (uint32_t v : k) h = hash_combine(h, v);
+    return static_cast<size_t>(h);
+  }
+};
+using MatchKeySet = std::unordered_set<MatchKey, MatchKeyHash>;
+
+MatchKey key_of(size_t rule, const PatternMatch& m) {
+  MatchKey k;
+  k.reserve(2 + m.variables.size() + m.heads.size());
+  k.push_back(static_cast<uint32_t>(rule));
+  k.push_back(static_cast<uint32_t>(m.variables.size()));
+  k.insert(k.end(), m.variables.begin(), m.variables.end());
+  for (size_t p = 0; p < m.heads.size(); ++p)
+    if (m.classes[p] != kNoClass) k.push_back(m.heads[p] * 2 + m.swapped[p]);
+  return k;
+}
+
+MatchKey recanonicalise(MatchKey k, const EGraph& egraph) {
+  for (size_t i = 2; i < 2 + k[1]; ++i) k[i] = egraph.find(k[i]);
+  return k;
+}
+
+MatchKeySet recanonicalise(const MatchKeySet& keys, const EGraph& egraph) {
+  MatchKeySet out;
+  out.reserve(keys.size());
+  for (const MatchKey& k : keys) out.insert(recanonicalise(k, egraph));
+  return out;
+}
+
+template <class Value>
+std::unordered_map<MatchKey, Value, MatchKeyHash> recanonicalise(
+    const std::unordered_map<MatchKey, Value, MatchKeyHash>& keys, const EGraph& egraph) {
+  std::unordered_map<MatchKey, Value, MatchKeyHash> out;
+  out.reserve(keys.size());
+  for (const auto& [k, v] : keys) out.emplace(recanonicalise(k, egraph), v);
+  return out;
+}
+
+// Directed rules that are one rule up to the names of their variables (a
+// generated database holds many: add(add(b0, b1), b2) and add(add(k0, k1),
+// k2) were generated at different kinds of shapes) match the same e-nodes
+// and give one instance up to names: one of each is matched. Where a side
+// has a shape-dependent parameter, the generator's shapes take part in
+// re-deriving it, so they are part of the key.
+std::string rule_key(const optimizer::DirectedRule& rule) {
+  std::vector<std::string> order;
+  std::string key = rename_variables(rule.text, &order);
+  key += rule.partial ? " | partial" : " | full";
+  bool shape_params = false;
+  for (const Graph* g : {&rule.graphs.source, &rule.graphs.target})
+    for (const Node& n : g->nodes())
+      if (n.is_op())
+        for (const auto& [name, value] : n.params.entries())
+          shape_params = shape_params || optimizer::is_shape_param(n.op->name, name);
+  for (const std::string& var : order) {
+    const auto v = rule.graphs.source.find_input(var);
+    if (!v) continue;
+    key += ' ';
+    key += dtype_name(rule.graphs.source.dtype(*v));
+    if (shape_params) {
+      key += ':';
+      key += shape_to_string(rule.graphs.source.shape(*v));
+    }
+  }
+  return key;
+}
+
+struct RuleSchedule {
+  int times_banned = 0;
+  int banned_until = 0;  // iteration
+};
+
+}  // namespace
+
+Runner::Runner(EGraph& egraph, const std::vector<optimizer::DirectedRule>& rules, optimizer::InstanceProver& prover,
+               RunnerOptions options, optimizer::CostModel* cost)
+    : egraph_(egraph), rules_(rules), prover_(prover), options_(options), cost_(cost) {}
+
+RunnerStats Runner::run() {
+  const auto start = Clock::now();
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  auto out_of_time = [&] { return since(start) >= options_.time_limit_s; };
+  RunnerStats stats;
+  std::vector<Pattern> patterns;
+  patterns.reserve(rules_.size());
+  for (const auto& r : rules_) patterns.emplace_back(r);
+  std::vector<RuleSchedule> schedule(rules_.size());
+  std::vector<char> active(rules_.size(), 1);
+  {
+    std::unordered_set<std::string> seen;
+    for (size_t r = 0; r < rules_.size(); ++r)
+      if (!seen.insert(rule_key(rules_[r])).second) {
+        active[r] = 0;
+        ++stats.renamed_rules;
+      }
+  }
+  MatchKeySet tried;                                           // attempted (or without an instance)
+  std::unordered_map<MatchKey, double, MatchKeyHash> waiting;  // deferred: their local cost change
+  size_t last_attempted = 0;                                   // proofs attempted in the last iteration
+  SignatureCosts signature_costs;
+  ProofCache proofs;
+  if (!egraph_.clean()) egraph_.rebuild();
+
+  for (int iteration = 0;; ++iteration) {
+    if (iteration >= options_.iteration_limit) {
+      stats.stop = StopReason::kIterationLimit;
+      break;
+    }
+    if (egraph_.num_nodes() >= options_.node_limit) {
+      stats.stop = StopReason::kNodeLimit;
+      break;
+    }
+    if (out_of_time()) {
+      stats.stop = StopReason::kTimeLimit;
+      break;
+    }
+    IterationStats it;
+
+    // 1. Search.
+    auto t = Clock::now();
+    std::vector<std::vector<PatternMatch>> found(rules_.size());
+    std::vector<int64_t> repeated(rules_.size(), 0);
+    std::vector<size_t> limits(rules_.size(), 0);
+    std::atomic<bool> cut_short{false};
+    auto search_rule = [&](size_t r) {
+      if (!active[r] || schedule[r].banned_until > iteration) return;
+      if (out_of_time()) {
+        cut_short = true;
+        return;
+      }
+      limits[r] = options_.match_limit << std::min(schedule[r].times_banned, 20);
+      found[r] = patterns[r].search(egraph_, limits[r] + 1, [&](const PatternMatch& m) {
+        if (tried.count(key_of(r, m))) {
+          ++repeated[r];
+          return false;
+        }
+        return true;
+      });
+    };
+    if (options_.parallel) tbb::parallel_for(size_t{0}, rules_.size(), search_rule);
+    else
+      for (size_t r = 0; r < rules_.size(); ++r) search_rule(r);
+    it.search_s = since(t);
+
+    // 2. Schedule: ban the rules that flood, keep the others' matches.
+    std::vector<std::pair<size_t, const PatternMatch*>> work;
+    for (size_t r = 0; r < rules_.size(); ++r) {
+      stats.repeated_matches += repeated[r];
+      if (found[r].size() > limits[r]) {
+        RuleSchedule& s = schedule[r];
+        s.banned_until = iteration + 1 + (options_.ban_length << std::min(s.times_banned, 20));
+        ++s.times_banned;
+        ++stats.bans;
+        // Unlike egg, the first `limit` matches are kept: a multi-pattern
+        // rule (two convolutions of one input) floods through the variants
+        // of its operands' classes, and dropping every match would starve
+        // the very merges it is there for.
+        stats.dropped_matches += static_cast<int64_t>(found[r].size() - limits[r]);
+        found[r].resize(limits[r]);
+      }
+      for (const PatternMatch& m : found[r]) work.emplace_back(r, &m);
+    }
+    it.matches = static_cast<int64_t>(work.size());
+    stats.matches += it.matches;
+    // Matches still waiting from earlier iterations are instantiated again
+    // only as far as the proofs can get: the most promising ones, as many
+    // as twice the proofs of the last iteration (at least 64).
+    {
+      std::vector<std::pair<double, size_t>> known;  // (delta, index in work)
+      std::vector<std::pair<size_t, const PatternMatch*>> fresh;
+      for (size_t i = 0; i < work.size(); ++i) {
+        auto w = waiting.find(key_of(work[i].first, *work[i].second));
+        if (w == waiting.end()) fresh.push_back(work[i]);
+        else known.emplace_back(w->second, i);
+      }
+      const size_t take = std::max<size_t>(64, 2 * last_attempted);
+      if (known.size() > take) {
+        std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        it.deferred += static_cast<int64_t>(known.size() - take);
+        known.resize(take);
+      }
+      for (const auto& [d, i] : known) fresh.push_back(work[i]);
+      work = std::move(fresh);
+    }
+
+    // 3. Instantiate every match (cheap), then prove (what costs) in order
+    // of promise, the locally cheapening rewrites first, for this
+    // iteration's share of the time left; the rest wait for a later
+    // iteration (not remembered as tried, they are matched again).
+    t = Clock::now();
+    const double left = options_.time_limit_s - since(start);
+    const double slice = std::max(std::min(left, options_.min_prove_slice_s), left * options_.prove_share);
+    const auto slice_end = t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slice));
+    std::vector<std::optional<MatchInstance>> instances(work.size());
+    std::vector<double> delta(work.size(), 0.0);
+    auto instantiate = [&](size_t i) {
+      instances[i] = instantiate_match(egraph_, rules_[work[i].first], *work[i].second);
+      if (instances[i] && cost_) delta[i] = local_cost_delta(egraph_, *instances[i], *cost_);
+    };
+    if (options_.parallel) tbb::parallel_for(size_t{0}, work.size(), instantiate);
+    else
+      for (size_t i = 0; i < work.size(); ++i) instantiate(i);
+    it.instantiate_s = since(t);
+    std::vector<size_t> order;
+    for (size_t i = 0; i < work.size(); ++i) {
+      if (instances[i]) {
+        order.push_back(i);
+      } else {
+        ++stats.no_instance;
+        tried.insert(key_of(work[i].first, *work[i].second));
+      }
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return delta[a] < delta[b]; });
+    std::vector<char> attempted(work.size(), 0), proved(work.size(), 0);
+    std::atomic<size_t> next{0};
+    auto prove_next = [&] {
+      for (;;) {
+        const size_t k = next++;
+        if (k >= order.size()) return;
+        if (out_of_time()) {
+          cut_short = true;
+          return;
+        }
+        if (Clock::now() >= slice_end) return;
+        const size_t i = order[k];
+        attempted[i] = 1;
+        proved[i] = proofs.proved(*instances[i], rules_[work[i].first], prover_, options_.region_check);
+      }
+    };
+    if (options_.parallel) {
+      // Workers that take the next instance in order (a parallel_for over
+      // the instances would not keep to the order).
+      const auto workers = static_cast<size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
+      tbb::parallel_for(size_t{0}, workers, [&](size_t) { prove_next(); });
+    } else {
+      prove_next();
+    }
+    last_attempted = 0;
+    for (size_t i : order) {
+      MatchKey key = key_of(work[i].first, *work[i].second);
+      if (!attempted[i]) {
+        ++it.deferred;
+        waiting[std::move(key)] = delta[i];
+        continue;
+      }
+      ++last_attempted;
+      ++(proved[i] ? stats.proved : stats.not_proved);
+      waiting.erase(key);
+      tried.insert(std::move(key));
+    }
+    const int64_t deferred = it.deferred;
+    stats.deferred_matches += deferred;
+    it.prove_s = since(t);
+
+    // 4. Apply, in rule order.
+    t = Clock::now();
+    const size_t nodes_before = egraph_.num_nodes(), classes_before = egraph_.num_classes();
+    bool node_limit = false;
+    for (size_t i = 0; i < work.size() && !node_limit; ++i) {
+      if (!proved[i]) continue;
+      applications_.push_back(work[i].first);
+      const auto origin = static_cast<uint32_t>(applications_.size());
+      const ApplyOutcome a = apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles);
+      ++it.applied;
+      it.unions += a.unions;
+      stats.cycles_filtered += a.cycles_filtered;
+      node_limit = egraph_.num_nodes() >= options_.node_limit;
+    }
+    stats.unions += it.unions;
+    it.apply_s = since(t);
+
+    // 5. Rebuild.
+    t = Clock::now();
+    egraph_.rebuild();
+    if (it.unions > 0) {
+      tried = recanonicalise(tried, egraph_);
+      waiting = recanonicalise(waiting, egraph_);
+    }
+    if (options_.filter_cycles && it.unions > 0) {
+      const NodeCosts costs(egraph_, cost_, &signature_costs);
+      stats.cycle_nodes_removed +=
+          static_cast<int64_t>(egraph_.break_cycles(greedy_extract(egraph_, costs).selection.choice));
+    }
+    it.rebuild_s = since(t);
+    it.nodes = egraph_.num_nodes();
+    it.classes = egraph_.num_classes();
+    for (const RuleSchedule& s : schedule) it.banned += s.banned_until > iteration + 1;
+    stats.search_s += it.search_s;
+    stats.instantiate_s += it.instantiate_s;
+    stats.prove_s += it.prove_s;
+    stats.apply_s += it.apply_s;
+    stats.rebuild_s += it.rebuild_s;
+    stats.per_iteration.push_back(it);
+    stats.iterations = iteration + 1;
+
+    if (node_limit) {
+      stats.stop = StopReason::kNodeLimit;
+      break;
+    }
+    if (cut_short) {
+      stats.stop = StopReason::kTimeLimit;
+      break;
+    }
+    const bool changed = it.unions > 0 || it.nodes != nodes_before || it.classes != classes_before || deferred > 0;
+    if (!changed) {
+      if (it.banned == 0) {
+        stats.stop = StopReason::kSaturated;
+        break;
+      }
+      // Nothing else to do: lift the bans now rather than idle (egg).
+      for (RuleSchedule& s : schedule) s.banned_until = 0;
+    }
+  }
+  stats.renamed_proof_hits = proofs.hits();
+  stats.seconds = since(start);
+  return stats;
+}
+
+}  // namespace tgr::saturation

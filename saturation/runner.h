@@ -1,0 +1,125 @@
+// Equality saturation: rules applied to an e-graph until nothing changes or
+// a limit is reached (egg's Runner, with Tensat's cycle filtering).
+//
+// Directed rules that differ only in the names of their variables (and,
+// where a side has a shape-dependent parameter, not in the generator's
+// shapes either) are matched once: they would give the same instances.
+//
+// One iteration:
+//  1. search: every rule that is not banned is matched in the rebuilt
+//     e-graph (in parallel over rules, TBB). A match that was already
+//     tried (same rule, classes and matched operators; remembered across
+//     iterations and re-canonicalised after each rebuild) is skipped and not
+//     counted: instantiating and proving are what cost here, not matching.
+//  2. schedule (egg's BackoffScheduler): a rule with more new matches than
+//     its limit (match_limit << times banned) is banned for
+//     ban_length << times banned iterations, so commutativity and
+//     associativity cannot flood the e-graph; its first `limit` matches are
+//     kept (egg drops them all).
+//  3. prove: every kept match is instantiated at the classes' shapes
+//     (saturation/rewrite.h), then the instances are proved in order of
+//     their local cost change (target minus source: cheapening rewrites
+//     first), in parallel, for at most a share of the time left; the others
+//     wait for a later iteration. Proofs are what saturation spends its
+//     time on (a Z3 proof per new rule instance and shapes), so this order
+//     decides what a time-limited run finds, and the share lets rewrites
+//     that need earlier ones (a merge after a stacking) come in time.
+//  4. apply: proved instances add their targets and union their outputs,
+//     in rule order (deterministic); stops early at the node limit. With
+//     cycle filtering (Tensat), a union that would make a class reachable
+//     from itself is skipped: merging two products where one reads the
+//     other's result (a multi-pattern rule) gives nothing to extract, and
+//     neither does x = concat(split(x).0, split(x).1) (a rule that removes
+//     an identity, whose target is a bare variable: in an e-graph the
+//     identity's class is already the variable's as far as extraction is
+//     concerned only once merged, and merging closes a cycle; measured,
+//     letting such unions in and removing cycles afterwards lost SqueezeNet's
+//     merges with the default rules, x0.840 instead of x0.683).
+//  5. rebuild (congruence closure); then, with cycle filtering, Tensat's
+//     cycle removal: congruence can close a cycle no single union did
+//     (x = g(y) and y = f(a), then a = b with x = f(b)); e-nodes are
+//     filtered until the e-graph is acyclic, never the greedy extraction's
+//     choice (EGraph::break_cycles).
+// It stops when an iteration changed nothing while no rule was banned
+// (saturated; when rules were banned, their bans are lifted first, as egg
+// does), or at the iteration, node or time limit.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "optimizer/cost_model.h"
+#include "optimizer/instance.h"
+#include "optimizer/rule_set.h"
+#include "pet/region_check.h"
+#include "saturation/egraph.h"
+
+namespace tgr::saturation {
+
+enum class StopReason { kSaturated, kNodeLimit, kIterationLimit, kTimeLimit };
+std::string_view stop_reason_name(StopReason reason);  // "saturated", "node_limit", ...
+
+struct RunnerOptions {
+  int iteration_limit = 20;
+  size_t node_limit = 20000;  // e-nodes
+  double time_limit_s = 3.5;  // wall clock for the whole saturation (extraction comes on top)
+  size_t match_limit = 256;   // new matches per rule and iteration before it is banned
+  int ban_length = 2;         // iterations
+  // Proofs per iteration: at most this share of the time left (at least
+  // min_prove_slice_s), so that iterations go on while most matches wait.
+  double prove_share = 0.3;
+  double min_prove_slice_s = 0.25;
+  bool filter_cycles = true;
+  bool parallel = true;
+  pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::BacktrackingOptions
+};
+
+struct IterationStats {
+  size_t nodes = 0, classes = 0;  // after the iteration's rebuild
+  int64_t matches = 0, applied = 0, unions = 0, deferred = 0;
+  int banned = 0;  // rules banned at the end of the iteration
+  double search_s = 0, instantiate_s = 0, prove_s = 0, apply_s = 0, rebuild_s = 0;  // prove_s includes instantiate_s
+};
+
+struct RunnerStats {
+  StopReason stop = StopReason::kSaturated;
+  int iterations = 0;
+  int64_t renamed_rules = 0;     // directed rules not matched: the same as an earlier one up to variable names
+  int64_t matches = 0;           // new matches kept for proving
+  int64_t repeated_matches = 0;  // skipped: tried in an earlier iteration
+  int64_t dropped_matches = 0;   // beyond a banned rule's limit
+  int64_t deferred_matches =
+      0;  // instantiated, left for a later iteration by the proof time share (counted per iteration)
+  int64_t bans = 0;
+  int64_t no_instance = 0, not_proved = 0, proved = 0;
+  int64_t renamed_proof_hits = 0;           // instances decided by an earlier one up to variable names (ProofCache)
+  int64_t unions = 0, cycles_filtered = 0;  // cycles_filtered: unions skipped
+  int64_t cycle_nodes_removed = 0;          // e-nodes filtered by cycle removal
+  double search_s = 0, instantiate_s = 0, prove_s = 0, apply_s = 0, rebuild_s = 0, seconds = 0;
+  std::vector<IterationStats> per_iteration;
+};
+
+class Runner {
+ public:
+  // `cost` (may be null: unit costs) orders the proofs and decides which
+  // e-nodes cycle removal keeps (the greedy extraction's choice).
+  Runner(EGraph& egraph, const std::vector<optimizer::DirectedRule>& rules, optimizer::InstanceProver& prover,
+         RunnerOptions options, optimizer::CostModel* cost = nullptr);
+  // The runner keeps a reference to the rules (and to the patterns' graphs in them).
+  Runner(EGraph&, std::vector<optimizer::DirectedRule>&&, optimizer::InstanceProver&, RunnerOptions,
+         optimizer::CostModel* = nullptr) = delete;
+  RunnerStats run();
+  // Rule application `origin` (an ENode::origin > 0) applied rules[rule_of(origin)].
+  size_t rule_of(uint32_t origin) const { return applications_.at(origin - 1); }
+
+ private:
+  EGraph& egraph_;
+  const std::vector<optimizer::DirectedRule>& rules_;
+  optimizer::InstanceProver& prover_;
+  RunnerOptions options_;
+  optimizer::CostModel* cost_;
+  std::vector<size_t> applications_;
+};
+
+}  // namespace tgr::saturation

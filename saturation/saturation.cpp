@@ -1,0 +1,176 @@
+#include "saturation/saturation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "optimizer/rewrite.h"
+
+namespace tgr::saturation {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Six significant digits, as the optimizer's report prints its numbers.
+double six_digits(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+}  // namespace
+
+SaturationResult saturate_and_extract(const Graph& graph, const std::vector<optimizer::DirectedRule>& rules,
+                                      optimizer::CostModel& cost, optimizer::InstanceProver& prover,
+                                      const SaturationOptions& options) {
+  const auto start = Clock::now();
+  SaturationResult result;
+  SaturationStats& stats = result.stats;
+  Graph initial = optimizer::compact(graph);
+  result.initial_cost = cost.graph_cost(initial);
+
+  EGraph egraph;
+  std::vector<ClassId> roots = egraph.add_graph(initial);
+  egraph.rebuild();
+  Runner runner(egraph, rules, prover, options.runner, &cost);
+  stats.runner = runner.run();
+  for (ClassId& r : roots) r = egraph.find(r);
+  stats.enodes = egraph.num_nodes();
+  stats.eclasses = egraph.num_classes();
+  stats.saturate_s = since(start);
+
+  // Extraction: the greedy choice, then the ILP from it; the graph that
+  // costs least by the cost model's own measure of whole graphs wins.
+  const auto extract_start = Clock::now();
+  const NodeCosts costs(egraph, &cost);
+  const GreedyResult greedy = greedy_extract(egraph, costs);
+  const GreedyResult greedy_dag = greedy_dag_extract(egraph, costs);
+  stats.greedy_cost = selection_cost(egraph, costs, greedy.selection, roots);
+  stats.greedy_dag_cost = selection_cost(egraph, costs, greedy_dag.selection, roots);
+  const std::vector<std::string>& names = initial.output_names();
+  const Selection& warm_start = stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection;
+  IlpResult ilp;
+  if (options.use_ilp) ilp = ilp_extract(egraph, costs, roots, greedy, warm_start, options.ilp);
+  // The candidates by the cost model's measure of whole graphs; on ties the
+  // first: the ILP's, the DAG greedy's, the tree greedy's.
+  const Selection* chosen = nullptr;
+  Graph best;
+  double best_cost = 0;
+  auto consider = [&](const Selection& selection, const char* extractor) {
+    if (selection.choice.empty()) return;
+    Graph g = selection_graph(egraph, selection, roots, names);
+    const double c = cost.graph_cost(g);
+    if (chosen && !(c < best_cost)) return;
+    best = std::move(g);
+    best_cost = c;
+    chosen = &selection;
+    stats.extractor = extractor;
+  };
+  consider(ilp.selection, "ilp");
+  consider(greedy_dag.selection, "greedy_dag");
+  consider(greedy.selection, "greedy");
+  if (best_cost < result.initial_cost) {
+    std::vector<uint32_t> origins = selection_origins(egraph, *chosen, roots);  // ascending: first application first
+    for (uint32_t origin : origins) {
+      const optimizer::DirectedRule& r = rules.at(runner.rule_of(origin));
+      auto use = std::find_if(result.applied.begin(), result.applied.end(),
+                              [&](const optimizer::RuleUse& u) { return u.id == r.id && u.text == r.text; });
+      if (use == result.applied.end()) result.applied.push_back({r.id, r.text, 1});
+      else ++use->count;
+    }
+    result.best = std::move(best);
+    result.best_cost = best_cost;
+  } else {  // never worse than the input
+    result.best = std::move(initial);
+    result.best_cost = result.initial_cost;
+    stats.extractor = "input";
+  }
+  stats.ilp = std::move(ilp);
+  stats.ilp.selection.choice.clear();
+  stats.extract_s = since(extract_start);
+  stats.seconds = since(start);
+  return result;
+}
+
+nlohmann::ordered_json stats_json(const SaturationStats& s) {
+  const RunnerStats& r = s.runner;
+  const IlpResult& ilp = s.ilp;
+  return {
+      {"kind", "saturation"},
+      {"stop_reason", std::string(stop_reason_name(r.stop))},
+      {"iterations", r.iterations},
+      {"enodes", s.enodes},
+      {"eclasses", s.eclasses},
+      {"renamed_rules", r.renamed_rules},
+      {"matches", r.matches},
+      {"repeated_matches", r.repeated_matches},
+      {"dropped_matches", r.dropped_matches},
+      {"deferred_matches", r.deferred_matches},
+      {"bans", r.bans},
+      {"proved", r.proved},
+      {"not_proved", r.not_proved},
+      {"renamed_proof_hits", r.renamed_proof_hits},
+      {"no_instance", r.no_instance},
+      {"unions", r.unions},
+      {"cycles_filtered", r.cycles_filtered},
+      {"cycle_nodes_removed", r.cycle_nodes_removed},
+      {"extractor", s.extractor},
+      {"greedy_cost_us", six_digits(s.greedy_cost)},
+      {"greedy_dag_cost_us", six_digits(s.greedy_dag_cost)},
+      {"ilp",
+       {{"status", ilp_status_name(ilp.status)},
+        {"found_by", ilp.found_by},
+        {"objective_us", six_digits(ilp.objective)},
+        {"lp_bound_us", six_digits(ilp.lp_bound)},
+        {"bound_us", six_digits(ilp.bound)},
+        {"gap", six_digits(ilp.gap)},
+        {"variables", ilp.variables},
+        {"constraints", ilp.constraints},
+        {"mandatory_classes", ilp.mandatory_classes},
+        {"ordered_classes", ilp.ordered_classes},
+        {"seconds", six_digits(ilp.seconds)}}},
+      {"seconds",
+       {{"search", six_digits(r.search_s)},
+        {"instantiate", six_digits(r.instantiate_s)},
+        {"prove", six_digits(r.prove_s)},
+        {"apply", six_digits(r.apply_s)},
+        {"rebuild", six_digits(r.rebuild_s)},
+        {"saturate", six_digits(s.saturate_s)},
+        {"extract", six_digits(s.extract_s)},
+        {"total", six_digits(s.seconds)}}},
+  };
+}
+
+std::string summary_line(const SaturationStats& s) {
+  const RunnerStats& r = s.runner;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "saturation, stopped: %s after %d iterations, %zu e-nodes in %zu e-classes; %lld matches, %lld "
+                "unions, %lld cycles filtered, %lld rule bans; extracted by %s (ILP %s, gap %.3g)",
+                std::string(stop_reason_name(r.stop)).c_str(), r.iterations, s.enodes, s.eclasses,
+                static_cast<long long>(r.matches), static_cast<long long>(r.unions),
+                static_cast<long long>(r.cycles_filtered), static_cast<long long>(r.bans), s.extractor.c_str(),
+                ilp_status_name(s.ilp.status).c_str(), s.ilp.gap);
+  return line;
+}
+
+optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
+  return [options](const Graph& model, const std::vector<optimizer::DirectedRule>& rules, optimizer::CostModel& cost,
+                   optimizer::InstanceProver& prover) {
+    SaturationResult r = saturate_and_extract(model, rules, cost, prover, options);
+    optimizer::SearchOutcome out;
+    out.best = std::move(r.best);
+    out.initial_cost = r.initial_cost;
+    out.best_cost = r.best_cost;
+    out.applied = std::move(r.applied);
+    out.stop_reason = stop_reason_name(r.stats.runner.stop);
+    out.summary = summary_line(r.stats);
+    out.report = stats_json(r.stats);
+    return out;
+  };
+}
+
+}  // namespace tgr::saturation

@@ -1,0 +1,74 @@
+// Equality saturation for `optimize` (Tensat, Yang et al. MLSys'21): the
+// model goes into an e-graph (saturation/egraph.h), proved rule instances
+// add every equivalent form they reach (saturation/runner.h), and the
+// cheapest graph is extracted (saturation/extract.h), instead of TASO's
+// backtracking over one graph at a time (optimizer/backtracking_search.h).
+//
+// Soundness is the backtracking search's: every union is a rule instance
+// proved at the e-classes' shapes (or, for partial rules, corrected and
+// region-checked), so every graph the e-graph holds computes what the model
+// does.
+//
+// The API, in the order things happen:
+//   EGraph        e-classes of equivalent e-nodes, hash-consed, rebuilt egg-style
+//   Pattern       a rule's source side, e-matched (multi-patterns joined)
+//   prove_match / apply_proved   a match instantiated, proved, added and unioned
+//   Runner        the iterations, the backoff scheduler, the limits; StopReason
+//   greedy_extract / ilp_extract / selection_graph   the cheapest graph
+//   saturate_and_extract        all of it, for the optimizer's callers
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/graph.h"
+#include "optimizer/backtracking_search.h"
+#include "optimizer/cost_model.h"
+#include "optimizer/instance.h"
+#include "optimizer/optimize_model.h"
+#include "optimizer/rule_set.h"
+#include "saturation/extract.h"
+#include "saturation/runner.h"
+
+namespace tgr::saturation {
+
+struct SaturationOptions {
+  RunnerOptions runner;
+  bool use_ilp = true;  // else greedy extraction only
+  IlpOptions ilp;
+};
+
+struct SaturationStats {
+  RunnerStats runner;  // iterations, stop reason, matches, proofs, unions, seconds per phase
+  size_t enodes = 0, eclasses = 0;
+  double greedy_cost = 0;      // sum of the e-node costs of the (tree) greedy choice (us)
+  double greedy_dag_cost = 0;  // the same of the DAG greedy choice
+  IlpResult ilp;               // status, objective, bound, gap, size (selection cleared)
+  std::string extractor;       // what gave the result: "ilp", "greedy_dag", "greedy", or "input" (nothing cheaper)
+  double saturate_s = 0, extract_s = 0, seconds = 0;
+};
+
+struct SaturationResult {
+  Graph best;
+  double initial_cost = 0, best_cost = 0;  // CostModel::graph_cost, comparable with optimizer::BacktrackingResult
+  // The rules whose e-nodes the extracted graph uses; count: their
+  // applications that contributed e-nodes. By first application.
+  std::vector<optimizer::RuleUse> applied;
+  SaturationStats stats;
+};
+
+SaturationResult saturate_and_extract(const Graph& graph, const std::vector<optimizer::DirectedRule>& rules,
+                                      optimizer::CostModel& cost, optimizer::InstanceProver& prover,
+                                      const SaturationOptions& options);
+
+// The stats as the report's "search" object, and as the summary's search line.
+nlohmann::ordered_json stats_json(const SaturationStats& stats);
+std::string summary_line(const SaturationStats& stats);
+
+// saturate_and_extract as optimize_model's search (OptimizeOptions::search,
+// optimizer/optimize_model.h): what `optimize --search saturate` runs.
+optimizer::SearchFunction saturation_search(const SaturationOptions& options);
+
+}  // namespace tgr::saturation
