@@ -13,6 +13,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -187,6 +188,63 @@ GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs) {
     }
   }
   return out;
+}
+
+Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
+                       const GreedyResult& greedy, Selection selection) {
+  // Per tuple class: (class, index of its projection e-node of that tuple) for every reader.
+  std::map<ClassId, std::vector<std::pair<ClassId, int32_t>>> readers;
+  for (ClassId c : egraph.class_ids()) {
+    const auto& nodes = egraph.eclass(c).nodes;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].kind == NodeKind::kProject && costs.allowed(c, i))
+        readers[egraph.find(nodes[i].children[0])].emplace_back(c, static_cast<int32_t>(i));
+  }
+  double best = selection_cost(egraph, costs, selection, roots);
+  for (bool improved = true; improved;) {
+    improved = false;
+    std::vector<char> used(selection.choice.size(), 0);
+    walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) { used[c] = 1; });
+    for (const auto& [tuple, projections] : readers) {
+      if (greedy.settled[tuple] < 0) continue;
+      int users = 0, switches = 0;
+      Selection trial = selection;
+      for (const auto& [c, node] : projections) {
+        if (!used[c]) continue;
+        ++users;
+        if (trial.choice[c] != node) ++switches;
+        trial.choice[c] = node;
+      }
+      if (users < 2 || switches == 0) continue;
+      // The tuple and what it needs keep their current choices where they
+      // have one, the greedy pass's elsewhere.
+      std::vector<ClassId> stack{tuple};
+      std::vector<char> seen(selection.choice.size(), 0);
+      while (!stack.empty()) {
+        const ClassId c = stack.back();
+        stack.pop_back();
+        if (seen[c]) continue;
+        seen[c] = 1;
+        if (!used[c] || trial.choice[c] < 0) trial.choice[c] = greedy.selection.choice[c];
+        if (trial.choice[c] < 0) break;
+        for (ClassId child : egraph.eclass(c).nodes[static_cast<size_t>(trial.choice[c])].children)
+          stack.push_back(egraph.find(child));
+      }
+      double cost = kInfinity;
+      try {
+        cost = selection_cost(egraph, costs, trial, roots);
+      } catch (const std::logic_error&) {
+        continue;  // the switch closes a cycle, or leaves a class without a choice
+      }
+      if (cost < best - 1e-9) {
+        best = cost;
+        selection = std::move(trial);
+        improved = true;
+        break;  // the used classes changed: start over
+      }
+    }
+  }
+  return selection;
 }
 
 double selection_cost(const EGraph& egraph, const NodeCosts& costs, const Selection& selection,

@@ -88,6 +88,15 @@ GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs);
 // classes per class; the ILP's warm start.
 GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs);
 
+// Sharing the greedy passes miss: a multi-output operator (the split of a
+// merged product) serves several classes, and each alone prefers its own
+// cheaper operator. For each tuple class two or more of whose projection
+// classes the selection uses, tries reading all of them through the tuple
+// (the tuple's own derivation from `greedy`), keeps it where the selection
+// costs less and stays acyclic; repeats until nothing improves.
+Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
+                       const GreedyResult& greedy, Selection selection);
+
 // The sum of the costs of the e-nodes a selection uses for `roots` (each once).
 double selection_cost(const EGraph& egraph, const NodeCosts& costs, const Selection& selection,
                       const std::vector<ClassId>& roots);
@@ -100,7 +109,7 @@ enum class IlpStatus {
 std::string ilp_status_name(IlpStatus status);
 
 struct IlpOptions {
-  double time_limit_s = 2.5;
+  double time_limit_s = 1.5;
   size_t max_candidates = 100000;  // e-nodes; larger problems are not attempted
   size_t restrict_above = 1500;    // e-nodes; larger problems are first solved on the LP's support
   bool order_constraints = false;  // order constraints on every class and edge, not only on cycles

@@ -112,6 +112,33 @@ std::string rule_key(const optimizer::DirectedRule& rule) {
   return key;
 }
 
+constexpr double kLaunchUs = 3.0;  // the analytic model's launch overhead: what a kernel costs at small shapes
+
+// Kernels the rule's target launches minus its source's, for a match whose
+// variables of constant classes are weights: an operator of weights only
+// is folded, a view (reshape, split) launches nothing.
+int kernel_delta(const optimizer::DirectedRule& rule, const PatternMatch& match, const EGraph& egraph) {
+  auto kernels = [&](const Graph& g) {
+    std::vector<char> constant(g.nodes().size(), 0);
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      const int32_t in = g.inputs()[i];
+      // The target's inputs are the source's variables, in the same order.
+      constant[in] = i < match.variables.size() && egraph.data(match.variables[i]).constant;
+    }
+    int n = 0;
+    for (int32_t i = 0; i < static_cast<int32_t>(g.nodes().size()); ++i) {
+      const Node& node = g.node(i);
+      if (node.is_constant()) constant[i] = 1;
+      if (!node.is_op()) continue;
+      constant[i] =
+          std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueRef v) { return constant[v.node] != 0; });
+      if (!constant[i] && node.op->traits.view == ViewKind::kNone) ++n;
+    }
+    return n;
+  };
+  return kernels(rule.graphs.target) - kernels(rule.graphs.source);
+}
+
 struct RuleSchedule {
   int times_banned = 0;
   int banned_until = 0;  // iteration
@@ -209,25 +236,31 @@ RunnerStats Runner::run() {
     }
     it.matches = static_cast<int64_t>(work.size());
     stats.matches += it.matches;
-    // Matches still waiting from earlier iterations are instantiated again
-    // only as far as the proofs can get: the most promising ones, as many
-    // as twice the proofs of the last iteration (at least 64).
+    // Only as many matches are instantiated as the proofs can get to (four
+    // times the proofs of the last iteration, at least 256), the most
+    // promising first: a waiting match by the local cost change its
+    // instance had, a new one by an estimate from the rule itself, the
+    // kernels its target launches minus its source's (operators of weights
+    // and views launch none), at the launch overhead each. Instantiating
+    // every match of a generated database would take as long as proving.
     {
-      std::vector<std::pair<double, size_t>> known;  // (delta, index in work)
-      std::vector<std::pair<size_t, const PatternMatch*>> fresh;
+      std::vector<std::pair<double, size_t>> ranked;  // (estimated delta, index in work)
       for (size_t i = 0; i < work.size(); ++i) {
         auto w = waiting.find(key_of(work[i].first, *work[i].second));
-        if (w == waiting.end()) fresh.push_back(work[i]);
-        else known.emplace_back(w->second, i);
+        ranked.emplace_back(
+            w != waiting.end() ? w->second : kLaunchUs * kernel_delta(rules_[work[i].first], *work[i].second, egraph_),
+            i);
       }
-      const size_t take = std::max<size_t>(64, 2 * last_attempted);
-      if (known.size() > take) {
-        std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-        it.deferred += static_cast<int64_t>(known.size() - take);
-        known.resize(take);
+      const size_t take = std::max<size_t>(256, 4 * last_attempted);
+      if (ranked.size() > take) {
+        std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        it.deferred += static_cast<int64_t>(ranked.size() - take);
+        ranked.resize(take);
+        std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
       }
-      for (const auto& [d, i] : known) fresh.push_back(work[i]);
-      work = std::move(fresh);
+      std::vector<std::pair<size_t, const PatternMatch*>> kept;
+      for (const auto& [d, i] : ranked) kept.push_back(work[i]);
+      work = std::move(kept);
     }
 
     // 3. Instantiate every match (cheap), then prove (what costs) in order

@@ -63,7 +63,7 @@ std::string_view stop_reason_name(StopReason reason);  // "saturated", "node_lim
 struct RunnerOptions {
   int iteration_limit = 20;
   size_t node_limit = 20000;  // e-nodes
-  double time_limit_s = 3.5;  // wall clock for the whole saturation (extraction comes on top)
+  double time_limit_s = 5;    // wall clock for the whole saturation (extraction comes on top)
   size_t match_limit = 256;   // new matches per rule and iteration before it is banned
   int ban_length = 2;         // iterations
   // Proofs per iteration: at most this share of the time left (at least

@@ -51,7 +51,11 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   stats.greedy_cost = selection_cost(egraph, costs, greedy.selection, roots);
   stats.greedy_dag_cost = selection_cost(egraph, costs, greedy_dag.selection, roots);
   const std::vector<std::string>& names = initial.output_names();
-  const Selection& warm_start = stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection;
+  const Selection shared =
+      share_tuples(egraph, costs, roots, greedy,
+                   stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection);
+  stats.shared_cost = selection_cost(egraph, costs, shared, roots);
+  const Selection& warm_start = shared;
   IlpResult ilp;
   if (options.use_ilp) ilp = ilp_extract(egraph, costs, roots, greedy, warm_start, options.ilp);
   // The candidates by the cost model's measure of whole graphs; on ties the
@@ -70,6 +74,7 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
     stats.extractor = extractor;
   };
   consider(ilp.selection, "ilp");
+  consider(shared, "shared_tuples");
   consider(greedy_dag.selection, "greedy_dag");
   consider(greedy.selection, "greedy");
   if (best_cost < result.initial_cost) {
@@ -120,6 +125,7 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
       {"extractor", s.extractor},
       {"greedy_cost_us", six_digits(s.greedy_cost)},
       {"greedy_dag_cost_us", six_digits(s.greedy_dag_cost)},
+      {"shared_tuples_cost_us", six_digits(s.shared_cost)},
       {"ilp",
        {{"status", ilp_status_name(ilp.status)},
         {"found_by", ilp.found_by},

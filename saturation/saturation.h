@@ -45,8 +45,9 @@ struct SaturationStats {
   size_t enodes = 0, eclasses = 0;
   double greedy_cost = 0;      // sum of the e-node costs of the (tree) greedy choice (us)
   double greedy_dag_cost = 0;  // the same of the DAG greedy choice
+  double shared_cost = 0;      // the better of the two after share_tuples (the ILP's warm start)
   IlpResult ilp;               // status, objective, bound, gap, size (selection cleared)
-  std::string extractor;       // what gave the result: "ilp", "greedy_dag", "greedy", or "input" (nothing cheaper)
+  std::string extractor;       // what gave the result: "ilp", "shared_tuples", "greedy_dag", "greedy", or "input"
   double saturate_s = 0, extract_s = 0, seconds = 0;
 };
 
