@@ -123,15 +123,15 @@ int kernel_delta(const optimizer::DirectedRule& rule, const PatternMatch& match,
     for (size_t i = 0; i < g.inputs().size(); ++i) {
       const int32_t in = g.inputs()[i];
       // The target's inputs are the source's variables, in the same order.
-      constant[in] = i < match.variables.size() && egraph.data(match.variables[i]).constant;
+      constant[in] = static_cast<char>(i < match.variables.size() && egraph.data(match.variables[i]).constant);
     }
     int n = 0;
     for (int32_t i = 0; i < static_cast<int32_t>(g.nodes().size()); ++i) {
       const Node& node = g.node(i);
       if (node.is_constant()) constant[i] = 1;
       if (!node.is_op()) continue;
-      constant[i] =
-          std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueRef v) { return constant[v.node] != 0; });
+      constant[i] = static_cast<char>(
+          std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueRef v) { return constant[v.node] != 0; }));
       if (!constant[i] && node.op->traits.view == ViewKind::kNone) ++n;
     }
     return n;
@@ -304,7 +304,8 @@ RunnerStats Runner::run() {
         if (Clock::now() >= slice_end) return;
         const size_t i = order[k];
         attempted[i] = 1;
-        proved[i] = proofs.proved(*instances[i], rules_[work[i].first], prover_, options_.region_check);
+        proved[i] =
+            static_cast<char>(proofs.proved(*instances[i], rules_[work[i].first], prover_, options_.region_check));
       }
     };
     if (options_.parallel) {
