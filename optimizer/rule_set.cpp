@@ -1,8 +1,10 @@
 #include "optimizer/rule_set.h"
 
 #include <algorithm>
-
+#include <optional>
 #include <set>
+
+#include <tbb/parallel_for.h>
 
 #include "rules_db/rules_db.h"
 
@@ -50,33 +52,18 @@ std::vector<DirectedRule> directed_rules(int64_t id, const std::string& source, 
   return out;
 }
 
-std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* stats) {
+std::vector<RuleDirectionText> read_rule_directions(const std::string& path, RuleLoadStats* stats) {
   RuleLoadStats local;
   RuleLoadStats& s = stats ? *stats : local;
   auto db = rules_db::RulesDb::open(path, false);
-  std::vector<DirectedRule> rules;
+  std::vector<RuleDirectionText> out;
   for (const auto& record : db.list_rules("partial")) {
     if (record.kind != "partial" || !record.correction || record.correction->empty()) {
       ++s.skipped_partial;
       continue;
     }
-    try {
-      // Left to right only: the correction repairs the target.
-      auto directed = directed_rules(record.id, record.source, record.target, record.variables);
-      auto forward = std::find_if(directed.begin(), directed.end(), [](const DirectedRule& d) { return !d.reversed; });
-      if (forward == directed.end()) {
-        ++s.skipped_partial;
-        continue;
-      }
-      forward->partial = true;
-      rules.push_back(std::move(*forward));
-      ++s.partial;
-      ++s.directions;
-    } catch (const ParseError&) {  // e.g. an operator this build does not have
-      ++s.skipped_unparsable;
-    } catch (const ShapeSyntaxError&) {
-      ++s.skipped_unparsable;
-    }
+    // Left to right only: the correction repairs the target.
+    out.push_back({record.id, false, true, record.source + " => " + record.target, record.variables});
   }
   for (const auto& record : db.list_rules("proved")) {
     if (record.kind != "full") {
@@ -84,64 +71,160 @@ std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* sta
       continue;
     }
     ++s.proved;
-    try {
-      auto directed = directed_rules(record.id, record.source, record.target, record.variables);
-      s.dropped_directions += 2 - static_cast<int>(directed.size());
-      s.directions += static_cast<int>(directed.size());
-      for (auto& d : directed) rules.push_back(std::move(d));
-    } catch (const ParseError&) {  // e.g. an operator this build does not have
-      ++s.skipped_unparsable;
-    } catch (const ShapeSyntaxError&) {
-      ++s.skipped_unparsable;
-    }
+    out.push_back({record.id, false, false, record.source + " => " + record.target, record.variables});
+    out.push_back({record.id, true, false, record.target + " => " + record.source, record.variables});
   }
-  return rules;
+  return out;
+}
+
+namespace {
+
+void collect_operator_names(const Expr& e, std::set<std::string>& names) {
+  if (e.kind == Expr::Kind::kCall) names.insert(e.name);
+  for (const Expr& a : e.args) collect_operator_names(a, names);
+}
+
+std::set<std::string> operator_names(const std::vector<Expr>& side) {
+  std::set<std::string> names;
+  for (const Expr& e : side) collect_operator_names(e, names);
+  return names;
+}
+
+// What parsing one direction gives, before its graphs are built.
+struct ParsedDirection {
+  enum class State { kApplicable, kNotApplicable, kUnparsable } state = State::kUnparsable;
+  RuleExpr expr;
+  std::set<std::string> source_ops, target_ops;
+};
+
+// The least fixpoint of the operators that can exist (rules_that_can_match);
+// keep[i] says whether direction i can match.
+std::vector<bool> can_ever_match(const std::set<std::string>& model_ops, const std::vector<ParsedDirection>& parsed) {
+  std::set<std::string> reachable = model_ops;
+  const auto can_match = [&](const ParsedDirection& p) {
+    return p.state == ParsedDirection::State::kApplicable &&
+           std::all_of(p.source_ops.begin(), p.source_ops.end(),
+                       [&](const std::string& op) { return reachable.count(op) > 0; });
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const ParsedDirection& p : parsed)
+      if (can_match(p))
+        for (const std::string& op : p.target_ops) grew |= reachable.insert(op).second;
+  }
+  std::vector<bool> keep(parsed.size());
+  for (size_t i = 0; i < parsed.size(); ++i) keep[i] = can_match(parsed[i]);
+  return keep;
+}
+
+}  // namespace
+
+std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionText>& directions,
+                                               RuleLoadStats* stats, const Graph* model, RuleFilterStats* filter) {
+  RuleLoadStats local;
+  RuleLoadStats& s = stats ? *stats : local;
+  std::vector<ParsedDirection> parsed(directions.size());
+  tbb::parallel_for(size_t{0}, directions.size(), [&](size_t i) {
+    try {
+      parsed[i].expr = parse_rule_expr(directions[i].text);
+    } catch (const ParseError&) {  // e.g. an operator this build does not have
+      return;
+    }
+    const bool ok = applicable(parsed[i].expr.source, parsed[i].expr.target);
+    parsed[i].state = ok ? ParsedDirection::State::kApplicable : ParsedDirection::State::kNotApplicable;
+    parsed[i].source_ops = operator_names(parsed[i].expr.source);
+    parsed[i].target_ops = operator_names(parsed[i].expr.target);
+  });
+  std::vector<bool> keep(directions.size(), true);
+  if (model) {
+    std::set<std::string> model_ops;
+    for (const Node& n : model->nodes())
+      if (n.is_op()) model_ops.insert(n.op->name);
+    keep = can_ever_match(model_ops, parsed);
+  }
+  std::vector<std::optional<DirectedRule>> built(directions.size());
+  tbb::parallel_for(size_t{0}, directions.size(), [&](size_t i) {
+    if (!keep[i] || parsed[i].state != ParsedDirection::State::kApplicable) return;
+    const RuleDirectionText& d = directions[i];
+    DirectedRule r;
+    try {
+      r.shapes = parse_shape_map(d.variables, &r.dtypes);
+      r.graphs = build_rule(d.text, r.shapes, r.dtypes);
+    } catch (const ParseError&) {
+      parsed[i].state = ParsedDirection::State::kUnparsable;
+      return;
+    } catch (const ShapeSyntaxError&) {
+      parsed[i].state = ParsedDirection::State::kUnparsable;
+      return;
+    }
+    r.id = d.id;
+    r.reversed = d.reversed;
+    r.partial = d.partial;
+    r.text = d.text;
+    r.expr = std::move(parsed[i].expr);
+    built[i] = std::move(r);
+  });
+  // The counts, in sequence: per rule, as load_rules has always counted them.
+  std::vector<DirectedRule> out;
+  std::set<int64_t> unparsable_rules;
+  int kept = 0, unreachable = 0;
+  for (size_t i = 0; i < directions.size(); ++i) {
+    const RuleDirectionText& d = directions[i];
+    switch (parsed[i].state) {
+      case ParsedDirection::State::kUnparsable:
+        if (unparsable_rules.insert(d.id).second) ++s.skipped_unparsable;
+        continue;
+      case ParsedDirection::State::kNotApplicable:
+        if (d.partial) ++s.skipped_partial;
+        else ++s.dropped_directions;
+        continue;
+      case ParsedDirection::State::kApplicable:
+        break;
+    }
+    if (d.partial) ++s.partial;
+    ++s.directions;
+    if (!keep[i]) {
+      ++unreachable;
+      continue;
+    }
+    ++kept;
+    out.push_back(std::move(*built[i]));
+  }
+  if (filter) {
+    filter->kept = kept;
+    filter->unreachable = unreachable;
+  }
+  return out;
+}
+
+std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* stats) {
+  RuleLoadStats local;
+  RuleLoadStats& s = stats ? *stats : local;
+  return build_directed_rules(read_rule_directions(path, &s), &s);
 }
 
 }  // namespace tgr::optimizer
 
 namespace tgr::optimizer {
-namespace {
-
-std::set<const OpDef*> operators_of(const Graph& graph) {
-  std::set<const OpDef*> ops;
-  for (const Node& n : graph.nodes())
-    if (n.is_op()) ops.insert(n.op);
-  return ops;
-}
-
-}  // namespace
 
 std::vector<DirectedRule> rules_that_can_match(const Graph& graph, std::vector<DirectedRule> rules,
                                                RuleFilterStats* stats) {
-  std::set<const OpDef*> reachable = operators_of(graph);
-  std::vector<std::set<const OpDef*>> source_ops, target_ops;
-  source_ops.reserve(rules.size());
-  target_ops.reserve(rules.size());
-  for (const DirectedRule& r : rules) {
-    source_ops.push_back(operators_of(r.graphs.source));
-    target_ops.push_back(operators_of(r.graphs.target));
+  std::set<std::string> model_ops;
+  for (const Node& n : graph.nodes())
+    if (n.is_op()) model_ops.insert(n.op->name);
+  std::vector<ParsedDirection> parsed(rules.size());
+  for (size_t i = 0; i < rules.size(); ++i) {
+    parsed[i].state = ParsedDirection::State::kApplicable;
+    parsed[i].source_ops = operator_names(rules[i].expr.source);
+    parsed[i].target_ops = operator_names(rules[i].expr.target);
   }
-  const auto can_match = [&](size_t i) {
-    return std::all_of(source_ops[i].begin(), source_ops[i].end(),
-                       [&](const OpDef* op) { return reachable.count(op) > 0; });
-  };
-  // The least fixpoint: each round adds the targets of the directions that
-  // became matchable; it ends when a round adds no operator.
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (size_t i = 0; i < rules.size(); ++i) {
-      if (!can_match(i)) continue;
-      for (const OpDef* op : target_ops[i]) grew |= reachable.insert(op).second;
-    }
-  }
+  const std::vector<bool> keep = can_ever_match(model_ops, parsed);
   std::vector<DirectedRule> kept;
   for (size_t i = 0; i < rules.size(); ++i)
-    if (can_match(i)) kept.push_back(std::move(rules[i]));
+    if (keep[i]) kept.push_back(std::move(rules[i]));
   if (stats) {
     stats->kept = static_cast<int>(kept.size());
     stats->unreachable = static_cast<int>(rules.size() - kept.size());
-    stats->operators_reachable = static_cast<int>(reachable.size());
   }
   return kept;
 }

@@ -49,19 +49,44 @@ struct RuleLoadStats {
 std::vector<DirectedRule> directed_rules(int64_t id, const std::string& source, const std::string& target,
                                          const std::string& variables);
 
-// Every applicable direction of every proved full rule of the database at
-// `path`. Throws rules_db::DbError for a missing or invalid database.
+struct RuleFilterStats {
+  int kept = 0;            // directions that may match the model or a graph the rules can reach from it
+  int unreachable = 0;     // directions dropped: their source needs an operator nothing can produce
+};
+
+// One direction of a rule as read from a database, before it is parsed and
+// its graphs are built (building is most of the cost of loading a large
+// database, so it happens only for the directions that are kept).
+struct RuleDirectionText {
+  int64_t id = 0;
+  bool reversed = false;
+  bool partial = false;   // a PET rule, left to right only
+  std::string text;       // "source => target" in this direction
+  std::string variables;  // the generator's shapes, "x0=2x4,w0=4x4"
+};
+
+// The directions of the partial rules that carry a correction (left to right)
+// and of the proved full rules (both ways) of the database at `path`, in
+// that order. Counts rules read and skipped in `stats`. Throws
+// rules_db::DbError for a missing or invalid database.
+std::vector<RuleDirectionText> read_rule_directions(const std::string& path, RuleLoadStats* stats = nullptr);
+
+// Parses the directions, drops those that cannot be applied (a bare variable
+// as a source output, a target variable the source does not bind) and those
+// this build cannot parse, and builds the rest, in parallel, in the given
+// order. With `model`, directions that cannot ever match it are dropped
+// before their graphs are built (rules_that_can_match below explains which).
+std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionText>& directions,
+                                               RuleLoadStats* stats = nullptr, const Graph* model = nullptr,
+                                               RuleFilterStats* filter = nullptr);
+
+// read_rule_directions then build_directed_rules, without a model.
 std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* stats = nullptr);
 
 }  // namespace tgr::optimizer
 
 namespace tgr::optimizer {
 
-struct RuleFilterStats {
-  int kept = 0;            // directions that may match the model or a graph the rules can reach from it
-  int unreachable = 0;     // directions dropped: their source needs an operator nothing can produce
-  int operators_reachable = 0;  // operators in the model or introduced by a kept direction
-};
 
 // The directions that can ever match in `graph` or in a graph the rules
 // reach from it. A direction's source matches only where every operator it
