@@ -42,13 +42,19 @@ CONFIGS = {
 
 
 def run_measured(cmd):
-    """Runs cmd; returns (exit code, output, wall seconds, peak RSS in MB)."""
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, out, time.monotonic() - start, usage.ru_maxrss / 1024.0
+    """Runs cmd; returns (exit code, output, wall seconds, peak RSS in MB).
+
+    The peak is GNU time's (%M) of the command itself: the rusage of a child
+    forked from this Python process would count this process's own memory
+    (the child's image before exec) as a floor."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("r") as rss:
+        start = time.monotonic()
+        proc = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", "-o", rss.name] + cmd,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        wall = time.monotonic() - start
+        kb = rss.read().strip().splitlines()
+    return proc.returncode, proc.stdout, wall, float(kb[-1]) / 1024.0 if kb else float("nan")
 
 
 def check_with_onnxruntime(model_path, testdata, rtol=1e-3):
