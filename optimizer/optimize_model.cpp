@@ -22,14 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-// The report has always printed real numbers with six significant digits
-// ("%.6g"); rounding the value keeps the report's values what they were
-// while the JSON library does the printing.
-double six_digits(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return std::strtod(buf, nullptr);
-}
 
 std::unique_ptr<CostModel> make_cost_model(const OptimizeOptions& o) {
   if (o.cost_model == CostModelChoice::kAnalytic) return std::make_unique<AnalyticCostModel>();
@@ -62,6 +54,12 @@ void print_backtracking(std::FILE* out, const OptimizeReport& report) {
 }
 
 }  // namespace
+
+double six_digits(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
 
 std::string OptimizeReport::stop_reason() const {
   if (other_search) return other_search->stop_reason;

@@ -88,6 +88,11 @@ struct OptimizeReport {
   void print_summary(std::FILE* out) const;
 };
 
+// A real number of the report, rounded to the six significant digits the
+// report has always printed ("%.6g"), so its values stay what they were
+// while the JSON library does the printing.
+double six_digits(double v);
+
 // Reads options.model, writes options.output; throws on any error (missing
 // rules database, a model the importer rejects, a file it cannot write).
 OptimizeReport optimize_model(const OptimizeOptions& options);

@@ -14,12 +14,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Six significant digits, as the optimizer's report prints its numbers.
-double six_digits(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return std::strtod(buf, nullptr);
-}
+using optimizer::six_digits;  // the report's numbers, as the optimizer prints them
 
 }  // namespace
 
