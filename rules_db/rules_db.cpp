@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "ir/canonical.h"
 #include "ir/text.h"
@@ -347,6 +349,17 @@ RulesDb RulesDb::open(const std::string& path, bool create) {
   // Persistent in the file. Readers do not block the writer and the writer
   // does not block readers; NORMAL sync is safe in WAL mode (a power cut may
   // lose the last commits, never corrupt the file).
+  // Switching to WAL takes an exclusive lock for a moment, and SQLite may
+  // answer SQLITE_BUSY without calling the busy handler while another
+  // process creates or switches the same file (seen with six processes
+  // opening one new file on a loaded machine); so the switch is retried for
+  // up to the busy timeout, then a failure is reported as before.
+  constexpr int kWalRetryMs = 10;
+  for (int waited = 0; waited < kBusyTimeoutMs; waited += kWalRetryMs) {
+    const int rc = sqlite3_exec(db, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(kWalRetryMs));
+  }
   exec(db, path, "PRAGMA journal_mode = WAL", "enabling WAL mode");
   exec(db, path, "PRAGMA synchronous = NORMAL", "setting synchronous mode");
 
