@@ -1,6 +1,7 @@
 #include "optimizer/optimize_model.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -178,20 +179,18 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   // The rules are read first (a missing database is the cheapest error to
   // report) and built once the model is known: only the directions that can
   // ever match it (most of a large generated database cannot).
-  std::vector<RuleDirectionText> directions = read_rule_directions(o.rules_db, &report.rules);
+  std::array<RuleLoadStats, 2> stats_by_set;  // [0]: rules_db, [1]: the shipped rules
+  std::vector<RuleDirectionText> directions = read_rule_directions(o.rules_db, &stats_by_set[0]);
   std::map<std::string, std::string> db_of_direction;  // direction text -> the database it came from
   for (const RuleDirectionText& d : directions) db_of_direction.emplace(d.text, o.rules_db);
-  RuleLoadStats shipped_read;  // what reading the shipped database counted
   if (!o.default_rules_db.empty() && !same_file(o.default_rules_db, o.rules_db)) {
     // The shipped rules join the user's; a direction both hold is kept once
     // (the user's, so reports cite the user's ids).
-    std::vector<RuleDirectionText> shipped;
-    for (RuleDirectionText& d : read_rule_directions(o.default_rules_db, &shipped_read))
-      if (db_of_direction.emplace(d.text, o.default_rules_db).second) shipped.push_back(std::move(d));
-    // Their own counts (a few dozen rules, built twice: cheap).
-    report.default_rules = shipped_read;
-    (void)build_directed_rules(shipped, &report.default_rules);
-    for (RuleDirectionText& d : shipped) directions.push_back(std::move(d));
+    for (RuleDirectionText& d : read_rule_directions(o.default_rules_db, &stats_by_set[1])) {
+      if (!db_of_direction.emplace(d.text, o.default_rules_db).second) continue;
+      d.rule_set = 1;
+      directions.push_back(std::move(d));
+    }
     report.default_rules_added = true;
   }
   onnx_io::ImportOptions import_options;
@@ -199,14 +198,9 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   onnx_io::ImportedModel model = onnx_io::import_model_file(o.model, import_options);
   report.opaque_nodes = model.opaque_nodes;
   // Built jointly: a shipped rule may introduce an operator a user rule needs.
-  RuleLoadStats built;
-  std::vector<DirectedRule> rules = build_directed_rules(directions, &built, &model.graph, &report.rule_filter);
-  report.rules.directions = built.directions - report.default_rules.directions;
-  report.rules.dropped_directions = built.dropped_directions - report.default_rules.dropped_directions;
-  report.rules.partial = built.partial - report.default_rules.partial;
-  report.rules.skipped_partial +=
-      built.skipped_partial - (report.default_rules.skipped_partial - shipped_read.skipped_partial);
-  report.rules.skipped_unparsable = built.skipped_unparsable - report.default_rules.skipped_unparsable;
+  std::vector<DirectedRule> rules = build_directed_rules(directions, stats_by_set, &model.graph, &report.rule_filter);
+  report.rules = stats_by_set[0];
+  report.default_rules = stats_by_set[1];
   report.import_seconds = seconds_since(t);
 
   std::unique_ptr<CostModel> cost = make_cost_model(o);

@@ -67,7 +67,7 @@ struct OptimizeReport {
   RuleLoadStats rules;               // of rules_db
   RuleLoadStats default_rules;       // of default_rules_db, when added (duplicates of rules_db's not counted)
   bool default_rules_added = false;
-  RuleFilterStats rule_filter;       // directions that can match this model (rules_that_can_match)
+  RuleFilterStats rule_filter;  // directions that can match this model (build_directed_rules)
   InstanceProofStats proofs;
   std::vector<RuleUse> rules_applied;  // on the path to the best graph, by first use
   std::vector<std::string> rules_applied_db;  // per entry of rules_applied: the database it came from

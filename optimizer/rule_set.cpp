@@ -28,30 +28,6 @@ bool applicable(const std::vector<Expr>& source, const std::vector<Expr>& target
 
 }  // namespace
 
-std::vector<DirectedRule> directed_rules(int64_t id, const std::string& source, const std::string& target,
-                                         const std::string& variables) {
-  std::vector<DirectedRule> out;
-  DTypeMap dtypes;
-  const ShapeMap shapes = parse_shape_map(variables, &dtypes);
-  for (bool reversed : {false, true}) {
-    std::string text = reversed ? target : source;
-    text += " => ";
-    text += reversed ? source : target;
-    RuleExpr expr = parse_rule_expr(text);
-    if (!applicable(expr.source, expr.target)) continue;
-    DirectedRule r;
-    r.id = id;
-    r.reversed = reversed;
-    r.graphs = build_rule(text, shapes, dtypes);
-    r.text = std::move(text);
-    r.expr = std::move(expr);
-    r.shapes = shapes;
-    r.dtypes = dtypes;
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 std::vector<RuleDirectionText> read_rule_directions(const std::string& path, RuleLoadStats* stats) {
   RuleLoadStats local;
   RuleLoadStats& s = stats ? *stats : local;
@@ -97,7 +73,7 @@ struct ParsedDirection {
   std::set<std::string> source_ops, target_ops;
 };
 
-// The least fixpoint of the operators that can exist (rules_that_can_match);
+// The least fixpoint of the operators that can exist (build_directed_rules);
 // keep[i] says whether direction i can match.
 std::vector<bool> can_ever_match(const std::set<std::string>& model_ops, const std::vector<ParsedDirection>& parsed) {
   std::set<std::string> reachable = model_ops;
@@ -120,9 +96,8 @@ std::vector<bool> can_ever_match(const std::set<std::string>& model_ops, const s
 }  // namespace
 
 std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionText>& directions,
-                                               RuleLoadStats* stats, const Graph* model, RuleFilterStats* filter) {
-  RuleLoadStats local;
-  RuleLoadStats& s = stats ? *stats : local;
+                                               std::span<RuleLoadStats> stats_by_set, const Graph* model,
+                                               RuleFilterStats* filter) {
   std::vector<ParsedDirection> parsed(directions.size());
   tbb::parallel_for(size_t{0}, directions.size(), [&](size_t i) {
     try {
@@ -166,13 +141,15 @@ std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionTe
   });
   // The counts, in sequence: per rule, as load_rules has always counted them.
   std::vector<DirectedRule> out;
-  std::set<int64_t> unparsable_rules;
+  std::set<std::pair<size_t, int64_t>> unparsable_rules;  // (rule set, id)
   int kept = 0, unreachable = 0;
+  RuleLoadStats uncounted;
   for (size_t i = 0; i < directions.size(); ++i) {
     const RuleDirectionText& d = directions[i];
+    RuleLoadStats& s = d.rule_set < stats_by_set.size() ? stats_by_set[d.rule_set] : uncounted;
     switch (parsed[i].state) {
       case ParsedDirection::State::kUnparsable:
-        if (unparsable_rules.insert(d.id).second) ++s.skipped_unparsable;
+        if (unparsable_rules.insert({d.rule_set, d.id}).second) ++s.skipped_unparsable;
         continue;
       case ParsedDirection::State::kNotApplicable:
         if (d.partial) ++s.skipped_partial;
@@ -200,33 +177,7 @@ std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionTe
 std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* stats) {
   RuleLoadStats local;
   RuleLoadStats& s = stats ? *stats : local;
-  return build_directed_rules(read_rule_directions(path, &s), &s);
-}
-
-}  // namespace tgr::optimizer
-
-namespace tgr::optimizer {
-
-std::vector<DirectedRule> rules_that_can_match(const Graph& graph, std::vector<DirectedRule> rules,
-                                               RuleFilterStats* stats) {
-  std::set<std::string> model_ops;
-  for (const Node& n : graph.nodes())
-    if (n.is_op()) model_ops.insert(n.op->name);
-  std::vector<ParsedDirection> parsed(rules.size());
-  for (size_t i = 0; i < rules.size(); ++i) {
-    parsed[i].state = ParsedDirection::State::kApplicable;
-    parsed[i].source_ops = operator_names(rules[i].expr.source);
-    parsed[i].target_ops = operator_names(rules[i].expr.target);
-  }
-  const std::vector<bool> keep = can_ever_match(model_ops, parsed);
-  std::vector<DirectedRule> kept;
-  for (size_t i = 0; i < rules.size(); ++i)
-    if (keep[i]) kept.push_back(std::move(rules[i]));
-  if (stats) {
-    stats->kept = static_cast<int>(kept.size());
-    stats->unreachable = static_cast<int>(rules.size() - kept.size());
-  }
-  return kept;
+  return build_directed_rules(read_rule_directions(path, &s), std::span<RuleLoadStats>(&s, 1));
 }
 
 }  // namespace tgr::optimizer

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,6 @@ struct RuleLoadStats {
   int skipped_unparsable = 0;  // rules this build cannot parse (unknown operator, ...)
 };
 
-// Both directions of a rule that can be applied (zero, one or two).
-std::vector<DirectedRule> directed_rules(int64_t id, const std::string& source, const std::string& target,
-                                         const std::string& variables);
-
 struct RuleFilterStats {
   int kept = 0;            // directions that may match the model or a graph the rules can reach from it
   int unreachable = 0;     // directions dropped: their source needs an operator nothing can produce
@@ -63,6 +60,7 @@ struct RuleDirectionText {
   bool partial = false;   // a PET rule, left to right only
   std::string text;       // "source => target" in this direction
   std::string variables;  // the generator's shapes, "x0=2x4,w0=4x4"
+  size_t rule_set = 0;    // which of the caller's rule sets it belongs to: where build_directed_rules counts it
 };
 
 // The directions of the partial rules that carry a correction (left to right)
@@ -74,33 +72,27 @@ std::vector<RuleDirectionText> read_rule_directions(const std::string& path, Rul
 // Parses the directions, drops those that cannot be applied (a bare variable
 // as a source output, a target variable the source does not bind) and those
 // this build cannot parse, and builds the rest, in parallel, in the given
-// order. With `model`, directions that cannot ever match it are dropped
-// before their graphs are built (rules_that_can_match below explains which).
+// order. Counts each direction in stats_by_set[direction.rule_set] (none
+// when empty).
+//
+// With `model`, the directions that cannot ever match in it or in a graph
+// the rules reach from it are dropped before their graphs are built. A
+// direction's source matches only where every operator it names exists; an
+// operator exists in the model, or appears once a direction whose target
+// introduces it has matched. So the operators that can ever exist are a
+// least fixpoint: start from the model's operators, add the target operators
+// of every direction whose source operators all exist, repeat. Directions
+// whose source needs an operator outside that set cannot match, whatever the
+// search does: dropping them changes no result, and spares the search from
+// trying them on every graph (a generated database holds thousands of rules
+// about operators a given model never uses). Constant operators without
+// inputs (ones, eye, ...) count as existing only when the model or a kept
+// target contains them, like any other.
 std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionText>& directions,
-                                               RuleLoadStats* stats = nullptr, const Graph* model = nullptr,
+                                               std::span<RuleLoadStats> stats_by_set = {}, const Graph* model = nullptr,
                                                RuleFilterStats* filter = nullptr);
 
 // read_rule_directions then build_directed_rules, without a model.
 std::vector<DirectedRule> load_rules(const std::string& path, RuleLoadStats* stats = nullptr);
-
-}  // namespace tgr::optimizer
-
-namespace tgr::optimizer {
-
-
-// The directions that can ever match in `graph` or in a graph the rules
-// reach from it. A direction's source matches only where every operator it
-// names exists; an operator exists in the model, or appears once a direction
-// whose target introduces it has matched. So the operators that can ever
-// exist are a least fixpoint: start from the model's operators, add the
-// target operators of every direction whose source operators all exist,
-// repeat. Directions whose source needs an operator outside that set cannot
-// match, whatever the search does: dropping them changes no result, and
-// spares the search from trying them on every graph (a generated database
-// holds thousands of rules about operators a given model never uses).
-// Constant operators without inputs (ones, eye, ...) count as existing only
-// when the model or a kept target contains them, like any other.
-std::vector<DirectedRule> rules_that_can_match(const Graph& graph, std::vector<DirectedRule> rules,
-                                               RuleFilterStats* stats = nullptr);
 
 }  // namespace tgr::optimizer

@@ -17,6 +17,7 @@
 #include "optimizer/rewrite.h"
 #include "rules_db/rules_db.h"
 #include "runtime/interpreter.h"
+#include "tests/optimizer_test_util.h"
 #include "verifier/axioms.h"
 
 namespace tgr::optimizer {
@@ -35,45 +36,18 @@ verifier::ProofOptions proof_options() {
   return o;
 }
 
-// Directed rules from "SRC => DST" texts and the shapes they hold at.
-std::vector<DirectedRule> rules_of(const std::vector<std::pair<std::string, std::string>>& texts) {
-  std::vector<DirectedRule> out;
-  int64_t id = 0;
-  for (const auto& [text, shapes] : texts) {
-    const auto arrow = text.find(" => ");
-    for (auto& d : directed_rules(++id, text.substr(0, arrow), text.substr(arrow + 4), shapes)) out.push_back(std::move(d));
-  }
-  return out;
-}
-
 const std::vector<DirectedRule>& default_rules() {
   static const std::vector<DirectedRule> rules = load_rules(TGR_DEFAULT_RULES);
   return rules;
 }
 
-ValueRef weight(Graph& g, const Shape& shape, uint64_t seed) {
-  return g.add_constant(ConstantValue(random_tensor<float>(shape, seed)));
-}
-
-int count_ops(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (int32_t i : g.topological_order())
-    if (g.node(i).is_op() && g.node(i).op->name == op) ++n;
-  return n;
-}
+using testing::count_ops;
+using testing::directions_of;
+using testing::rules_of;
+using testing::weight;
 
 // The outputs of both graphs agree on random inputs (float32).
-void expect_same_outputs(const Graph& a, const Graph& b) {
-  const auto inputs = random_inputs<float>(a, 7);
-  const auto ya = evaluate<float>(a, std::span<const Tensor<float>>(inputs));
-  const auto yb = evaluate<float>(b, std::span<const Tensor<float>>(inputs));
-  ASSERT_EQ(ya.size(), yb.size());
-  for (size_t k = 0; k < ya.size(); ++k) {
-    ASSERT_EQ(ya[k].shape, yb[k].shape);
-    for (size_t i = 0; i < ya[k].data.size(); ++i)
-      ASSERT_NEAR(ya[k].data[i], yb[k].data[i], 1e-4 * (1 + std::abs(ya[k].data[i]))) << "output " << k << " at " << i;
-  }
-}
+void expect_same_outputs(const Graph& a, const Graph& b) { testing::expect_same_outputs(a, b, 1e-4); }
 
 BacktrackingResult optimize(const Graph& g, const std::vector<DirectedRule>& rules, double alpha, int budget = 200) {
   AnalyticCostModel cost;
@@ -361,9 +335,7 @@ Graph two_images_one_kernel() {
 }
 
 DirectedRule stacked_convs_rule() {
-  const std::string text = kStackedConvs;
-  const auto arrow = text.find(" => ");
-  auto directed = directed_rules(1, text.substr(0, arrow), text.substr(arrow + 4), "i0=1x2x6x6,i1=1x2x6x6,k0=2x2x3x3");
+  auto directed = directions_of(kStackedConvs, "i0=1x2x6x6,i1=1x2x6x6,k0=2x2x3x3");
   auto forward = std::find_if(directed.begin(), directed.end(), [](const DirectedRule& d) { return !d.reversed; });
   EXPECT_NE(forward, directed.end());
   forward->partial = true;
@@ -563,38 +535,52 @@ TEST(OptimizeReport, NoRuleAppliedIsAnEmptyArrayAndRatioOne) {
 namespace tgr::optimizer {
 namespace {
 
+// Both directions of each "SRC => DST | SHAPES" text, as read from a database.
+std::vector<RuleDirectionText> direction_texts(const std::vector<std::pair<std::string, std::string>>& rules) {
+  std::vector<RuleDirectionText> out;
+  int64_t id = 0;
+  for (const auto& [text, shapes] : rules) {
+    const auto arrow = text.find(" => ");
+    const std::string source = text.substr(0, arrow), target = text.substr(arrow + 4);
+    out.push_back({++id, false, false, source + " => " + target, shapes});
+    out.push_back({id, true, false, target + " => " + source, shapes});
+  }
+  return out;
+}
+
 // A model of relu and matmul: rules about conv2d can never match, while a
 // rule about transpose can once a matmul rule has introduced a transpose.
 TEST(RuleFilter, KeepsExactlyTheDirectionsWhoseOperatorsCanExist) {
   Graph g;
   const ValueRef x = g.add_input("x", Shape{4, 8});
   g.add_output(g.apply("relu", {g.apply("matmul", {x, weight(g, Shape{8, 8}, 1)})}));
-  const auto rules = rules_of({
+  const auto texts = direction_texts({
       {"matmul(x0, w0) => transpose(matmul(transpose(w0), transpose(x0)))", "x0=2x3,w0=3x4"},
       {"relu(transpose(x0)) => transpose(relu(x0))", "x0=2x3"},
       {"relu(conv2d(i0, k0)) => conv2d[act=relu](i0, k0)", "i0=1x2x6x6,k0=2x2x3x3"},
   });
-  ASSERT_EQ(rules.size(), 6u);
+  RuleLoadStats loaded;
+  ASSERT_EQ(build_directed_rules(texts, std::span<RuleLoadStats>(&loaded, 1)).size(), 6u);
   RuleFilterStats stats;
-  const auto kept = rules_that_can_match(g, rules, &stats);
+  const auto kept = build_directed_rules(texts, {}, &g, &stats);
   std::set<std::string> kept_texts;
   for (const DirectedRule& r : kept) kept_texts.insert(r.text);
   // The matmul rule, left to right, introduces transpose; then both transpose/relu
   // directions can match. Neither conv2d direction can.
   EXPECT_EQ(stats.kept, 4);
   EXPECT_EQ(stats.unreachable, 2);
-  for (const DirectedRule& r : rules) {
-    const bool conv = r.text.find("conv2d") != std::string::npos;
-    EXPECT_EQ(kept_texts.count(r.text) == 0, conv) << r.text;
+  for (const RuleDirectionText& d : texts) {
+    const bool conv = d.text.find("conv2d") != std::string::npos;
+    EXPECT_EQ(kept_texts.count(d.text) == 0, conv) << d.text;
   }
   // Without the matmul rule nothing introduces transpose, and both
   // directions of the transpose/relu rule read one.
-  EXPECT_TRUE(rules_that_can_match(g, {rules[2], rules[3]}, &stats).empty());
+  EXPECT_TRUE(build_directed_rules({texts[2], texts[3]}, {}, &g, &stats).empty());
   EXPECT_EQ(stats.unreachable, 2);
   Graph only_conv;
   const ValueRef i = only_conv.add_input("i", Shape{1, 2, 6, 6});
   only_conv.add_output(only_conv.apply("conv2d", {i, weight(only_conv, Shape{2, 2, 3, 3}, 2)}));
-  rules_that_can_match(only_conv, rules, &stats);
+  build_directed_rules(texts, {}, &only_conv, &stats);
   // conv2d[act=relu] => relu(conv2d(...)) matches, and its target brings
   // relu, so the other direction can match too; nothing brings matmul.
   EXPECT_EQ(stats.kept, 2);

@@ -21,6 +21,7 @@
 #include "saturation/rewrite.h"
 #include "saturation/runner.h"
 #include "saturation/saturation.h"
+#include "tests/optimizer_test_util.h"
 #include "verifier/axioms.h"
 
 namespace tgr::saturation {
@@ -39,40 +40,11 @@ verifier::ProofOptions proof_options() {
   return o;
 }
 
-// Directed rules from "SRC => DST" texts and the shapes they hold at.
-std::vector<DirectedRule> rules_of(const std::vector<std::pair<std::string, std::string>>& texts) {
-  std::vector<DirectedRule> out;
-  int64_t id = 0;
-  for (const auto& [text, shapes] : texts) {
-    const auto arrow = text.find(" => ");
-    for (auto& d : optimizer::directed_rules(++id, text.substr(0, arrow), text.substr(arrow + 4), shapes))
-      out.push_back(std::move(d));
-  }
-  return out;
-}
+using optimizer::testing::count_ops;
+using optimizer::testing::rules_of;
+using optimizer::testing::weight;
 
-ValueRef weight(Graph& g, const Shape& shape, uint64_t seed) {
-  return g.add_constant(ConstantValue(random_tensor<float>(shape, seed)));
-}
-
-int count_ops(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (int32_t i : g.topological_order())
-    if (g.node(i).is_op() && g.node(i).op->name == op) ++n;
-  return n;
-}
-
-void expect_same_outputs(const Graph& a, const Graph& b) {
-  const auto inputs = random_inputs<float>(a, 7);
-  const auto ya = evaluate<float>(a, std::span<const Tensor<float>>(inputs));
-  const auto yb = evaluate<float>(b, std::span<const Tensor<float>>(inputs));
-  ASSERT_EQ(ya.size(), yb.size());
-  for (size_t k = 0; k < ya.size(); ++k) {
-    ASSERT_EQ(ya[k].shape, yb[k].shape);
-    for (size_t i = 0; i < ya[k].data.size(); ++i)
-      ASSERT_NEAR(ya[k].data[i], yb[k].data[i], 1e-3 * (1 + std::abs(ya[k].data[i]))) << "output " << k << " at " << i;
-  }
-}
+void expect_same_outputs(const Graph& a, const Graph& b) { optimizer::testing::expect_same_outputs(a, b, 1e-3); }
 
 const OpDef& op(const char* name) { return OpTable::instance().get(name); }
 
