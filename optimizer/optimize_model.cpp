@@ -179,16 +179,16 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   // The rules are read first (a missing database is the cheapest error to
   // report) and built once the model is known: only the directions that can
   // ever match it (most of a large generated database cannot).
-  std::array<RuleLoadStats, 2> stats_by_set;  // [0]: rules_db, [1]: the shipped rules
-  std::vector<RuleDirectionText> directions = read_rule_directions(o.rules_db, &stats_by_set[0]);
+  std::array<RuleLoadStats, 2> stats_by_set;  // by rule set: kUserRuleSet, kShippedRuleSet
+  std::vector<RuleDirectionText> directions = read_rule_directions(o.rules_db, &stats_by_set[kUserRuleSet]);
   std::map<std::string, std::string> db_of_direction;  // direction text -> the database it came from
   for (const RuleDirectionText& d : directions) db_of_direction.emplace(d.text, o.rules_db);
   if (!o.default_rules_db.empty() && !same_file(o.default_rules_db, o.rules_db)) {
     // The shipped rules join the user's; a direction both hold is kept once
     // (the user's, so reports cite the user's ids).
-    for (RuleDirectionText& d : read_rule_directions(o.default_rules_db, &stats_by_set[1])) {
+    for (RuleDirectionText& d : read_rule_directions(o.default_rules_db, &stats_by_set[kShippedRuleSet])) {
       if (!db_of_direction.emplace(d.text, o.default_rules_db).second) continue;
-      d.rule_set = 1;
+      d.rule_set = kShippedRuleSet;
       directions.push_back(std::move(d));
     }
     report.default_rules_added = true;
@@ -199,8 +199,8 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   report.opaque_nodes = model.opaque_nodes;
   // Built jointly: a shipped rule may introduce an operator a user rule needs.
   std::vector<DirectedRule> rules = build_directed_rules(directions, stats_by_set, &model.graph, &report.rule_filter);
-  report.rules = stats_by_set[0];
-  report.default_rules = stats_by_set[1];
+  report.rules = stats_by_set[kUserRuleSet];
+  report.default_rules = stats_by_set[kShippedRuleSet];
   report.import_seconds = seconds_since(t);
 
   std::unique_ptr<CostModel> cost = make_cost_model(o);

@@ -26,6 +26,11 @@ enum class CostModelChoice {
   kMeasured,  // the op_costs table of the rules database, for `device` (MeasuredCostModel)
 };
 
+// The rule sets optimize_model builds (DirectedRule::rule_set): the rules
+// of OptimizeOptions::rules_db, and the shipped rules added to them.
+inline constexpr size_t kUserRuleSet = 0;
+inline constexpr size_t kShippedRuleSet = 1;
+
 // What a search other than the backtracking one returns (equality
 // saturation: saturation::saturation_search, saturation/saturation.h). A
 // caller that links such a search sets OptimizeOptions::search; this

@@ -135,6 +135,7 @@ std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionTe
     r.id = d.id;
     r.reversed = d.reversed;
     r.partial = d.partial;
+    r.rule_set = d.rule_set;
     r.text = d.text;
     r.expr = std::move(parsed[i].expr);
     built[i] = std::move(r);

@@ -35,6 +35,7 @@ struct DirectedRule {
   ShapeMap shapes;      // the generator's shapes of the variables
   DTypeMap dtypes;
   bool partial = false;  // a PET rule: applied with its correction (region-checked, not proved)
+  size_t rule_set = 0;   // RuleDirectionText::rule_set of the direction it was built from
 };
 
 struct RuleLoadStats {

@@ -8,6 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <map>
+#include <cstdio>
+#include <cstdlib>
 #include <unordered_set>
 
 #include "ir/hash.h"
@@ -168,12 +171,23 @@ RunnerStats Runner::run() {
         ++stats.renamed_rules;
       }
   }
+  // Staging: the lead rule set alone until it saturates or its time is up.
+  bool leading = false;
+  if (options_.lead_rule_set) {
+    bool lead = false, other = false;
+    for (size_t r = 0; r < rules_.size(); ++r) (rules_[r].rule_set == *options_.lead_rule_set ? lead : other) = true;
+    leading = lead && other;
+  }
   MatchKeySet tried;                                           // attempted (or without an instance)
   std::unordered_map<MatchKey, double, MatchKeyHash> waiting;  // deferred: their local cost change
   size_t last_attempted = 0;                                   // proofs attempted in the last iteration
   SignatureCosts signature_costs;
   ProofCache proofs;
   if (!egraph_.clean()) egraph_.rebuild();
+  // The lead stage's share is of the time the iterations have (setting up
+  // the patterns of a large database takes a second or two of the limit).
+  const double setup_s = since(start);
+  const double lead_end_s = setup_s + options_.lead_time_share * std::max(0.0, options_.time_limit_s - setup_s);
 
   for (int iteration = 0;; ++iteration) {
     if (iteration >= options_.iteration_limit) {
@@ -188,22 +202,28 @@ RunnerStats Runner::run() {
       stats.stop = StopReason::kTimeLimit;
       break;
     }
+    if (leading && since(start) >= lead_end_s) leading = false;
     IterationStats it;
 
     // 1. Search.
     auto t = Clock::now();
     std::vector<std::vector<PatternMatch>> found(rules_.size());
-    std::vector<int64_t> repeated(rules_.size(), 0);
+    std::vector<int64_t> repeated(rules_.size(), 0), weight_only(rules_.size(), 0);
     std::vector<size_t> limits(rules_.size(), 0);
     std::atomic<bool> cut_short{false};
     auto search_rule = [&](size_t r) {
       if (!active[r] || schedule[r].banned_until > iteration) return;
+      if (leading && rules_[r].rule_set != *options_.lead_rule_set) return;
       if (out_of_time()) {
         cut_short = true;
         return;
       }
       limits[r] = options_.match_limit << std::min(schedule[r].times_banned, 20);
       found[r] = patterns[r].search(egraph_, limits[r] + 1, [&](const PatternMatch& m) {
+        if (std::all_of(m.outputs.begin(), m.outputs.end(), [&](ClassId c) { return egraph_.data(c).constant; })) {
+          ++weight_only[r];
+          return false;
+        }
         if (tried.count(key_of(r, m))) {
           ++repeated[r];
           return false;
@@ -220,6 +240,7 @@ RunnerStats Runner::run() {
     std::vector<std::pair<size_t, const PatternMatch*>> work;
     for (size_t r = 0; r < rules_.size(); ++r) {
       stats.repeated_matches += repeated[r];
+      stats.weight_only_matches += weight_only[r];
       if (found[r].size() > limits[r]) {
         RuleSchedule& s = schedule[r];
         s.banned_until = iteration + 1 + (options_.ban_length << std::min(s.times_banned, 20));
@@ -268,7 +289,7 @@ RunnerStats Runner::run() {
     // iteration's share of the time left; the rest wait for a later
     // iteration (not remembered as tried, they are matched again).
     t = Clock::now();
-    const double left = options_.time_limit_s - since(start);
+    const double left = (leading ? lead_end_s : options_.time_limit_s) - since(start);
     const double slice = std::max(std::min(left, options_.min_prove_slice_s), left * options_.prove_share);
     const auto slice_end = t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slice));
     std::vector<std::optional<MatchInstance>> instances(work.size());
@@ -373,6 +394,7 @@ RunnerStats Runner::run() {
     stats.rebuild_s += it.rebuild_s;
     stats.per_iteration.push_back(it);
     stats.iterations = iteration + 1;
+    if (leading) stats.lead_iterations = iteration + 1;
 
     if (node_limit) {
       stats.stop = StopReason::kNodeLimit;
@@ -383,6 +405,11 @@ RunnerStats Runner::run() {
       break;
     }
     const bool changed = it.unions > 0 || it.nodes != nodes_before || it.classes != classes_before || deferred > 0;
+    if (!changed && leading) {  // the lead stage saturated (bans lifted early): all rules from here
+      leading = false;
+      for (RuleSchedule& s : schedule) s.banned_until = 0;
+      continue;
+    }
     if (!changed) {
       if (it.banned == 0) {
         stats.stop = StopReason::kSaturated;
@@ -391,6 +418,12 @@ RunnerStats Runner::run() {
       // Nothing else to do: lift the bans now rather than idle (egg).
       for (RuleSchedule& s : schedule) s.banned_until = 0;
     }
+  }
+  if (std::getenv("TGR_DEBUG_RULES")) {
+    std::map<size_t,int> per; for (size_t r : applications_) ++per[r];
+    std::vector<std::pair<int,size_t>> v; for (auto [r,c] : per) v.push_back({c,r});
+    std::sort(v.rbegin(), v.rend());
+    for (size_t i = 0; i < v.size() && i < 30; ++i) std::fprintf(stderr, "%6d %s\n", v[i].first, rules_[v[i].second].text.c_str());
   }
   stats.renamed_proof_hits = proofs.hits();
   stats.seconds = since(start);

@@ -11,6 +11,13 @@
 //     tried (same rule, classes and matched operators; remembered across
 //     iterations and re-canonicalised after each rebuild) is skipped and not
 //     counted: instantiating and proving are what cost here, not matching.
+//     A match whose outputs are all constant classes is skipped too: it
+//     rewrites a computation on weights only (concat(k0, k1) into
+//     concat(enlarge(k0), ...)), which export folds whatever its form, so
+//     it can change no cost; a generated database holds many such rules,
+//     and they flooded the e-graph (GoogLeNet with the --max-ops 3 rules:
+//     the five most applied rules were of this kind, and the convolution
+//     merges the default rules find were not reached in time).
 //  2. schedule (egg's BackoffScheduler): a rule with more new matches than
 //     its limit (match_limit << times banned) is banned for
 //     ban_length << times banned iterations, so commutativity and
@@ -40,12 +47,23 @@
 //     (x = g(y) and y = f(a), then a = b with x = f(b)); e-nodes are
 //     filtered until the e-graph is acyclic, never the greedy extraction's
 //     choice (EGraph::break_cycles).
+// Stages: with RunnerOptions::lead_rule_set, the rules of that set (for
+// `optimize`, the shipped rules: few, picked because they pay) run alone
+// first, until they saturate or their share of the time is spent; then all
+// rules run on the e-graph they left. A generated database holds thousands
+// of rules that mostly add equivalent forms (commutativity, associativity,
+// weight layouts); run together from the start, they took the time the
+// merges of the shipped rules need (GoogLeNet with the --max-ops 3
+// database: x0.808 instead of x0.753). Staged, the e-graph holds all the
+// shipped rules reach in that time, and the database's rules add to it.
+//
 // It stops when an iteration changed nothing while no rule was banned
 // (saturated; when rules were banned, their bans are lifted first, as egg
 // does), or at the iteration, node or time limit.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -72,6 +90,10 @@ struct RunnerOptions {
   double min_prove_slice_s = 0.25;
   bool filter_cycles = true;
   bool parallel = true;
+  // The rule set (DirectedRule::rule_set) run alone first; none: one stage.
+  // Only staged when some rules are in the set and some are not.
+  std::optional<size_t> lead_rule_set;
+  double lead_time_share = 0.6;  // at most, of the time left for the iterations, for the lead stage
   pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::BacktrackingOptions
 };
 
@@ -85,9 +107,11 @@ struct IterationStats {
 struct RunnerStats {
   StopReason stop = StopReason::kSaturated;
   int iterations = 0;
+  int lead_iterations = 0;       // of them, with the lead rule set alone (RunnerOptions::lead_rule_set)
   int64_t renamed_rules = 0;     // directed rules not matched: the same as an earlier one up to variable names
   int64_t matches = 0;           // new matches kept for proving
   int64_t repeated_matches = 0;  // skipped: tried in an earlier iteration
+  int64_t weight_only_matches = 0;  // skipped: every output in a constant class (folded at export)
   int64_t dropped_matches = 0;   // beyond a banned rule's limit
   int64_t deferred_matches =
       0;  // instantiated, left for a later iteration by the proof time share (counted per iteration)

@@ -95,6 +95,30 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   return result;
 }
 
+namespace {
+
+// Each iteration's counts and phase times: where a time-limited run went.
+nlohmann::ordered_json iterations_json(const RunnerStats& r) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const IterationStats& it : r.per_iteration)
+    out.push_back({{"enodes", it.nodes},
+                   {"eclasses", it.classes},
+                   {"matches", it.matches},
+                   {"deferred", it.deferred},
+                   {"applied", it.applied},
+                   {"unions", it.unions},
+                   {"banned_rules", it.banned},
+                   {"seconds",
+                    {{"search", six_digits(it.search_s)},
+                     {"instantiate", six_digits(it.instantiate_s)},
+                     {"prove", six_digits(it.prove_s)},
+                     {"apply", six_digits(it.apply_s)},
+                     {"rebuild", six_digits(it.rebuild_s)}}}});
+  return out;
+}
+
+}  // namespace
+
 nlohmann::ordered_json stats_json(const SaturationStats& s) {
   const RunnerStats& r = s.runner;
   const IlpResult& ilp = s.ilp;
@@ -102,11 +126,13 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
       {"kind", "saturation"},
       {"stop_reason", std::string(stop_reason_name(r.stop))},
       {"iterations", r.iterations},
+      {"lead_iterations", r.lead_iterations},
       {"enodes", s.enodes},
       {"eclasses", s.eclasses},
       {"renamed_rules", r.renamed_rules},
       {"matches", r.matches},
       {"repeated_matches", r.repeated_matches},
+      {"weight_only_matches", r.weight_only_matches},
       {"dropped_matches", r.dropped_matches},
       {"deferred_matches", r.deferred_matches},
       {"bans", r.bans},
@@ -142,6 +168,7 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
         {"saturate", six_digits(s.saturate_s)},
         {"extract", six_digits(s.extract_s)},
         {"total", six_digits(s.seconds)}}},
+      {"per_iteration", iterations_json(r)},
   };
 }
 
@@ -161,7 +188,10 @@ std::string summary_line(const SaturationStats& s) {
 optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
   return [options](const Graph& model, const std::vector<optimizer::DirectedRule>& rules, optimizer::CostModel& cost,
                    optimizer::InstanceProver& prover) {
-    SaturationResult r = saturate_and_extract(model, rules, cost, prover, options);
+    SaturationOptions staged = options;
+    // The shipped rules first, where they join a user's database (runner.h, "Stages").
+    if (!staged.runner.lead_rule_set) staged.runner.lead_rule_set = optimizer::kShippedRuleSet;
+    SaturationResult r = saturate_and_extract(model, rules, cost, prover, staged);
     optimizer::SearchOutcome out;
     out.best = std::move(r.best);
     out.initial_cost = r.initial_cost;

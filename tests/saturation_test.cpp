@@ -543,6 +543,54 @@ TEST(Runner, TheBackoffSchedulerBansARuleThatFloods) {
   EXPECT_EQ(stats.per_iteration[1].matches, 0);  // banned next iteration
 }
 
+TEST(Runner, TheLeadRuleSetRunsAloneUntilItSaturatesThenAllRules) {
+  optimizer::InstanceProver instances(prover(), proof_options());
+  std::vector<DirectedRule> rules = reordering_rules();  // saturates a chain of three quickly
+  for (DirectedRule& r : rules) r.rule_set = 1;
+  for (DirectedRule& r : rules_of({{"add(x0, x1) => add(x1, x0)", "x0=2x4,x1=2x4"}})) rules.push_back(std::move(r));
+  EGraph g;
+  g.add_graph(add_chain(3));
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  options.lead_rule_set = 1;
+  Runner runner(g, rules, instances, options);
+  const RunnerStats stats = runner.run();
+  EXPECT_EQ(stats.stop, StopReason::kSaturated);
+  ASSERT_GE(stats.lead_iterations, 1);
+  ASSERT_GT(stats.iterations, stats.lead_iterations);
+  // Applications are numbered in order: those of the lead iterations come
+  // first, all of the lead set; then the other set's rules join in.
+  int64_t lead_applied = 0, applied = 0;
+  for (int i = 0; i < stats.iterations; ++i)
+    (i < stats.lead_iterations ? lead_applied : applied) += stats.per_iteration[i].applied;
+  ASSERT_GE(lead_applied, 1);
+  for (int64_t origin = 1; origin <= lead_applied; ++origin)
+    EXPECT_EQ(rules[runner.rule_of(static_cast<uint32_t>(origin))].rule_set, 1u) << "application " << origin;
+  int64_t other_set = 0;
+  for (int64_t origin = lead_applied + 1; origin <= lead_applied + applied; ++origin)
+    other_set += rules[runner.rule_of(static_cast<uint32_t>(origin))].rule_set == 0;
+  EXPECT_GE(other_set, 1);
+}
+
+TEST(Runner, MatchesOnWeightsOnlyAreSkipped) {
+  // add(w0, w1) is folded at export whatever its form: rewriting it cannot
+  // change a cost. add(x, ...) is a real operator and is rewritten.
+  Graph m;
+  const ValueRef x = m.add_input("x", {2, 4});
+  m.add_output(m.apply("add", {x, m.apply("add", {weight(m, {2, 4}, 1), weight(m, {2, 4}, 2)})}));
+  optimizer::InstanceProver instances(prover(), proof_options());
+  const auto rules = rules_of({{"add(x0, x1) => add(x1, x0)", "x0=2x4,x1=2x4"}});
+  EGraph g;
+  g.add_graph(m);
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  const RunnerStats stats = Runner(g, rules, instances, options).run();
+  EXPECT_GE(stats.weight_only_matches, 1);
+  EXPECT_GE(stats.unions, 1);
+  // x, the two weights, add(w0, w1), add(x, ...) and add(..., x): no add(w1, w0).
+  EXPECT_EQ(g.num_nodes(), 6u);
+}
+
 // --- saturation against backtracking ------------------------------------------------------
 
 TEST(Saturation, FindsAGraphTheBacktrackingSearchMissesWithTheSameRules) {
