@@ -46,8 +46,15 @@ int32_t Graph::append(Node node) {
   node.hash = hash_node(node, nodes_);
   nodes_.push_back(std::move(node));
   const auto index = static_cast<int32_t>(nodes_.size() - 1);
-  by_hash_.emplace(nodes_.back().hash, index);
+  index_node(index);
   return index;
+}
+
+void Graph::index_node(int32_t index) {
+  if (nodes_.size() < kHashIndexFrom) return;  // find_or_add_op scans
+  if (by_hash_.empty())
+    for (int32_t i = 0; i < index; ++i) by_hash_.emplace(nodes_[i].hash, i);
+  by_hash_.emplace(nodes_[index].hash, index);
 }
 
 ValueRef Graph::add_input(std::string name, Shape shape, DType dtype) {
@@ -76,7 +83,7 @@ ValueRef Graph::add_shared_constant(const Node& constant) {
   n.inputs.clear();
   nodes_.push_back(std::move(n));
   const auto index = static_cast<int32_t>(nodes_.size() - 1);
-  by_hash_.emplace(nodes_.back().hash, index);
+  index_node(index);
   return {index, 0};
 }
 
@@ -120,10 +127,18 @@ std::vector<ValueRef> Graph::find_or_add_op(const OpDef& op, Params params, std:
   n.op = &op;
   n.params = std::move(params);
   n.inputs = std::move(inputs);
-  auto [begin, end] = by_hash_.equal_range(hash_node(n, nodes_));
-  for (auto it = begin; it != end; ++it) {
-    const Node& other = nodes_[it->second];
-    if (other.op == n.op && other.params == n.params && other.inputs == n.inputs) return outputs_of(it->second);
+  const uint64_t hash = hash_node(n, nodes_);
+  auto same = [&](int32_t i) {
+    const Node& other = nodes_[i];
+    return other.hash == hash && other.op == n.op && other.params == n.params && other.inputs == n.inputs;
+  };
+  if (nodes_.size() < kHashIndexFrom) {
+    for (int32_t i = 0; i < static_cast<int32_t>(nodes_.size()); ++i)
+      if (same(i)) return outputs_of(i);
+  } else {
+    auto [begin, end] = by_hash_.equal_range(hash);
+    for (auto it = begin; it != end; ++it)
+      if (same(it->second)) return outputs_of(it->second);
   }
   return outputs_of(append(std::move(n)));
 }

@@ -88,6 +88,7 @@ class Graph {
 
  private:
   int32_t append(Node node);
+  void index_node(int32_t index);  // into by_hash_, once the graph is large enough to have one
   // Checks the inputs, infers output shapes, canonicalises `params`.
   OpDef::Inferred prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const;
   std::vector<ValueRef> outputs_of(int32_t index) const;
@@ -97,6 +98,11 @@ class Graph {
   std::vector<int32_t> inputs_;
   std::vector<ValueRef> outputs_;
   std::vector<std::string> output_names_;
+  // Node hashes for find_or_add_op, kept only from kHashIndexFrom nodes on:
+  // below, a scan is as fast, and a rule database's hundreds of thousands
+  // of small graphs (optimize --rules with generate --max-ops 4) would
+  // spend about a kilobyte each on the table.
+  static constexpr size_t kHashIndexFrom = 32;
   std::unordered_multimap<uint64_t, int32_t> by_hash_;
 };
 

@@ -140,7 +140,9 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
   std::string source_text;
   append_text(source, source_text);
 
-  std::vector<Expr> target = rule.expr.target;
+  // Parsed again here rather than kept with every rule: a --max-ops 4
+  // database's parsed sides took a gigabyte; a parse is microseconds.
+  std::vector<Expr> target = parse_rule_expr(rule.text).target;
   std::vector<ParamValue*> params;
   for (Expr& e : target) collect_shape_params(e, params);
   const Environment env = environment(graph, rule, match);

@@ -117,6 +117,12 @@ std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionTe
       if (n.is_op()) model_ops.insert(n.op->name);
     keep = can_ever_match(model_ops, parsed);
   }
+  // The parsed sides are not kept (a --max-ops 4 database's took a
+  // gigabyte): freed as soon as they are not needed, so that the peak of
+  // loading is not all of them plus all the graphs built.
+  tbb::parallel_for(size_t{0}, directions.size(), [&](size_t i) {
+    if (!keep[i]) parsed[i].expr = {};
+  });
   std::vector<std::optional<DirectedRule>> built(directions.size());
   tbb::parallel_for(size_t{0}, directions.size(), [&](size_t i) {
     if (!keep[i] || parsed[i].state != ParsedDirection::State::kApplicable) return;
@@ -137,7 +143,7 @@ std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionTe
     r.partial = d.partial;
     r.rule_set = d.rule_set;
     r.text = d.text;
-    r.expr = std::move(parsed[i].expr);
+    parsed[i].expr = {};
     built[i] = std::move(r);
   });
   // The counts, in sequence: per rule, as load_rules has always counted them.

@@ -30,7 +30,6 @@ struct DirectedRule {
   int64_t id = 0;       // the rule's id in the database
   bool reversed = false;  // applied right to left
   std::string text;     // "source => target" in the applied direction
-  RuleExpr expr;        // the two sides, as parsed
   Rule graphs;          // both sides built at the generator's shapes
   ShapeMap shapes;      // the generator's shapes of the variables
   DTypeMap dtypes;

@@ -164,9 +164,12 @@ RunnerStats Runner::run() {
   std::vector<RuleSchedule> schedule(rules_.size());
   std::vector<char> active(rules_.size(), 1);
   {
-    std::unordered_set<std::string> seen;
+    // The keys in parallel: a --max-ops 4 database has 350,000 directions.
+    std::vector<std::string> keys(rules_.size());
+    tbb::parallel_for(size_t{0}, rules_.size(), [&](size_t r) { keys[r] = rule_key(rules_[r]); });
+    std::unordered_set<std::string_view> seen;
     for (size_t r = 0; r < rules_.size(); ++r)
-      if (!seen.insert(rule_key(rules_[r])).second) {
+      if (!seen.insert(keys[r]).second) {
         active[r] = 0;
         ++stats.renamed_rules;
       }
