@@ -317,7 +317,7 @@ Mapping same_as(std::string type, bool on_bool = true) {
   };
 }
 
-// ReduceMean/ReduceSum: `axes` became an input at `axes_input_since`.
+// Reduce*: `axes` became an input at `axes_input_since`.
 void emit_reduce(OpContext& c, const std::string& type, int64_t axes_input_since, const std::string& input,
                  const std::vector<int64_t>& axes, int64_t keepdims, const std::string& output) {
   if (c.opset >= axes_input_since) {
@@ -329,7 +329,7 @@ void emit_reduce(OpContext& c, const std::string& type, int64_t axes_input_since
     attr_int(n, "keepdims", keepdims);
   }
 }
-constexpr int64_t kReduceSumAxesInput = 13, kReduceMeanAxesInput = 18;
+constexpr int64_t kReduceSumAxesInput = 13, kReduceMeanAxesInput = 18, kReduceMaxMinAxesInput = 18;
 
 // Pads input 0 of the application with a constant into output 0: Pad, mode
 // constant, the value a scalar initializer of the input's element type. Two cases
@@ -597,7 +597,8 @@ void export_batch_norm(OpContext& c) {
 
 // reduce.cpp -------------------------------------------------------------------
 
-// ReduceSum takes its axes as an input from opset 13, ReduceMean from 18.
+// ReduceSum takes its axes as an input from opset 13, ReduceMean, ReduceMax and
+// ReduceMin from 18.
 Mapping reduction(std::string type, int64_t axes_input_since) {
   return [type = std::move(type), axes_input_since](OpContext& c) {
     c.require_no_bool(type);
@@ -631,6 +632,9 @@ const std::map<std::string, Mapping, std::less<>>& mappings() {
       {"exp", same_as("Exp")},
       {"log", same_as("Log")},
       {"erf", same_as("Erf")},
+      {"softplus", same_as("Softplus")},
+      {"floor", same_as("Floor")},
+      {"ceil", same_as("Ceil")},
       {"leaky_relu", export_leaky_relu},
       {"hard_sigmoid", export_hard_sigmoid},
       {"hard_swish", export_hard_swish},
@@ -674,6 +678,8 @@ const std::map<std::string, Mapping, std::less<>>& mappings() {
       // reduce.cpp
       {"reduce_sum", reduction("ReduceSum", kReduceSumAxesInput)},
       {"reduce_mean", reduction("ReduceMean", kReduceMeanAxesInput)},
+      {"reduce_max", reduction("ReduceMax", kReduceMaxMinAxesInput)},
+      {"reduce_min", reduction("ReduceMin", kReduceMaxMinAxesInput)},
       // indexing.cpp
       {"gather", with_axis("Gather")},
       {"gather_elements", with_axis("GatherElements")},

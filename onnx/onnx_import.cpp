@@ -35,8 +35,11 @@ ValueRef ImportContext::input(size_t i) const {
 }
 
 const ConstantValue* ImportContext::constant_input(size_t i) const {
-  if (!has_input(i)) return nullptr;
-  const Node& n = graph_.node(inputs_[i]->node);
+  return has_input(i) ? constant_value(*inputs_[i]) : nullptr;
+}
+
+const ConstantValue* ImportContext::constant_value(ValueRef v) const {
+  const Node& n = graph_.node(v.node);
   return n.is_constant() ? n.constant.get() : nullptr;
 }
 
@@ -154,13 +157,16 @@ std::pair<Shape, DType> input_type(const onnx::ValueInfoProto& info, const Impor
   const auto& tt = info.type().tensor_type();
   const std::optional<DType> dtype = dtype_of_elem_type(tt.elem_type());
   if (!dtype) throw OnnxError("graph input '" + name + "' has an element type (" + std::to_string(tt.elem_type()) + ") that is not supported");
+  // A given shape replaces the declared one (its symbolic dimensions, or a
+  // static shape the exporter baked in).
   if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) return {it->second, *dtype};
   if (!tt.has_shape()) throw OnnxError("graph input '" + name + "' has no shape; give one (e.g. from its input tensor)");
   Shape shape;
   for (const auto& d : tt.shape().dim()) {
     if (!d.has_dim_value() || d.dim_value() < 0)
       throw OnnxError("graph input '" + name + "' has a symbolic dimension '" + d.dim_param() +
-                      "'; only static shapes are supported: give the input's shape (run takes it from the input tensor)");
+                      "'; only static shapes are supported: give the input's shape (--input-shape " + name +
+                      "=DIMS; run takes it from the input tensor)");
     shape.push_back(d.dim_value());
   }
   return {shape, *dtype};
@@ -266,8 +272,8 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
   out.opset = default_opset(model);
   out.ir_version = model.ir_version();
   out.producer = model.producer_name();
-  if (out.opset < 11 || out.opset > 18)
-    throw OnnxError("opset " + std::to_string(out.opset) + " is not supported (opsets 11 to 18 are)");
+  if (out.opset < 11 || out.opset > 20)
+    throw OnnxError("opset " + std::to_string(out.opset) + " is not supported (opsets 11 to 20 are)");
   const onnx::GraphProto& g = model.graph();
   Graph& graph = out.graph;
   std::unordered_map<std::string, ValueRef> values;
@@ -283,6 +289,18 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
     if (values.count(info.name())) continue;  // an initializer listed as an input (old exporters)
     auto [shape, dtype] = input_type(info, options);
     values[info.name()] = graph.add_input(info.name(), shape, dtype);
+  }
+  for (const auto& [name, shape] : options.input_shapes) {
+    const bool is_input =
+        std::any_of(g.input().begin(), g.input().end(), [&](const auto& i) { return i.name() == name; });
+    if (!is_input || graph.node(values.at(name).node).is_constant()) {
+      std::string inputs;
+      for (const auto& i : g.input())
+        if (!graph.node(values.at(i.name()).node).is_constant())
+          inputs += (inputs.empty() ? "'" : ", '") + i.name() + "'";
+      throw OnnxError("a shape is given for '" + name +
+                      "', which is not an input of the model (its inputs: " + (inputs.empty() ? "none" : inputs) + ")");
+    }
   }
   std::set<std::string> available;
   for (const auto& [name, v] : values) available.insert(name);

@@ -1,4 +1,4 @@
-// ONNX -> graph IR. Loads models as exporters write them (opsets 11 to 18,
+// ONNX -> graph IR. Loads models as exporters write them (opsets 11 to 20,
 // nodes in any order, external data), folds every subgraph that depends only
 // on constants (the Shape/Gather/Concat chains around Reshape, attention
 // masks), and maps each remaining node to operators of the table, so the

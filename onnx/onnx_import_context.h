@@ -33,6 +33,8 @@ class ImportContext {
 
   // The value of input i if it is a constant (an initializer or folded).
   const ConstantValue* constant_input(size_t i) const;
+  // The value of v if it is a constant.
+  const ConstantValue* constant_value(ValueRef v) const;
   // As above, but the input must be constant: its integers (shape-like
   // operands), or its single float. `what` names the operand in errors.
   std::vector<int64_t> constant_ints(size_t i, const char* what) const;

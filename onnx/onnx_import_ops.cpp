@@ -1,8 +1,10 @@
 // The ONNX operator importers: one small function per ONNX operator, each
 // mapping a node onto operators of the table (ir/ops/). Operand checks that
 // the table's shape inference already makes are left to it.
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <numeric>
 
 #include "ir/geometry.h"
@@ -25,6 +27,18 @@ ConstantValue int_tensor(const Shape& shape, std::vector<int64_t> values, DType 
 // A float operand that ONNX allows to be int (Pow's exponent) becomes float.
 ValueRef as_float(Ctx& c, ValueRef v) {
   return c.dtype(v) == DType::kFloat ? v : c.emit("cast", {v}, {{"to", std::string("float")}});
+}
+
+Shape broadcast_or_fail(Ctx& c, const Shape& a, const Shape& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1) c.fail(shape_to_string(a) + " does not broadcast with " + shape_to_string(b));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
 }
 
 OperatorImporter binary(const char* op) {
@@ -68,13 +82,129 @@ void import_dropout(Ctx& c) {  // inference: the identity, and a mask of all tru
     c.set_output(1, c.constant(int_tensor(c.shape(x), Ints(num_elements(c.shape(x)), 1), DType::kBool)));
 }
 
+// Sum and Mean of one or more inputs (with broadcasting): a chain of adds in
+// input order, as ONNX Runtime sums; Mean then divides by the count.
+ValueRef add_chain(Ctx& c) {
+  ValueRef y = c.input(0);
+  for (size_t i = 1; i < c.num_inputs(); ++i) y = c.emit("add", {y, c.input(i)});
+  return y;
+}
+
+void import_sum(Ctx& c) { c.set_output(0, add_chain(c)); }
+
+void import_mean(Ctx& c) {
+  const ValueRef sum = add_chain(c);
+  if (c.dtype(sum) != DType::kFloat) c.fail("Mean is defined on float tensors");
+  const float n = static_cast<float>(c.num_inputs());
+  c.set_output(0, c.num_inputs() == 1 ? sum : c.emit("div", {sum, c.constant(scalar_float(n))}));
+}
+
+// Min and Max of one or more inputs: a chain of selections,
+// where(b < a, b, a) for Min, which is exact on floats and integers (a NaN
+// operand gives NaN only in the first position, where ONNX Runtime always
+// propagates it).
+OperatorImporter select_chain(const char* compare) {
+  return [compare](Ctx& c) {
+    ValueRef y = c.input(0);
+    for (size_t i = 1; i < c.num_inputs(); ++i) {
+      const ValueRef b = c.input(i);
+      y = c.emit("where", {c.emit(compare, {b, y}), b, y});
+    }
+    c.set_output(0, y);
+  };
+}
+
+// Mod on integers: the truncated remainder a - b * (a / b) (fmod=1, C's %),
+// or with fmod=0 the remainder with the divisor's sign (Python's %): a
+// non-zero remainder whose sign differs from b's moves by b. Exact.
+void import_mod(Ctx& c) {
+  const ValueRef a = c.input(0), b = c.input(1);
+  const bool fmod = c.attr_int("fmod", 0) != 0;
+  if (c.dtype(a) == DType::kFloat) {
+    // Float Mod (fmod=1, C's fmod) has no exact form in the table's
+    // operators; constants (shape arithmetic) are computed here.
+    if (!fmod) c.fail("Mod of floats needs fmod=1");
+    if (!c.constant_input(0) || !c.constant_input(1)) c.fail("Mod of float tensors is supported on constants only");
+    const Ints out(broadcast_or_fail(c, c.shape(a), c.shape(b)));
+    auto full = [&](ValueRef v) { return c.shape(v) == out ? v : c.emit("expand", {v}, {{"shape", out}}); };
+    const ConstantValue* ea = c.constant_value(full(a));
+    const ConstantValue* eb = c.constant_value(full(b));
+    Tensor<float> r(out);
+    for (size_t i = 0; i < r.data.size(); ++i) r.data[i] = std::fmod(ea->real.data[i], eb->real.data[i]);
+    ++c.folded;
+    c.set_output(0, c.constant(ConstantValue(std::move(r))));
+    return;
+  }
+  const ValueRef r = c.emit("sub", {a, c.emit("mul", {c.emit("div", {a, b}), b})});
+  if (fmod) {
+    c.set_output(0, r);
+    return;
+  }
+  const ValueRef zero = c.constant(int_tensor({}, {0}));
+  const ValueRef same_sign = c.emit("equal", {c.emit("less", {r, zero}), c.emit("less", {b, zero})});
+  const ValueRef floored = c.emit("where", {same_sign, r, c.emit("add", {r, b})});
+  c.set_output(0, c.emit("where", {c.emit("equal", {r, zero}), r, floored}));
+}
+
+// Gelu (opset 20) in the formula ONNX Runtime evaluates: x/2 (1 + erf(x/sqrt 2)),
+// or with approximate="tanh", x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void import_gelu(Ctx& c) {
+  const ValueRef x = c.input(0);
+  const std::string approximate = c.attr_string("approximate", "none");
+  auto k = [&](double v) { return c.constant(scalar_float(static_cast<float>(v))); };
+  ValueRef inner;
+  if (approximate == "none") {
+    inner = c.emit("erf", {c.emit("mul", {x, k(1.0 / std::numbers::sqrt2)})});
+  } else if (approximate == "tanh") {
+    const ValueRef cube = c.emit("mul", {c.emit("mul", {x, x}), x});
+    const ValueRef poly = c.emit("add", {x, c.emit("mul", {cube, k(0.044715)})});
+    inner = c.emit("tanh", {c.emit("mul", {poly, k(std::sqrt(2.0 / std::numbers::pi))})});
+  } else {
+    c.fail("approximate='" + approximate + "' is not 'none' or 'tanh'");
+  }
+  c.set_output(0, c.emit("mul", {c.emit("mul", {x, k(0.5)}), c.emit("add", {inner, k(1.0)})}));
+}
+
 // --- comparisons, cast, where --------------------------------------------------
 
 void import_cast(Ctx& c) {
   const auto to = dtype_of_elem_type(static_cast<int32_t>(c.attr_int("to", 0)));
   if (!to) c.fail("casting to element type " + std::to_string(c.attr_int("to", 0)) + " is not supported");
   const ValueRef x = c.input(0);
+  const ConstantValue* k = c.constant_input(0);
+  if (k && k->is_float() && *to == DType::kInt64) {
+    // ONNX leaves a float outside int64's range (and NaN) to the
+    // implementation; folding follows ONNX Runtime on x86-64, which gives the
+    // smallest int64 (a T5 encoder casts log(0) = -inf). The cast operator
+    // itself refuses such values.
+    Ints v(k->real.data.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      const float f = k->real.data[i];
+      v[i] = f >= -9223372036854775808.0f && f < 9223372036854775808.0f ? static_cast<int64_t>(f)
+                                                                        : std::numeric_limits<int64_t>::min();
+    }
+    ++c.folded;
+    c.set_output(0, c.constant(int_tensor(k->shape(), std::move(v))));
+    return;
+  }
   c.set_output(0, c.dtype(x) == *to ? x : c.emit("cast", {x}, {{"to", std::string(dtype_name(*to))}}));
+}
+
+// Trilu: the upper (or lower) triangle of the last two axes from diagonal k,
+// the rest zero: where(mask, x, 0) with a constant mask.
+void import_trilu(Ctx& c) {
+  const ValueRef x = c.input(0);
+  const Shape& s = c.shape(x);
+  if (s.size() < 2) c.fail("the input must have rank >= 2");
+  const int64_t k = c.has_input(1) ? static_cast<int64_t>(c.constant_scalar(1, "k")) : 0;
+  const bool upper = c.attr_int("upper", 1) != 0;
+  const int64_t rows = s[s.size() - 2], cols = s.back();
+  Ints mask(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
+  const ValueRef zero =
+      c.dtype(x) == DType::kFloat ? c.constant(scalar_float(0)) : c.constant(int_tensor({}, {0}, c.dtype(x)));
+  c.set_output(0, c.emit("where", {c.constant(int_tensor({rows, cols}, mask, DType::kBool)), x, zero}));
 }
 
 void import_where(Ctx& c) { c.set_output(0, c.emit("where", {c.input(0), c.input(1), c.input(2)})); }
@@ -122,8 +252,50 @@ void import_batch_norm(Ctx& c) {
 
 // --- convolution and pooling ------------------------------------------------------
 
+// 1-D windows (N x C x L) run as 2-D ones of height 1 (N x C x 1 x L): their
+// attributes gain a leading entry for that axis.
+struct Window {
+  bool one_d = false;
+  ValueRef x;  // the 4-D input
+};
+
+Window window_input(Ctx& c, const char* what) {
+  const ValueRef x = c.input(0);
+  const Shape& s = c.shape(x);
+  if (s.size() == 3) return {true, c.reshape(x, {s[0], s[1], 1, s[2]})};
+  if (s.size() != 4) c.fail(std::string("only 1-D and 2-D ") + what + " (3-D or 4-D input, NCL or NCHW) is supported");
+  return {false, x};
+}
+
+// The 4-D result back in the input's rank.
+ValueRef window_output(Ctx& c, const Window& w, ValueRef y) {
+  if (!w.one_d) return y;
+  const Shape& s = c.shape(y);
+  return c.reshape(y, {s[0], s[1], s[3]});
+}
+
+// A per-axis attribute (strides, dilations, kernel_shape) for the 2-D window.
+Ints two(Ctx& c, const Window& w, const char* name, Ints def) {
+  if (!c.has_attr(name)) return def;
+  Ints v = c.attr_ints(name);
+  if (v.size() != (w.one_d ? 1u : 2u))
+    c.fail(std::string(name) + " must have " + (w.one_d ? "1 entry for a 1-D" : "2 entries for a 2-D") + " window");
+  if (w.one_d) v.insert(v.begin(), 1);
+  return v;
+}
+
+// The explicit pads attribute as top, left, bottom, right.
+Ints explicit_pads(Ctx& c, const Window& w) {
+  Ints pads = c.attr_ints("pads", Ints(w.one_d ? 2 : 4, 0));
+  if (pads.size() != (w.one_d ? 2u : 4u))
+    c.fail(std::string("pads must have ") + (w.one_d ? "2 entries for a 1-D" : "4 entries for a 2-D") + " window");
+  if (w.one_d) return {0, pads[0], 0, pads[1]};
+  return pads;  // ONNX order x1_begin, x2_begin, x1_end, x2_end = top, left, bottom, right
+}
+
 // The `pad` parameter for ONNX auto_pad/pads on a 2-D window.
-ParamValue window_padding(Ctx& c, const Shape& x, const Ints& kernel, const Ints& strides, const Ints& dilations) {
+ParamValue window_padding(Ctx& c, const Window& w, const Ints& kernel, const Ints& strides, const Ints& dilations) {
+  const Shape& x = c.shape(w.x);
   const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER") return std::string("same");
   if (auto_pad == "VALID") return std::string("valid");
@@ -138,45 +310,126 @@ ParamValue window_padding(Ctx& c, const Shape& x, const Ints& kernel, const Ints
     return pads;
   }
   if (auto_pad != "NOTSET") c.fail("auto_pad '" + auto_pad + "' is not supported");
-  Ints pads = c.attr_ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4) c.fail("pads must have 4 entries for a 2-D window");
-  return pads;  // ONNX order x1_begin, x2_begin, x1_end, x2_end = top, left, bottom, right
-}
-
-Ints two(Ctx& c, const char* name, Ints def) {
-  Ints v = c.attr_ints(name, def);
-  if (v.size() != 2) c.fail(std::string(name) + " must have 2 entries (only 2-D windows are supported)");
-  return v;
+  return explicit_pads(c, w);
 }
 
 void import_conv(Ctx& c) {
-  const ValueRef x = c.input(0), w = c.input(1);
-  if (c.rank(x) != 4) c.fail("only 2-D convolution (4-D input, NCHW) is supported");
+  const Window win = window_input(c, "convolution");
+  const ValueRef x = win.x;
+  ValueRef w = c.input(1);
+  if (win.one_d) {
+    const Shape& s = c.shape(w);
+    if (s.size() != 3) c.fail("a 1-D convolution's weight must have rank 3, got " + shape_to_string(s));
+    w = c.reshape(w, {s[0], s[1], 1, s[2]});
+  }
   const Shape& ws = c.shape(w);
-  const Ints strides = two(c, "strides", {1, 1}), dilations = two(c, "dilations", {1, 1});
+  const Ints strides = two(c, win, "strides", {1, 1}), dilations = two(c, win, "dilations", {1, 1});
   const int64_t group = c.attr_int("group", 1);
   if (ws.size() == 4 && ws[1] * group != c.shape(x)[1])
     c.fail("group " + std::to_string(group) + " does not match input channels " + std::to_string(c.shape(x)[1]) +
            " and weight " + shape_to_string(ws));
-  ParamValue pad = window_padding(c, c.shape(x), {ws[2], ws[3]}, strides, dilations);
+  ParamValue pad = window_padding(c, win, {ws[2], ws[3]}, strides, dilations);
   // A 1 x 1 kernel reading no padding is imported as 'same', the form the
   // rules are generated in, so that they match without first spending
   // search steps on rewriting the padding.
   if (pointwise_without_padding(ws, pad)) pad = std::string("same");
   ValueRef y = c.emit("conv2d", {x, w}, {{"stride", strides}, {"pad", pad}, {"dilation", dilations}});
   if (c.has_input(2)) y = c.emit("add", {y, c.reshape(c.input(2), {1, ws[0], 1, 1})});
-  c.set_output(0, y);
+  c.set_output(0, window_output(c, win, y));
+}
+
+// ConvTranspose as a convolution: the input spread out by the strides (s - 1
+// zeros after each element), padded by (k - 1) d minus the pads (plus
+// output_padding at the end), convolved at stride 1 with the kernel flipped
+// and its two channel axes swapped per group. Negative padding (pads larger
+// than the kernel's extent) crops the result instead.
+void import_conv_transpose(Ctx& c) {
+  const Window win = window_input(c, "transposed convolution");
+  ValueRef x = win.x, w = c.input(1);
+  if (win.one_d) {
+    const Shape& s = c.shape(w);
+    if (s.size() != 3) c.fail("a 1-D transposed convolution's weight must have rank 3, got " + shape_to_string(s));
+    w = c.reshape(w, {s[0], s[1], 1, s[2]});
+  }
+  const Shape xs = c.shape(x), ws = c.shape(w);
+  if (ws.size() != 4) c.fail("the weight must have rank 4, got " + shape_to_string(ws));
+  const int64_t group = c.attr_int("group", 1);
+  if (group < 1 || xs[1] != ws[0] || ws[0] % group != 0)
+    c.fail("input channels " + std::to_string(xs[1]) + " do not match weight " + shape_to_string(ws) + " with group " +
+           std::to_string(group));
+  if (c.has_attr("output_shape")) c.fail("output_shape is not supported (give pads and output_padding)");
+  const Ints strides = two(c, win, "strides", {1, 1}), dilations = two(c, win, "dilations", {1, 1});
+  const Ints out_pad = two(c, win, "output_padding", {0, 0});
+  const Ints kernel{ws[2], ws[3]};
+  // Pads as top, left, bottom, right.
+  Ints pads;
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    pads = explicit_pads(c, win);
+  } else if (auto_pad == "VALID") {
+    pads = {0, 0, 0, 0};
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {  // output = input * stride
+    pads.assign(4, 0);
+    for (int a = 0; a < 2; ++a) {
+      const int64_t total = std::max<int64_t>(
+          0, strides[a] * (xs[2 + a] - 1) + out_pad[a] + (kernel[a] - 1) * dilations[a] + 1 - xs[2 + a] * strides[a]);
+      pads[auto_pad == "SAME_UPPER" ? a : a + 2] = total / 2;
+      pads[auto_pad == "SAME_UPPER" ? a + 2 : a] = total - total / 2;
+    }
+  } else {
+    c.fail("auto_pad '" + auto_pad + "' is not supported");
+  }
+  // Spread: N C H W -> N C H 1 W 1 -> padded to N C H sh W sw -> N C H*sh W*sw.
+  const Shape spread_shape{xs[0], xs[1], xs[2] * strides[0], xs[3] * strides[1]};
+  if (strides != Ints{1, 1}) {
+    ValueRef t = c.reshape(x, {xs[0], xs[1], xs[2], 1, xs[3], 1});
+    t = c.emit("pad", {t},
+               {{"pads", Ints{0, 0, 0, 0, 0, 0, 0, 0, 0, strides[0] - 1, 0, strides[1] - 1}}, {"value", 0.0}});
+    x = c.reshape(t, spread_shape);
+  }
+  // The kernel: [C, O/g, kh, kw] -> [g, C/g, O/g, kh, kw] -> [g, O/g, C/g, kh, kw] -> [O, C/g, kh, kw], flipped.
+  const int64_t cin = ws[0] / group, cout = ws[1];
+  ValueRef k = c.reshape(w, {group, cin, cout, kernel[0], kernel[1]});
+  k = c.emit("transpose", {k}, {{"perm", Ints{0, 2, 1, 3, 4}}});
+  k = c.reshape(k, {group * cout, cin, kernel[0], kernel[1]});
+  k = c.emit("slice", {k},
+             {{"starts", Ints{0, 0, kernel[0] - 1, kernel[1] - 1}},
+              {"ends", Ints{group * cout, cin, -1, -1}},
+              {"steps", Ints{1, 1, -1, -1}}});
+  // Padding of the spread input: begin (k-1)d - pad_begin, end (k-1)d - pad_end
+  // + output_padding - (s-1) (the spread's trailing zeros count toward it).
+  Ints conv_pads(4), crop(4);
+  for (int a = 0; a < 2; ++a) {
+    const int64_t extent = (kernel[a] - 1) * dilations[a];
+    const int64_t begin = extent - pads[a], end = extent - pads[a + 2] + out_pad[a] - (strides[a] - 1);
+    conv_pads[a] = std::max<int64_t>(begin, 0);
+    conv_pads[a + 2] = std::max<int64_t>(end, 0);
+    crop[a] = std::max<int64_t>(-begin, 0);
+    crop[a + 2] = std::max<int64_t>(-end, 0);
+  }
+  ValueRef y = c.emit("conv2d", {x, k}, {{"pad", conv_pads}, {"dilation", dilations}});
+  if (crop != Ints{0, 0, 0, 0}) {
+    const Shape ys = c.shape(y);
+    if (crop[0] + crop[2] >= ys[2] || crop[1] + crop[3] >= ys[3]) c.fail("the pads leave an empty output");
+    y = c.emit("slice", {y},
+               {{"starts", Ints{0, 0, crop[0], crop[1]}},
+                {"ends", Ints{ys[0], ys[1], ys[2] - crop[2], ys[3] - crop[3]}},
+                {"steps", Ints{1, 1, 1, 1}}});
+  }
+  if (c.has_input(2)) y = c.emit("add", {y, c.reshape(c.input(2), {1, group * cout, 1, 1})});
+  c.set_output(0, window_output(c, win, y));
 }
 
 // ONNX's ceil_mode: extra end padding so that floor rounding gives the
 // ceiling, keeping PyTorch's (and ONNX Runtime's) rule that the last window
 // starts inside the input or its begin padding.
-ParamValue pool_padding(Ctx& c, const Shape& x, const Ints& kernel, const Ints& strides, const Ints& dilations,
+ParamValue pool_padding(Ctx& c, const Window& win, const Ints& kernel, const Ints& strides, const Ints& dilations,
                         bool count_pad) {
-  ParamValue pad = window_padding(c, x, kernel, strides, dilations);
+  ParamValue pad = window_padding(c, win, kernel, strides, dilations);
   if (c.attr_int("ceil_mode", 0) == 0) return pad;
   auto* explicit_pads = std::get_if<Ints>(&pad);
   if (!explicit_pads) return pad;  // auto_pad ignores ceil_mode
+  const Shape& x = c.shape(win.x);
   Ints p = *explicit_pads;
   for (int a = 0; a < 2; ++a) {
     const int64_t in = x[2 + a], padded = in + p[a] + p[a + 2], extent = (kernel[a] - 1) * dilations[a] + 1;
@@ -193,27 +446,29 @@ ParamValue pool_padding(Ctx& c, const Shape& x, const Ints& kernel, const Ints& 
 
 OperatorImporter pool(const char* op) {
   return [op](Ctx& c) {
-    const ValueRef x = c.input(0);
-    if (c.rank(x) != 4) c.fail("only 2-D pooling (4-D input, NCHW) is supported");
+    const Window win = window_input(c, "pooling");
     if (c.outputs().size() > 1 && !c.node().output(1).empty()) c.fail("the Indices output is not supported");
-    const Ints kernel = two(c, "kernel_shape", {}), strides = two(c, "strides", {1, 1});
-    const Ints dilations = two(c, "dilations", {1, 1});
+    if (!c.has_attr("kernel_shape")) c.fail("kernel_shape is required");
+    const Ints kernel = two(c, win, "kernel_shape", {}), strides = two(c, win, "strides", {1, 1});
+    const Ints dilations = two(c, win, "dilations", {1, 1});
     const bool avg = std::string(op) == "avgpool";
     if (avg && dilations != Ints{1, 1}) c.fail("dilated average pooling is not supported");
     const bool count_pad = avg && c.attr_int("count_include_pad", 0) != 0;
     std::vector<std::pair<std::string, ParamValue>> params{
-        {"kernel", kernel}, {"stride", strides}, {"pad", pool_padding(c, c.shape(x), kernel, strides, dilations, count_pad)}};
+        {"kernel", kernel}, {"stride", strides}, {"pad", pool_padding(c, win, kernel, strides, dilations, count_pad)}};
     if (avg) params.emplace_back("include_pad", int64_t{count_pad});
     else params.emplace_back("dilation", dilations);
-    c.set_output(0, c.emit(op, {x}, params));
+    c.set_output(0, window_output(c, win, c.emit(op, {win.x}, params)));
   };
 }
 
-void import_global_average_pool(Ctx& c) {
-  const ValueRef x = c.input(0);
-  if (c.rank(x) != 4) c.fail("only 4-D input (NCHW) is supported");
-  const Shape& s = c.shape(x);
-  c.set_output(0, c.emit("avgpool", {x}, {{"kernel", Ints{s[2], s[3]}}, {"pad", std::string("valid")}}));
+OperatorImporter global_pool(const char* op) {
+  return [op](Ctx& c) {
+    const Window win = window_input(c, "pooling");
+    const Shape& s = c.shape(win.x);
+    c.set_output(
+        0, window_output(c, win, c.emit(op, {win.x}, {{"kernel", Ints{s[2], s[3]}}, {"pad", std::string("valid")}})));
+  };
 }
 
 // --- matrix products ------------------------------------------------------------
@@ -279,25 +534,230 @@ void import_gemm(Ctx& c) {
   c.set_output(0, y);
 }
 
+// Einsum where it is a product: each operand's letters that nothing else
+// reads are summed first (reduce_sum), then operands are contracted two at a
+// time as one batch_matmul (batch letters, left letters, contracted letters,
+// right letters, after transposes and reshapes), and the result is
+// transposed to the output's order. A letter repeated within an operand (a
+// diagonal) and an ellipsis whose dimensions would broadcast are errors.
+struct Labelled {
+  ValueRef v;
+  std::string labels;  // one letter per axis
+};
+
+ValueRef transpose_to(Ctx& c, ValueRef v, const std::string& from, const std::string& to) {
+  Ints perm;
+  for (char l : to) perm.push_back(static_cast<int64_t>(from.find(l)));
+  Ints identity(perm.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  return perm == identity ? v : c.emit("transpose", {v}, {{"perm", perm}});
+}
+
+// Sums the axes of `t` whose letters are not in `keep`.
+Labelled sum_unused(Ctx& c, Labelled t, const std::string& keep) {
+  Ints axes;
+  std::string left;
+  for (size_t i = 0; i < t.labels.size(); ++i) {
+    if (keep.find(t.labels[i]) == std::string::npos) axes.push_back(static_cast<int64_t>(i));
+    else left += t.labels[i];
+  }
+  if (axes.empty()) return t;
+  return {c.emit("reduce_sum", {t.v}, {{"axes", axes}, {"keepdims", int64_t{0}}}), left};
+}
+
+Labelled contract(Ctx& c, const Labelled& a, const Labelled& b, const std::string& keep,
+                  std::map<char, int64_t>& size) {
+  std::string batch, left, inner, right;
+  for (char l : a.labels) {
+    const bool in_b = b.labels.find(l) != std::string::npos, kept = keep.find(l) != std::string::npos;
+    (in_b ? (kept ? batch : inner) : left) += l;
+  }
+  for (char l : b.labels)
+    if (a.labels.find(l) == std::string::npos) right += l;
+  auto product = [&](const std::string& ls) {
+    int64_t n = 1;
+    for (char l : ls) n *= size.at(l);
+    return n;
+  };
+  const int64_t nb = product(batch), nl = product(left), nk = product(inner), nr = product(right);
+  ValueRef y;
+  if (batch.empty()) {
+    y = c.emit("matmul", {c.reshape(transpose_to(c, a.v, a.labels, left + inner), {nl, nk}),
+                          c.reshape(transpose_to(c, b.v, b.labels, inner + right), {nk, nr})});
+  } else {
+    y = c.emit("batch_matmul", {c.reshape(transpose_to(c, a.v, a.labels, batch + left + inner), {nb, nl, nk}),
+                                c.reshape(transpose_to(c, b.v, b.labels, batch + inner + right), {nb, nk, nr})});
+  }
+  const std::string labels = batch + left + right;
+  Shape shape;
+  for (char l : labels) shape.push_back(size.at(l));
+  if (shape.empty())  // a scalar (reshape has no rank-0 form): the sum of the one element
+    return {c.emit("reduce_sum", {y}, {{"axes", Ints{0, 1}}, {"keepdims", int64_t{0}}}), labels};
+  return {c.reshape(y, shape), labels};
+}
+
+void import_einsum(Ctx& c) {
+  std::string eq;
+  for (char ch : c.attr_string("equation", ""))
+    if (ch != ' ') eq += ch;
+  const size_t arrow = eq.find("->");
+  std::vector<std::string> terms;
+  {
+    const std::string lhs = eq.substr(0, arrow);
+    size_t pos = 0;
+    for (size_t comma; (comma = lhs.find(',', pos)) != std::string::npos; pos = comma + 1)
+      terms.push_back(lhs.substr(pos, comma - pos));
+    terms.push_back(lhs.substr(pos));
+  }
+  if (terms.size() != c.num_inputs())
+    c.fail("equation '" + eq + "' has " + std::to_string(terms.size()) + " operands, the node " +
+           std::to_string(c.num_inputs()));
+  // An ellipsis becomes placeholder labels ('0'...'7'), right-aligned.
+  int64_t ellipsis_rank = 0;
+  for (size_t i = 0; i < terms.size(); ++i)
+    if (terms[i].find("...") != std::string::npos)
+      ellipsis_rank = std::max<int64_t>(ellipsis_rank, c.rank(c.input(i)) - static_cast<int64_t>(terms[i].size() - 3));
+  if (ellipsis_rank > 8) c.fail("an ellipsis of more than 8 axes");
+  auto expand = [&](const std::string& term, int64_t rank) {
+    const size_t at = term.find("...");
+    if (at == std::string::npos) return term;
+    std::string dots;
+    for (int64_t k = ellipsis_rank - rank; k < ellipsis_rank; ++k) dots += static_cast<char>('0' + k);
+    return term.substr(0, at) + dots + term.substr(at + 3);
+  };
+  std::map<char, int64_t> size;
+  std::vector<Labelled> operands;
+  std::string all;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const ValueRef v = c.input(i);
+    const int64_t named = static_cast<int64_t>(terms[i].size()) - (terms[i].find("...") != std::string::npos ? 3 : 0);
+    const std::string labels = expand(terms[i], c.rank(v) - named);
+    if (static_cast<int64_t>(labels.size()) != c.rank(v))
+      c.fail("operand " + std::to_string(i) + " '" + terms[i] + "' does not fit its shape " +
+             shape_to_string(c.shape(v)));
+    for (size_t d = 0; d < labels.size(); ++d) {
+      const char l = labels[d];
+      if (!std::isalpha(static_cast<unsigned char>(l)) && !std::isdigit(static_cast<unsigned char>(l)))
+        c.fail("equation '" + eq + "' has an unexpected character '" + std::string(1, l) + "'");
+      if (labels.find(l) != d)
+        c.fail("the letter '" + std::string(1, l) + "' repeats within an operand (a diagonal); not supported");
+      const int64_t n = c.shape(v)[d];
+      auto [it, fresh] = size.emplace(l, n);
+      if (!fresh && it->second != n)
+        c.fail("the letter '" + std::string(1, l) + "' has sizes " + std::to_string(it->second) + " and " +
+               std::to_string(n) + " (broadcasting is not supported)");
+    }
+    operands.push_back({v, labels});
+    all += labels;
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = expand(eq.substr(arrow + 2), ellipsis_rank);
+  } else {  // implicit: the ellipsis, then the letters used once, in order
+    for (int64_t k = 0; k < ellipsis_rank; ++k) out += static_cast<char>('0' + k);
+    std::string once;
+    for (char l : all)
+      if (std::isalpha(static_cast<unsigned char>(l)) && std::count(all.begin(), all.end(), l) == 1) once += l;
+    std::sort(once.begin(), once.end());
+    out += once;
+  }
+  for (char l : out)
+    if (!size.count(l)) c.fail("the output letter '" + std::string(1, l) + "' names no input axis");
+  // What must survive operand k: the output's letters and those of later operands.
+  auto needed_after = [&](size_t k) {
+    std::string keep = out;
+    for (size_t j = k + 1; j < operands.size(); ++j) keep += operands[j].labels;
+    return keep;
+  };
+  Labelled acc = sum_unused(c, operands[0], needed_after(0) + (operands.size() > 1 ? operands[1].labels : ""));
+  for (size_t k = 1; k < operands.size(); ++k) {
+    const std::string keep = needed_after(k);
+    const Labelled b = sum_unused(c, operands[k], keep + acc.labels);
+    acc = sum_unused(c, contract(c, acc, b, keep, size), keep);
+  }
+  acc = sum_unused(c, acc, out);
+  c.set_output(0, transpose_to(c, acc.v, acc.labels, out));
+}
+
 // --- reductions -------------------------------------------------------------------
 
-// axes from the attribute (before `input_since`) or input 1; sorted, normalised.
-void import_reduce(Ctx& c, const char* op, int64_t input_since) {
-  const ValueRef x = c.input(0);
-  const int64_t rank = c.rank(x);
+// A Reduce* node's axes (from the attribute before `input_since`, else
+// input 1; sorted, normalised) and keepdims; nullopt when
+// noop_with_empty_axes leaves the input as it is.
+std::optional<std::vector<std::pair<std::string, ParamValue>>> reduce_params(Ctx& c, int64_t input_since) {
+  const int64_t rank = c.rank(c.input(0));
   Ints axes = c.opset() < input_since ? c.attr_ints("axes") : (c.has_input(1) ? c.constant_ints(1, "axes") : Ints{});
   if (axes.empty()) {
-    if (c.opset() >= input_since && c.attr_int("noop_with_empty_axes", 0)) {
-      c.set_output(0, x);
-      return;
-    }
+    if (c.opset() >= input_since && c.attr_int("noop_with_empty_axes", 0)) return std::nullopt;
     axes.resize(rank);
     std::iota(axes.begin(), axes.end(), 0);
   }
   for (int64_t& a : axes) a = c.axis(a, rank);
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  c.set_output(0, c.emit(op, {x}, {{"axes", axes}, {"keepdims", c.attr_int("keepdims", 1) != 0 ? int64_t{1} : int64_t{0}}}));
+  return std::vector<std::pair<std::string, ParamValue>>{
+      {"axes", axes}, {"keepdims", c.attr_int("keepdims", 1) != 0 ? int64_t{1} : int64_t{0}}};
+}
+
+// A reduction: `pre` applied to each element, reduced by `op`, then `post`
+// (ReduceL2 = sqrt(reduce_sum(x * x))); both elementwise parts apply when
+// noop_with_empty_axes skips the reduction.
+void import_reduce(Ctx& c, const char* op, int64_t input_since, const std::function<ValueRef(ValueRef)>& pre = {},
+                   const std::function<ValueRef(ValueRef)>& post = {}) {
+  const auto params = reduce_params(c, input_since);
+  ValueRef y = pre ? pre(c.input(0)) : c.input(0);
+  if (params) y = c.emit(op, {y}, *params);
+  c.set_output(0, post ? post(y) : y);
+}
+
+OperatorImporter reduce(const char* op, int64_t input_since) {
+  return [op, input_since](Ctx& c) { import_reduce(c, op, input_since); };
+}
+
+void import_reduce_l1(Ctx& c) {
+  import_reduce(c, "reduce_sum", 18, [&](ValueRef x) { return c.emit("abs", {x}); });
+}
+
+void import_reduce_l2(Ctx& c) {
+  import_reduce(
+      c, "reduce_sum", 18,
+      [&](ValueRef x) {
+        return c.emit("mul", {x, x});
+      },
+      [&](ValueRef y) { return c.emit("sqrt", {y}); });
+}
+
+void import_reduce_sum_square(Ctx& c) {
+  import_reduce(c, "reduce_sum", 18, [&](ValueRef x) { return c.emit("mul", {x, x}); });
+}
+
+void import_reduce_log_sum(Ctx& c) {
+  import_reduce(c, "reduce_sum", 18, {}, [&](ValueRef y) { return c.emit("log", {y}); });
+}
+
+// log(sum(exp(x))) as ONNX Runtime computes it, shifted by the maximum so
+// that exp cannot overflow: log(sum(exp(x - m))) + m.
+void import_reduce_log_sum_exp(Ctx& c) {
+  const ValueRef x = c.input(0);
+  auto params = reduce_params(c, 18);
+  if (!params) {
+    c.set_output(0, x);  // log(exp(x))
+    return;
+  }
+  const ParamValue keepdims = params->back().second;
+  params->back().second = int64_t{1};
+  const ValueRef m = c.emit("reduce_max", {x}, *params);
+  const ValueRef sum = c.emit("reduce_sum", {c.emit("exp", {c.emit("sub", {x, m})})}, *params);
+  const ValueRef y = c.emit("add", {c.emit("log", {sum}), m});
+  if (std::get<int64_t>(keepdims) != 0) {
+    c.set_output(0, y);
+    return;
+  }
+  Shape out;
+  const Ints& axes = std::get<Ints>(params->front().second);
+  for (int64_t d = 0; d < c.rank(x); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) out.push_back(c.shape(x)[d]);
+  c.set_output(0, c.reshape(y, out));
 }
 
 // --- layout -------------------------------------------------------------------------
@@ -549,12 +1009,21 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Mul", binary("mul")},
       {"Div", binary("div")},
       {"Pow", import_pow},
+      {"Mod", import_mod},
+      {"Sum", import_sum},
+      {"Mean", import_mean},
+      {"Min", select_chain("less")},
+      {"Max", select_chain("greater")},
+      {"Gelu", import_gelu},
       {"Sqrt", unary("sqrt")},
       {"Exp", unary("exp")},
       {"Log", unary("log")},
       {"Neg", unary("neg")},
       {"Abs", unary("abs")},
       {"Erf", unary("erf")},
+      {"Softplus", unary("softplus")},
+      {"Floor", unary("floor")},
+      {"Ceil", unary("ceil")},
       {"Tanh", unary("tanh")},
       {"Sigmoid", unary("sigmoid")},
       {"Relu", unary("relu")},
@@ -566,13 +1035,23 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"LayerNormalization", import_layer_norm},
       {"BatchNormalization", import_batch_norm},
       {"Conv", import_conv},
+      {"ConvTranspose", import_conv_transpose},
       {"Gemm", import_gemm},
       {"MatMul", import_matmul},
+      {"Einsum", import_einsum},
       {"MaxPool", pool("maxpool")},
       {"AveragePool", pool("avgpool")},
-      {"GlobalAveragePool", import_global_average_pool},
-      {"ReduceMean", [](Ctx& c) { import_reduce(c, "reduce_mean", 18); }},
-      {"ReduceSum", [](Ctx& c) { import_reduce(c, "reduce_sum", 13); }},
+      {"GlobalAveragePool", global_pool("avgpool")},
+      {"GlobalMaxPool", global_pool("maxpool")},
+      {"ReduceMean", reduce("reduce_mean", 18)},
+      {"ReduceSum", reduce("reduce_sum", 13)},
+      {"ReduceMax", reduce("reduce_max", 18)},
+      {"ReduceMin", reduce("reduce_min", 18)},
+      {"ReduceLogSumExp", import_reduce_log_sum_exp},
+      {"ReduceL1", import_reduce_l1},
+      {"ReduceL2", import_reduce_l2},
+      {"ReduceSumSquare", import_reduce_sum_square},
+      {"ReduceLogSum", import_reduce_log_sum},
       {"Flatten", import_flatten},
       {"Reshape", import_reshape},
       {"Transpose", import_transpose},
@@ -593,6 +1072,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"IsNaN", unary("is_nan")},
       {"Not", unary("logical_not")},
       {"Cast", import_cast},
+      {"Trilu", import_trilu},
       {"Identity", import_identity},
       {"Dropout", import_dropout},
       {"Constant", import_constant},

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ using SearchFunction = std::function<SearchOutcome(const Graph& model, const std
 
 struct OptimizeOptions {
   std::string model;     // the ONNX model to read
+  std::map<std::string, Shape> input_shapes;  // graph inputs' shapes, for symbolic dimensions
   std::string output;    // where the optimized model is written
   std::string rules_db;  // the proved rules (and, for kMeasured, the measured costs)
   // The rules shipped with tgr (rules/default.rules and the hand-written

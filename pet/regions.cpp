@@ -151,7 +151,8 @@ const std::vector<std::pair<std::string, std::string>>& region_rule_unsupported_
       {"equal", kMixed},         {"less", kMixed},           {"greater", kMixed},          {"less_equal", kMixed},
       {"greater_equal", kMixed}, {"is_nan", kMixed},         {"logical_not", kMixed},      {"cast", kMixed},
       {"where", kMixed},         {"gather", kMixed},         {"gather_elements", kMixed},  {"div", kNoRule},
-      {"batch_norm", kNoRule},   {"reduce_sum", kNoRule},    {"reduce_mean", kNoRule},
+      {"batch_norm", kNoRule},   {"reduce_sum", kNoRule},    {"reduce_mean", kNoRule},     {"softplus", kNonlinear},
+      {"floor", kNonlinear},     {"ceil", kNonlinear},       {"reduce_max", kNonlinear},   {"reduce_min", kNonlinear},
   };
   return list;
 }

@@ -89,10 +89,74 @@ TEST(OnnxImport, SymbolicDimensionsNeedAShape) {
     ADD_FAILURE() << "expected an error";
   } catch (const OnnxError& e) {
     EXPECT_NE(std::string(e.what()).find("symbolic dimension 'sequence'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--input-shape input.1=DIMS"), std::string::npos) << e.what();
   }
   ImportOptions options;
   options.input_shapes["input.1"] = {1, 64};
   EXPECT_NO_THROW(import_model(m, options));
+  // A shape for a name that is not an input (here an initializer) is an error naming the inputs.
+  options.input_shapes["bert.embeddings.word_embeddings.weight"] = {1000, 128};
+  try {
+    import_model(m, options);
+    ADD_FAILURE() << "expected an error";
+  } catch (const OnnxError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("a shape is given for 'bert.embeddings.word_embeddings.weight', which is not an "
+                                   "input of the model (its inputs: 'input.1')"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
+// The operators exporters emit around ViT's, GPT-2's and T5's attention
+// (Mod, Trilu, Min, a Cast of -inf to int64) act on constants and fold away.
+TEST(OnnxImport, ExporterArithmeticFoldsAway) {
+  for (const char* name : {"vit_tiny", "gpt2_tiny", "t5_encoder_tiny"}) {
+    const ImportedModel m = import_model_file(kData + "/models/" + name + ".onnx");
+    const auto counts = op_counts(m.graph);
+    for (const char* gone : {"less", "equal", "greater", "cast"})
+      EXPECT_EQ(counts.count(gone), 0u) << name << " still has " << gone;
+    EXPECT_GE(counts.count("softmax"), 1u) << name;
+    EXPECT_GT(m.folded_nodes, 0) << name;
+  }
+  // T5's relative-position bias is one constant gathered by nothing: the
+  // bucket arithmetic (Log, Cast of -inf, Min, Where) left no where either.
+  EXPECT_EQ(op_counts(import_model_file(kData + "/models/t5_encoder_tiny.onnx").graph).count("where"), 0u);
+}
+
+// ConvTranspose becomes one conv2d whose kernel (flipped, channels swapped)
+// is computed at import; 1-D windows are 2-D ones between reshapes.
+TEST(OnnxImport, ConvTransposeAndOneDimensionalWindowsBecomeConv2d) {
+  auto counts = op_counts(import_model_file(model("convtranspose_op11")).graph);
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"conv2d", 1}, {"add", 1}}));
+  counts = op_counts(import_model_file(model("convtranspose_strides_pads_outpad_op13")).graph);
+  EXPECT_EQ(counts.at("conv2d"), 1);
+  EXPECT_EQ(counts.at("pad"), 1);  // the input spread out by the strides
+  counts = op_counts(import_model_file(model("conv1d_pads_strides_op13")).graph);
+  EXPECT_EQ(counts.at("conv2d"), 1);
+  EXPECT_EQ(counts.at("reshape"), 2);
+  counts = op_counts(import_model_file(model("maxpool1d_pads_strides_op13")).graph);
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"maxpool", 1}, {"reshape", 2}}));
+}
+
+TEST(OnnxImport, EinsumBecomesProducts) {
+  auto counts = op_counts(import_model_file(model("einsum_attention_op13")).graph);
+  EXPECT_EQ(counts.at("batch_matmul"), 1);
+  EXPECT_EQ(counts.count("reduce_sum"), 0u);
+  counts = op_counts(import_model_file(model("einsum_three_operands_op13")).graph);
+  EXPECT_EQ(counts.count("matmul") + counts.count("batch_matmul"), 2u);
+  // A diagonal is not a product.
+  onnx::ModelProto m = load_model(model("einsum_transpose_sum_op13"));
+  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_s("iik->ki");
+  try {
+    import_model(m);
+    ADD_FAILURE() << "expected an error";
+  } catch (const OnnxError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("node 'einsum_0' (Einsum, opset 13): the letter 'i' repeats within an operand"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
@@ -110,7 +174,8 @@ TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
     import_model(m);
     ADD_FAILURE() << "expected an error";
   } catch (const OnnxError& e) {
-    EXPECT_NE(std::string(e.what()).find("opset 9 is not supported (opsets 11 to 18 are)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("opset 9 is not supported (opsets 11 to 20 are)"), std::string::npos)
+        << e.what();
   }
   // A node reading a value nothing produces.
   onnx::ModelProto broken = load_model(kData + "/models/squeezenet1_1.onnx");
@@ -123,7 +188,7 @@ TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_GE(supported_onnx_operators().size(), 55u);
+  EXPECT_GE(supported_onnx_operators().size(), 76u);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/interpreter.h"
 #include "tools/cli_common.h"
+#include "tools/input_shapes.h"
 #include "tools/model_case.h"
 
 namespace tgr {
@@ -28,6 +29,7 @@ struct Options {
   double rtol = 1e-4;
   bool profile = false, no_graph = false, no_fuse = false;
   std::string name;
+  std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
 };
 
 struct Result {
@@ -82,7 +84,7 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   Loaded l;
   l.role = role;
   Result& r = l.result;
-  cli::ModelCase mc = cli::load_model_case(path, o.test_data);
+  cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
   l.name = mc.name;
   r.ops = mc.graph.num_ops();
   std::vector<ConstantValue> cpu;
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph");
   app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");
   app.add_option("--name", o.name, "the model's name in the table (default: the file's stem)");
+  tgr::cli::add_input_shape_option(app, o.input_shapes);
   CLI11_PARSE(app, argc, argv);
   return tgr::cli::guarded("bench", [&] { return tgr::bench(o); });
 }

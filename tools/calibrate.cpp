@@ -16,6 +16,7 @@
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/interpreter.h"
 #include "tools/cli_common.h"
+#include "tools/input_shapes.h"
 #include "tools/model_case.h"
 
 namespace tgr {
@@ -27,6 +28,7 @@ struct Options {
   std::string test_data;
   int iters = 50, repeat = 8;
   bool force = false;
+  std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
 };
 
 // `repeat` copies of `node` over fresh inputs of its input shapes.
@@ -58,7 +60,7 @@ int calibrate(const Options& o) {
   std::map<std::string, double> known;  // this device's stored costs, by signature
   int measured = 0, cached = 0;
   for (const std::string& path : o.models) {
-    cli::ModelCase mc = cli::load_model_case(path, o.test_data);
+    cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
     const Graph& g = mc.graph;
     // Nodes computed at load (constants only) cost nothing at run time.
     std::vector<char> constant(g.nodes().size(), 0);
@@ -118,6 +120,7 @@ int main(int argc, char** argv) {
   app.add_option("--iters", o.iters, "timed replays per signature (median; default 50)")->check(CLI::Range(1, 10000));
   app.add_option("--repeat", o.repeat, "copies of the operator per replay (default 8)")->check(CLI::Range(1, 64));
   app.add_flag("--force", o.force, "measure again signatures the table already holds");
+  tgr::cli::add_input_shape_option(app, o.input_shapes);
   CLI11_PARSE(app, argc, argv);
   return tgr::cli::guarded("calibrate", [&] { return tgr::calibrate(o); });
 }

@@ -705,6 +705,159 @@ def folding():
                ("neg_big", f32(-10000.0))])
 
 
+def exporter_ops():
+    """Operators that torch.onnx exports of torchvision and Hugging Face models
+    emit (issue 16): Mod, Min, Max, Sum, Mean, Gelu, Trilu, the composite
+    reductions, and the Cast of -inf to int64 that a T5 encoder folds."""
+    r = rng_for("mod")
+    # Mixed signs on both sides and broadcasting; no zero divisors.
+    den = r.integers(1, 6, (4,)) * np.where(r.random(4) < 0.5, -1, 1)
+    binary("mod_int64_op13", 13, "Mod", r.integers(-20, 20, (3, 4)), den, out_type=I64)
+    binary("mod_int64_fmod_op13", 13, "Mod", r.integers(-20, 20, (3, 4)), den, out_type=I64,
+           fmod=1)
+    # Float Mod on constants only (the shape arithmetic of exports).
+    add("mod_float_constants_op13", 13,
+        [node("Mod", ["p", "q"], ["m"], fmod=1), node("Add", ["x", "m"], ["y"])],
+        [("x", randn(r, 2, 3))], ["y"],
+        inits=[("p", f32([[5.5, -5.5, 7.0]])), ("q", f32([2.0, 2.0, -3.0]))])
+
+    r = rng_for("sum_mean")
+    add("sum_three_bcast_op13", 13, [node("Sum", ["a", "b", "c"], ["y"])],
+        [("a", randn(r, 2, 3, 4)), ("b", randn(r, 4)), ("c", randn(r, 3, 1))], ["y"])
+    add("sum_one_op13", 13, [node("Sum", ["a"], ["y"])], [("a", randn(r, 3, 4))], ["y"])
+    add("mean_three_bcast_op13", 13, [node("Mean", ["a", "b", "c"], ["y"])],
+        [("a", randn(r, 2, 3, 4)), ("b", randn(r, 3, 4)), ("c", randn(r, 1))], ["y"])
+
+    r = rng_for("min_max")
+    add("min_two_bcast_op13", 13, [node("Min", ["a", "b"], ["y"])],
+        [("a", randn(r, 2, 3, 4)), ("b", randn(r, 4))], ["y"])
+    add("max_three_op13", 13, [node("Max", ["a", "b", "c"], ["y"])],
+        [("a", randn(r, 3, 4)), ("b", randn(r, 3, 4)), ("c", randn(r, 1, 4))], ["y"])
+    add("min_int64_op13", 13, [node("Min", ["a", "b"], ["y"])],
+        [("a", r.integers(-5, 5, (3, 4))), ("b", r.integers(-5, 5, (3, 1)))], [("y", I64)])
+    add("max_int64_op13", 13, [node("Max", ["a", "b"], ["y"])],
+        [("a", r.integers(-5, 5, (3, 4))), ("b", r.integers(-5, 5, (4,)))], [("y", I64)])
+
+    r = rng_for("gelu")
+    unary("gelu_op20", 20, "Gelu", 3 * randn(r, 2, 3, 4))
+    unary("gelu_tanh_op20", 20, "Gelu", 3 * randn(r, 2, 3, 4), approximate="tanh")
+
+    r = rng_for("trilu")
+    unary("trilu_upper_op14", 14, "Trilu", randn(r, 2, 4, 5))
+    add("trilu_lower_k_op14", 14, [node("Trilu", ["x", "k"], ["y"], upper=0)],
+        [("x", randn(r, 5, 4))], ["y"], inits=[("k", i64(-1))])
+    add("trilu_int64_k_op14", 14, [node("Trilu", ["x", "k"], ["y"])],
+        [("x", r.integers(-9, 9, (3, 3, 4)))], [("y", I64)], inits=[("k", i64(1))])
+
+    r = rng_for("reduce_composite")
+    unary("reducel2_axes_attr_op13", 13, "ReduceL2", randn(r, 2, 3, 4), axes=[1])
+    add("reducel2_axes_input_keepdims0_op18", 18,
+        [node("ReduceL2", ["x", "axes"], ["y"], keepdims=0)],
+        [("x", randn(r, 2, 3, 4))], ["y"], inits=[("axes", i64([-1, 0]))])
+    unary("reducel1_all_op13", 13, "ReduceL1", randn(r, 2, 3, 4))
+    unary("reducesumsquare_keepdims0_op13", 13, "ReduceSumSquare", randn(r, 2, 3, 4),
+          axes=[2], keepdims=0)
+    add("reducelogsum_axes_input_op18", 18, [node("ReduceLogSum", ["x", "axes"], ["y"])],
+        [("x", positive(r, 2, 3, 4))], ["y"], inits=[("axes", i64([1]))])
+
+    r = rng_for("softplus_rounding")
+    x = 12 * randn(r, 3, 8)
+    x[0, :4] = [40.0, -40.0, 0.0, -0.0]
+    unary("softplus_op13", 13, "Softplus", x)
+    x = 4 * randn(r, 3, 8)
+    x[0, :4] = [2.5, -2.5, -0.5, 7.0]
+    unary("floor_op13", 13, "Floor", x)
+    unary("ceil_op13", 13, "Ceil", x)
+
+    r = rng_for("reduce_max_min")
+    unary("reducemax_axes_attr_op13", 13, "ReduceMax", randn(r, 2, 3, 4), axes=[1])
+    add("reducemax_axes_input_keepdims0_op18", 18,
+        [node("ReduceMax", ["x", "axes"], ["y"], keepdims=0)],
+        [("x", randn(r, 2, 3, 4))], ["y"], inits=[("axes", i64([0, -1]))])
+    unary("reducemin_all_keepdims0_op13", 13, "ReduceMin", randn(r, 2, 3, 4), keepdims=0)
+    add("reducemax_int64_op13", 13, [node("ReduceMax", ["x"], ["y"], axes=[0])],
+        [("x", r.integers(-50, 50, (3, 4)))], [("y", I64)])
+    # Large values, where exp alone overflows float32.
+    unary("reducelogsumexp_large_op13", 13, "ReduceLogSumExp", 100 * randn(r, 2, 3, 4),
+          axes=[2])
+    add("reducelogsumexp_axes_input_keepdims0_op18", 18,
+        [node("ReduceLogSumExp", ["x", "axes"], ["y"], keepdims=0)],
+        [("x", randn(r, 2, 3, 4))], ["y"], inits=[("axes", i64([1]))])
+
+    # A T5 encoder's relative-position buckets: log(0) = -inf cast to int64 on
+    # constants. ONNX leaves it to the implementation; ONNX Runtime (x86-64)
+    # gives the smallest int64, for NaN and the infinities alike.
+    r = rng_for("cast_inf")
+    add("cast_inf_to_int64_folded_op13", 13,
+        [node("Cast", ["c"], ["ci"], to=I64), node("Add", ["x", "ci"], ["y"])],
+        [("x", r.integers(0, 10, (2, 5)))], [("y", I64)],
+        inits=[("c", f32([-np.inf, np.inf, np.nan, -2.7, 3.9]))])
+
+
+def einsum():
+    """Einsum equations that are products (issue 16)."""
+    def case(name, equation, *shapes):
+        r = rng_for(name)
+        names = ["x%d" % i for i in range(len(shapes))]
+        add(name, 12 if "op12" in name else 13, [node("Einsum", names, ["y"], equation=equation)],
+            [(n, randn(r, *s)) for n, s in zip(names, shapes)], ["y"])
+
+    case("einsum_batch_matmul_op13", "bij,bjk->bik", (2, 3, 4), (2, 4, 5))
+    case("einsum_attention_op13", "bhqd,bhkd->bhqk", (1, 2, 3, 4), (1, 2, 5, 4))
+    case("einsum_implicit_matmul_op12", "ij,jk", (3, 4), (4, 2))
+    case("einsum_dot_op13", "i,i->", (6,), (6,))
+    case("einsum_transpose_sum_op13", "ijk->ki", (2, 3, 4))
+    case("einsum_ellipsis_op13", "...ij,...jk->...ik", (2, 3, 4, 5), (2, 3, 5, 2))
+    case("einsum_outer_op13", "ij,kl->ljik", (2, 3), (4, 2))
+    case("einsum_three_operands_op13", "bn,anm,bm->ba", (2, 3), (4, 3, 5), (2, 5))
+
+
+def windows():
+    """1-D convolution and pooling, global max pooling, ConvTranspose (issue 16)."""
+    def conv_case(name, opset, op, x_shape, w_shape, bias=True, **attrs):
+        r = rng_for(name)
+        ins = ["x", "w"] + (["b"] if bias else [])
+        inits = [("w", randn(r, *w_shape))]
+        if bias:
+            out_channels = w_shape[0] if op == "Conv" else w_shape[1] * attrs.get("group", 1)
+            inits.append(("b", randn(r, out_channels)))
+        add(name, opset, [node(op, ins, ["y"], **attrs)],
+            [("x", randn(r, *x_shape))], ["y"], inits=inits)
+
+    conv_case("conv1d_pads_strides_op13", 13, "Conv", (2, 3, 11), (4, 3, 3), pads=[1, 2],
+              strides=[2])
+    conv_case("conv1d_groups_dilation_op11", 11, "Conv", (1, 4, 9), (6, 2, 2), bias=False,
+              group=2, dilations=[3])
+    conv_case("conv1d_same_lower_op13", 13, "Conv", (1, 2, 6), (3, 2, 4), auto_pad="SAME_LOWER",
+              strides=[2])
+
+    conv_case("convtranspose_op11", 11, "ConvTranspose", (1, 3, 4, 5), (3, 2, 3, 3))
+    conv_case("convtranspose_strides_pads_outpad_op13", 13, "ConvTranspose", (2, 2, 4, 3),
+              (2, 3, 3, 2), strides=[2, 3], pads=[1, 0, 1, 1], output_padding=[1, 2])
+    conv_case("convtranspose_groups_dilation_op11", 11, "ConvTranspose", (1, 4, 3, 3),
+              (4, 1, 2, 3), bias=False, group=2, dilations=[2, 1], strides=[2, 2])
+    # pads beyond the kernel's extent: the result is cropped.
+    conv_case("convtranspose_large_pads_op13", 13, "ConvTranspose", (1, 2, 6, 6), (2, 2, 2, 2),
+              strides=[2, 2], pads=[2, 1, 3, 2])
+    conv_case("convtranspose_same_upper_op13", 13, "ConvTranspose", (1, 2, 3, 4), (2, 2, 3, 3),
+              auto_pad="SAME_UPPER", strides=[2, 2])
+    conv_case("convtranspose1d_op13", 13, "ConvTranspose", (1, 3, 5), (3, 2, 4), strides=[2],
+              pads=[1, 1])
+
+    def pool(name, opset, op, x_shape, **attrs):
+        r = rng_for(name)
+        unary(name, opset, op, randn(r, *x_shape), **attrs)
+
+    pool("maxpool1d_pads_strides_op13", 13, "MaxPool", (2, 3, 9), kernel_shape=[3],
+         strides=[2], pads=[1, 1])
+    pool("maxpool1d_ceil_op11", 11, "MaxPool", (1, 2, 6), kernel_shape=[3], strides=[2],
+         ceil_mode=1)
+    pool("avgpool1d_include_pad_op13", 13, "AveragePool", (1, 3, 7), kernel_shape=[2],
+         strides=[2], pads=[1, 0], count_include_pad=1)
+    pool("globalavgpool1d_op13", 13, "GlobalAveragePool", (2, 3, 5))
+    pool("globalmaxpool_op13", 13, "GlobalMaxPool", (2, 3, 4, 5))
+
+
 def special():
     # Nodes not in topological order (graph.node reversed). onnx.checker rejects
     # this ("Nodes in a graph must be topologically sorted"), so the checker is
@@ -836,7 +989,8 @@ def main():
         sys.exit(1 if verify(os.path.join(args.out_root, "onnx_ops")) else 0)
 
     for fn in (elementwise, softmax, normalization, conv, gemm, matmul, pooling,
-               reductions, shape_ops, gather, logic, cast, constants, folding, special):
+               reductions, shape_ops, gather, logic, cast, constants, folding, exporter_ops,
+               windows, einsum, special):
         fn()
 
     ops_root = os.path.join(args.out_root, "onnx_ops")

@@ -29,7 +29,8 @@ std::vector<std::string> numbered_files(const std::string& dir, const std::strin
   return paths;
 }
 
-ModelCase load_model_case(const std::string& model_path, const std::string& test_data_dir, uint64_t seed) {
+ModelCase load_model_case(const std::string& model_path, const std::string& test_data_dir, uint64_t seed,
+                          const std::map<std::string, Shape>& input_shapes) {
   ModelCase c;
   c.name = fs::path(model_path).stem().string();
   const onnx::ModelProto proto = onnx_io::load_model(model_path);
@@ -59,6 +60,13 @@ ModelCase load_model_case(const std::string& model_path, const std::string& test
       given = std::move(ordered);
     }
     for (size_t i = 0; i < names.size(); ++i) options.input_shapes[names[i]] = given[i].value.shape();
+  }
+  for (const auto& [name, shape] : input_shapes) {
+    auto it = options.input_shapes.find(name);
+    if (it != options.input_shapes.end() && it->second != shape)
+      throw std::runtime_error("--input-shape " + name + "=" + shape_to_string(shape) + ": the input tensor for '" +
+                               name + "' has shape " + shape_to_string(it->second));
+    options.input_shapes[name] = shape;  // a name the model lacks: the importer says so
   }
   c.graph = onnx_io::import_model(proto, options).graph;
   if (!given.empty()) {

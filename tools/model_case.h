@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,10 @@ struct ModelCase {
 // PREFIX_K.pb files of a folder (input_0.pb, input_1.pb, ...), ordered by K.
 std::vector<std::string> numbered_files(const std::string& dir, const std::string& prefix);
 
-ModelCase load_model_case(const std::string& model_path, const std::string& test_data_dir, uint64_t seed = 1);
+// `input_shapes` (--input-shape) fixes symbolic dimensions for random inputs;
+// with test data it must agree with the input tensors.
+ModelCase load_model_case(const std::string& model_path, const std::string& test_data_dir, uint64_t seed = 1,
+                          const std::map<std::string, Shape>& input_shapes = {});
 
 // Relative L2 error (floats) or the fraction of unequal elements (integers).
 double relative_error(const ConstantValue& actual, const ConstantValue& expected);

@@ -11,6 +11,7 @@
 #include "optimizer/optimize_model.h"
 #include "saturation/saturation.h"
 #include "tools/cli_common.h"
+#include "tools/input_shapes.h"
 
 #ifndef TGR_SPECS_DIR
 #define TGR_SPECS_DIR "specs"
@@ -68,6 +69,8 @@ int main(int argc, char** argv) {
   app.add_flag(
       "--sequential", [&](int64_t) { o.backtracking.parallel = false; }, "expand on one thread");
   app.add_flag("-q,--quiet", quiet, "no summary");
+  std::vector<std::string> input_shapes;
+  tgr::cli::add_input_shape_option(app, input_shapes);
   CLI11_PARSE(app, argc, argv);
   if (search == "saturate") {
     if (timeout->count() > 0) saturation.runner.time_limit_s = o.backtracking.timeout_s;
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
   if (no_default_rules) o.default_rules_db.clear();
   o.cost_model = cost_model == "measured" ? CostModelChoice::kMeasured : CostModelChoice::kAnalytic;
   return tgr::cli::guarded("optimize", [&] {
+    o.input_shapes = tgr::cli::parse_input_shapes(input_shapes);
     const tgr::optimizer::OptimizeReport report = tgr::optimizer::optimize_model(o);
     if (!report_path.empty()) write_report(report_path, report);
     if (!quiet) report.print_summary(stdout);

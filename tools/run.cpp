@@ -9,10 +9,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "ir/text.h"
 #include "ir/hash.h"
+#include "ir/text.h"
 #include "runtime/interpreter.h"
 #include "tools/cli_common.h"
+#include "tools/input_shapes.h"
 #include "tools/run_model.h"
 #ifdef TGR_HAVE_CUDA
 #include "runtime/cuda/device_info.h"
@@ -158,6 +159,8 @@ int main(int argc, char** argv) {
   app.add_option("--export", model.export_path, "also write the imported graph as an ONNX model (same opset)")->needs(m_opt);
   app.add_option("--precision", model.precision, "evaluate models in float32 or float64")
       ->check(CLI::IsMember({"f32", "f64"}))->needs(m_opt);
+  std::vector<std::string> input_shapes;
+  tgr::cli::add_input_shape_option(app, input_shapes);
   std::string graph_file, expr, shapes, domain = "all";
   uint64_t seed = 1;
   app.add_flag("--ops", list_ops, "print the operator table");
@@ -185,6 +188,7 @@ int main(int argc, char** argv) {
     if (!model.model.empty()) {
       if (model.test_data.empty() && model.inputs.empty())
         throw std::runtime_error("--model needs --inputs FILES or --test-data DIR");
+      model.input_shapes = tgr::cli::parse_input_shapes(input_shapes);
       return tgr::cli::run_model(model);
     }
     if (!graph_file.empty()) tgr::evaluate_and_print(tgr::parse_graph_file(tgr::read_file(graph_file)), domain, seed);

@@ -2,8 +2,11 @@
 // interpreter, and write or check its outputs.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
+
+#include "ir/shape.h"
 
 namespace tgr::cli {
 
@@ -15,6 +18,7 @@ struct ModelRunOptions {
   double rtol = 1e-4;               // relative L2 error allowed per output
   std::string precision = "f32";    // f32 | f64
   std::string export_path;          // write the imported graph as ONNX (--export)
+  std::map<std::string, Shape> input_shapes;  // --input-shape: must agree with the input tensors
 };
 
 // Returns the exit status: 0 on success (and every output within rtol).

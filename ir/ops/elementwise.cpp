@@ -118,6 +118,10 @@ TGR_UNARY(hard_sigmoid, std::max(T(0), std::min(T(1), static_cast<T>(p.get_float
                                                           static_cast<T>(p.get_float("beta")))))
 TGR_UNARY(hard_swish, x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))))
 TGR_UNARY(clip, std::min(std::max(x, static_cast<T>(p.get_float("min"))), static_cast<T>(p.get_float("max"))))
+// log(1 + e^x) without overflow: x + log1p(e^-x) for x > 0 (ONNX Runtime's form).
+TGR_UNARY(softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
+TGR_UNARY(floor, std::floor(x))
+TGR_UNARY(ceil, std::ceil(x))
 #undef TGR_UNARY
 
 OpDef unary(std::string name, std::string summary, KernelSet kernels, std::vector<ParamSpec> params = {}) {
@@ -193,6 +197,9 @@ void register_elementwise_ops(OpTable& table) {
   table.add(unary("hard_sigmoid", "max(0, min(1, alpha * x + beta))", TGR_KERNELS(hard_sigmoid_kernel),
                   {float_param("alpha", 0.2, -kInf, kInf, "slope"), float_param("beta", 0.5, -kInf, kInf, "offset")}));
   table.add(unary("hard_swish", "x * max(0, min(1, x / 6 + 1 / 2))", TGR_KERNELS(hard_swish_kernel)));
+  table.add(unary("softplus", "log(1 + e^x)", TGR_KERNELS(softplus_kernel)));
+  table.add(unary("floor", "the largest integer <= x", TGR_KERNELS(floor_kernel)));
+  table.add(unary("ceil", "the smallest integer >= x", TGR_KERNELS(ceil_kernel)));
   table.add(unary("clip", "min(max(x, min), max)", TGR_KERNELS(clip_kernel),
                   {float_param("min", -kInf, -kInf, kInf, "lower bound"),
                    float_param("max", kInf, -kInf, kInf, "upper bound")}));

@@ -1,4 +1,8 @@
-// Reductions over a set of axes: reduce_sum and reduce_mean.
+// Reductions over a set of axes: reduce_sum, reduce_mean, reduce_max and
+// reduce_min (the last two have no field semantics: the field has no order).
+#include <cmath>
+#include <stdexcept>
+
 #include "ir/ops/families.h"
 #include "ir/ops/op_helpers.h"
 
@@ -63,6 +67,59 @@ void reduce_mean_kernel(const OpCall& call, std::span<const Tensor<T>* const> in
   for (T& v : out[0].data) v *= scale;
 }
 
+// The largest (Less = std::less) or smallest element over the reduced axes;
+// NaN propagates, as in ONNX Runtime. An empty reduction is an error
+// (ONNX gives the identity -inf / +inf, which int64 lacks).
+template <class T, bool kMax>
+void extreme_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
+  if constexpr (kIsField<T>) {
+    throw UndefinedSemantics(call.op.name +
+                             ": the largest or smallest field element has no meaning (the field has no order)");
+  } else {
+    if (x.size() == 0 && out.size() > 0) throw std::domain_error(call.op.name + ": reducing an empty axis");
+    const auto& axes = call.params.get_ints("axes");
+    const int rank = x.rank();
+    std::vector<int64_t> out_stride(rank, 0);
+    int64_t st = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (std::find(axes.begin(), axes.end(), d) != axes.end()) continue;
+      out_stride[d] = st;
+      st *= x.shape[d];
+    }
+    std::vector<char> seen(out.data.size(), 0);
+    std::vector<int64_t> idx(rank, 0);
+    int64_t o = 0;
+    for (int64_t i = 0; i < x.size(); ++i) {
+      const T v = x.data[i];
+      T& acc = out.data[o];
+      if (!seen[o]) {
+        acc = v;
+        seen[o] = 1;
+      } else if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(v) || (!std::isnan(acc) && (kMax ? v > acc : v < acc))) acc = v;
+      } else if (kMax ? v > acc : v < acc) {
+        acc = v;
+      }
+      for (int ax = rank - 1; ax >= 0; --ax) {
+        o += out_stride[ax];
+        if (++idx[ax] < x.shape[ax]) break;
+        o -= out_stride[ax] * x.shape[ax];
+        idx[ax] = 0;
+      }
+    }
+  }
+}
+
+template <class T>
+void reduce_max_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  extreme_into<T, true>(call, *in[0], out[0]);
+}
+
+template <class T>
+void reduce_min_kernel(const OpCall& call, std::span<const Tensor<T>* const> in, std::span<Tensor<T>> out) {
+  extreme_into<T, false>(call, *in[0], out[0]);
+}
+
 }  // namespace
 
 void register_reduction_ops(OpTable& table) {
@@ -88,6 +145,19 @@ void register_reduction_ops(OpTable& table) {
              .field = FieldSemantics::kInverse,
              .multilinear = {true},
              .cost = per_input_element_cost(1.0)});
+  for (const char* name : {"reduce_max", "reduce_min"}) {
+    const bool is_max = std::string_view(name) == "reduce_max";
+    table.add({.name = name,
+               .summary = is_max ? "largest element over axes (NaN propagates)"
+                                 : "smallest element over axes (NaN propagates)",
+               .inputs = {"x"},
+               .params = params(),
+               .infer_shapes = reduce_shapes,
+               .kernels = is_max ? TGR_KERNELS_AND_INT64(reduce_max_kernel) : TGR_KERNELS_AND_INT64(reduce_min_kernel),
+               .field = FieldSemantics::kUndefined,
+               .multilinear = {false},
+               .cost = per_input_element_cost(1.0)});
+  }
 }
 
 }  // namespace tgr

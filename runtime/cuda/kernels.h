@@ -39,14 +39,31 @@ struct Strides {
 // instruction writes one register, `result` is stored. One kernel runs a
 // whole chain of elementwise operators (fusion) or a single one.
 enum class EwOp : uint8_t {
-  kAdd, kSub, kMul, kDiv, kPow, kMax,
-  kNeg, kRelu, kSigmoid, kTanh, kAbs, kSqrt, kExp, kLog, kErf, kRsqrt,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMax,
+  kNeg,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kAbs,
+  kSqrt,
+  kExp,
+  kLog,
+  kErf,
+  kRsqrt,
   kLeakyRelu,    // p0 = alpha
   kHardSigmoid,  // p0 = alpha, p1 = beta
   kHardSwish,
-  kClip,         // p0 = min, p1 = max
-  kAddConst,     // a + p0
-  kMulConst,     // a * p0
+  kClip,      // p0 = min, p1 = max
+  kSoftplus,  // log(1 + e^a)
+  kFloor,
+  kCeil,
+  kAddConst,  // a + p0
+  kMulConst,  // a * p0
 };
 
 inline constexpr int kMaxEwInputs = 8;
@@ -116,8 +133,10 @@ void launch_delay(int64_t cycles, cudaStream_t stream);
 void launch_softmax(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
 void launch_layer_norm(const float* x, const float* scale, const float* bias, float* out, int64_t rows, int64_t n,
                        float epsilon, cudaStream_t stream);
-// Sums over the axes where `reduced` is set (out has the kept axes, in order).
-void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, bool mean, bool int64,
+// Sums (means, maxima, minima) over the axes where `reduced` is set (out has
+// the kept axes, in order).
+enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin };
+void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, ReduceKind kind, bool int64,
                    cudaStream_t stream);
 
 // --- pooling ------------------------------------------------------------------------

@@ -33,6 +33,12 @@ __device__ T apply(const EwInstr& ins, T a, T b) {
       case EwOp::kHardSigmoid: return fmaxf(0.f, fminf(1.f, ins.p0 * a + ins.p1));
       case EwOp::kHardSwish: return a * fmaxf(0.f, fminf(1.f, a / 6.f + 0.5f));
       case EwOp::kClip: return fminf(fmaxf(a, ins.p0), ins.p1);
+      case EwOp::kSoftplus:
+        return a > 0.f ? a + log1pf(expf(-a)) : log1pf(expf(a));
+      case EwOp::kFloor:
+        return floorf(a);
+      case EwOp::kCeil:
+        return ceilf(a);
       case EwOp::kAddConst: return a + ins.p0;
       case EwOp::kMulConst: return a * ins.p0;
       default: break;

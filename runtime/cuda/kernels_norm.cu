@@ -73,16 +73,30 @@ __global__ void layer_norm_rows(const float* x, const float* scale, const float*
 }
 
 // One thread per output element, looping over the reduced sub-box.
+// Maxima and minima propagate NaN, as the CPU reference does.
 template <class T>
 __global__ void reduce_kernel(const T* x, T* out, Dims kept, Strides kept_strides, Dims red, Strides red_strides,
-                              bool mean) {
+                              ReduceKind kind) {
   const int64_t count = red.count();
   TGR_GRID_STRIDE(o, kept.count()) {
     const int64_t base = strided_offset(o, kept, kept_strides);
     T acc = T(0);
-    for (int64_t r = 0; r < count; ++r) acc += x[base + strided_offset(r, red, red_strides)];
+    if (kind == ReduceKind::kSum || kind == ReduceKind::kMean) {
+      for (int64_t r = 0; r < count; ++r) acc += x[base + strided_offset(r, red, red_strides)];
+    } else {
+      const bool is_max = kind == ReduceKind::kMax;
+      if (count > 0) acc = x[base];
+      for (int64_t r = 1; r < count; ++r) {
+        const T v = x[base + strided_offset(r, red, red_strides)];
+        if constexpr (std::is_same_v<T, float>) {
+          if (isnan(v) || (!isnan(acc) && (is_max ? v > acc : v < acc))) acc = v;
+        } else if (is_max ? v > acc : v < acc) {
+          acc = v;
+        }
+      }
+    }
     if constexpr (std::is_same_v<T, float>) {
-      if (mean) acc *= 1.f / static_cast<float>(count);
+      if (kind == ReduceKind::kMean) acc *= 1.f / static_cast<float>(count);
     }
     out[o] = acc;
   }
@@ -105,7 +119,7 @@ void launch_layer_norm(const float* x, const float* scale, const float* bias, fl
   layer_norm_rows<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, scale, bias, out, n, epsilon);
 }
 
-void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, bool mean, bool int64,
+void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, ReduceKind kind, bool int64,
                    cudaStream_t stream) {
   Dims kept, red;
   Strides kept_strides, red_strides;
@@ -123,11 +137,11 @@ void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* re
   }
   const unsigned grid = grid_for(kept.count());
   if (int64)
-    reduce_kernel<int64_t><<<grid, kBlock, 0, stream>>>(static_cast<const int64_t*>(x), static_cast<int64_t*>(out), kept,
-                                                        kept_strides, red, red_strides, mean);
+    reduce_kernel<int64_t><<<grid, kBlock, 0, stream>>>(static_cast<const int64_t*>(x), static_cast<int64_t*>(out),
+                                                        kept, kept_strides, red, red_strides, kind);
   else
     reduce_kernel<float><<<grid, kBlock, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(out), kept,
-                                                      kept_strides, red, red_strides, mean);
+                                                      kept_strides, red, red_strides, kind);
 }
 
 }  // namespace tgr::gpu

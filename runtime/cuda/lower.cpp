@@ -109,6 +109,8 @@ const std::map<std::string, std::pair<const char*, NodeLowering>, std::less<>>& 
       {"layer_norm", {"normalization", lower_normalization}},
       {"reduce_sum", {"normalization", lower_normalization}},
       {"reduce_mean", {"normalization", lower_normalization}},
+      {"reduce_max", {"normalization", lower_normalization}},
+      {"reduce_min", {"normalization", lower_normalization}},
       {"avgpool", {"normalization", lower_normalization}},
       {"maxpool", {"normalization", lower_normalization}},
   };

@@ -21,7 +21,10 @@ const std::map<std::string, EwOp, std::less<>>& unary_ops() {
                                                             {"leaky_relu", EwOp::kLeakyRelu},
                                                             {"hard_sigmoid", EwOp::kHardSigmoid},
                                                             {"hard_swish", EwOp::kHardSwish},
-                                                            {"clip", EwOp::kClip}};
+                                                            {"clip", EwOp::kClip},
+                                                            {"softplus", EwOp::kSoftplus},
+                                                            {"floor", EwOp::kFloor},
+                                                            {"ceil", EwOp::kCeil}};
   return ops;
 }
 EwOp unary_op(const std::string& op) { return unary_ops().at(op); }

@@ -37,16 +37,20 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
       check_launch("layer_norm", where);
     };
   }
-  if (op == "reduce_sum" || op == "reduce_mean") {
+  if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max" || op == "reduce_min") {
     const auto& axes = n.params.get_ints("axes");
     std::vector<char> mask(x.size(), 0);
     for (int64_t a : axes) mask[a] = 1;
     const Dims dims = dims_of(x);
-    const bool mean = op == "reduce_mean", ints = ctx.dtype(n.inputs[0]) != DType::kFloat;
+    const ReduceKind kind = op == "reduce_sum"    ? ReduceKind::kSum
+                            : op == "reduce_mean" ? ReduceKind::kMean
+                            : op == "reduce_max"  ? ReduceKind::kMax
+                                                  : ReduceKind::kMin;
+    const bool ints = ctx.dtype(n.inputs[0]) != DType::kFloat;
     return [=] {
       bool reduced[kMaxRank] = {};
       for (size_t d = 0; d < mask.size(); ++d) reduced[d] = mask[d] != 0;
-      launch_reduce(in, out, dims, reduced, mean, ints, gpu->stream);
+      launch_reduce(in, out, dims, reduced, kind, ints, gpu->stream);
       check_launch(op.c_str(), where);
     };
   }

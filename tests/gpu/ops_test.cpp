@@ -62,6 +62,9 @@ const OpCase kCases[] = {
     {"exp(x0)", "x0=2x33", 1e-5, 4},
     {"log(abs(x0))", "x0=2x33"},
     {"erf(x0)", "x0=2x33", 1e-5, 3},
+    {"softplus(x0)", "x0=2x33", 1e-5, 30},
+    {"floor(x0)", "x0=2x33", 0, 5},
+    {"ceil(x0)", "x0=2x33", 0, 5},
     {"leaky_relu[alpha=0.2](x0)", "x0=4x9"},
     {"hard_sigmoid(x0)", "x0=4x9", 1e-5, 5},
     {"hard_swish(x0)", "x0=4x9", 1e-5, 8},
@@ -80,9 +83,9 @@ const OpCase kCases[] = {
     {"batch_matmul(a, b)", "a=3x7x9,b=3x9x5", 1e-4},
     // convolution
     {"conv2d[stride=2x2](x, k)", "x=1x3x7x5,k=4x3x3x3", 1e-4},
-    {"conv2d[stride=2x2](x, k)", "x=1x3x8x6,k=4x3x3x3", 1e-4},  // "same": asymmetric padding
+    {"conv2d[stride=2x2](x, k)", "x=1x3x8x6,k=4x3x3x3", 1e-4},    // "same": asymmetric padding
     {"conv2d[dilation=2x2](x, k)", "x=1x6x9x9,k=6x2x3x3", 1e-4},  // 3 groups
-    {"conv2d(x, k)", "x=2x8x10x10,k=8x1x3x3", 1e-4},             // depthwise
+    {"conv2d(x, k)", "x=2x8x10x10,k=8x1x3x3", 1e-4},              // depthwise
     {"conv2d[pad=valid, stride=2x1](x, k)", "x=1x5x11x9,k=7x5x1x3", 1e-4},
     {"conv2d[pad=1x0x2x1](x, k)", "x=1x3x6x7,k=2x3x3x2", 1e-4},
     {"conv2d[act=relu](x, k)", "x=1x3x7x5,k=4x3x3x3", 1e-4},
@@ -116,7 +119,8 @@ const OpCase kCases[] = {
     {"relu(reshape[shape=4x6](relu(x)))", "x=2x3x4"},
     // views (runtime/views.h): split pieces and reshapes read in place
     {"(add(split[axis=1, sizes=8x8x8](matmul(x, w)).0, b), relu(split[axis=1, sizes=8x8x8](matmul(x, w)).1),"
-     " sigmoid(split[axis=1, sizes=8x8x8](matmul(x, w)).2))", "x=5x16,w=16x24,b=8", 1e-4},
+     " sigmoid(split[axis=1, sizes=8x8x8](matmul(x, w)).2))",
+     "x=5x16,w=16x24,b=8", 1e-4},
     {"add(reshape[shape=2x3x12](split[axis=1, sizes=12x4](x).0), b)", "x=6x16,b=12"},
     {"matmul(split[axis=1, sizes=8x4](x).1, w)", "x=9x12,w=4x5", 1e-4},
     {"matmul(w, split[axis=1, sizes=4x8](x).0)", "x=6x12,w=3x6", 1e-4},
@@ -142,6 +146,9 @@ const OpCase kCases[] = {
     {"reduce_sum[axes=1](x)", "x=2x3x4"},
     {"reduce_mean[axes=0x2, keepdims=0](x)", "x=2x3x4"},
     {"reduce_sum[axes=0](a)", "a=int64:5x3", 0, 1, -9, 9},
+    {"reduce_max[axes=1](x)", "x=2x3x4"},
+    {"reduce_min[axes=0x2, keepdims=0](x)", "x=2x3x4"},
+    {"reduce_max[axes=0](a)", "a=int64:5x3", 0, 1, -9, 9},
     // mixed types
     {"less(x0, x1)", "x0=3x4,x1=4"},
     {"greater_equal(x0, x1)", "x0=3x4,x1=3x1"},

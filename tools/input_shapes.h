@@ -1,0 +1,46 @@
+// --input-shape NAME=DIMS, on every program that loads an ONNX model: the
+// shape of a graph input whose dimensions the model leaves symbolic (batch,
+// sequence length), e.g. --input-shape input_ids=1x128. Repeat it per input.
+// The importer checks each against the model (onnx/onnx_import.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/shape.h"
+
+namespace tgr::cli {
+
+inline void add_input_shape_option(CLI::App& app, std::vector<std::string>& specs) {
+  app.add_option("--input-shape", specs,
+                 "NAME=DIMS: the shape of graph input NAME (e.g. input_ids=1x128), for symbolic dimensions; repeatable")
+      ->allow_extra_args(false)
+      ->take_all();
+}
+
+// NAME=DIMS texts to shapes by name; the last '=' separates them (ONNX names
+// may hold '=', dimensions never do). Errors name the bad text.
+inline std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& specs) {
+  std::map<std::string, Shape> shapes;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument("--input-shape '" + spec + "': expected NAME=DIMS, e.g. input_ids=1x128");
+    const std::string name = spec.substr(0, eq);
+    Shape shape;
+    try {
+      shape = parse_shape(spec.substr(eq + 1));
+    } catch (const ShapeSyntaxError& e) {
+      throw std::invalid_argument("--input-shape '" + spec + "': " + e.what());
+    }
+    if (!shapes.emplace(name, shape).second)
+      throw std::invalid_argument("--input-shape gives input '" + name + "' twice");
+  }
+  return shapes;
+}
+
+}  // namespace tgr::cli
