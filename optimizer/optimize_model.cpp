@@ -181,13 +181,19 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   // ever match it (most of a large generated database cannot).
   std::array<RuleLoadStats, 2> stats_by_set;  // by rule set: kUserRuleSet, kShippedRuleSet
   std::vector<RuleDirectionText> directions = read_rule_directions(o.rules_db, &stats_by_set[kUserRuleSet]);
-  std::map<std::string, std::string> db_of_direction;  // direction text -> the database it came from
-  for (const RuleDirectionText& d : directions) db_of_direction.emplace(d.text, o.rules_db);
-  if (!o.default_rules_db.empty() && !same_file(o.default_rules_db, o.rules_db)) {
+  std::map<std::string, size_t> index_of_direction;  // direction text -> its index in `directions`
+  for (size_t i = 0; i < directions.size(); ++i) index_of_direction.emplace(directions[i].text, i);
+  if (same_file(o.default_rules_db, o.rules_db)) {
+    for (RuleDirectionText& d : directions) d.shipped = true;
+  } else if (!o.default_rules_db.empty()) {
     // The shipped rules join the user's; a direction both hold is kept once
-    // (the user's, so reports cite the user's ids).
+    // (the user's, so reports cite the user's ids), marked shipped.
     for (RuleDirectionText& d : read_rule_directions(o.default_rules_db, &stats_by_set[kShippedRuleSet])) {
-      if (!db_of_direction.emplace(d.text, o.default_rules_db).second) continue;
+      d.shipped = true;
+      if (auto [it, added] = index_of_direction.emplace(d.text, directions.size()); !added) {
+        directions[it->second].shipped = true;
+        continue;
+      }
       d.rule_set = kShippedRuleSet;
       directions.push_back(std::move(d));
     }
@@ -229,7 +235,10 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   report.cost_before_us = result.initial_cost;
   report.cost_after_us = result.best_cost;
   report.rules_applied = result.applied;
-  for (const RuleUse& u : result.applied) report.rules_applied_db.push_back(db_of_direction.at(u.text));
+  for (const RuleUse& u : result.applied)
+    report.rules_applied_db.push_back(directions[index_of_direction.at(u.text)].rule_set == kShippedRuleSet
+                                          ? o.default_rules_db
+                                          : o.rules_db);
   report.search = result.stats;
 
   t = Clock::now();

@@ -142,6 +142,7 @@ std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionTe
     r.reversed = d.reversed;
     r.partial = d.partial;
     r.rule_set = d.rule_set;
+    r.shipped = d.shipped;
     r.text = d.text;
     parsed[i].expr = {};
     built[i] = std::move(r);

@@ -35,6 +35,7 @@ struct DirectedRule {
   DTypeMap dtypes;
   bool partial = false;  // a PET rule: applied with its correction (region-checked, not proved)
   size_t rule_set = 0;   // RuleDirectionText::rule_set of the direction it was built from
+  bool shipped = false;  // RuleDirectionText::shipped
 };
 
 struct RuleLoadStats {
@@ -61,6 +62,7 @@ struct RuleDirectionText {
   std::string text;       // "source => target" in this direction
   std::string variables;  // the generator's shapes, "x0=2x4,w0=4x4"
   size_t rule_set = 0;    // which of the caller's rule sets it belongs to: where build_directed_rules counts it
+  bool shipped = false;   // one of the rules shipped with tgr (whichever set it is counted in): saturation runs these first
 };
 
 // The directions of the partial rules that carry a correction (left to right)

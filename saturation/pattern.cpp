@@ -57,25 +57,56 @@ class Matcher {
       next();
       return;
     }
-    for (ClassId c : candidates(pn)) {
+    for (ClassId c : candidates(pv.node)) {
       if (full()) return;
       match_node(pv.node, c, next);
     }
   }
 
-  // Classes that may hold pattern node `pn`: the parents of a variable it
-  // reads that is already bound (a join), else every class with its operator.
-  std::vector<ClassId> candidates(const Node& pn) const {
-    for (ValueRef in : pn.inputs) {
-      const Node& arg = pattern_.node(in.node);
-      if (arg.is_op() || classes_[in.node] == kNoClass) continue;
-      std::vector<ClassId> out;
-      for (const auto& [node, cls] : egraph_.eclass(classes_[in.node]).parents)
-        if (egraph_.op_of(node) == pn.op && (out.empty() || out.back() != cls)) out.push_back(cls);
-      return out;
+  // Classes that may hold pattern node `p`. Where a value below it is
+  // already bound (a variable or an operator node an earlier output's
+  // pattern matched: a join), upwards from that class: its parents with the
+  // operator of the pattern node above it, their parents with the next
+  // one, up to `p`. Else every class with p's operator. (A multi-pattern's
+  // second output, relu(add(b1, conv2d(i0, k1))) with i0 bound, is looked
+  // for among the ancestors of i0 alone, not among every relu.)
+  std::vector<ClassId> candidates(int32_t p) const {
+    std::vector<int32_t> path;  // pattern nodes from p down to the one that reads the bound value
+    ClassId bound = kNoClass;
+    if (!bound_below(p, path, bound)) {
+      auto all = egraph_.classes_with_op(pattern_.node(p).op);
+      return {all.begin(), all.end()};
     }
-    auto all = egraph_.classes_with_op(pn.op);
-    return {all.begin(), all.end()};
+    std::vector<ClassId> current{bound};
+    for (auto it = path.rbegin(); it != path.rend() && !current.empty(); ++it) {
+      const OpDef* op = pattern_.node(*it).op;
+      std::vector<ClassId> next;
+      for (ClassId c : current)
+        for (const auto& [node, cls] : egraph_.eclass(c).parents)
+          if (egraph_.op_of(node) == op) next.push_back(egraph_.find(cls));
+      std::sort(next.begin(), next.end());
+      next.erase(std::unique(next.begin(), next.end()), next.end());
+      current = std::move(next);
+    }
+    return current;
+  }
+
+  // A path of operator nodes from `p` down to one reading a bound value,
+  // through single-output nodes only (a projection class is not its tuple
+  // operator's parent); the shortest such path is not needed, any is exact.
+  bool bound_below(int32_t p, std::vector<int32_t>& path, ClassId& bound) const {
+    path.push_back(p);
+    for (ValueRef in : pattern_.node(p).inputs) {
+      const Node& arg = pattern_.node(in.node);
+      if (multi_output(arg)) continue;
+      if (classes_[in.node] != kNoClass) {
+        bound = classes_[in.node];
+        return true;
+      }
+      if (arg.is_op() && bound_below(in.node, path, bound)) return true;
+    }
+    path.pop_back();
+    return false;
   }
 
   void match_value(ValueRef pv, ClassId c, Continuation next) {

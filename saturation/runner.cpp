@@ -174,12 +174,12 @@ RunnerStats Runner::run() {
         ++stats.renamed_rules;
       }
   }
-  // Staging: the lead rule set alone until it saturates or its time is up.
+  // Staging: the shipped rules alone until they saturate or their time is up.
   bool leading = false;
-  if (options_.lead_rule_set) {
-    bool lead = false, other = false;
-    for (size_t r = 0; r < rules_.size(); ++r) (rules_[r].rule_set == *options_.lead_rule_set ? lead : other) = true;
-    leading = lead && other;
+  if (options_.shipped_rules_first) {
+    bool shipped = false, other = false;
+    for (const optimizer::DirectedRule& r : rules_) (r.shipped ? shipped : other) = true;
+    leading = shipped && other;
   }
   MatchKeySet tried;                                           // attempted (or without an instance)
   std::unordered_map<MatchKey, double, MatchKeyHash> waiting;  // deferred: their local cost change
@@ -216,7 +216,7 @@ RunnerStats Runner::run() {
     std::atomic<bool> cut_short{false};
     auto search_rule = [&](size_t r) {
       if (!active[r] || schedule[r].banned_until > iteration) return;
-      if (leading && rules_[r].rule_set != *options_.lead_rule_set) return;
+      if (leading && !rules_[r].shipped) return;
       if (out_of_time()) {
         cut_short = true;
         return;

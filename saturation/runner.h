@@ -47,8 +47,8 @@
 //     (x = g(y) and y = f(a), then a = b with x = f(b)); e-nodes are
 //     filtered until the e-graph is acyclic, never the greedy extraction's
 //     choice (EGraph::break_cycles).
-// Stages: with RunnerOptions::lead_rule_set, the rules of that set (for
-// `optimize`, the shipped rules: few, picked because they pay) run alone
+// Stages: with RunnerOptions::shipped_rules_first, the rules shipped with
+// tgr (DirectedRule::shipped: few, picked because they pay) run alone
 // first, until they saturate or their share of the time is spent; then all
 // rules run on the e-graph they left. A generated database holds thousands
 // of rules that mostly add equivalent forms (commutativity, associativity,
@@ -63,7 +63,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -90,10 +89,10 @@ struct RunnerOptions {
   double min_prove_slice_s = 0.25;
   bool filter_cycles = true;
   bool parallel = true;
-  // The rule set (DirectedRule::rule_set) run alone first; none: one stage.
-  // Only staged when some rules are in the set and some are not.
-  std::optional<size_t> lead_rule_set;
-  double lead_time_share = 0.6;  // at most, of the time left for the iterations, for the lead stage
+  // The shipped rules (DirectedRule::shipped) alone first, then all; only
+  // staged when some rules are shipped and some are not.
+  bool shipped_rules_first = false;
+  double lead_time_share = 0.75; // at most, of the time left for the iterations, for the lead stage
   pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::BacktrackingOptions
 };
 
@@ -107,7 +106,7 @@ struct IterationStats {
 struct RunnerStats {
   StopReason stop = StopReason::kSaturated;
   int iterations = 0;
-  int lead_iterations = 0;       // of them, with the lead rule set alone (RunnerOptions::lead_rule_set)
+  int lead_iterations = 0;       // of them, with the shipped rules alone (RunnerOptions::shipped_rules_first)
   int64_t renamed_rules = 0;     // directed rules not matched: the same as an earlier one up to variable names
   int64_t matches = 0;           // new matches kept for proving
   int64_t repeated_matches = 0;  // skipped: tried in an earlier iteration

@@ -190,7 +190,7 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
                    optimizer::InstanceProver& prover) {
     SaturationOptions staged = options;
     // The shipped rules first, where they join a user's database (runner.h, "Stages").
-    if (!staged.runner.lead_rule_set) staged.runner.lead_rule_set = optimizer::kShippedRuleSet;
+    staged.runner.shipped_rules_first = true;
     SaturationResult r = saturate_and_extract(model, rules, cost, prover, staged);
     optimizer::SearchOutcome out;
     out.best = std::move(r.best);

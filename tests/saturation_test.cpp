@@ -543,16 +543,16 @@ TEST(Runner, TheBackoffSchedulerBansARuleThatFloods) {
   EXPECT_EQ(stats.per_iteration[1].matches, 0);  // banned next iteration
 }
 
-TEST(Runner, TheLeadRuleSetRunsAloneUntilItSaturatesThenAllRules) {
+TEST(Runner, TheShippedRulesRunAloneUntilTheySaturateThenAllRules) {
   optimizer::InstanceProver instances(prover(), proof_options());
   std::vector<DirectedRule> rules = reordering_rules();  // saturates a chain of three quickly
-  for (DirectedRule& r : rules) r.rule_set = 1;
+  for (DirectedRule& r : rules) r.shipped = true;
   for (DirectedRule& r : rules_of({{"add(x0, x1) => add(x1, x0)", "x0=2x4,x1=2x4"}})) rules.push_back(std::move(r));
   EGraph g;
   g.add_graph(add_chain(3));
   RunnerOptions options;
   options.time_limit_s = 120;
-  options.lead_rule_set = 1;
+  options.shipped_rules_first = true;
   Runner runner(g, rules, instances, options);
   const RunnerStats stats = runner.run();
   EXPECT_EQ(stats.stop, StopReason::kSaturated);
@@ -565,11 +565,11 @@ TEST(Runner, TheLeadRuleSetRunsAloneUntilItSaturatesThenAllRules) {
     (i < stats.lead_iterations ? lead_applied : applied) += stats.per_iteration[i].applied;
   ASSERT_GE(lead_applied, 1);
   for (int64_t origin = 1; origin <= lead_applied; ++origin)
-    EXPECT_EQ(rules[runner.rule_of(static_cast<uint32_t>(origin))].rule_set, 1u) << "application " << origin;
-  int64_t other_set = 0;
+    EXPECT_TRUE(rules[runner.rule_of(static_cast<uint32_t>(origin))].shipped) << "application " << origin;
+  int64_t not_shipped = 0;
   for (int64_t origin = lead_applied + 1; origin <= lead_applied + applied; ++origin)
-    other_set += rules[runner.rule_of(static_cast<uint32_t>(origin))].rule_set == 0;
-  EXPECT_GE(other_set, 1);
+    not_shipped += !rules[runner.rule_of(static_cast<uint32_t>(origin))].shipped;
+  EXPECT_GE(not_shipped, 1);
 }
 
 TEST(Runner, MatchesOnWeightsOnlyAreSkipped) {
