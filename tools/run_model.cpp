@@ -82,8 +82,10 @@ struct Loaded {
 
 // Imports with the inputs' shapes, evaluates, returns float32 outputs.
 std::vector<ConstantValue> compute(const Loaded& model, const std::string& path, const std::vector<NamedTensor>& inputs,
-                                   const std::string& precision, bool verbose, const std::string& export_path) {
+                                   const std::string& precision, bool verbose, const std::string& export_path,
+                                   const onnx_io::ImportLimits& limits) {
   onnx_io::ImportOptions import_options;
+  import_options.limits = limits;
   for (size_t i = 0; i < inputs.size(); ++i) import_options.input_shapes[model.input_names[i]] = inputs[i].value.shape();
   auto start = std::chrono::steady_clock::now();
   onnx_io::ImportedModel imported;
@@ -121,7 +123,8 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
   for (const auto& p : numbered_files(dir, "output")) expected.push_back(onnx_io::read_tensor_file(p));
   if (inputs.empty()) throw std::runtime_error("no input_K.pb files in '" + dir + "'");
   inputs = order_inputs(std::move(inputs), model.input_names);
-  const std::vector<ConstantValue> actual = compute(model, o.model, inputs, o.precision, verbose, verbose ? o.export_path : "");
+  const std::vector<ConstantValue> actual =
+      compute(model, o.model, inputs, o.precision, verbose, verbose ? o.export_path : "", o.limits);
   if (expected.size() != actual.size())
     throw std::runtime_error("'" + dir + "' has " + std::to_string(expected.size()) + " reference output(s), the model " +
                              std::to_string(actual.size()));
@@ -180,7 +183,8 @@ int run_model(const ModelRunOptions& o) {
   std::vector<NamedTensor> inputs;
   for (const auto& p : o.inputs) inputs.push_back(onnx_io::read_tensor_file(p));
   inputs = order_inputs(std::move(inputs), model.input_names);
-  const std::vector<ConstantValue> outputs = compute(model, o.model, inputs, o.precision, true, o.export_path);
+  const std::vector<ConstantValue> outputs =
+      compute(model, o.model, inputs, o.precision, true, o.export_path, o.limits);
   if (!o.output_dir.empty()) fs::create_directories(o.output_dir);
   for (size_t k = 0; k < outputs.size(); ++k) {
     const std::string name = model.proto.graph().output(static_cast<int>(k)).name();

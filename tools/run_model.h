@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "onnx/onnx_import.h"
+
 namespace tgr::cli {
 
 struct ModelRunOptions {
@@ -15,6 +17,7 @@ struct ModelRunOptions {
   double rtol = 1e-4;               // relative L2 error allowed per output
   std::string precision = "f32";    // f32 | f64
   std::string export_path;          // write the imported graph as ONNX (--export)
+  onnx_io::ImportLimits limits;     // --max-elements, --max-bytes
 };
 
 // Returns the exit status: 0 on success (and every output within rtol).
