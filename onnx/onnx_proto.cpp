@@ -177,7 +177,7 @@ std::vector<Raw> elements(const TensorProto& t, int64_t count, const Field& fiel
                       std::to_string(n * sizeof(Raw)) + " expected for " + std::to_string(count) + " " +
                       type_name(t.data_type()) + " values");
     std::vector<Raw> out(n);
-    std::memcpy(out.data(), raw.data(), raw.size());
+    if (n > 0) std::memcpy(out.data(), raw.data(), raw.size());  // an empty vector's data() may be null
     return out;
   }
   if (static_cast<size_t>(field.size()) != n)
