@@ -42,7 +42,7 @@ for target in onnx_import rule_text rules_db; do
   work=$(mktemp -d)
   cp -r "fuzz/corpus/$target/." "$work/"
   echo "fuzz: $target for $SECONDS_PER_TARGET s"
-  log="$BUILD/fuzz_$target.log"
+  log="$PWD/$BUILD/fuzz_$target.log"
   if ! (cd "$BUILD" && "./bin/fuzz_$target" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=20 \
           -max_len=65536 -print_final_stats=1 "$work" >"$log" 2>&1); then
     tail -60 "$log"
