@@ -320,7 +320,8 @@ void import_reshape(Ctx& c) {
     } else {
       // The model's numbers: no negative entry, and no product beyond int64 (fuzz_onnx_import found it).
       if (target[i] < 0) c.fail("shape entry " + std::to_string(target[i]) + " is negative");
-      if (target[i] > 0 && known > std::numeric_limits<int64_t>::max() / target[i]) c.fail("shape has too many elements");
+      if (target[i] > 0 && known > std::numeric_limits<int64_t>::max() / target[i])
+        c.fail("shape has too many elements");
       known *= target[i];
     }
   }
