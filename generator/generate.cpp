@@ -115,12 +115,14 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
 
   rules_db::RulesDb db = rules_db::RulesDb::open(o.db, true);
   const std::string settings = settings_json(o);
-  if (auto unfinished = db.find_unfinished_run("generate", settings)) {
-    report.run = unfinished->id;
+  // A second generate on this database waits for no one: it refuses while
+  // another process executes a generate run (it would join that run).
+  const rules_db::ClaimedRun claimed = db.claim_run("generate", settings, {"generate"});
+  report.run = claimed.run.id;
+  if (claimed.resumed) {
     report.resumed = true;
-    if (unfinished->checkpoint.rfind("inserted=", 0) == 0) report.already_stored = std::stoll(unfinished->checkpoint.substr(9));
-  } else {
-    report.run = db.begin_run("generate", settings);
+    if (claimed.run.checkpoint.rfind("inserted=", 0) == 0)
+      report.already_stored = std::stoll(claimed.run.checkpoint.substr(9));
   }
 
   // Pass 1: every fingerprint; the classes with two or more graphs.

@@ -63,7 +63,7 @@ PartialReport generate_partial(const PartialOptions& options, const std::atomic<
   settings += ",\"seed\":" + std::to_string(options.seed);
   settings += '}';
   PartialReport report;
-  report.run = db.begin_run("generate", settings);
+  report.run = db.claim_run("generate", settings, {"generate"}).run.id;
   pet::MutantOptions mo;
   mo.max_ops = options.max_ops;
   mo.check.trials = options.trials;

@@ -31,8 +31,7 @@ std::string caret_message(std::string_view text, size_t position, const std::str
   std::string where = line > 1 || text.find('\n') != std::string_view::npos
                           ? "line " + std::to_string(line) + ", column " + std::to_string(column)
                           : "column " + std::to_string(column);
-  return "at " + where + ": " + what + "\n  " + std::string(text.substr(start, end - start)) + "\n  " +
-         std::string(column - 1, ' ') + "^";
+  return "at " + where + ": " + what + "\n" + caret_excerpt(text.substr(start, end - start), column);
 }
 
 // Recursive-descent parser over text[pos, limit).
@@ -46,6 +45,16 @@ class Parser : public Scanner {
 
   Expr expr() {
     skip_ws();
+    // Every later pass over an expression (canonical form, graph building,
+    // the prover) recurses too: a depth limit here keeps all of them off the
+    // end of the stack and out of quadratic time.
+    if (depth_ >= kMaxExprDepth)
+      fail(pos_, "expression nested more than " + std::to_string(kMaxExprDepth) + " calls deep (the limit)");
+    ++depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     Expr e;
     e.pos = pos_;
     e.name = ident("a variable or an operator");
@@ -131,6 +140,7 @@ class Parser : public Scanner {
   }
 
   const ParseHooks* hooks_;
+  int depth_ = 0;  // calls open around the current expression
 };
 
 // Turns expressions into graph nodes; `bound` maps names to values.

@@ -22,6 +22,11 @@
 
 namespace tgr {
 
+// How deeply calls may nest in one expression (rules have a few levels; a
+// deeper text is refused with a ParseError rather than overflowing the stack
+// of the parser or of the passes that walk expressions recursively).
+inline constexpr int kMaxExprDepth = 256;
+
 // A parsed expression, before shapes are known.
 struct Expr {
   enum class Kind { kVar, kCall };

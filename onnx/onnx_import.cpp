@@ -1,7 +1,11 @@
 #include "onnx/onnx_import.h"
 
+#include <onnx/defs/schema.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -13,6 +17,18 @@
 namespace tgr::onnx_io {
 
 // --- ImportContext ------------------------------------------------------------
+
+namespace {
+
+// A count that may be far beyond int64 (a product of absurd dimensions).
+std::string count_text(double count) {
+  if (!std::isfinite(count)) return "an unbounded number of";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", count);
+  return buf;
+}
+
+}  // namespace
 
 ImportContext::ImportContext(Graph& graph, const onnx::NodeProto& node, int64_t opset,
                              std::vector<std::optional<ValueRef>> inputs, int64_t domain_opset)
@@ -94,6 +110,41 @@ int64_t ImportContext::axis(int64_t a, int64_t rank) const {
   return n;
 }
 
+void ImportContext::check_element_count(double count) const {
+  if (!budget) return;
+  if (!(count <= static_cast<double>(budget->limits.max_elements)))  // NaN fails too
+    fail("a tensor of " + count_text(count) + " elements is larger than the limit of " +
+         std::to_string(budget->limits.max_elements) + " (raise it with --max-elements)");
+}
+
+void ImportContext::check_elements(const Shape& shape) const {
+  double count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) fail("a tensor of shape " + shape_to_string(shape) + " has a negative dimension");
+    count *= static_cast<double>(d);
+  }
+  check_element_count(count);
+}
+
+void ImportContext::charge_bytes(double bytes) const {
+  if (!budget) return;
+  const double total = static_cast<double>(budget->used_bytes) + bytes;
+  if (!(total <= static_cast<double>(budget->limits.max_bytes)))
+    fail("the constants computed at import would take " + count_text(total) + " bytes, more than the limit of " +
+         std::to_string(budget->limits.max_bytes) + " (raise it with --max-bytes)");
+  budget->used_bytes = static_cast<int64_t>(total);
+}
+
+namespace {
+
+double value_bytes(const Shape& shape, DType dtype) {
+  double count = 1;
+  for (int64_t d : shape) count *= static_cast<double>(d);
+  return count * (dtype == DType::kFloat ? sizeof(float) : sizeof(int64_t));
+}
+
+}  // namespace
+
 std::vector<ValueRef> ImportContext::emit_multi(const std::string& op_name, std::vector<ValueRef> inputs,
                                                 std::vector<std::pair<std::string, ParamValue>> params) {
   const OpDef& op = OpTable::instance().get(op_name);
@@ -105,9 +156,11 @@ std::vector<ValueRef> ImportContext::emit_multi(const std::string& op_name, std:
   } catch (const ParamError& e) {
     fail(e.what());
   }
+  for (ValueRef v : outs) check_elements(graph_.shape(v));
   const bool all_constant = std::all_of(inputs.begin(), inputs.end(),
                                         [&](ValueRef v) { return graph_.node(v.node).is_constant(); });
   if (!all_constant) return outs;
+  for (ValueRef v : outs) charge_bytes(value_bytes(graph_.shape(v), graph_.dtype(v)));
   // Constant folding: compute the node now, in float32 (integers exactly).
   Graph single;
   for (ValueRef v : inputs) single.add_constant(*graph_.node(v.node).constant);
@@ -132,7 +185,11 @@ ValueRef ImportContext::emit(const std::string& op, std::vector<ValueRef> inputs
   return outs.at(0);
 }
 
-ValueRef ImportContext::constant(ConstantValue value) { return graph_.add_constant(std::move(value)); }
+ValueRef ImportContext::constant(ConstantValue value) {
+  check_elements(value.shape());
+  charge_bytes(value_bytes(value.shape(), value.dtype));
+  return graph_.add_constant(std::move(value));
+}
 
 ValueRef ImportContext::reshape(ValueRef v, const Shape& s) {
   if (shape(v) == s) return v;
@@ -157,9 +214,25 @@ std::pair<Shape, DType> input_type(const onnx::ValueInfoProto& info, const Impor
   const auto& tt = info.type().tensor_type();
   const std::optional<DType> dtype = dtype_of_elem_type(tt.elem_type());
   if (!dtype) throw OnnxError("graph input '" + name + "' has an element type (" + std::to_string(tt.elem_type()) + ") that is not supported");
-  // A given shape replaces the declared one (its symbolic dimensions, or a
-  // static shape the exporter baked in).
-  if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) return {it->second, *dtype};
+  if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) {
+    // A given shape may fill symbolic dimensions, not contradict static ones.
+    if (tt.has_shape()) {
+      const auto& dims = tt.shape().dim();
+      bool fits = dims.size() == static_cast<int>(it->second.size());
+      for (int i = 0; fits && i < dims.size(); ++i)
+        fits = !dims[i].has_dim_value() || dims[i].dim_value() == it->second[static_cast<size_t>(i)];
+      if (!fits) {
+        std::string declared;
+        for (int i = 0; i < dims.size(); ++i)
+          declared += (i ? "x" : "") + (dims[i].has_dim_value()       ? std::to_string(dims[i].dim_value())
+                                        : dims[i].dim_param().empty() ? "?"
+                                                                      : dims[i].dim_param());
+        throw OnnxError("graph input '" + name + "' is declared " + (declared.empty() ? "a scalar" : declared) +
+                        ", given a tensor of shape " + shape_to_string(it->second));
+      }
+    }
+    return {it->second, *dtype};
+  }
   if (!tt.has_shape()) throw OnnxError("graph input '" + name + "' has no shape; give one (e.g. from its input tensor)");
   Shape shape;
   for (const auto& d : tt.shape().dim()) {
@@ -176,8 +249,18 @@ std::pair<Shape, DType> input_type(const onnx::ValueInfoProto& info, const Impor
 std::vector<const onnx::NodeProto*> sorted_nodes(const onnx::GraphProto& g, const std::set<std::string>& available) {
   std::unordered_map<std::string, size_t> producer;
   for (int i = 0; i < g.node_size(); ++i)
-    for (const auto& out : g.node(i).output())
-      if (!out.empty()) producer[out] = static_cast<size_t>(i);
+    for (const auto& out : g.node(i).output()) {
+      if (out.empty()) continue;
+      // ONNX graphs are in SSA form: a second writer would silently win.
+      if (available.count(out))
+        throw OnnxError("node '" + g.node(i).name() + "' (" + g.node(i).op_type() + ") writes '" + out +
+                        "', which is a graph input or an initializer");
+      const auto [it, added] = producer.emplace(out, static_cast<size_t>(i));
+      if (!added)
+        throw OnnxError("value '" + out + "' is written by two nodes: '" + g.node(static_cast<int>(it->second)).name() +
+                        "' (" + g.node(static_cast<int>(it->second)).op_type() + ") and '" + g.node(i).name() + "' (" +
+                        g.node(i).op_type() + ")");
+    }
   std::vector<int> state(g.node_size(), 0);  // 0 new, 1 on the stack, 2 done
   std::vector<const onnx::NodeProto*> order;
   // Iterative depth-first search, so deep graphs do not overflow the stack.
@@ -208,6 +291,30 @@ std::vector<const onnx::NodeProto*> sorted_nodes(const onnx::GraphProto& g, cons
     }
   }
   return order;
+}
+
+// The numbers of inputs and outputs ONNX's own schema (libonnx) allows the
+// node's operator at this opset: a Relu given three inputs is a malformed
+// model, not one to import by reading the first.
+void check_arity(const ImportContext& ctx, const onnx::NodeProto& n, int64_t opset) {
+  // A libonnx older than the model's opset may not know the operator's
+  // newer form (ReduceMean's axes input of opset 18): no check then.
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  const auto range_of_default = known.find(onnx::ONNX_DOMAIN);
+  if (range_of_default == known.end() || range_of_default->second.second < opset) return;
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), onnx::ONNX_DOMAIN);
+  if (!schema) return;
+  auto range = [](int lo, int hi) {
+    if (hi == std::numeric_limits<int>::max()) return "at least " + std::to_string(lo);
+    return lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
+  };
+  if (n.input_size() < schema->min_input() || n.input_size() > schema->max_input())
+    ctx.fail("takes " + range(schema->min_input(), schema->max_input()) + " input(s), given " +
+             std::to_string(n.input_size()));
+  if (n.output_size() < schema->min_output() || n.output_size() > schema->max_output())
+    ctx.fail("has " + range(schema->min_output(), schema->max_output()) + " output(s), given " +
+             std::to_string(n.output_size()));
 }
 
 // Static shapes and element types the model states for its values (graph
@@ -306,6 +413,7 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
   for (const auto& [name, v] : values) available.insert(name);
 
   const auto& importers = operator_importers();
+  ImportContext::Budget budget{options.limits};
   for (const onnx::NodeProto* n : sorted_nodes(g, available)) {
     std::vector<std::optional<ValueRef>> inputs;
     for (const auto& name : n->input()) {
@@ -322,6 +430,7 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
     for (const auto& imp : model.opset_import())
       if (imp.domain() == n->domain()) domain_opset = imp.version();
     ImportContext ctx(graph, *n, out.opset, inputs, domain_opset);
+    ctx.budget = &budget;
     auto importer = importers.find(n->op_type());
     if (!is_default_domain(n->domain()) || importer == importers.end()) {
       const std::string unsupported = ctx.where() + ": operator not supported (the importer maps " +
@@ -332,6 +441,7 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
       ++out.opaque_nodes;
       continue;
     }
+    check_arity(ctx, *n, out.opset);
     importer->second(ctx);
     out.folded_nodes += ctx.folded > 0 ? 1 : 0;
     for (int k = 0; k < n->output_size(); ++k) {

@@ -21,12 +21,23 @@ class UnsupportedOperator : public OnnxError {
   using OnnxError::OnnxError;
 };
 
+// What a model may ask the importer for (a 145-byte model can ask for a
+// ConstantOfShape of 2^31 elements): the largest tensor, in elements, any
+// node may produce, and the total bytes of the constants import computes
+// (folded nodes, ConstantOfShape, Range). Beyond either, the import fails
+// naming the node and the limit (`run`/`optimize` --max-elements, --max-bytes).
+struct ImportLimits {
+  int64_t max_elements = int64_t{1} << 28;  // 1 GiB of float32
+  int64_t max_bytes = int64_t{4} << 30;
+};
+
 struct ImportOptions {
   // Shapes for graph inputs, overriding (and required for) symbolic dims.
   std::map<std::string, Shape> input_shapes;
   // Keep nodes without a mapping as opaque operators (onnx/opaque_op.h)
   // instead of failing; their output shapes must be static in the model.
   bool keep_unsupported = false;
+  ImportLimits limits;
 };
 
 struct ImportedModel {

@@ -69,6 +69,20 @@ class ImportContext {
 
   int folded = 0;  // operators computed here
 
+  // The model's limits (ImportOptions::limits) and the bytes of constants
+  // import has computed so far, shared by the nodes of one import.
+  struct Budget {
+    ImportLimits limits;
+    int64_t used_bytes = 0;
+  };
+  Budget* budget = nullptr;
+  // Fails, naming the node, when a tensor of `count` elements (a double, so
+  // that absurd sizes do not overflow) exceeds the element limit.
+  void check_element_count(double count) const;
+  void check_elements(const Shape& shape) const;
+  // Counts `bytes` of computed constants against the byte limit.
+  void charge_bytes(double bytes) const;
+
  private:
   const onnx::AttributeProto* find_attr(const std::string& name) const;
 

@@ -778,6 +778,10 @@ void import_reshape(Ctx& c) {
       if (infer >= 0) c.fail("shape has more than one -1");
       infer = static_cast<int>(i);
     } else {
+      // The model's numbers: no negative entry, and no product beyond int64 (fuzz_onnx_import found it).
+      if (target[i] < 0) c.fail("shape entry " + std::to_string(target[i]) + " is negative");
+      if (target[i] > 0 && known > std::numeric_limits<int64_t>::max() / target[i])
+        c.fail("shape has too many elements");
       known *= target[i];
     }
   }
@@ -838,6 +842,7 @@ void import_transpose(Ctx& c) {
 void import_concat(Ctx& c) {
   std::vector<ValueRef> parts;
   for (size_t i = 0; i < c.num_inputs(); ++i) parts.push_back(c.input(i));
+  if (parts.empty()) c.fail("Concat needs at least one input");
   const int64_t axis = c.axis(c.attr_int("axis", 0), c.rank(parts.at(0)));
   c.set_output(0, parts.size() == 1 ? parts[0] : c.emit("concat", parts, {{"axis", axis}}));
 }
@@ -849,6 +854,7 @@ void import_split(Ctx& c) {
   Ints sizes = c.opset() < 13 ? c.attr_ints("split") : (c.has_input(1) ? c.constant_ints(1, "split") : Ints{});
   if (sizes.empty()) {
     const int64_t n = c.has_attr("num_outputs") ? c.attr_int("num_outputs", 1) : static_cast<int64_t>(c.outputs().size());
+    if (n < 1) c.fail("num_outputs is " + std::to_string(n) + "; it must be at least 1");
     const int64_t chunk = c.has_attr("num_outputs") ? (dim + n - 1) / n : (n ? dim / n : 0);
     if (!c.has_attr("num_outputs") && chunk * n != dim) c.fail("axis of size " + std::to_string(dim) + " does not split evenly into " + std::to_string(n));
     for (int64_t left = dim; left > 0; left -= chunk) sizes.push_back(std::min(chunk, left));
@@ -964,6 +970,7 @@ void import_constant(Ctx& c) {
 void import_constant_of_shape(Ctx& c) {
   const Ints shape = c.constant_ints(0, "shape");
   ConstantValue fill = c.attr_tensor("value") ? tensor_to_constant(*c.attr_tensor("value")) : scalar_float(0);
+  c.check_elements(shape);  // before allocating: the shape is the model's to choose
   const int64_t n = num_elements(shape);
   if (fill.is_float())
     c.set_output(0, c.constant(ConstantValue(Tensor<float>(shape, std::vector<float>(n, fill.real.data.at(0))))));
@@ -988,6 +995,7 @@ void import_range(Ctx& c) {
   if (!start || !c.constant_input(1) || !c.constant_input(2)) c.fail("start, limit and delta must be constants");
   const double s = c.constant_scalar(0, "start"), limit = c.constant_scalar(1, "limit"), delta = c.constant_scalar(2, "delta");
   if (delta == 0) c.fail("delta is 0");
+  c.check_element_count(std::max(0.0, std::ceil((limit - s) / delta)));  // before allocating
   const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - s) / delta)));
   if (start->is_float()) {
     std::vector<float> v(n);

@@ -113,7 +113,20 @@ void inline_external_data(TensorProto& t, const fs::path& base_dir) {
                     " points outside the model's folder");
   const std::string file = (base_dir / rel).string();
   std::error_code ec;
-  const uint64_t size = fs::file_size(file, ec);
+  // A symbolic link inside the folder may point anywhere (w.bin ->
+  // /etc/passwd): the resolved path must still lie inside the resolved folder,
+  // as onnx.load requires, and be a regular file (not a device or a FIFO).
+  const fs::path real_dir = fs::canonical(base_dir.empty() ? fs::path(".") : base_dir, ec);
+  const fs::path real_file = ec ? fs::path() : fs::canonical(file, ec);
+  if (ec)
+    throw OnnxError(tensor_label(t) + ": cannot read external data file " + in_quotes(file) + ": " + ec.message());
+  const auto [dir_end, file_at] = std::mismatch(real_dir.begin(), real_dir.end(), real_file.begin(), real_file.end());
+  if (dir_end != real_dir.end() || file_at == real_file.end())
+    throw OnnxError(tensor_label(t) + ": external data file " + in_quotes(file) + " resolves to " +
+                    in_quotes(real_file.string()) + ", outside the model's folder " + in_quotes(real_dir.string()));
+  if (!fs::is_regular_file(real_file, ec))
+    throw OnnxError(tensor_label(t) + ": external data file " + in_quotes(file) + " is not a regular file");
+  const uint64_t size = fs::file_size(real_file, ec);
   if (ec) throw OnnxError(tensor_label(t) + ": cannot read external data file " + in_quotes(file) + ": " + ec.message());
   if (offset > size || (length && *length > size - offset))
     throw OnnxError(tensor_label(t) + ": external data range (offset " + std::to_string(offset) + ", length " +
@@ -121,7 +134,7 @@ void inline_external_data(TensorProto& t, const fs::path& base_dir) {
                     in_quotes(file) + " (" + std::to_string(size) + " bytes)");
   const uint64_t n = length.value_or(size - offset);
   std::string bytes(n, '\0');
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in(real_file, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(offset));
   in.read(bytes.data(), static_cast<std::streamsize>(n));
   if (!in) throw OnnxError(tensor_label(t) + ": read error in external data file " + in_quotes(file));
@@ -164,7 +177,7 @@ std::vector<Raw> elements(const TensorProto& t, int64_t count, const Field& fiel
                       std::to_string(n * sizeof(Raw)) + " expected for " + std::to_string(count) + " " +
                       type_name(t.data_type()) + " values");
     std::vector<Raw> out(n);
-    std::memcpy(out.data(), raw.data(), raw.size());
+    if (n > 0) std::memcpy(out.data(), raw.data(), raw.size());  // an empty vector's data() may be null
     return out;
   }
   if (static_cast<size_t>(field.size()) != n)
@@ -205,7 +218,11 @@ onnx::ModelProto load_model(const std::string& path) {
   if (!parse_file(path, model)) throw OnnxError(invalid + " (protobuf parse failed: truncated or not ONNX)");
   if (!model.has_graph()) throw OnnxError(invalid + " (no graph)");
   if (model.ir_version() <= 0) throw OnnxError(invalid + " (no ir_version)");
-  inline_external_data(*model.mutable_graph(), fs::path(path).parent_path());
+  try {
+    inline_external_data(*model.mutable_graph(), fs::path(path).parent_path());
+  } catch (const OnnxError& e) {
+    throw OnnxError(in_quotes(path) + ": " + e.what());
+  }
   return model;
 }
 

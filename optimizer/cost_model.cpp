@@ -98,7 +98,7 @@ MeasuredCostModel::MeasuredCostModel(std::string device, std::unordered_map<std:
       }()) {}
 
 std::unique_ptr<MeasuredCostModel> MeasuredCostModel::from_db(const std::string& db_path, const std::string& device) {
-  auto db = rules_db::RulesDb::open(db_path, false);
+  auto db = rules_db::RulesDb::open_read_only(db_path);
   std::unordered_map<std::string, double> costs;
   for (auto& [signature, ms] : db.op_costs(device)) costs.emplace(signature, ms);
   return std::make_unique<MeasuredCostModel>(device, std::move(costs));

@@ -202,6 +202,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   onnx_io::ImportOptions import_options;
   import_options.keep_unsupported = true;  // opaque operators pass through untouched
   import_options.input_shapes = o.input_shapes;
+  import_options.limits = o.import_limits;
   onnx_io::ImportedModel model = onnx_io::import_model_file(o.model, import_options);
   report.opaque_nodes = model.opaque_nodes;
   // Built jointly: a shipped rule may introduce an operator a user rule needs.

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "onnx/onnx_import.h"
 #include "optimizer/backtracking_search.h"
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
@@ -60,6 +61,7 @@ struct OptimizeOptions {
   CostModelChoice cost_model = CostModelChoice::kAnalytic;
   std::string device = "H100";  // whose measured costs kMeasured reads
   std::string specs_dir;        // the axioms the instance proofs use
+  onnx_io::ImportLimits import_limits;  // what the model may ask the importer for
   BacktrackingOptions backtracking;
   SearchFunction search;             // another search instead of the backtracking one; empty: backtracking
   unsigned proof_timeout_ms = 1000;  // per instance proof

@@ -22,21 +22,41 @@ class Copier {
     }
   }
 
+  // Iterative (an explicit stack instead of recursion): a model may be a
+  // chain of 100,000 nodes, deeper than the call stack allows. Nodes are
+  // added in the same order as a depth-first recursion would add them.
   ValueRef get(ValueRef v) {
     if (auto r = replace_(v)) return *r;
-    auto& done = copied_[v.node];
-    if (done.empty()) {
-      const Node& n = from_.node(v.node);
+    struct Frame {
+      int32_t node;
+      std::vector<ValueRef> inputs;  // copies of the inputs done so far
+    };
+    std::vector<Frame> stack;
+    if (copied_[v.node].empty()) stack.push_back({v.node, {}});
+    while (!stack.empty()) {
+      const int32_t id = stack.back().node;
+      const Node& n = from_.node(id);
       if (n.is_constant()) {
-        done = {to_.add_shared_constant(n)};
-      } else {
-        std::vector<ValueRef> inputs;
-        inputs.reserve(n.inputs.size());
-        for (ValueRef in : n.inputs) inputs.push_back(get(in));
-        done = to_.find_or_add_op(*n.op, n.params, std::move(inputs));
+        copied_[id] = {to_.add_shared_constant(n)};
+        stack.pop_back();
+        continue;
       }
+      const size_t next = stack.back().inputs.size();
+      if (next < n.inputs.size()) {
+        const ValueRef in = n.inputs[next];
+        if (auto r = replace_(in)) {
+          stack.back().inputs.push_back(*r);
+        } else if (!copied_[in.node].empty()) {
+          stack.back().inputs.push_back(copied_[in.node].at(in.output));
+        } else {
+          stack.push_back({in.node, {}});  // copied first; this input is read again then
+        }
+        continue;
+      }
+      copied_[id] = to_.find_or_add_op(*n.op, n.params, std::move(stack.back().inputs));
+      stack.pop_back();
     }
-    return done.at(v.output);
+    return copied_[v.node].at(v.output);
   }
 
  private:

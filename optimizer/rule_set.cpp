@@ -31,7 +31,7 @@ bool applicable(const std::vector<Expr>& source, const std::vector<Expr>& target
 std::vector<RuleDirectionText> read_rule_directions(const std::string& path, RuleLoadStats* stats) {
   RuleLoadStats local;
   RuleLoadStats& s = stats ? *stats : local;
-  auto db = rules_db::RulesDb::open(path, false);
+  auto db = rules_db::RulesDb::open_read_only(path);
   std::vector<RuleDirectionText> out;
   for (const auto& record : db.list_rules("partial")) {
     if (record.kind != "partial" || !record.correction || record.correction->empty()) {

@@ -1,14 +1,18 @@
 #include "rules_db/rules_db.h"
 
+#include <signal.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "ir/canonical.h"
@@ -215,10 +219,9 @@ int version_of(sqlite3* db, const std::string& path) {
   throw DbError(quote_path(path) + " is not a tgr rules database (it has no meta table)");
 }
 
-// Looks at an existing file without writing to it: its schema version, 0 for
-// an empty file (or an SQLite file with no tables). Throws for a file that is
-// not SQLite, is damaged, belongs to another application or is too new.
-int inspect_read_only(const std::string& path) {
+// Refuses a file that does not start with SQLite's header (an empty file
+// passes: it is an empty database to SQLite).
+void check_header(const std::string& path) {
   {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw DbError("cannot read " + quote_path(path));
@@ -231,12 +234,138 @@ int inspect_read_only(const std::string& path) {
     if (got > 0 && (got < 16 || !std::equal(header.begin(), header.end(), kMagic)))
       throw DbError(quote_path(path) + " is not a valid SQLite database (no SQLite header)");
   }
+}
+
+// Files up to this size get PRAGMA integrity_check before a write, larger
+// ones the faster quick_check (which skips the index contents).
+constexpr uintmax_t kFullCheckBytes = 64u << 20;
+
+// Refuses a damaged file before anything writes to it: a damaged page that
+// opening does not read would otherwise be written around (and the damage
+// spread) by generate or verify.
+void check_integrity(sqlite3* db, const std::string& path) {
+  std::error_code ec;
+  const uintmax_t bytes = std::filesystem::file_size(path, ec);
+  const bool full = !ec && bytes <= kFullCheckBytes;
+  Stmt s(db, path, full ? "PRAGMA integrity_check(3)" : "PRAGMA quick_check(3)");
+  std::string problems;
+  while (s.step()) {
+    const std::string row = s.text(0);
+    if (row == "ok") continue;
+    problems += (problems.empty() ? "" : "; ") + row;
+  }
+  if (!problems.empty())
+    throw DbError(quote_path(path) + " is damaged (PRAGMA " + (full ? "integrity_check" : "quick_check") + ": " +
+                  problems + "); it was not changed");
+}
+
+// Looks at an existing file without writing to it: its schema version, 0 for
+// an empty file (or an SQLite file with no tables). Throws for a file that is
+// not SQLite, is damaged, belongs to another application or is too new.
+int inspect_read_only(const std::string& path) {
+  check_header(path);
   Handle h;
   sqlite3* db = open_handle(path, SQLITE_OPEN_READONLY, h);
-  return version_of(db, path);
+  const int version = version_of(db, path);
+  if (version > 0) check_integrity(db, path);
+  return version;
+}
+
+// A path as an SQLite URI ("file:" and the path with '%', '?' and '#'
+// escaped), for the immutable=1 read-only fallback.
+std::string file_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') {
+      uri += c;
+    } else {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      uri += '%';
+      uri += kHex[u >> 4];
+      uri += kHex[u & 15];
+    }
+  }
+  return uri;
 }
 
 std::string now_sql() { return "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"; }
+
+// ---- run owners ----
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  if (gethostname(name.data(), name.size() - 1) != 0) return "unknown-host";
+  return name.data();
+}
+
+// A process's start time (clock ticks since boot, /proc/PID/stat field 22);
+// "" when there is no such process; "?" when it cannot be read (no /proc).
+std::string process_start(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) {
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) return "?";
+    return "";
+  }
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return "?";
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  return field.empty() ? "?" : field;
+}
+
+// This process, as stored in runs.owner. Not cached: a forked child is
+// another process.
+std::string own_owner() {
+  const long pid = static_cast<long>(getpid());
+  return host_name() + " " + std::to_string(pid) + " " + process_start(pid);
+}
+
+enum class Liveness { kAlive, kGone, kUnknown };
+
+// Whether the process an owner text names still runs: only a process of this
+// host can be looked at; an owner written by an older program is unknown.
+Liveness owner_liveness(const std::string& owner) {
+  std::istringstream in(owner);
+  std::string host, start;
+  long pid = 0;
+  if (!(in >> host >> pid >> start) || pid <= 0) return Liveness::kUnknown;
+  if (host != host_name()) return Liveness::kUnknown;
+  const std::string now = process_start(pid);
+  if (now.empty()) return Liveness::kGone;
+  if (now == "?" || start == "?") return Liveness::kAlive;
+  return now == start ? Liveness::kAlive : Liveness::kGone;
+}
+
+std::string owner_words(const std::string& owner) {
+  std::istringstream in(owner);
+  std::string host, pid;
+  in >> host >> pid;
+  return "process " + pid + " on " + host;
+}
+
+// Marks the runs whose process died while they were 'running' (killed, out
+// of memory, disk full) as 'failed', saying so in their stats. Inside the
+// caller's write transaction.
+void mark_dead_runs(sqlite3* db, const std::string& path) {
+  std::vector<std::pair<int64_t, std::string>> dead;
+  {
+    Stmt s(db, path, "SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL");
+    while (s.step())
+      if (owner_liveness(s.text(1)) == Liveness::kGone) dead.emplace_back(s.i64(0), s.text(1));
+  }
+  const std::string sql = "UPDATE runs SET status = 'failed', finished_at = " + now_sql() +
+                          ", stats = json_set(CASE WHEN json_valid(stats) THEN stats ELSE '{}' END, '$.ended', ?) "
+                          "WHERE id = ? AND status = 'running' AND owner = ?";
+  Stmt u(db, path, sql.c_str());
+  for (const auto& [id, owner] : dead) {
+    u.reset();
+    u.bind(1, "the " + owner_words(owner) + " ended without finishing the run").bind(2, id).bind(3, owner).run();
+  }
+}
 
 // ---- rows ----
 
@@ -376,7 +505,61 @@ RulesDb RulesDb::open(const std::string& path, bool create) {
     }
     t.commit();
   }
+  {
+    // Runs whose process died stay 'running' otherwise, and would block or
+    // mislead every later run.
+    bool any = false;
+    {
+      Stmt s(db, path, "SELECT 1 FROM runs WHERE status = 'running' AND owner IS NOT NULL LIMIT 1");
+      any = s.step();
+    }
+    if (any) {
+      WriteTransaction t(db, path);
+      mark_dead_runs(db, path);
+      t.commit();
+    }
+  }
   RulesDb out(path, db);
+  h.db = nullptr;
+  return out;
+}
+
+RulesDb RulesDb::open_read_only(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) throw DbError("no such database " + quote_path(path));
+  if (fs::is_directory(st)) throw DbError(quote_path(path) + " is a directory, not a rules database");
+  check_header(path);
+  // A WAL file needs its -shm (and the right to create it) even to be read;
+  // in a read-only folder, or a file of another user, that fails. Then the
+  // file is read as immutable: nobody can be writing it where we cannot.
+  Handle h;
+  int rc = sqlite3_open_v2(path.c_str(), &h.db, SQLITE_OPEN_READONLY, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(h.db, "SELECT COUNT(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR || primary == SQLITE_PERM) {
+    sqlite3_close_v2(h.db);
+    h.db = nullptr;
+    rc = sqlite3_open_v2((file_uri(path) + "?immutable=1").c_str(), &h.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                         nullptr);
+  }
+  if (rc != SQLITE_OK && rc != SQLITE_ROW) fail(h.db, rc, path, "cannot open");
+  sqlite3_extended_result_codes(h.db, 1);
+  sqlite3_busy_timeout(h.db, kBusyTimeoutMs);
+  const int version = version_of(h.db, path);
+  if (version == 0) throw DbError(quote_path(path) + " is not a tgr rules database (it is empty)");
+  if (version < latest_schema_version()) {
+    // An older schema: migrate it, which needs write access.
+    try {
+      return open(path, false);
+    } catch (const DbError& e) {
+      throw DbError(std::string(e.what()) + " (it has schema version " + std::to_string(version) +
+                    ", older than this program's " + std::to_string(latest_schema_version()) +
+                    ": open it once with write access to migrate it)");
+    }
+  }
+  RulesDb out(path, h.db);
   h.db = nullptr;
   return out;
 }
@@ -388,11 +571,49 @@ int RulesDb::schema_version() const {
 
 int64_t RulesDb::begin_run(const std::string& kind, const std::string& settings_json) {
   WriteTransaction t(db_.get(), path_);
-  Stmt s(db_.get(), path_, "INSERT INTO runs (kind, settings, status) VALUES (?, ?, 'running')");
-  s.bind(1, kind).bind(2, settings_json).run();
+  Stmt s(db_.get(), path_, "INSERT INTO runs (kind, settings, status, owner) VALUES (?, ?, 'running', ?)");
+  s.bind(1, kind).bind(2, settings_json).bind(3, own_owner()).run();
   const int64_t id = sqlite3_last_insert_rowid(db_.get());
   t.commit();
   return id;
+}
+
+ClaimedRun RulesDb::claim_run(const std::string& kind, const std::string& settings_json,
+                              const std::vector<std::string>& busy_kinds) {
+  // One write transaction: two processes starting at once cannot both find
+  // no live run and both go on.
+  WriteTransaction t(db_.get(), path_);
+  mark_dead_runs(db_.get(), path_);
+  const std::string me = own_owner();
+  {
+    Stmt s(db_.get(), path_,
+           (std::string("SELECT ") + kRunColumns + ", owner FROM runs WHERE status = 'running' ORDER BY id").c_str());
+    while (s.step()) {
+      const RunRecord r = read_run(s);
+      const std::string owner = s.text(8);
+      if (std::find(busy_kinds.begin(), busy_kinds.end(), r.kind) == busy_kinds.end()) continue;
+      if (owner.empty() || owner_liveness(owner) == Liveness::kGone) continue;  // older program: cannot tell
+      throw DbError(quote_path(path_) + ": " + r.kind + " run " + std::to_string(r.id) + " is being executed by " +
+                    (owner == me ? std::string("this process") : owner_words(owner)) +
+                    "; wait until it ends (or stop it) and start this " + kind + " again");
+    }
+  }
+  ClaimedRun out;
+  if (auto unfinished = find_unfinished_run(kind, settings_json)) {
+    Stmt s(db_.get(), path_, "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL WHERE id = ?");
+    s.bind(1, own_owner()).bind(2, unfinished->id).run();
+    out.run = *unfinished;
+    out.resumed = true;
+  } else {
+    Stmt s(db_.get(), path_, "INSERT INTO runs (kind, settings, status, owner) VALUES (?, ?, 'running', ?)");
+    s.bind(1, kind).bind(2, settings_json).bind(3, own_owner()).run();
+    out.run.id = sqlite3_last_insert_rowid(db_.get());
+    out.run.kind = kind;
+    out.run.settings = settings_json;
+  }
+  out.run.status = "running";
+  t.commit();
+  return out;
 }
 
 void RulesDb::set_checkpoint(int64_t run, const std::string& checkpoint) {

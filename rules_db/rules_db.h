@@ -55,6 +55,13 @@ struct RunRecord {
   std::string kind, settings, started_at, finished_at, status, stats, checkpoint;
 };
 
+// A run claimed by claim_run: resumed (an unfinished run of equal settings,
+// whose checkpoint says where it stopped) or new.
+struct ClaimedRun {
+  RunRecord run;
+  bool resumed = false;
+};
+
 struct RunSummary {
   RunRecord run;
   int64_t rules_inserted = 0;  // rules whose generator_run is this run
@@ -67,7 +74,15 @@ class RulesDb {
   // file (create=false), not an SQLite file, an SQLite file of another
   // application, a schema newer than this program. A file that is refused is
   // never written to.
+  // Before writing, an existing file must pass PRAGMA integrity_check
+  // (quick_check above 64 MiB): a damaged file is refused untouched. Runs
+  // left 'running' by a process that has died are marked 'failed'.
   static RulesDb open(const std::string& path, bool create);
+  // For reading only (rules stats, optimize --rules): works on a read-only
+  // file or folder and on another user's file (as SQLite's immutable file
+  // when its WAL index cannot be made). A file of an older schema is opened
+  // with open() to migrate it, which needs write access.
+  static RulesDb open_read_only(const std::string& path);
 
   RulesDb(RulesDb&&) noexcept = default;
   RulesDb& operator=(RulesDb&&) noexcept = default;
@@ -80,6 +95,13 @@ class RulesDb {
 
   // Runs. Statuses: 'running' (begin_run), 'interrupted', 'finished', 'failed'.
   int64_t begin_run(const std::string& kind, const std::string& settings_json);
+  // What generate and verify start with, in one write transaction: refuses
+  // (DbError naming the run and the process) while a live process executes a
+  // run of one of `busy_kinds`; else resumes the unfinished run of `kind`
+  // with these settings (status back to 'running', owned by this process) or
+  // begins a new one.
+  ClaimedRun claim_run(const std::string& kind, const std::string& settings_json,
+                       const std::vector<std::string>& busy_kinds);
   void set_checkpoint(int64_t run, const std::string& checkpoint);  // its own small transaction
   void finish_run(int64_t run, const std::string& status, const std::string& stats_json);
   std::optional<RunRecord> get_run(int64_t run) const;

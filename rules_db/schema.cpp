@@ -91,12 +91,21 @@ CREATE TABLE op_costs (
 );
 )sql";
 
+// Who executes a run: "HOST PID START" (START: the process's start time, so
+// a reused pid is not taken for the same process). A run left 'running' by a
+// process that is gone is marked 'failed' on the next writable open, and a
+// second process does not join a run another live process executes.
+constexpr const char* kV4 = R"sql(
+ALTER TABLE runs ADD COLUMN owner TEXT;
+)sql";
+
 #undef TGR_NOW
 
 constexpr std::array kMigrations = {
     Migration{1, "tables meta, runs, rules; indexes on status and kind", kV1},
     Migration{2, "views proved_rules, rule_counts_by_status, rule_counts_by_size, run_summary", kV2},
     Migration{3, "table op_costs: measured operator costs by device and signature", kV3},
+    Migration{4, "column runs.owner: the process executing a run", kV4},
 };
 
 }  // namespace

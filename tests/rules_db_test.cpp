@@ -2,6 +2,7 @@
 // of foreign and damaged files (left untouched), concurrent writers, views.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -459,7 +460,8 @@ TEST(RulesDbSchema, NonSqliteFilesAreRefusedAndUntouched) {
       EXPECT_NE(msg.find("'" + tmp.path() + "' is not a valid SQLite database"), std::string::npos) << msg;
     }
     EXPECT_EQ(read_bytes(tmp.path()), content);
-    EXPECT_FALSE(fs::exists(tmp.path() + "-wal"));
+    // SQLite may leave an empty WAL beside a file it opened read-only; nothing is in it.
+    EXPECT_TRUE(!fs::exists(tmp.path() + "-wal") || fs::file_size(tmp.path() + "-wal") == 0);
   }
 }
 
@@ -627,6 +629,148 @@ TEST(RuleRecordFromText, ShapesFollowTheCanonicalRenaming) {
   EXPECT_NO_THROW(build_graph(r.source, shapes));
   EXPECT_NO_THROW(build_graph(r.target, shapes));
 }
+
+// ---- reliability: damaged files, runs whose process died, concurrent runs, read-only use ----
+
+namespace reliability {
+
+// A database of `n` rules with long notes (many pages), closed (its WAL
+// checkpointed into the file).
+void fill(const std::string& path, int n) {
+  RulesDb db = RulesDb::open(path, true);
+  std::vector<RuleRecord> rules;
+  for (int i = 0; i < n; ++i) {
+    RuleRecord r = rule_record_from_text("relu(relu(x0)) => relu(x0)");
+    r.canonical += " #" + std::to_string(i);  // distinct keys
+    r.note = std::string(300, static_cast<char>('a' + i % 26));
+    rules.push_back(r);
+  }
+  db.insert_rules(rules);
+}
+
+TEST(RulesDbReliability, DamagedFileIsRefusedBeforeWritingAndLeftUntouched) {
+  TempDb tmp;
+  fill(tmp.path(), 400);
+  // Garbage over the middle of the last page (a leaf of the rules table):
+  // opening reads only page 1 and meta, so only an integrity check sees it.
+  std::string bytes = read_bytes(tmp.path());
+  constexpr size_t kPage = 4096;
+  ASSERT_GT(bytes.size(), 4 * kPage);
+  for (size_t i = bytes.size() - kPage + 16; i < bytes.size() - 16; ++i) bytes[i] = static_cast<char>(0xA5);
+  write_bytes(tmp.path(), bytes);
+  for (bool create : {false, true}) {
+    const std::string msg = error_of([&] { RulesDb::open(tmp.path(), create); });
+    EXPECT_TRUE(msg.find("is damaged") != std::string::npos ||
+                msg.find("not a valid SQLite database") != std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(tmp.path()), std::string::npos) << msg;
+    EXPECT_EQ(read_bytes(tmp.path()), bytes);
+    // SQLite may leave an empty WAL beside a file it opened read-only; nothing is in it.
+    EXPECT_TRUE(!fs::exists(tmp.path() + "-wal") || fs::file_size(tmp.path() + "-wal") == 0);
+  }
+}
+
+// Runs `child` in a forked process that then exits without any cleanup
+// (as a killed process would); returns its pid after it has exited.
+template <class F>
+pid_t in_dead_process(F child) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    child();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST(RulesDbReliability, RunOfADeadProcessIsMarkedFailedOnTheNextOpen) {
+  TempDb tmp;
+  RulesDb::open(tmp.path(), true);
+  const pid_t pid = in_dead_process([&] { RulesDb::open(tmp.path(), false).begin_run("generate", "{}"); });
+  RulesDb db = RulesDb::open(tmp.path(), false);
+  const auto run = db.get_run(1);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "failed");
+  EXPECT_NE(run->finished_at, "");
+  EXPECT_NE(run->stats.find("process " + std::to_string(pid) + " on "), std::string::npos) << run->stats;
+  EXPECT_NE(run->stats.find("ended without finishing the run"), std::string::npos) << run->stats;
+  // It can be resumed like an interrupted run.
+  const ClaimedRun again = db.claim_run("generate", "{}", {"generate"});
+  EXPECT_TRUE(again.resumed);
+  EXPECT_EQ(again.run.id, 1);
+  EXPECT_EQ(db.get_run(1)->status, "running");
+}
+
+TEST(RulesDbReliability, ASecondProcessDoesNotJoinALiveRun) {
+  TempDb tmp;
+  RulesDb::open(tmp.path(), true);
+  int ready[2], release[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    RulesDb db = RulesDb::open(tmp.path(), false);
+    db.claim_run("generate", R"({"max_ops":3})", {"generate"});
+    char c = 1;
+    if (write(ready[1], &c, 1) != 1 || read(release[0], &c, 1) != 1) _exit(1);
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  RulesDb db = RulesDb::open(tmp.path(), false);
+  const std::string msg = error_of([&] { db.claim_run("generate", R"({"max_ops":3})", {"generate"}); });
+  EXPECT_NE(msg.find("generate run 1 is being executed by process " + std::to_string(pid)), std::string::npos) << msg;
+  // verify waits for no generate: it would prove a part of the rules.
+  EXPECT_NE(error_of([&] {
+              db.claim_run("verify", "{}", {"generate", "verify"});
+            }).find("generate run 1"),
+            std::string::npos);
+  EXPECT_EQ(db.get_run(1)->status, "running");
+  ASSERT_EQ(write(release[1], &c, 1), 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const ClaimedRun claimed = db.claim_run("generate", R"({"max_ops":3})", {"generate"});
+  EXPECT_TRUE(claimed.resumed);
+  EXPECT_EQ(claimed.run.id, 1);
+  for (int fd : {ready[0], ready[1], release[0], release[1]}) close(fd);
+}
+
+TEST(RulesDbReliability, ReadOnlyOpenWorksWhereTheWalIndexCannotBeMade) {
+  // A folder only for this test, made read-only (as for a user who does not
+  // own it); a directory in place of the -shm file stops SQLite from making
+  // its WAL index even for root, who ignores permission bits.
+  const fs::path dir = fs::temp_directory_path() / ("tgr_ro_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "rules.db").string();
+  fill(path, 5);
+  {
+    RulesDb db = RulesDb::open(path, false);
+    db.begin_run("verify", "{}");
+  }
+  ASSERT_FALSE(fs::exists(path + "-wal"));
+  fs::create_directory(path + "-shm");
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  const std::string before = read_bytes(path);
+  std::string error;
+  try {
+    const RulesDb db = RulesDb::open_read_only(path);
+    EXPECT_EQ(db.count_rules(), 5);
+    EXPECT_EQ(db.list_runs().size(), 1u);
+    EXPECT_EQ(db.schema_version(), latest_schema_version());
+  } catch (const DbError& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(read_bytes(path), before);
+  fs::permissions(dir, fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
+}  // namespace reliability
 
 }  // namespace
 }  // namespace tgr::rules_db

@@ -3,19 +3,68 @@
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tgr::cli {
 
+// A mistake in the command line found after parsing it (two options naming
+// one file): exit status 2, like CLI11's own usage errors.
+class UsageError : public std::runtime_error {
+  using runtime_error::runtime_error;
+};
+
 // Runs `body`; an exception becomes "PROGRAM: error: MESSAGE" on stderr and
-// exit status 1 (never a crash or a core dump).
+// exit status 1 (2 for a UsageError; never a crash or a core dump).
 template <class Body>
 int guarded(const char* program, Body body) {
   try {
     return body();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: error: out of memory (the input asks for more than this machine has)\n", program);
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", program, e.what());
     return 1;
+  }
+}
+
+// One file a command reads or writes, for refuse_same_files.
+struct FileRole {
+  std::string what;  // how the command line names it: "-o", "--report", "the model"
+  std::string path;  // "" when not given
+  bool written = false;
+};
+
+// Whether two paths name one file: the same inode when both exist (links,
+// "./a" and "a"), else the same normalised absolute path.
+inline bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec) && !ec;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  return ca == cb;
+}
+
+// Refuses (UsageError, before anything is written) a file the command writes
+// that is also another file it reads or writes: `optimize m.onnx -o out.onnx
+// --report m.onnx` would replace the model with JSON.
+inline void refuse_same_files(const std::vector<FileRole>& files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!files[i].written || files[i].path.empty()) continue;
+    for (size_t j = 0; j < files.size(); ++j) {
+      if (j == i || files[j].path.empty() || (files[j].written && j < i)) continue;
+      if (same_file(files[i].path, files[j].path))
+        throw UsageError(files[i].what + " '" + files[i].path + "' is the same file as " + files[j].what + " '" +
+                         files[j].path + "': refusing to overwrite it");
+    }
   }
 }
 

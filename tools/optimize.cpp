@@ -68,6 +68,12 @@ int main(int argc, char** argv) {
   app.add_option("--proof-timeout-ms", o.proof_timeout_ms, "per instance proof");
   app.add_flag(
       "--sequential", [&](int64_t) { o.backtracking.parallel = false; }, "expand on one thread");
+  app.add_option("--max-elements", o.import_limits.max_elements,
+                 "largest tensor, in elements, the model may ask for (default 2^28)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-bytes", o.import_limits.max_bytes,
+                 "total bytes of the constants the import may compute (default 4 GiB)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("-q,--quiet", quiet, "no summary");
   std::vector<std::string> input_shapes;
   tgr::cli::add_input_shape_option(app, input_shapes);
@@ -82,6 +88,11 @@ int main(int argc, char** argv) {
   o.cost_model = cost_model == "measured" ? CostModelChoice::kMeasured : CostModelChoice::kAnalytic;
   return tgr::cli::guarded("optimize", [&] {
     o.input_shapes = tgr::cli::parse_input_shapes(input_shapes);
+    tgr::cli::refuse_same_files({{"the model", o.model},
+                                 {"-o", o.output, true},
+                                 {"--report", report_path, true},
+                                 {"the rules database", o.rules_db},
+                                 {"the default rules database", o.default_rules_db}});
     const tgr::optimizer::OptimizeReport report = tgr::optimizer::optimize_model(o);
     if (!report_path.empty()) write_report(report_path, report);
     if (!quiet) report.print_summary(stdout);

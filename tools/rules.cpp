@@ -196,10 +196,16 @@ RuleRecord record_of(const RuleLine& line) {
   }
 }
 
-int cmd_import(RulesDb& db, const std::vector<std::string>& files) {
+// Every file is read and parsed before the database is opened (or
+// created): a bad line leaves no trace.
+std::vector<RuleRecord> read_records(const std::vector<std::string>& files) {
   std::vector<RuleRecord> records;
   for (const auto& f : files)
     for (const auto& line : read_rule_file(f)) records.push_back(record_of(line));
+  return records;
+}
+
+int cmd_import(RulesDb& db, const std::vector<RuleRecord>& records) {
   const int inserted = db.insert_rules(records);
   std::printf("%zu rules read, %d new, %zu already in the database\n", records.size(), inserted,
               records.size() - static_cast<size_t>(inserted));
@@ -259,10 +265,11 @@ int main(int argc, char** argv) {
 
   return tgr::cli::guarded("rules", [&]() -> int {
     if (*import) {
+      const std::vector<RuleRecord> records = read_records(files);
       RulesDb db = RulesDb::open(db_path, /*create=*/true);
-      return cmd_import(db, files);
+      return cmd_import(db, records);
     }
-    const RulesDb db = RulesDb::open(db_path, /*create=*/false);
+    const RulesDb db = RulesDb::open_read_only(db_path);  // works in a read-only folder
     if (*check) return cmd_check(db, files, status);
     if (*stats) return cmd_stats(db);
     if (*list) return cmd_list(db, status, format);

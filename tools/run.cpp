@@ -157,6 +157,14 @@ int main(int argc, char** argv) {
   app.add_option("--rtol", model.rtol, "largest relative L2 error per output for --test-data to pass (default 1e-4)")
       ->needs(t_opt);
   app.add_option("--export", model.export_path, "also write the imported graph as an ONNX model (same opset)")->needs(m_opt);
+  app.add_option("--max-elements", model.limits.max_elements,
+                 "largest tensor, in elements, the model may ask for (default 2^28)")
+      ->needs(m_opt)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-bytes", model.limits.max_bytes,
+                 "total bytes of the constants the import may compute (default 4 GiB)")
+      ->needs(m_opt)
+      ->check(CLI::PositiveNumber);
   app.add_option("--precision", model.precision, "evaluate models in float32 or float64")
       ->check(CLI::IsMember({"f32", "f64"}))->needs(m_opt);
   std::vector<std::string> input_shapes;
@@ -189,6 +197,15 @@ int main(int argc, char** argv) {
       if (model.test_data.empty() && model.inputs.empty())
         throw std::runtime_error("--model needs --inputs FILES or --test-data DIR");
       model.input_shapes = tgr::cli::parse_input_shapes(input_shapes);
+      std::vector<tgr::cli::FileRole> files{{"--model", model.model}, {"--export", model.export_path, true}};
+      for (const auto& in : model.inputs) files.push_back({"--inputs", in});
+      for (const auto& in : model.inputs) {
+        // run writes output_K.pb into --output-dir (or here): none may be an input.
+        const auto dir = std::filesystem::path(model.output_dir.empty() ? "." : model.output_dir);
+        const auto name = std::filesystem::path(in).filename().string();
+        if (name.rfind("output_", 0) == 0) files.push_back({"an output (--output-dir)", (dir / name).string(), true});
+      }
+      tgr::cli::refuse_same_files(files);
       return tgr::cli::run_model(model);
     }
     if (!graph_file.empty()) tgr::evaluate_and_print(tgr::parse_graph_file(tgr::read_file(graph_file)), domain, seed);

@@ -84,8 +84,9 @@ struct Loaded {
 // `given` (--input-shape) must agree with the input tensors.
 std::vector<ConstantValue> compute(const Loaded& model, const std::string& path, const std::vector<NamedTensor>& inputs,
                                    const std::string& precision, bool verbose, const std::string& export_path,
-                                   const std::map<std::string, Shape>& given) {
+                                   const std::map<std::string, Shape>& given, const onnx_io::ImportLimits& limits) {
   onnx_io::ImportOptions import_options;
+  import_options.limits = limits;
   for (size_t i = 0; i < inputs.size(); ++i) import_options.input_shapes[model.input_names[i]] = inputs[i].value.shape();
   for (const auto& [name, shape] : given) {
     auto it = import_options.input_shapes.find(name);
@@ -131,7 +132,7 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
   if (inputs.empty()) throw std::runtime_error("no input_K.pb files in '" + dir + "'");
   inputs = order_inputs(std::move(inputs), model.input_names);
   const std::vector<ConstantValue> actual =
-      compute(model, o.model, inputs, o.precision, verbose, verbose ? o.export_path : "", o.input_shapes);
+      compute(model, o.model, inputs, o.precision, verbose, verbose ? o.export_path : "", o.input_shapes, o.limits);
   if (expected.size() != actual.size())
     throw std::runtime_error("'" + dir + "' has " + std::to_string(expected.size()) + " reference output(s), the model " +
                              std::to_string(actual.size()));
@@ -191,7 +192,7 @@ int run_model(const ModelRunOptions& o) {
   for (const auto& p : o.inputs) inputs.push_back(onnx_io::read_tensor_file(p));
   inputs = order_inputs(std::move(inputs), model.input_names);
   const std::vector<ConstantValue> outputs =
-      compute(model, o.model, inputs, o.precision, true, o.export_path, o.input_shapes);
+      compute(model, o.model, inputs, o.precision, true, o.export_path, o.input_shapes, o.limits);
   if (!o.output_dir.empty()) fs::create_directories(o.output_dir);
   for (size_t k = 0; k < outputs.size(); ++k) {
     const std::string name = model.proto.graph().output(static_cast<int>(k)).name();

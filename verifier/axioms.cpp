@@ -83,10 +83,9 @@ const std::vector<Shape>& kind_shapes(Kind kind) {
 // ---- errors -----------------------------------------------------------------
 
 AxiomError::AxiomError(std::string file, int line, int column, const std::string& message, std::string_view source_line)
-    : std::runtime_error(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": error: " + message +
-                         (source_line.empty() ? std::string()
-                                              : "\n  " + std::string(source_line) + "\n  " +
-                                                    std::string(column > 0 ? column - 1 : 0, ' ') + "^")),
+    : std::runtime_error(
+          file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": error: " + message +
+          (source_line.empty() ? std::string() : "\n" + caret_excerpt(source_line, static_cast<size_t>(column)))),
       file_(std::move(file)),
       line_(line),
       column_(column),
@@ -360,9 +359,27 @@ class FileParser : public Scanner {
     return name;
   }
 
+  // Terms are evaluated and freed recursively: their depth (nesting, and
+  // the left-leaning trees of long + and * chains) is limited like that of
+  // expressions (ir/text.h).
+  void deeper(int chain) const {
+    if (term_depth_ + chain > kMaxExprDepth)
+      fail(pos_, "term nested more than " + std::to_string(kMaxExprDepth) + " levels deep (the limit)");
+  }
+  struct DepthGuard {
+    explicit DepthGuard(const FileParser& p) : parser(p) {
+      parser.deeper(1);
+      ++parser.term_depth_;
+    }
+    ~DepthGuard() { --parser.term_depth_; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+    const FileParser& parser;
+  };
+
   Term term(const Axiom& ax) {
     Term t = product_term(ax);
-    while (true) {
+    for (int chain = 1;; ++chain) {
       skip_ws();
       Term::Op op;
       if (accept("+")) op = Term::Op::kAdd;
@@ -370,6 +387,7 @@ class FileParser : public Scanner {
         ++pos_;
         op = Term::Op::kSub;
       } else break;
+      deeper(chain);
       Term r = product_term(ax);
       Term n;
       n.op = op;
@@ -381,12 +399,13 @@ class FileParser : public Scanner {
 
   Term product_term(const Axiom& ax) {
     Term t = unary_term(ax);
-    while (true) {
+    for (int chain = 1;; ++chain) {
       Term::Op op;
       if (accept("*")) op = Term::Op::kMul;
       else if (accept("/")) op = Term::Op::kDiv;
       else if (accept("%")) op = Term::Op::kMod;
       else break;
+      deeper(chain);
       Term r = unary_term(ax);
       Term n;
       n.op = op;
@@ -397,6 +416,7 @@ class FileParser : public Scanner {
   }
 
   Term unary_term(const Axiom& ax) {
+    const DepthGuard guard(*this);
     if (accept("-")) {
       Term n;
       n.op = Term::Op::kNeg;
@@ -610,6 +630,7 @@ class FileParser : public Scanner {
   std::string file_;
   size_t entry_start_ = 0;
   size_t name_pos_ = 0;
+  mutable int term_depth_ = 0;  // terms open around the current one (DepthGuard)
 };
 
 // ---- printing ---------------------------------------------------------------

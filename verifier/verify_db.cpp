@@ -61,6 +61,10 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
   const auto start = std::chrono::steady_clock::now();
   const Prover prover(axioms::load_axioms(o.specs));
   rules_db::RulesDb db = rules_db::RulesDb::open(o.db, false);
+  // Claimed before the candidates are read: while a generate run is still
+  // storing rules, verify would prove a part of them (or none) and call it done.
+  VerifyDbReport report;
+  report.run = db.claim_run("verify", settings_json(o), {"generate", "verify"}).run.id;
 
   std::vector<rules_db::RuleRecord> work;
   if (o.ids.empty()) {
@@ -78,13 +82,6 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
       work.push_back(std::move(*r));
     }
   }
-
-  VerifyDbReport report;
-  const std::string settings = settings_json(o);
-  if (auto unfinished = db.find_unfinished_run("verify", settings))
-    report.run = unfinished->id;
-  else
-    report.run = db.begin_run("verify", settings);
 
   std::atomic<size_t> done{0}, proved{0}, refuted{0}, unknown{0};
   util::Progress progress(o.progress, [&] {
@@ -167,7 +164,7 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
 
 RecheckReport recheck_proved(const std::string& db_path, int trials, uint64_t seed) {
   const auto start = std::chrono::steady_clock::now();
-  const rules_db::RulesDb db = rules_db::RulesDb::open(db_path, false);
+  const rules_db::RulesDb db = rules_db::RulesDb::open_read_only(db_path);
   const std::vector<rules_db::RuleRecord> proved = db.list_rules("proved");
   std::vector<std::optional<std::string>> found(proved.size());
   tbb::parallel_for(size_t{0}, proved.size(), [&](size_t i) {

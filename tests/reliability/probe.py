@@ -1,0 +1,504 @@
+#!/usr/bin/env python3
+"""Bad inputs the command-line programs must refuse with a clear message.
+
+One case per ctest (tests/CMakeLists.txt, `ctest -L reliability`):
+
+    probe.py BIN_DIR WORK_DIR CASE      # run one case
+    probe.py --list                     # the cases
+
+Each case writes its inputs under WORK_DIR/CASE, runs a program and checks
+its exit status and message, and that it wrote nothing it should not have
+(outputs absent, inputs byte-for-byte unchanged). A crash (a signal, or an
+exit status other than the expected one) fails the case. Models are written
+with the onnx package (tools/test.sh installs it).
+"""
+import hashlib
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:  # --list works without them; the cases say what is missing
+    MISSING = str(e)
+else:
+    MISSING = None
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+class Ctx:
+    def __init__(self, bin_dir, work):
+        self.bin = bin_dir
+        self.work = work
+
+    def path(self, *parts):
+        return os.path.join(self.work, *parts)
+
+    def run(self, prog, *args, code, message, timeout=120, env=None):
+        """Runs bin/PROG ARGS; checks the exit status and that stderr+stdout match `message`."""
+        cmd = [os.path.join(self.bin, prog)] + [str(a) for a in args]
+        start = time.monotonic()
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        took = time.monotonic() - start
+        out = p.stdout + p.stderr
+        shown = " ".join(cmd) + f"\n  exit {p.returncode} after {took:.1f} s\n  output: {out[-2000:]}"
+        if p.returncode < 0:
+            fail(f"crashed with signal {signal.Signals(-p.returncode).name}: {shown}")
+        if p.returncode != code:
+            fail(f"expected exit {code}: {shown}")
+        if message and not re.search(message, out, re.S):
+            fail(f"expected a message matching {message!r}: {shown}")
+        print(f"ok: {prog} exit {p.returncode} in {took:.1f} s: {out.strip().splitlines()[-1] if out.strip() else ''}")
+        return out
+
+
+def fail(what):
+    print("FAIL: " + what)
+    sys.exit(1)
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def save(model, path):
+    onnx.save(model, path)
+    return path
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def vinfo(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def tensor_file(path, array, name="x"):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(array, name).SerializeToString())
+    return path
+
+
+def x_input(ctx, shape=(1, 4)):
+    return tensor_file(ctx.path("x.pb"), np.ones(shape, np.float32))
+
+
+def run_model(ctx, m, message, extra=(), shape=(1, 4)):
+    path = save(m, ctx.path("m.onnx"))
+    ctx.run("run", "--model", path, "--inputs", x_input(ctx, shape), "--output-dir", ctx.path("out"), *extra,
+            code=1, message=message)
+    if os.path.exists(ctx.path("out")):
+        fail("run wrote outputs though it failed")
+
+
+# ---- ONNX models ----
+
+
+@case
+def split_num_outputs_zero(ctx):
+    n = helper.make_node("Split", ["x"], ["a"], name="split0", axis=1, num_outputs=0)
+    run_model(ctx, model([n], [vinfo("x", [1, 4])], [vinfo("a", None)], opset=18),
+              r"run: error: .*node 'split0' \(Split, opset 18\): num_outputs is 0; it must be at least 1")
+
+
+@case
+def split_num_outputs_negative(ctx):
+    n = helper.make_node("Split", ["x"], ["a"], name="split1", axis=1, num_outputs=-1)
+    run_model(ctx, model([n], [vinfo("x", [1, 4])], [vinfo("a", None)], opset=18),
+              r"node 'split1' \(Split, opset 18\): num_outputs is -1")
+
+
+@case
+def concat_no_inputs(ctx):
+    n = helper.make_node("Concat", [], ["a"], name="cat", axis=0)
+    r = helper.make_node("Relu", ["x"], ["b"], name="r")
+    run_model(ctx, model([n, r], [vinfo("x", [1, 4])], [vinfo("a", None), vinfo("b", None)]),
+              r"node 'cat' \(Concat, opset 17\): takes at least 1 input\(s\), given 0")
+
+
+@case
+def relu_three_inputs(ctx):
+    n = helper.make_node("Relu", ["x", "x", "x"], ["a"], name="relu3")
+    run_model(ctx, model([n], [vinfo("x", [1, 4])], [vinfo("a", None)]),
+              r"node 'relu3' \(Relu, opset 17\): takes 1 input\(s\), given 3")
+
+
+@case
+def two_nodes_write_one_value(ctx):
+    a = helper.make_node("Relu", ["x"], ["y"], name="first")
+    b = helper.make_node("Neg", ["x"], ["y"], name="second")
+    run_model(ctx, model([a, b], [vinfo("x", [1, 4])], [vinfo("y", None)]),
+              r"value 'y' is written by two nodes: 'first' \(Relu\) and 'second' \(Neg\)")
+
+
+@case
+def input_shape_differs_from_declared(ctx):
+    n = helper.make_node("Relu", ["x"], ["y"], name="r")
+    run_model(ctx, model([n], [vinfo("x", [1, 4])], [vinfo("y", None)]),
+              r"graph input 'x' is declared 1x4, given a tensor of shape 2x4", shape=(2, 4))
+
+
+def shape_const(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+@case
+def constant_of_shape_2_pow_31(ctx):
+    # A 145-byte model that once reached 12 GB.
+    n = helper.make_node("ConstantOfShape", ["s"], ["c"], name="cos")
+    add = helper.make_node("Add", ["x", "c"], ["y"], name="add")
+    m = model([n, add], [vinfo("x", [1])], [vinfo("y", None)], [shape_const("s", [1 << 31])])
+    run_model(ctx, m, r"node 'cos' \(ConstantOfShape, opset 17\): a tensor of 2147483648 elements is larger than "
+                      r"the limit of 268435456 \(raise it with --max-elements\)", shape=(1,))
+
+
+@case
+def limits_flag_raises_and_lowers(ctx):
+    n = helper.make_node("ConstantOfShape", ["s"], ["c"], name="cos")
+    add = helper.make_node("Add", ["x", "c"], ["y"], name="add")
+    path = save(model([n, add], [vinfo("x", [1])], [vinfo("y", None)], [shape_const("s", [1000])]), ctx.path("m.onnx"))
+    x = tensor_file(ctx.path("x.pb"), np.ones((1,), np.float32))
+    ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("a"), code=0, message=r"output_0\.pb")
+    ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("b"), "--max-elements", 999, code=1,
+            message=r"a tensor of 1000 elements is larger than the limit of 999")
+    ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("c"), "--max-bytes", 3999, code=1,
+            message=r"node 'cos' .*would take 4000 bytes, more than the limit of 3999 \(raise it with --max-bytes\)")
+
+
+@case
+def range_huge(ctx):
+    n = helper.make_node("Range", ["a", "b", "d"], ["r"], name="range")
+    add = helper.make_node("Add", ["x", "r"], ["y"], name="add")
+    inits = [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in (("a", 0), ("b", 1e18), ("d", 1))]
+    run_model(ctx, model([n, add], [vinfo("x", [1])], [vinfo("y", None)], inits),
+              r"node 'range' \(Range, opset 17\): a tensor of [0-9]{18} elements is larger than the limit",
+              shape=(1,))
+
+
+@case
+def expand_huge(ctx):
+    n = helper.make_node("Expand", ["x", "s"], ["y"], name="expand")
+    run_model(ctx, model([n], [vinfo("x", [1, 1])], [vinfo("y", None)], [shape_const("s", [1 << 20, 1 << 20])]),
+              r"node 'expand' \(Expand, opset 17\): a tensor of 1099511627776 elements is larger than the limit",
+              shape=(1, 1))
+
+
+@case
+def pad_huge(ctx):
+    n = helper.make_node("Pad", ["x", "p"], ["y"], name="pad")
+    run_model(ctx, model([n], [vinfo("x", [1, 4])], [vinfo("y", None)], [shape_const("p", [0, 0, 1 << 40, 0])]),
+              r"node 'pad' \(Pad, opset 17\): a tensor of [0-9]+ elements is larger than the limit")
+
+
+def relu_chain(length):
+    nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"r{i}") for i in range(length)]
+    return model(nodes, [vinfo("v0", [1, 4])], [vinfo(f"v{length}", [1, 4])])
+
+
+@case
+def run_chain_of_100000_nodes(ctx):
+    path = save(relu_chain(100_000), ctx.path("m.onnx"))
+    x = tensor_file(ctx.path("x.pb"), np.ones((1, 4), np.float32), "v0")
+    ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("out"), code=0, message=r"output_0\.pb",
+            timeout=600)
+
+
+@case
+def optimize_chain_of_40000_nodes(ctx):
+    path = save(relu_chain(40_000), ctx.path("m.onnx"))
+    ctx.run("optimize", path, "-o", ctx.path("out.onnx"), "-q", "--budget", 3, code=0, message=None, timeout=600)
+    if not os.path.exists(ctx.path("out.onnx")):
+        fail("optimize wrote no model")
+
+
+@case
+def external_data_symlink_outside(ctx):
+    os.makedirs(ctx.path("model"))
+    secret = ctx.path("secret.bin")  # outside the model's folder
+    with open(secret, "wb") as f:
+        f.write(np.arange(4, dtype=np.float32).tobytes())
+    os.symlink(os.path.join("..", "secret.bin"), ctx.path("model", "w.bin"))
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 4])
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", "0"), ("length", "16")):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    n = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    path = ctx.path("model", "m.onnx")
+    with open(path, "wb") as f:
+        f.write(model([n], [vinfo("x", [1, 4])], [vinfo("y", None)], [w]).SerializeToString())
+    message = r"'.*m\.onnx': tensor 'w': external data file '.*w\.bin' resolves to '.*secret\.bin', outside the model's folder"
+    ctx.run("run", "--model", path, "--inputs", x_input(ctx), "--output-dir", ctx.path("out"), code=1, message=message)
+    ctx.run("optimize", path, "-o", ctx.path("out.onnx"), code=1, message=message)
+    for p in ("out", "out.onnx"):
+        if os.path.exists(ctx.path(p)):
+            fail(f"{p} was written")
+
+
+# ---- output paths ----
+
+
+def small_model(ctx):
+    n = helper.make_node("Relu", ["x"], ["y"], name="r")
+    return save(model([n], [vinfo("x", [1, 4])], [vinfo("y", [1, 4])]), ctx.path("m.onnx"))
+
+
+@case
+def optimize_report_is_the_model(ctx):
+    m = small_model(ctx)
+    before = digest(m)
+    ctx.run("optimize", m, "-o", ctx.path("out.onnx"), "--report", m, code=2,
+            message=r"optimize: error: --report '.*m\.onnx' is the same file as the model '.*m\.onnx': refusing")
+    if digest(m) != before or os.path.exists(ctx.path("out.onnx")):
+        fail("the model was changed or an output written")
+
+
+@case
+def optimize_output_is_the_rules_database(ctx):
+    m = small_model(ctx)
+    db = ctx.path("rules.db")
+    shutil.copy(os.path.join(ctx.bin, "..", "default_rules.db"), db)
+    before = digest(db)
+    ctx.run("optimize", m, "-o", db, "--rules", db, code=2,
+            message=r"-o '.*rules\.db' is the same file as the rules database")
+    ctx.run("optimize", m, "-o", os.path.join(ctx.bin, "..", "default_rules.db"), code=2,
+            message=r"is the same file as the rules database")
+    if digest(db) != before:
+        fail("the database was changed")
+
+
+@case
+def optimize_report_is_the_output(ctx):
+    m = small_model(ctx)
+    ctx.run("optimize", m, "-o", ctx.path("o.onnx"), "--report", ctx.path(".", "o.onnx"), code=2,
+            message=r"(--report|-o) '.*o\.onnx' is the same file as (-o|--report) '.*o\.onnx': refusing")
+    if os.path.exists(ctx.path("o.onnx")):
+        fail("an output was written")
+
+
+@case
+def run_export_is_the_model(ctx):
+    m = small_model(ctx)
+    before = digest(m)
+    ctx.run("run", "--model", m, "--inputs", x_input(ctx), "--export", m, code=2,
+            message=r"--export '.*m\.onnx' is the same file as --model")
+    if digest(m) != before:
+        fail("the model was changed")
+
+
+# ---- rule and axiom text nested deeply ----
+
+
+def nested(op, depth, leaf="x0"):
+    return op + "(" * 1 + (op + "(") * (depth - 1) + leaf + ")" * depth
+
+
+DEEP = r"nested more than 256 calls deep \(the limit\)"
+
+
+@case
+def verify_prove_nested_20000(ctx):
+    ctx.run("verify", "--prove", nested("relu", 20000) + " => relu(x0)", "--shapes", "x0=2x2", code=1, message=DEEP)
+
+
+@case
+def verify_prove_nested_transposes_10000(ctx):
+    ctx.run("verify", "--prove", nested("transpose", 10000) + " => x0", "--shapes", "x0=2x3", code=1, message=DEEP,
+            timeout=30)
+
+
+@case
+def verify_prove_relu_5000_is_quick(ctx):
+    ctx.run("verify", "--prove", nested("relu", 5000) + " => relu(x0)", "--shapes", "x0=2x2", code=1, message=DEEP,
+            timeout=10)
+
+
+@case
+def rules_lookup_nested_20000(ctx):
+    ctx.run("rules", "--db", os.path.join(ctx.bin, "..", "default_rules.db"), "lookup",
+            nested("relu", 20000) + " => relu(x0)", code=2, message=DEEP, timeout=20)
+
+
+@case
+def rules_import_nested_line(ctx):
+    rules = ctx.path("deep.rules")
+    with open(rules, "w") as f:
+        f.write("relu(x0) => relu(x0) | x0=2x2\n" + nested("relu", 20000) + " => x0 | x0=2x2\n")
+    db = ctx.path("r.db")
+    ctx.run("rules", "--db", db, "import", rules, code=1, message=r"deep\.rules:2: at column .*" + DEEP, timeout=30)
+    if os.path.exists(db):
+        fail("the database was created")
+
+
+@case
+def check_axioms_nested(ctx):
+    specs = ctx.path("deep.axioms")
+    with open(specs, "w") as f:
+        f.write("axiom deep  # relu nested deeply\n  vars a: any\n  " + nested("relu", 20000, "a") + " = relu(a)\n")
+    ctx.run("verify", "--check-axioms", "--specs", specs, code=1, message=DEEP, timeout=30)
+    m = small_model(ctx)
+    ctx.run("optimize", m, "-o", ctx.path("o.onnx"), "--specs", specs, code=1, message=DEEP, timeout=60)
+    if os.path.exists(ctx.path("o.onnx")):
+        fail("an output was written")
+
+
+@case
+def axiom_term_chain(ctx):
+    specs = ctx.path("chain.axioms")
+    with open(specs, "w") as f:
+        f.write("axiom chain  # a long sum\n  vars a: any\n  where " + "+".join(["dim(a, 0)"] * 20000) + " > 0\n  relu(a) = relu(a)\n")
+    ctx.run("verify", "--check-axioms", "--specs", specs, code=1, message=r"term nested more than 256 levels deep",
+            timeout=30)
+
+
+# ---- databases ----
+
+
+def fresh_db(ctx, name="r.db"):
+    db = ctx.path(name)
+    rules = ctx.path("one.rules")
+    with open(rules, "w") as f:
+        f.write("".join(f"relu(relu(x{i})) => relu(x{i}) | x{i}=2x{i + 2}\n" for i in range(1)))
+        f.write("matmul(x0, matmul(w0, w1)) => matmul(matmul(x0, w0), w1) | x0=2x4,w0=4x4,w1=4x4\n")
+    ctx.run("rules", "--db", db, "import", rules, code=0, message=None)
+    return db
+
+
+@case
+def damaged_database_is_refused_untouched(ctx):
+    db = fresh_db(ctx)
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode = DELETE")
+    con.execute("CREATE TABLE filler (x TEXT)")
+    con.executemany("INSERT INTO filler VALUES (?)", [("z" * 500,)] * 200)
+    con.commit()
+    con.close()
+    # Damage a page of the rules table's index that opening never reads.
+    con = sqlite3.connect(db)
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'rules_status'").fetchone()[0]
+    con.close()
+    with open(db, "r+b") as f:
+        f.seek((root - 1) * 4096 + 8)
+        f.write(b"\xff" * 64)
+    before = digest(db)
+    for prog, args in (("verify", ["--db", db]), ("generate", ["--db", db, "--max-ops", "1", "--ops", "relu"])):
+        ctx.run(prog, *args, code=1, message=r"error: '.*r\.db' (is damaged|is not a valid SQLite database)")
+        if digest(db) != before or (os.path.exists(db + "-wal") and os.path.getsize(db + "-wal")):
+            fail(f"{prog} changed the damaged database")
+
+
+@case
+def read_only_folder(ctx):
+    folder = ctx.path("ro")
+    os.makedirs(folder)
+    db = os.path.join(folder, "rules.db")
+    shutil.copy(os.path.join(ctx.bin, "..", "default_rules.db"), db)
+    m = small_model(ctx)
+    os.chmod(db, 0o444)
+    os.chmod(folder, 0o555)
+    env = None
+    prefix = []
+    if os.geteuid() == 0:
+        # root ignores permission bits: run as nobody, as a user who cannot write here would.
+        for p in (ctx.work, os.path.dirname(ctx.work)):
+            os.chmod(p, os.stat(p).st_mode | 0o755)
+        os.chmod(ctx.work, 0o777)
+        prefix = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+    try:
+        def as_user(prog, *args, **kw):
+            if not prefix:
+                return ctx.run(prog, *args, **kw)
+            cmd = ["setpriv", *prefix, os.path.join(ctx.bin, prog), *[str(a) for a in args]]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            out = p.stdout + p.stderr
+            if p.returncode != kw["code"] or (kw["message"] and not re.search(kw["message"], out, re.S)):
+                fail(" ".join(cmd) + f"\n  exit {p.returncode}\n  output: {out[-2000:]}")
+            print(f"ok (as nobody): {prog} exit {p.returncode}")
+            return out
+        as_user("rules", "--db", db, "stats", code=0, message=r"23 rules")
+        as_user("rules", "--db", db, "lookup", "relu(conv2d(i0, k0)) => conv2d[act=relu](i0, k0)", code=0,
+                message=r"^1 proved")
+        as_user("optimize", m, "-o", ctx.path("o.onnx"), "--rules", db, "--no-default-rules", "-q", code=0,
+                message=None)
+        shipped = os.path.join(ctx.bin, "..", "default_rules.db")
+        as_user("optimize", m, "-o", ctx.path("o2.onnx"), "-q", "--rules", shipped, code=0, message=None)
+    finally:
+        os.chmod(folder, 0o755)
+
+
+@case
+def stale_run_and_concurrent_generate(ctx):
+    db = ctx.path("g.db")
+    args = ["--db", db, "--max-ops", "3"]
+    first = subprocess.Popen([os.path.join(ctx.bin, "generate"), *args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    # Wait for its run to be stored, then start a second one with the same settings.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+            running = con.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()[0]
+            con.close()
+            if running:
+                break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    else:
+        fail("the first generate stored no run")
+    if first.poll() is not None:
+        fail("generate --max-ops 3 ended too soon for this test")
+    ctx.run("generate", *args, code=1,
+            message=r"generate run 1 is being executed by process %d on .*; wait until it ends" % first.pid)
+    ctx.run("verify", "--db", db, code=1, message=r"generate run 1 is being executed by process %d" % first.pid)
+    first.kill()
+    first.wait()
+    # The killed run is marked on the next writable open (here verify's, which then refuses nothing).
+    ctx.run("verify", "--db", db, code=0, message=None)
+    con = sqlite3.connect(db)
+    status, stats = con.execute("SELECT status, stats FROM runs WHERE id = 1").fetchone()
+    con.close()
+    if status != "failed" or f"process {first.pid} on " not in stats:
+        fail(f"run 1 is {status} {stats}, expected failed naming process {first.pid}")
+    print(f"ok: run 1 {status}: {stats}")
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return
+    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
+        sys.exit("usage: probe.py BIN_DIR WORK_DIR CASE (cases: probe.py --list)")
+    if MISSING:
+        fail(f"{MISSING}: these tests need the Python packages numpy and onnx (pip install onnx)")
+    bin_dir, work, name = sys.argv[1:]
+    work = os.path.abspath(os.path.join(work, name))
+    if os.path.exists(work):
+        for root, dirs, _ in os.walk(work):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), 0o755)
+        shutil.rmtree(work)
+    os.makedirs(work)
+    CASES[name](Ctx(os.path.abspath(bin_dir), work))
+
+
+if __name__ == "__main__":
+    main()
