@@ -68,6 +68,25 @@ ClassId EGraph::lookup(const ENode& node) const {
   return it == memo_.end() ? kNoClass : find(it->second);
 }
 
+ClassId EGraph::lookup_op(const OpDef& op, Params params, const std::vector<ClassId>& operands) const {
+  std::vector<Shape> in_shapes;
+  std::vector<ClassId> children;
+  for (ClassId c : operands) {
+    c = find(c);
+    const ClassData& d = classes_[c].data;
+    if (d.tuple) return kNoClass;
+    in_shapes.push_back(d.shapes[0]);
+    children.push_back(c);
+  }
+  if (op.canonicalize) op.canonicalize(params, in_shapes);
+  auto [begin, end] = op_instance_index_.equal_range(hash_params(op, params));
+  for (auto it = begin; it != end; ++it) {
+    const OpInstance& oi = op_instances_[it->second];
+    if (oi.op == &op && oi.params == params) return lookup(ENode{NodeKind::kOp, it->second, std::move(children), 0});
+  }
+  return kNoClass;
+}
+
 bool EGraph::is_constant_node(const ENode& n) const {
   switch (n.kind) {
     case NodeKind::kInput:

@@ -115,6 +115,10 @@ class EGraph {
 
   // The class an e-node (with canonical children) is in, or kNoClass.
   ClassId lookup(const ENode& node) const;
+  // The class of an operator over value classes as add_op would build it
+  // (parameters canonicalised), or kNoClass where the e-graph lacks it.
+  // Adds nothing; thread-safe on a rebuilt e-graph.
+  ClassId lookup_op(const OpDef& op, Params params, const std::vector<ClassId>& operands) const;
 
   // Union-find representative.
   ClassId find(ClassId id) const;

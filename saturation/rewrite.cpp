@@ -186,6 +186,40 @@ double local_cost_delta(const EGraph& egraph, const MatchInstance& instance, opt
          cost_with_weights(r.source, constant_inputs(egraph, instance, r.source), cost);
 }
 
+bool already_holds(const EGraph& egraph, const MatchInstance& instance, const PatternMatch& match) {
+  const Graph& target = instance.instance.rule.target;
+  std::vector<ClassId> classes(target.nodes().size(), kNoClass);
+  auto value_class = [&](ValueRef v) {
+    const ClassId c = classes.at(v.node);
+    if (c == kNoClass || !egraph.data(c).tuple) return c;
+    return egraph.lookup(ENode{NodeKind::kProject, static_cast<uint32_t>(v.output), {c}, 0});
+  };
+  for (int32_t i = 0; i < static_cast<int32_t>(target.nodes().size()); ++i) {
+    const Node& n = target.node(i);
+    if (n.is_input()) {
+      auto it = instance.variable_classes.find(n.name);
+      if (it == instance.variable_classes.end()) return false;
+      classes[i] = egraph.find(it->second);
+    } else if (n.is_op()) {
+      std::vector<ClassId> operands;
+      for (ValueRef in : n.inputs) {
+        const ClassId c = value_class(in);
+        if (c == kNoClass) return false;
+        operands.push_back(c);
+      }
+      classes[i] = egraph.lookup_op(*n.op, n.params, operands);
+      if (classes[i] == kNoClass) return false;
+    } else {
+      return false;  // a constant of the target: not looked up, proved as usual
+    }
+  }
+  for (size_t k = 0; k < target.outputs().size(); ++k) {
+    const ClassId t = value_class(target.outputs()[k]);
+    if (t == kNoClass || t != egraph.find(match.outputs.at(k))) return false;
+  }
+  return true;
+}
+
 ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const PatternMatch& match, uint32_t origin,
                           bool filter_cycles) {
   const Graph& target = proved.instance.rule.target;

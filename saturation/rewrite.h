@@ -48,6 +48,13 @@ struct MatchInstance {
 std::optional<MatchInstance> instantiate_match(const EGraph& egraph, const optimizer::DirectedRule& rule,
                                                const PatternMatch& match);
 
+// Whether applying the instance would change nothing: its target's every
+// node is in the e-graph already and each target output is in the class
+// its source output matched (the reverse direction of a rule already
+// applied there, say). Such an instance needs no proof. Reads the e-graph
+// only (thread-safe on a rebuilt e-graph).
+bool already_holds(const EGraph& egraph, const MatchInstance& instance, const PatternMatch& match);
+
 // Proof results by instance up to the names of its variables. A generated
 // database holds one rule in several namings (add(add(b0, b1), b2) and
 // add(add(k0, k1), k2) differ only in the kinds of shapes they were

@@ -297,8 +297,10 @@ RunnerStats Runner::run() {
     const auto slice_end = t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slice));
     std::vector<std::optional<MatchInstance>> instances(work.size());
     std::vector<double> delta(work.size(), 0.0);
+    std::vector<char> holds(work.size(), 0);
     auto instantiate = [&](size_t i) {
       instances[i] = instantiate_match(egraph_, rules_[work[i].first], *work[i].second);
+      holds[i] = static_cast<char>(instances[i] && already_holds(egraph_, *instances[i], *work[i].second));
       if (instances[i] && cost_) delta[i] = local_cost_delta(egraph_, *instances[i], *cost_);
     };
     if (options_.parallel) tbb::parallel_for(size_t{0}, work.size(), instantiate);
@@ -307,10 +309,10 @@ RunnerStats Runner::run() {
     it.instantiate_s = since(t);
     std::vector<size_t> order;
     for (size_t i = 0; i < work.size(); ++i) {
-      if (instances[i]) {
+      if (instances[i] && !holds[i]) {
         order.push_back(i);
       } else {
-        ++stats.no_instance;
+        ++(instances[i] ? stats.already_holding : stats.no_instance);
         tried.insert(key_of(work[i].first, *work[i].second));
       }
     }

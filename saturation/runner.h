@@ -24,7 +24,9 @@
 //     associativity cannot flood the e-graph; its first `limit` matches are
 //     kept (egg drops them all).
 //  3. prove: every kept match is instantiated at the classes' shapes
-//     (saturation/rewrite.h), then the instances are proved in order of
+//     (saturation/rewrite.h); an instance that would add nothing (its
+//     target already in the matched classes: the reverse of a rewrite
+//     applied there) is dropped unproved; the others are proved in order of
 //     their local cost change (target minus source: cheapening rewrites
 //     first), in parallel, for at most a share of the time left; the others
 //     wait for a later iteration. Proofs are what saturation spends its
@@ -116,6 +118,7 @@ struct RunnerStats {
       0;  // instantiated, left for a later iteration by the proof time share (counted per iteration)
   int64_t bans = 0;
   int64_t no_instance = 0, not_proved = 0, proved = 0;
+  int64_t already_holding = 0;  // instances that would change nothing (saturation/rewrite.h, already_holds): not proved
   int64_t renamed_proof_hits = 0;           // instances decided by an earlier one up to variable names (ProofCache)
   int64_t unions = 0, cycles_filtered = 0;  // cycles_filtered: unions skipped
   int64_t cycle_nodes_removed = 0;          // e-nodes filtered by cycle removal

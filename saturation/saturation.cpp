@@ -140,6 +140,7 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
       {"not_proved", r.not_proved},
       {"renamed_proof_hits", r.renamed_proof_hits},
       {"no_instance", r.no_instance},
+      {"already_holding", r.already_holding},
       {"unions", r.unions},
       {"cycles_filtered", r.cycles_filtered},
       {"cycle_nodes_removed", r.cycle_nodes_removed},
