@@ -297,8 +297,13 @@ RunnerStats Runner::run() {
     const auto slice_end = t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slice));
     std::vector<std::optional<MatchInstance>> instances(work.size());
     std::vector<double> delta(work.size(), 0.0);
-    std::vector<char> holds(work.size(), 0);
+    std::vector<char> holds(work.size(), 0), not_reached(work.size(), 0);
     auto instantiate = [&](size_t i) {
+      if (out_of_time()) {  // thousands of matches can take seconds: the limit holds here too
+        cut_short = true;
+        not_reached[i] = 1;
+        return;
+      }
       instances[i] = instantiate_match(egraph_, rules_[work[i].first], *work[i].second);
       holds[i] = static_cast<char>(instances[i] && already_holds(egraph_, *instances[i], *work[i].second));
       if (instances[i] && cost_) delta[i] = local_cost_delta(egraph_, *instances[i], *cost_);
@@ -309,6 +314,7 @@ RunnerStats Runner::run() {
     it.instantiate_s = since(t);
     std::vector<size_t> order;
     for (size_t i = 0; i < work.size(); ++i) {
+      if (not_reached[i]) continue;
       if (instances[i] && !holds[i]) {
         order.push_back(i);
       } else {
