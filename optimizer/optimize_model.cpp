@@ -237,9 +237,8 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   report.cost_after_us = result.best_cost;
   report.rules_applied = result.applied;
   for (const RuleUse& u : result.applied)
-    report.rules_applied_db.push_back(directions[index_of_direction.at(u.text)].rule_set == kShippedRuleSet
-                                          ? o.default_rules_db
-                                          : o.rules_db);
+    report.rules_applied_db.push_back(
+        directions[index_of_direction.at(u.text)].rule_set == kShippedRuleSet ? o.default_rules_db : o.rules_db);
   report.search = result.stats;
 
   t = Clock::now();

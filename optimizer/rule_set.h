@@ -29,7 +29,7 @@ namespace tgr::optimizer {
 struct DirectedRule {
   int64_t id = 0;       // the rule's id in the database
   bool reversed = false;  // applied right to left
-  std::string text;     // "source => target" in the applied direction
+  std::string text;       // "source => target" in the applied direction
   Rule graphs;          // both sides built at the generator's shapes
   ShapeMap shapes;      // the generator's shapes of the variables
   DTypeMap dtypes;
@@ -62,7 +62,9 @@ struct RuleDirectionText {
   std::string text;       // "source => target" in this direction
   std::string variables;  // the generator's shapes, "x0=2x4,w0=4x4"
   size_t rule_set = 0;    // which of the caller's rule sets it belongs to: where build_directed_rules counts it
-  bool shipped = false;   // one of the rules shipped with tgr (whichever set it is counted in): saturation runs these first
+  // One of the rules shipped with tgr (whichever set it is counted in):
+  // saturation runs these first.
+  bool shipped = false;
 };
 
 // The directions of the partial rules that carry a correction (left to right)

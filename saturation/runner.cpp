@@ -8,9 +8,6 @@
 #include <atomic>
 #include <chrono>
 #include <string>
-#include <map>
-#include <cstdio>
-#include <cstdlib>
 #include <unordered_set>
 
 #include "ir/hash.h"
@@ -429,12 +426,6 @@ RunnerStats Runner::run() {
       // Nothing else to do: lift the bans now rather than idle (egg).
       for (RuleSchedule& s : schedule) s.banned_until = 0;
     }
-  }
-  if (std::getenv("TGR_DEBUG_RULES")) {
-    std::map<size_t,int> per; for (size_t r : applications_) ++per[r];
-    std::vector<std::pair<int,size_t>> v; for (auto [r,c] : per) v.push_back({c,r});
-    std::sort(v.rbegin(), v.rend());
-    for (size_t i = 0; i < v.size() && i < 30; ++i) std::fprintf(stderr, "%6d %s\n", v[i].first, rules_[v[i].second].text.c_str());
   }
   stats.renamed_proof_hits = proofs.hits();
   stats.seconds = since(start);

@@ -101,7 +101,7 @@ struct RunnerOptions {
   // The shipped rules (DirectedRule::shipped) alone first, then all; only
   // staged when some rules are shipped and some are not.
   bool shipped_rules_first = false;
-  double lead_time_share = 0.75; // at most, of the time left for the iterations, for the lead stage
+  double lead_time_share = 0.75;                  // at most, of the time left for the iterations, for the lead stage
   pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::BacktrackingOptions
 };
 

@@ -20,7 +20,7 @@ struct ModelRunOptions {
   std::string precision = "f32";    // f32 | f64
   std::string export_path;          // write the imported graph as ONNX (--export)
   std::map<std::string, Shape> input_shapes;  // --input-shape: must agree with the input tensors
-  onnx_io::ImportLimits limits;     // --max-elements, --max-bytes
+  onnx_io::ImportLimits limits;               // --max-elements, --max-bytes
 };
 
 // Returns the exit status: 0 on success (and every output within rtol).
