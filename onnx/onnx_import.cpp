@@ -397,7 +397,8 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
     auto [shape, dtype] = input_type(info, options);
     values[info.name()] = graph.add_input(info.name(), shape, dtype);
   }
-  for (const auto& [name, shape] : options.input_shapes) {
+  for (const auto& given : options.input_shapes) {
+    const std::string& name = given.first;  // (not a structured binding: clang's C++20 cannot capture one)
     const bool is_input =
         std::any_of(g.input().begin(), g.input().end(), [&](const auto& i) { return i.name() == name; });
     if (!is_input || graph.node(values.at(name).node).is_constant()) {
