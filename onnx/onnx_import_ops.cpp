@@ -849,6 +849,7 @@ void import_concat(Ctx& c) {
 
 void import_split(Ctx& c) {
   const ValueRef x = c.input(0);
+  if (c.rank(x) == 0) c.fail("input is a scalar (rank 0): nothing to split");
   const int64_t axis = c.axis(c.attr_int("axis", 0), c.rank(x));
   const int64_t dim = c.shape(x)[axis];
   Ints sizes = c.opset() < 13 ? c.attr_ints("split") : (c.has_input(1) ? c.constant_ints(1, "split") : Ints{});
@@ -867,6 +868,7 @@ void import_slice(Ctx& c) {
   const ValueRef x = c.input(0);
   const Shape& s = c.shape(x);
   const int64_t rank = c.rank(x);
+  if (rank == 0) c.fail("input is a scalar (rank 0): nothing to slice");  // (found by fuzz_onnx_import)
   const Ints starts = c.constant_ints(1, "starts"), ends = c.constant_ints(2, "ends");
   Ints axes = c.has_input(3) ? c.constant_ints(3, "axes") : Ints{};
   Ints steps = c.has_input(4) ? c.constant_ints(4, "steps") : Ints(starts.size(), 1);
@@ -920,6 +922,7 @@ void import_pad(Ctx& c) {
   Ints pads = c.opset() < 11 ? c.attr_ints("pads") : c.constant_ints(1, "pads");
   if (c.has_input(3)) {  // opset 18: pads for the listed axes only
     const Ints axes = c.constant_ints(3, "axes");
+    if (rank == 0) c.fail("input is a scalar (rank 0): no axes to pad");
     Ints full(2 * rank, 0);
     for (size_t i = 0; i < axes.size(); ++i) {
       const int64_t a = c.axis(axes[i], rank);

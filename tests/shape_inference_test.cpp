@@ -268,6 +268,12 @@ TEST(ShapeInference, ExpandAndPad) {
   expect_error<ShapeError>([] { infer("pad", {{2, 3}}, {{"pads", Ints{1, 1}}}); },
                            "pad: pads needs 4 entries (all begins, then all ends) for 2x3, got 2");
   expect_error<ParamError>([] { infer("pad", {{2}}, {{"pads", Ints{-1, 0}}}); }, "pad: parameter 'pads' = -1x0");
+  // A model's pads whose sum passes int64 (found by fuzz_onnx_import).
+  expect_error<ShapeError>(
+      [] {
+        infer("pad", {{2}}, {{"pads", Ints{INT64_MAX, 1}}});
+      },
+      "pad: pads 9223372036854775807 and 1 on axis 0 of 2 give no valid size");
 }
 
 TEST(ShapeInference, Gather) {

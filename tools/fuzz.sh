@@ -41,9 +41,18 @@ done
 for target in onnx_import rule_text rules_db; do
   work=$(mktemp -d)
   cp -r "fuzz/corpus/$target/." "$work/"
-  echo "fuzz: $target for $SECONDS_PER_TARGET s"
+  # FUZZ_RUNS (what .ci/run sets): a fixed number of inputs from a fixed
+  # seed, the same every run, so CI is reproducible; else a time budget
+  # from a random seed, to explore.
+  if [[ -n ${FUZZ_RUNS:-} ]]; then
+    budget=(-runs="$FUZZ_RUNS" -seed=1)
+    echo "fuzz: $target for $FUZZ_RUNS inputs (seed 1)"
+  else
+    budget=(-max_total_time="$SECONDS_PER_TARGET")
+    echo "fuzz: $target for $SECONDS_PER_TARGET s"
+  fi
   log="$PWD/$BUILD/fuzz_$target.log"
-  if ! (cd "$BUILD" && "./bin/fuzz_$target" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=20 \
+  if ! (cd "$BUILD" && "./bin/fuzz_$target" "${budget[@]}" -rss_limit_mb=2048 -timeout=20 \
           -max_len=65536 -print_final_stats=1 "$work" >"$log" 2>&1); then
     tail -60 "$log"
     echo "fuzz: $target found a crash (above; the input is in $BUILD/crash-*)" >&2

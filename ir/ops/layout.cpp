@@ -223,7 +223,15 @@ std::vector<Shape> pad_shapes(const OpCall& call) {
     throw ShapeError("pad: pads needs " + std::to_string(2 * x.size()) + " entries (all begins, then all ends) for " +
                      shape_to_string(x) + ", got " + std::to_string(pads.size()));
   Shape out = x;
-  for (size_t d = 0; d < x.size(); ++d) out[d] += pads[d] + pads[d + x.size()];
+  for (size_t d = 0; d < x.size(); ++d) {
+    int64_t size = 0;
+    // Pads come from models: a sum beyond int64 is an error, not overflow.
+    if (__builtin_add_overflow(pads[d], pads[d + x.size()], &size) || __builtin_add_overflow(out[d], size, &size) ||
+        size < 0)
+      throw ShapeError("pad: pads " + std::to_string(pads[d]) + " and " + std::to_string(pads[d + x.size()]) +
+                       " on axis " + std::to_string(d) + " of " + shape_to_string(x) + " give no valid size");
+    out[d] = size;
+  }
   return {out};
 }
 
