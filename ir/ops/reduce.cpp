@@ -28,10 +28,11 @@ std::vector<Shape> reduce_shapes(const OpCall& call) {
   return {out};
 }
 
-// Sums x into out: each input element adds to the output element whose index
-// drops (or zeroes) the reduced axes.
-template <class T>
-void sum_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
+// Calls f(i, o) for each element i of x, in order, with o the index of the
+// output element it reduces into: its index with the reduced axes dropped
+// (or zeroed).
+template <class T, class F>
+void for_each_reduced(const OpCall& call, const Tensor<T>& x, F&& f) {
   const auto& axes = call.params.get_ints("axes");
   const int rank = x.rank();
   std::vector<int64_t> out_stride(rank, 0);
@@ -41,11 +42,10 @@ void sum_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
     out_stride[d] = st;
     st *= x.shape[d];
   }
-  std::fill(out.data.begin(), out.data.end(), T{});
   std::vector<int64_t> idx(rank, 0);
   int64_t o = 0;
   for (int64_t i = 0; i < x.size(); ++i) {
-    out.data[o] += x.data[i];
+    f(i, o);
     for (int ax = rank - 1; ax >= 0; --ax) {
       o += out_stride[ax];
       if (++idx[ax] < x.shape[ax]) break;
@@ -53,6 +53,13 @@ void sum_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
       idx[ax] = 0;
     }
   }
+}
+
+// Sums x into out.
+template <class T>
+void sum_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
+  std::fill(out.data.begin(), out.data.end(), T{});
+  for_each_reduced(call, x, [&](int64_t i, int64_t o) { out.data[o] += x.data[i]; });
 }
 
 template <class T>
@@ -67,9 +74,9 @@ void reduce_mean_kernel(const OpCall& call, std::span<const Tensor<T>* const> in
   for (T& v : out[0].data) v *= scale;
 }
 
-// The largest (Less = std::less) or smallest element over the reduced axes;
-// NaN propagates, as in ONNX Runtime. An empty reduction is an error
-// (ONNX gives the identity -inf / +inf, which int64 lacks).
+// The largest (kMax) or smallest element over the reduced axes; NaN
+// propagates, as in ONNX Runtime. An empty reduction is an error (ONNX
+// gives the identity -inf / +inf, which int64 lacks).
 template <class T, bool kMax>
 void extreme_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
   if constexpr (kIsField<T>) {
@@ -77,19 +84,8 @@ void extreme_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
                              ": the largest or smallest field element has no meaning (the field has no order)");
   } else {
     if (x.size() == 0 && out.size() > 0) throw std::domain_error(call.op.name + ": reducing an empty axis");
-    const auto& axes = call.params.get_ints("axes");
-    const int rank = x.rank();
-    std::vector<int64_t> out_stride(rank, 0);
-    int64_t st = 1;
-    for (int d = rank - 1; d >= 0; --d) {
-      if (std::find(axes.begin(), axes.end(), d) != axes.end()) continue;
-      out_stride[d] = st;
-      st *= x.shape[d];
-    }
     std::vector<char> seen(out.data.size(), 0);
-    std::vector<int64_t> idx(rank, 0);
-    int64_t o = 0;
-    for (int64_t i = 0; i < x.size(); ++i) {
+    for_each_reduced(call, x, [&](int64_t i, int64_t o) {
       const T v = x.data[i];
       T& acc = out.data[o];
       if (!seen[o]) {
@@ -100,13 +96,7 @@ void extreme_into(const OpCall& call, const Tensor<T>& x, Tensor<T>& out) {
       } else if (kMax ? v > acc : v < acc) {
         acc = v;
       }
-      for (int ax = rank - 1; ax >= 0; --ax) {
-        o += out_stride[ax];
-        if (++idx[ax] < x.shape[ax]) break;
-        o -= out_stride[ax] * x.shape[ax];
-        idx[ax] = 0;
-      }
-    }
+    });
   }
 }
 
