@@ -43,4 +43,17 @@ inline std::map<std::string, Shape> parse_input_shapes(const std::vector<std::st
   return shapes;
 }
 
+// Adds the --input-shape shapes to `shapes` (the input tensors' shapes, by
+// input name): one given for an input that has a tensor must agree with it.
+// A name the model lacks is added too: the importer says so.
+inline void add_given_input_shapes(std::map<std::string, Shape>& shapes, const std::map<std::string, Shape>& given) {
+  for (const auto& [name, shape] : given) {
+    auto it = shapes.find(name);
+    if (it != shapes.end() && it->second != shape)
+      throw std::runtime_error("--input-shape " + name + "=" + shape_to_string(shape) + ": the input tensor for '" +
+                               name + "' has shape " + shape_to_string(it->second));
+    shapes[name] = shape;
+  }
+}
+
 }  // namespace tgr::cli

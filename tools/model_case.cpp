@@ -10,6 +10,7 @@
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_proto.h"
 #include "runtime/interpreter.h"
+#include "tools/input_shapes.h"
 
 namespace tgr::cli {
 
@@ -61,13 +62,7 @@ ModelCase load_model_case(const std::string& model_path, const std::string& test
     }
     for (size_t i = 0; i < names.size(); ++i) options.input_shapes[names[i]] = given[i].value.shape();
   }
-  for (const auto& [name, shape] : input_shapes) {
-    auto it = options.input_shapes.find(name);
-    if (it != options.input_shapes.end() && it->second != shape)
-      throw std::runtime_error("--input-shape " + name + "=" + shape_to_string(shape) + ": the input tensor for '" +
-                               name + "' has shape " + shape_to_string(it->second));
-    options.input_shapes[name] = shape;  // a name the model lacks: the importer says so
-  }
+  add_given_input_shapes(options.input_shapes, input_shapes);
   c.graph = onnx_io::import_model(proto, options).graph;
   if (!given.empty()) {
     for (auto& t : given) c.inputs.push_back(std::move(t.value));

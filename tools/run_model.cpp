@@ -12,6 +12,7 @@
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
 #include "runtime/interpreter.h"
+#include "tools/input_shapes.h"
 
 namespace tgr::cli {
 namespace {
@@ -88,13 +89,7 @@ std::vector<ConstantValue> compute(const Loaded& model, const std::string& path,
   onnx_io::ImportOptions import_options;
   import_options.limits = limits;
   for (size_t i = 0; i < inputs.size(); ++i) import_options.input_shapes[model.input_names[i]] = inputs[i].value.shape();
-  for (const auto& [name, shape] : given) {
-    auto it = import_options.input_shapes.find(name);
-    if (it != import_options.input_shapes.end() && it->second != shape)
-      throw std::runtime_error("--input-shape " + name + "=" + shape_to_string(shape) + ": the input tensor for '" +
-                               name + "' has shape " + shape_to_string(it->second));
-    import_options.input_shapes[name] = shape;  // a name the model lacks: the importer says so
-  }
+  add_given_input_shapes(import_options.input_shapes, given);
   auto start = std::chrono::steady_clock::now();
   onnx_io::ImportedModel imported;
   try {
