@@ -186,66 +186,79 @@ double local_cost_delta(const EGraph& egraph, const MatchInstance& instance, opt
          cost_with_weights(r.source, constant_inputs(egraph, instance, r.source), cost);
 }
 
-bool already_holds(const EGraph& egraph, const MatchInstance& instance, const PatternMatch& match) {
+namespace {
+
+// The class of every node of the instance's target, bottom-up (indexed like
+// the target's nodes), and its outputs' value classes: variables are their
+// matched classes, `constant(node)` and `op(node, operand classes)` give the
+// rest, `project(tuple class, k)` an output of a multi-output operator. Any
+// of them may answer kNoClass (not in the e-graph): the walk stops, and
+// returns an empty list. apply_proved adds what is missing; already_holds
+// only looks.
+template <class Constant, class Op, class Project>
+std::vector<ClassId> target_output_classes(const EGraph& egraph, const MatchInstance& instance, Constant constant,
+                                           Op op, Project project) {
   const Graph& target = instance.instance.rule.target;
   std::vector<ClassId> classes(target.nodes().size(), kNoClass);
   auto value_class = [&](ValueRef v) {
     const ClassId c = classes.at(v.node);
-    if (c == kNoClass || !egraph.data(c).tuple) return c;
-    return egraph.lookup(ENode{NodeKind::kProject, static_cast<uint32_t>(v.output), {c}, 0});
+    return egraph.data(c).tuple ? project(c, static_cast<uint32_t>(v.output)) : c;
   };
   for (int32_t i = 0; i < static_cast<int32_t>(target.nodes().size()); ++i) {
     const Node& n = target.node(i);
     if (n.is_input()) {
       auto it = instance.variable_classes.find(n.name);
-      if (it == instance.variable_classes.end()) return false;
-      classes[i] = egraph.find(it->second);
-    } else if (n.is_op()) {
+      if (it == instance.variable_classes.end())
+        throw std::logic_error("saturation: instance variable '" + n.name +
+                               "' has no class: " + instance.instance.text);
+      classes[i] = it->second;
+    } else if (n.is_constant()) {
+      classes[i] = constant(n);
+    } else {
       std::vector<ClassId> operands;
       for (ValueRef in : n.inputs) {
-        const ClassId c = value_class(in);
-        if (c == kNoClass) return false;
-        operands.push_back(c);
+        operands.push_back(value_class(in));
+        if (operands.back() == kNoClass) return {};
       }
-      classes[i] = egraph.lookup_op(*n.op, n.params, operands);
-      if (classes[i] == kNoClass) return false;
-    } else {
-      return false;  // a constant of the target: not looked up, proved as usual
+      classes[i] = op(n, std::move(operands));
     }
+    if (classes[i] == kNoClass) return {};
   }
-  for (size_t k = 0; k < target.outputs().size(); ++k) {
-    const ClassId t = value_class(target.outputs()[k]);
-    if (t == kNoClass || t != egraph.find(match.outputs.at(k))) return false;
+  std::vector<ClassId> outputs;
+  for (ValueRef v : target.outputs()) {
+    outputs.push_back(value_class(v));
+    if (outputs.back() == kNoClass) return {};
   }
+  return outputs;
+}
+
+}  // namespace
+
+bool already_holds(const EGraph& egraph, const MatchInstance& instance, const PatternMatch& match) {
+  const std::vector<ClassId> outputs = target_output_classes(
+      egraph, instance,
+      [](const Node&) { return kNoClass; },  // a constant of the target: not looked up, proved as usual
+      [&](const Node& n, std::vector<ClassId> operands) { return egraph.lookup_op(*n.op, n.params, operands); },
+      [&](ClassId tuple, uint32_t k) {
+        return egraph.lookup(ENode{NodeKind::kProject, k, {tuple}, 0});
+      });
+  if (outputs.empty()) return false;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (egraph.find(outputs[k]) != egraph.find(match.outputs.at(k))) return false;
   return true;
 }
 
 ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const PatternMatch& match, uint32_t origin,
                           bool filter_cycles) {
-  const Graph& target = proved.instance.rule.target;
-  std::vector<ClassId> classes(target.nodes().size(), kNoClass);
-  auto value_class = [&](ValueRef v) {
-    const ClassId c = classes.at(v.node);
-    return egraph.data(c).tuple ? egraph.add_project(c, static_cast<uint32_t>(v.output), origin) : c;
-  };
-  for (int32_t i = 0; i < static_cast<int32_t>(target.nodes().size()); ++i) {
-    const Node& n = target.node(i);
-    if (n.is_input()) {
-      auto it = proved.variable_classes.find(n.name);
-      if (it == proved.variable_classes.end())
-        throw std::logic_error("saturation: instance variable '" + n.name + "' has no class: " + proved.instance.text);
-      classes[i] = it->second;
-    } else if (n.is_constant()) {
-      classes[i] = egraph.add_constant(n);
-    } else {
-      std::vector<ClassId> operands;
-      for (ValueRef in : n.inputs) operands.push_back(value_class(in));
-      classes[i] = egraph.add_op(*n.op, n.params, std::move(operands), origin);
-    }
-  }
+  const std::vector<ClassId> outputs = target_output_classes(
+      egraph, proved, [&](const Node& n) { return egraph.add_constant(n); },
+      [&](const Node& n, std::vector<ClassId> operands) {
+        return egraph.add_op(*n.op, n.params, std::move(operands), origin);
+      },
+      [&](ClassId tuple, uint32_t k) { return egraph.add_project(tuple, k, origin); });
   ApplyOutcome out;
-  for (size_t k = 0; k < target.outputs().size(); ++k) {
-    const ClassId t = egraph.find(value_class(target.outputs()[k]));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const ClassId t = egraph.find(outputs[k]);
     const ClassId s = egraph.find(match.outputs.at(k));
     if (t == s) continue;
     // Either direction closes a cycle: s would contain a node that reaches
