@@ -38,13 +38,18 @@ size_t ENodeHash::operator()(const ENode& n) const {
   return static_cast<size_t>(h);
 }
 
-uint32_t EGraph::intern(const OpDef& op, Params params) {
-  const uint64_t h = hash_params(op, params);
-  auto [begin, end] = op_instance_index_.equal_range(h);
+std::optional<uint32_t> EGraph::find_instance(const OpDef& op, const Params& params, uint64_t hash) const {
+  auto [begin, end] = op_instance_index_.equal_range(hash);
   for (auto it = begin; it != end; ++it) {
     const OpInstance& oi = op_instances_[it->second];
     if (oi.op == &op && oi.params == params) return it->second;
   }
+  return std::nullopt;
+}
+
+uint32_t EGraph::intern(const OpDef& op, Params params) {
+  const uint64_t h = hash_params(op, params);
+  if (auto found = find_instance(op, params, h)) return *found;
   const auto id = static_cast<uint32_t>(op_instances_.size());
   op_instances_.push_back({&op, std::move(params), h});
   op_instance_index_.emplace(h, id);
@@ -79,12 +84,8 @@ ClassId EGraph::lookup_op(const OpDef& op, Params params, const std::vector<Clas
     children.push_back(c);
   }
   if (op.canonicalize) op.canonicalize(params, in_shapes);
-  auto [begin, end] = op_instance_index_.equal_range(hash_params(op, params));
-  for (auto it = begin; it != end; ++it) {
-    const OpInstance& oi = op_instances_[it->second];
-    if (oi.op == &op && oi.params == params) return lookup(ENode{NodeKind::kOp, it->second, std::move(children), 0});
-  }
-  return kNoClass;
+  const std::optional<uint32_t> head = find_instance(op, params, hash_params(op, params));
+  return head ? lookup(ENode{NodeKind::kOp, *head, std::move(children), 0}) : kNoClass;
 }
 
 bool EGraph::is_constant_node(const ENode& n) const {

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -182,6 +183,7 @@ class EGraph {
   ClassId add_node(ENode node, ClassData data);
   ENode canonical(const ENode& node) const;
   uint32_t intern(const OpDef& op, Params params);
+  std::optional<uint32_t> find_instance(const OpDef& op, const Params& params, uint64_t hash) const;  // no interning
   void merge_data(ClassId into, ClassId from);
   void update_constants();
 
