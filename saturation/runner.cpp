@@ -282,7 +282,8 @@ RunnerStats Runner::run() {
         cut_short = true;
         return;
       }
-      limits[r] = options_.match_limit << std::min(schedule[r].times_banned, 20);
+      limits[r] = (rules_[r].shipped ? options_.shipped_match_limit : options_.match_limit)
+                  << std::min(schedule[r].times_banned, 20);
       // Searched past the limit, so that a banned rule keeps matches spread
       // over the model (keep_spread), not only the first found.
       found[r] = patterns[r].search(egraph_, kSpreadScan * limits[r], [&](const PatternMatch& m) {

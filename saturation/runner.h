@@ -91,6 +91,13 @@ struct RunnerOptions {
   // the extraction ILP solves in its time (x0.996 and x0.860 instead of
   // x0.992 and x0.852).
   size_t match_limit = 256;
+  // The same for the shipped rules (DirectedRule::shipped): few, chosen
+  // because they pay, and their merges multiply with the forms other rules
+  // add (a convolution's enlarged and 'valid'-padded kernels match its merge
+  // too): at 256, on a machine fast enough to prove a whole iteration's
+  // matches, GoogLeNet's merge rule was banned while the e-graph filled with
+  // other forms, and its three-way merges never came (x0.836; x0.753 at 1,024).
+  size_t shipped_match_limit = 1024;
   int ban_length = 2;         // iterations
   // Proofs per iteration: at most this share of the time left (at least
   // min_prove_slice_s), so that iterations go on while most matches wait.

@@ -571,6 +571,23 @@ TEST(Runner, TheBackoffSchedulerBansARuleThatFloods) {
   EXPECT_EQ(stats.per_iteration[1].matches, 0);  // banned next iteration
 }
 
+TEST(Runner, ShippedRulesHaveTheirOwnMatchLimit) {
+  optimizer::InstanceProver instances(prover(), proof_options());
+  for (bool shipped : {false, true}) {
+    EGraph g;
+    g.add_graph(add_chain(10));
+    RunnerOptions options;
+    options.time_limit_s = 120;
+    options.iteration_limit = 1;
+    options.match_limit = 2;
+    options.shipped_match_limit = 1000;
+    std::vector<DirectedRule> rules = reordering_rules();
+    rules[0].shipped = shipped;
+    const RunnerStats stats = Runner(g, rules, instances, options).run();
+    EXPECT_EQ(stats.bans, shipped ? 0 : 1) << (shipped ? "shipped" : "not shipped");
+  }
+}
+
 TEST(Runner, TheShippedRulesRunAloneUntilTheySaturateThenAllRules) {
   optimizer::InstanceProver instances(prover(), proof_options());
   std::vector<DirectedRule> rules = reordering_rules();  // saturates a chain of three quickly
