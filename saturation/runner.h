@@ -83,13 +83,10 @@ struct RunnerOptions {
   int iteration_limit = 20;
   size_t node_limit = 20000;  // e-nodes
   double time_limit_s = 5;    // wall clock for the whole saturation (extraction comes on top)
-  // New matches per rule and iteration before it is banned. Measured both
-  // ways (docs/benchmarks.md): at 1,024 (egg's default is 1,000) GoogLeNet
-  // gets its later inception blocks' merges (x0.753, as backtracking; at
-  // 256 the first matches found, the earlier blocks', take the iterations:
-  // x0.808), but ResNet-50's and Inception-v3's e-graphs grow past what
-  // the extraction ILP solves in its time (x0.996 and x0.860 instead of
-  // x0.992 and x0.852).
+  // New matches per rule and iteration before it is banned (egg's default
+  // is 1,000). For a generated database's rules 256: at 1,024 their variants
+  // grew ResNet-50's and Inception-v3's e-graphs past what the extraction
+  // solves in its time (docs/benchmarks.md).
   size_t match_limit = 256;
   // The same for the shipped rules (DirectedRule::shipped): few, chosen
   // because they pay, and their merges multiply with the forms other rules
