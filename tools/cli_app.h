@@ -60,7 +60,15 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     return std::nullopt;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // help, version
-    std::cerr << app.get_name() << ": error: " << e.what() << "\n"
+    // An unknown argument is the first thing to say, though CLI11 finds a
+    // missing required option first.
+    std::string message = e.what();
+    const std::vector<std::string> unknown = app.remaining(true);
+    if (e.get_name() != "ExtrasError" && !unknown.empty()) {
+      message = "unexpected argument";
+      for (const std::string& arg : unknown) message += " '" + arg + "'";
+    }
+    std::cerr << app.get_name() << ": error: " << message << "\n"
               << "Run '" << app.get_name() << " --help' for the options.\n";
     return 2;
   }

@@ -22,7 +22,7 @@ def doc_schema(path):
         if line.startswith("## "):
             section = line[3:].strip()
             continue
-        m = re.search(r"\(schema version (\d+)\)", line)
+        m = re.search(r"\(schema version (\d+)[;)]", line)
         if m and section == "Tables":
             version = int(m.group(1))
         if not line.startswith("| ") or line.startswith("| ---"):
