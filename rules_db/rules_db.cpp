@@ -406,7 +406,8 @@ constexpr const char* kRunColumns =
     "id, kind, settings, started_at, finished_at, status, stats, checkpoint, tool_version, axioms_hash";
 
 RunRecord read_run(const Stmt& s) {
-  return RunRecord{s.i64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8), s.text(9)};
+  return RunRecord{s.i64(0),  s.text(1), s.text(2), s.text(3), s.text(4),
+                   s.text(5), s.text(6), s.text(7), s.text(8), s.text(9)};
 }
 
 void count_calls(const Expr& e, std::set<std::string>& nodes, std::set<std::string>& ops) {

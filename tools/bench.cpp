@@ -180,8 +180,10 @@ int bench(const Options& o) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench: time an original and an optimized ONNX model on the GPU runtime, checked against the CPU "
-               "reference interpreter", "bench"};
+  CLI::App app{
+      "bench: time an original and an optimized ONNX model on the GPU runtime, checked against the CPU "
+      "reference interpreter",
+      "bench"};
   tgr::cli::setup(app);
   tgr::Options o;
   app.add_option("models", o.models, "ORIGINAL.onnx [OPTIMIZED.onnx]")->required()->expected(1, 2)

@@ -84,7 +84,8 @@ void bench_gemm(int64_t n) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench_interpreter: time the CPU reference interpreter on ResNet-50's convolutions", "bench_interpreter"};
+  CLI::App app{"bench_interpreter: time the CPU reference interpreter on ResNet-50's convolutions",
+               "bench_interpreter"};
   tgr::cli::setup(app);
   int64_t batch = 1, size = 224;
   int reps = 3;

@@ -112,7 +112,8 @@ int calibrate(const Options& o) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"calibrate: measure the GPU cost of each operator signature of models into the op_costs table", "calibrate"};
+  CLI::App app{"calibrate: measure the GPU cost of each operator signature of models into the op_costs table",
+               "calibrate"};
   tgr::cli::setup(app);
   tgr::Options o;
   app.add_option("--db", o.db, "the database (rules database) holding op_costs; created if absent")->required();

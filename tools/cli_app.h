@@ -29,7 +29,7 @@ inline std::string version_line(const std::string& program) { return program + "
 // configuration and the GPUs).
 inline void setup(CLI::App& app, std::function<std::string()> more_version = {}) {
   app.option_defaults()->always_capture_default();  // --help shows each default
-  app.fallthrough();  // `rules stats --db F` as well as `rules --db F stats`
+  app.fallthrough();                                // `rules stats --db F` as well as `rules --db F stats`
   const std::string program = app.get_name();
   app.set_version_flag(
       "--version",

@@ -19,7 +19,8 @@ void on_interrupt(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"generate: enumerate operator graphs, fingerprint them in a prime field, and store candidate rules", "generate"};
+  CLI::App app{"generate: enumerate operator graphs, fingerprint them in a prime field, and store candidate rules",
+               "generate"};
   tgr::cli::setup(app);
   tgr::gen::GenerateOptions o;
   std::string ops;

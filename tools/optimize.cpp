@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
                "optimize"};
   tgr::cli::setup(app);
   app.add_option("model", o.model, "the ONNX model")->required();
-  app.add_option("-o,--output", o.output, "where to write the optimized model (-: stdout, and the summary to stderr)")->required();
+  app.add_option("-o,--output", o.output, "where to write the optimized model (-: stdout, and the summary to stderr)")
+      ->required();
   app.add_option("--rules", o.rules_db,
                  "the rules database (default: the rules shipped with tgr, which are also added to a database "
                  "given here unless --no-default-rules)");
@@ -60,8 +61,10 @@ int main(int argc, char** argv) {
   tgr::saturation::SaturationOptions saturation;
   app.add_option("--search", search, "backtrack (TASO) | saturate (equality saturation, ILP extraction)")
       ->check(CLI::IsMember({"backtrack", "saturate"}));
-  app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")->check(tgr::cli::at_least(int64_t{1}));
-  app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")->check(tgr::cli::at_least(int64_t{1}));
+  app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")
+      ->check(tgr::cli::at_least(int64_t{1}));
+  app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
       ->check(tgr::cli::at_least(0.0));
   app.add_option("--cost-model", cost_model, "analytic | measured (op_costs of the rules database)")
@@ -103,7 +106,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> warnings = tgr::cli::unverified_rule_warnings({o.rules_db, o.default_rules_db});
     if (!report_path.empty()) write_report(report_path, report, warnings);
     if (!quiet) report.print_summary(stdout);  // stderr with -o -
-    for (const std::string& w : warnings)  // in the summary; with -q on stderr
+    for (const std::string& w : warnings)      // in the summary; with -q on stderr
       std::fprintf(quiet ? stderr : stdout, quiet ? "optimize: warning: %s\n" : "  warning:        %s\n", w.c_str());
     if (to_stdout) to_stdout->send();
     return 0;

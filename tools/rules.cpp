@@ -252,8 +252,10 @@ int cmd_diff(const std::string& a_path, const std::string& b_path) {
   const std::vector<RuleRecord> a = RulesDb::open_read_only(a_path).list_rules();
   const std::vector<RuleRecord> b = RulesDb::open_read_only(b_path).list_rules();
   const tgr::cli::RuleSetDiff d = tgr::cli::diff_rules(a, b);
-  for (const auto& r : d.only_a) std::printf("< %lld  %-9s  %s\n", (long long)r.id, r.status.c_str(), r.rule_text().c_str());
-  for (const auto& r : d.only_b) std::printf("> %lld  %-9s  %s\n", (long long)r.id, r.status.c_str(), r.rule_text().c_str());
+  for (const auto& r : d.only_a)
+    std::printf("< %lld  %-9s  %s\n", (long long)r.id, r.status.c_str(), r.rule_text().c_str());
+  for (const auto& r : d.only_b)
+    std::printf("> %lld  %-9s  %s\n", (long long)r.id, r.status.c_str(), r.rule_text().c_str());
   for (const auto& [ra, rb] : d.other_status)
     std::printf("~ %lld/%lld  %s -> %s  %s\n", (long long)ra.id, (long long)rb.id, ra.status.c_str(), rb.status.c_str(),
                 ra.rule_text().c_str());
@@ -269,7 +271,8 @@ int cmd_merge(const std::string& a_path, const std::string& b_path, const std::s
   if (std::filesystem::exists(out_path, ec))
     throw tgr::cli::UsageError("-o '" + out_path + "' exists: merge writes a new database (refusing to change it)");
   const RulesDb a = RulesDb::open_read_only(a_path), b = RulesDb::open_read_only(b_path);
-  const std::vector<RuleRecord> rules = tgr::cli::merge_rules(a.list_rules(), b.list_rules());  // checked before C exists
+  const std::vector<RuleRecord> rules =
+      tgr::cli::merge_rules(a.list_rules(), b.list_rules());  // checked before C exists
   RulesDb out = RulesDb::open(out_path, /*create=*/true);
   const nlohmann::json settings = {{"sources", {a_path, b_path}}};
   const int64_t run = out.begin_run("merge", settings.dump());
@@ -286,8 +289,9 @@ int main(int argc, char** argv) {
   CLI::App app{"rules: inspect, query, compare and merge rules databases", "rules"};
   tgr::cli::setup(app);
   std::string db_path;
-  app.add_option("--db", db_path, "the rules database (an SQLite file; created by import only); before or after the "
-                                  "subcommand");
+  app.add_option("--db", db_path,
+                 "the rules database (an SQLite file; created by import only); before or after the "
+                 "subcommand");
   app.require_subcommand(1);
   const auto statuses = CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"});
 

@@ -203,11 +203,14 @@ int main(int argc, char** argv) {
   }
   if (!check_axioms && db_options.db.empty() && prove_text.empty()) {
     std::fprintf(stderr,
-                 "verify: error: give --db FILE, --prove \"SRC => DST\", --check \"SRC => DST\" or --check-axioms (see --help)\n");
+                 "verify: error: give --db FILE, --prove \"SRC => DST\", --check \"SRC => DST\" or --check-axioms (see "
+                 "--help)\n");
     return 2;
   }
   if (!prove_text.empty() && shapes_opt->count() == 0) {
-    std::fprintf(stderr, "verify: error: --prove needs --shapes (the shape of every variable; "" when there is none)\n");
+    std::fprintf(stderr,
+                 "verify: error: --prove needs --shapes (the shape of every variable; "
+                 " when there is none)\n");
     return 2;
   }
   return tgr::cli::guarded("verify", [&] {
