@@ -122,8 +122,14 @@ def optimize(model: ModelLike, rules: Optional[str] = None, target: Optional[str
         else:
             model_path = given_path = os.fspath(model)
         output_path = os.path.join(tmp, "optimized.onnx")
-        report_text = _tgr.optimize_file(model_path, output_path, rules_db, default_rules_db, SPECS_DIR, shapes,
-                                         target or "analytic", options)
+        try:
+            report_text = _tgr.optimize_file(model_path, output_path, rules_db, default_rules_db, SPECS_DIR, shapes,
+                                             target or "analytic", options)
+        except Error as e:
+            if given_path is not None:
+                raise
+            # Not the temporary file's name: the caller gave no file.
+            raise Error(str(e).replace(f"'{model_path}'", "the model")) from None
         optimized = onnx.load(output_path)
     report = json.loads(report_text)
     report["model"] = given_path
