@@ -82,7 +82,8 @@ std::string optimize_file(const std::string& model, const std::string& output, c
   } else if (s.search != "backtrack") {
     throw std::invalid_argument("search '" + s.search + "': expected backtrack or saturate");
   }
-  o.cost_model = cost_model == "measured" ? optimizer::CostModelChoice::kMeasured : optimizer::CostModelChoice::kAnalytic;
+  o.cost_model =
+      cost_model == "measured" ? optimizer::CostModelChoice::kMeasured : optimizer::CostModelChoice::kAnalytic;
   optimizer::OptimizeReport report;
   {
     py::gil_scoped_release unlocked;  // the search runs on TBB threads; other Python threads may go on
@@ -131,7 +132,8 @@ std::vector<std::pair<std::string, py::bytes>> run_model(const std::optional<std
   for (const auto& name : names) {
     auto it = input_tensors.find(name);
     if (it == input_tensors.end())
-      throw std::invalid_argument("no tensor given for the model's input '" + name + "' (its inputs: " + join(names) + ")");
+      throw std::invalid_argument("no tensor given for the model's input '" + name + "' (its inputs: " + join(names) +
+                                  ")");
     onnx::TensorProto tensor;
     if (!tensor.ParseFromString(std::string(it->second)))
       throw onnx_io::OnnxError("the tensor for input '" + name + "' is not a valid TensorProto");
