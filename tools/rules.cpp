@@ -27,6 +27,7 @@
 #include <string>
 
 #include "ir/canonical.h"
+#include "rules_db/rule_json.h"
 #include "rules_db/rules_db.h"
 #include "tools/cli_app.h"
 #include "tools/cli_common.h"
@@ -34,6 +35,7 @@
 
 namespace {
 
+using tgr::rules_db::rule_json;
 using tgr::rules_db::RuleRecord;
 using tgr::rules_db::RulesDb;
 
@@ -43,32 +45,6 @@ std::string number_text(double v) {
   char buf[64];
   const auto res = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, res.ptr);
-}
-
-// Every column of a rule; absent optional columns are null.
-nlohmann::ordered_json rule_json(const RuleRecord& r) {
-  auto optional = [](const std::optional<std::string>& v) { return v ? nlohmann::ordered_json(*v) : nullptr; };
-  return {
-      {"id", r.id},
-      {"canonical", r.canonical},
-      {"source", r.source},
-      {"target", r.target},
-      {"variables", r.variables},
-      {"constraints", r.constraints},
-      {"source_ops", r.source_ops},
-      {"target_ops", r.target_ops},
-      {"operators", r.operators},
-      {"kind", r.kind},
-      {"status", r.status},
-      {"proof_ms", r.proof_ms ? nlohmann::ordered_json(*r.proof_ms) : nullptr},  // not finite: null
-      {"axioms", optional(r.axioms)},
-      {"counterexample", optional(r.counterexample)},
-      {"region_map", optional(r.region_map)},
-      {"correction", optional(r.correction)},
-      {"note", optional(r.note)},
-      {"generator_run", r.generator_run ? nlohmann::ordered_json(r.generator_run) : nullptr},
-      {"created_at", r.created_at},
-  };
 }
 
 int cmd_stats(const RulesDb& db) {
