@@ -325,7 +325,7 @@ void Exporter::run() {
     auto fused = fusions.product_of_add.find(i);
     const int32_t source = fused != fusions.product_of_add.end() ? fused->second : i;
     const Node& s = graph_.node(source);
-    OpContext ctx{*this, source, s, options_.opset, {}, {}};
+    OpContext ctx{*this, source, s, options_.opset, {}, {}, 0, 0, {}, {0, 0, 0, 0}};
     const OpaqueNode* opaque = find_opaque(*s.op);
     auto it = table.find(s.op->name);
     if (!opaque && it == table.end()) fail("no ONNX mapping for IR operator " + s.op->name);

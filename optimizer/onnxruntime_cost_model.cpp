@@ -87,6 +87,21 @@ ConstantValue weight_value(DType dtype, const Shape& shape) {
   return ConstantValue(std::move(t));
 }
 
+// ONNX Runtime runs a Relu that alone reads a Conv's or Gemm's result inside
+// that node (its ConvActivationFusion and GemmActivationFusion, at the
+// default optimization level): the Relu of a conv2d, or of an add the
+// exporter writes as a Conv's B or a Gemm's C. (A conv2d[act=relu] is
+// measured as the Conv and Relu it is written as, fused alike.)
+bool activation_fused_by_runtime(const Graph& graph, const Node& node, const onnx_io::ExportFusions& fusions,
+                                 const std::vector<std::vector<int32_t>>& uses) {
+  if (node.op != &known_ops::relu()) return false;
+  const ValueRef x = node.inputs[0];
+  if (uses[x.node][x.output] != 1) return false;
+  const Node& producer = graph.node(x.node);
+  if (producer.op == &known_ops::conv2d()) return producer.params.get_word("act") != "relu";
+  return fusions.product_of_add.contains(x.node);
+}
+
 }  // namespace
 
 OnnxRuntimeCostModel::OnnxRuntimeCostModel(std::unordered_map<std::string, double> costs) : costs_(std::move(costs)) {
@@ -162,10 +177,13 @@ double OnnxRuntimeCostModel::op_cost_us(const Graph& graph, const Node& node) {
 double OnnxRuntimeCostModel::graph_cost(const Graph& graph) {
   const std::vector<bool> constant = constant_only_nodes(graph);
   const onnx_io::ExportFusions fusions = onnx_io::find_export_fusions(graph, constant);
+  const std::vector<std::vector<int32_t>> uses = graph.use_counts();
   double total = 0;
   for (int32_t i : graph.topological_order()) {
     const Node& n = graph.node(i);
-    if (constant[i] || !n.is_op() || fusions.folded_into_another(i)) continue;
+    if (constant[i] || !n.is_op() || fusions.folded_into_another(i) ||
+        activation_fused_by_runtime(graph, n, fusions, uses))
+      continue;
     total += lookup_us(graph, n, &constant);
   }
   return total;

@@ -9,7 +9,9 @@
 // runtime's measured per-node overhead. Operators the exporter writes inside
 // another ONNX node (a bias add as a Conv's B or a Gemm's C, a pad as a
 // Conv's or Pool's pads: onnx/export_fusions.h) cost nothing in graph_cost,
-// as do operators of weights only (folded at export).
+// nor does a Relu ONNX Runtime runs inside the Conv or Gemm it alone reads,
+// nor operators of weights only (folded at export). (op_cost_us, which sees
+// one node, charges them: equality saturation's extraction costs that way.)
 //
 // A signature the table lacks is estimated by a fit of the table: per
 // operator, ms = a + b FLOPs + c bytes (AnalyticCostModel's counts), least
