@@ -1,5 +1,6 @@
 #include "onnx/export_fusions.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ir/geometry.h"
@@ -44,6 +45,53 @@ bool pool_takes_pad(const Node& pool, const Node& pad) {
   return top < w.kernel_h && bottom < w.kernel_h && left < w.kernel_w && right < w.kernel_w;
 }
 
+// A reshape of `product` (matmul or batch_matmul, read only there) back to
+// the leading axes its operands had before they were reshaped: the operands
+// as they were, which one ONNX MatMul multiplies (it broadcasts a rank-2
+// right operand over the left's leading axes), and the reshapes only the
+// product read. Empty when it is not that.
+struct Unreshaped {
+  std::vector<ValueRef> operands;
+  std::vector<int32_t> reshapes;
+};
+Unreshaped unreshaped_product(const Graph& graph, const Node& product, const Shape& result,
+                              const std::vector<std::vector<int32_t>>& uses) {
+  Unreshaped u;
+  bool any = false;
+  for (ValueRef v : product.inputs) {
+    const Node& n = graph.node(v.node);
+    if (is(n, "reshape")) {
+      u.operands.push_back(n.inputs[0]);
+      any = true;
+      if (uses[v.node][v.output] == 1) u.reshapes.push_back(v.node);
+    } else {
+      u.operands.push_back(v);
+    }
+  }
+  if (!any) return {};
+  const Shape& a = graph.shape(u.operands[0]);
+  const Shape& b = graph.shape(u.operands[1]);
+  const Shape& pa = graph.shape(product.inputs[0]);
+  const Shape& pb = graph.shape(product.inputs[1]);
+  if (a.size() < 2 || b.size() < 2) return {};
+  const int64_t k = pa.back(), n = pb.back();
+  Shape expected;
+  if (is(product, "matmul")) {
+    // [..., M, K] x [K, N]: the left's leading axes flattened into rows.
+    if (a.size() < 3 || b != pb || a.back() != k) return {};
+    expected.assign(a.begin(), a.end() - 1);
+  } else {
+    // [batch, M, K] x [batch, K, N], one batch axis flattened from the same axes of both.
+    if (a.size() < 4 || a.size() != b.size() || !std::equal(a.begin(), a.end() - 2, b.begin()) || a[a.size() - 2] != pa[1] ||
+        a.back() != k || b[b.size() - 2] != k || b.back() != n)
+      return {};
+    expected.assign(a.begin(), a.end() - 1);
+  }
+  expected.push_back(n);
+  if (expected != result) return {};
+  return u;
+}
+
 }  // namespace
 
 std::vector<int64_t> spatial_pads(const Node& pad) {
@@ -66,6 +114,20 @@ ExportFusions find_export_fusions(const Graph& graph, const std::vector<bool>& c
       if (only_reader(x) && spatial_only_pad(pad, max ? -HUGE_VAL : 0.0) && graph.dtype(x) == DType::kFloat &&
           (is(n, "conv2d") || pool_takes_pad(n, pad)))
         f.absorb_pad(x.node, i);
+    }
+    if (is(n, "reshape")) {
+      const ValueRef product = n.inputs[0];
+      const Node& p = graph.node(product.node);
+      if ((is(p, "matmul") || is(p, "batch_matmul")) && only_reader(product) && graph.dtype(product) == DType::kFloat) {
+        Unreshaped u = unreshaped_product(graph, p, n.output_shapes[0], uses);
+        // A reshape already written as another product's result stays (written there).
+        std::erase_if(u.reshapes, [&](int32_t r) { return f.product_of_reshape.contains(r); });
+        const bool reads_absorbed = std::any_of(u.operands.begin(), u.operands.end(),
+                                                [&](ValueRef v) { return f.absorbed(v.node); });
+        if (!u.operands.empty() && !reads_absorbed)
+          f.absorb_reshapes(i, product.node, std::move(u.operands), u.reshapes);
+      }
+      continue;
     }
     if (!is(n, "add") || graph.dtype(ValueRef{i, 0}) != DType::kFloat) continue;
     for (int side = 0; side < 2; ++side) {

@@ -321,9 +321,13 @@ void Exporter::run() {
       names[i].assign(n.output_shapes.size(), "");
       continue;
     }
-    // The node whose mapping writes this one: the product an add is written with, or itself.
+    // The node whose mapping writes this one: the product an add or a
+    // reshape is written with, or itself.
     auto fused = fusions.product_of_add.find(i);
-    const int32_t source = fused != fusions.product_of_add.end() ? fused->second : i;
+    auto reshaped = fusions.product_of_reshape.find(i);
+    const int32_t source = fused != fusions.product_of_add.end()           ? fused->second
+                           : reshaped != fusions.product_of_reshape.end() ? reshaped->second
+                                                                          : i;
     const Node& s = graph_.node(source);
     OpContext ctx{*this, source, s, options_.opset, {}, {}, 0, 0, {}, {0, 0, 0, 0}};
     const OpaqueNode* opaque = find_opaque(*s.op);
@@ -335,7 +339,10 @@ void Exporter::run() {
       ctx.in[0] = names[p.inputs[0].node].at(p.inputs[0].output);
       ctx.extra_pads = spatial_pads(p);
     }
-    if (source != i) {
+    if (reshaped != fusions.product_of_reshape.end()) {  // one MatMul of the operands before their reshapes
+      ctx.in.clear();
+      for (ValueRef v : fusions.operands.at(source)) ctx.in.push_back(names[v.node].at(v.output));
+    } else if (source != i) {
       const ValueRef bias = n.inputs[n.inputs[0].node == source ? 1 : 0];
       ctx.bias = s.op == &known_ops::conv2d() ? conv_bias(bias.node, n.output_shapes[0][1])
                                               : names[bias.node].at(bias.output);
@@ -346,6 +353,7 @@ void Exporter::run() {
       else ctx.out.push_back(d != direct.end() ? d->second : fresh_value(numbered("v", i).append(numbered("_", k))));
     }
     if (opaque) write_opaque(*opaque, ctx);
+    else if (reshaped != fusions.product_of_reshape.end()) ctx.emit("MatMul", ctx.in, ctx.out);
     else if (source != i && s.op == &known_ops::matmul()) ctx.emit("Gemm", {ctx.in[0], ctx.in[1], ctx.bias}, ctx.out);
     else it->second(ctx);
     names[i] = std::move(ctx.out);

@@ -125,6 +125,8 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       {"cost_before_us", six_digits(cost_before_us)},
       {"cost_after_us", six_digits(cost_after_us)},
       {"cost_ratio", six_digits(cost_ratio())},
+      {"min_gain", six_digits(options.min_gain)},
+      {"below_min_gain", below_min_gain},
       {"rules_applied", std::move(applied)},
       {"search", other_search ? other_search->report : std::move(backtracking)},
       {"proofs",
@@ -181,7 +183,12 @@ void OptimizeReport::print_summary(std::FILE* out) const {
     std::fprintf(out, "; %lld partial-rule instances corrected and region-checked",
                  static_cast<long long>(proofs.corrected));
   std::fprintf(out, "\n");
-  if (unchanged) std::fprintf(out, "  output:         no rule applied; the model is written unchanged\n");
+  if (below_min_gain)
+    std::fprintf(out,
+                 "  output:         the best graph found, predicted x%.3f, gains less than --min-gain %g; the model is "
+                 "written unchanged\n",
+                 cost_before_us > 0 ? below_min_gain_cost_us / cost_before_us : 1.0, o.min_gain);
+  else if (unchanged) std::fprintf(out, "  output:         no rule applied; the model is written unchanged\n");
   else std::fprintf(out, "  weights folded: %d constant operators\n", fold.folded_nodes);
   if (!o.calibration_dir.empty())
     std::fprintf(out, "  calibration:    %d one-node models of unmeasured signatures written to %s\n",
@@ -251,6 +258,13 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     result = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
   }
   report.search_seconds = seconds_since(t);
+  if (!result.applied.empty() && !(result.best_cost < result.initial_cost * (1 - o.min_gain))) {
+    report.below_min_gain = true;
+    report.below_min_gain_cost_us = result.best_cost;
+    result.best = model.graph;
+    result.best_cost = result.initial_cost;
+    result.applied.clear();
+  }
   report.proofs = instances.stats();
   report.cost_before_us = result.initial_cost;
   report.cost_after_us = result.best_cost;

@@ -62,6 +62,11 @@ struct OptimizeOptions {
   std::string specs_dir;        // the axioms the instance proofs use
   onnx_io::ImportLimits import_limits;  // what the model may ask the importer for
   BacktrackingOptions backtracking;
+  // The predicted gain below which the model is written unchanged: a
+  // prediction is off by a few percent (measurement noise; what a runtime
+  // fuses in the original file but not in a re-export), and a rewrite that
+  // gains less risks a slower model.
+  double min_gain = 0.02;
   SearchFunction search;             // another search instead of the backtracking one; empty: backtracking
   unsigned proof_timeout_ms = 1000;  // per instance proof
 };
@@ -85,6 +90,10 @@ struct OptimizeReport {
   FoldStats fold;
   int opaque_nodes = 0;    // ONNX nodes outside the operator table, kept as they are
   bool unchanged = false;  // no rule applied: the input file was copied
+  // The best graph found gained less than options.min_gain (its predicted
+  // cost: below_min_gain_cost_us); the input was kept, as if no rule applied.
+  bool below_min_gain = false;
+  double below_min_gain_cost_us = 0;
   double import_seconds = 0, search_seconds = 0, export_seconds = 0;
 
   double cost_ratio() const { return cost_before_us > 0 ? cost_after_us / cost_before_us : 1.0; }

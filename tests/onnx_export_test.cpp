@@ -413,6 +413,30 @@ TEST(OnnxExport, MatmulBiasAddOfRank2IsAGemm) {
   EXPECT_EQ(only(m, "Add").output(0), "output_2");
 }
 
+// The importer flattens a MatMul of rank > 2 into a product between
+// reshapes; written back, it is one MatMul of the original operands.
+TEST(OnnxExport, ProductsBetweenReshapesAreOneMatMul) {
+  const ModelProto m = export_at(
+      graph("(reshape[shape=2x3x5](matmul(reshape[shape=6x4](x), w)), "
+            "reshape[shape=2x3x4x6](batch_matmul(reshape[shape=6x4x5](a), reshape[shape=6x5x6](b))))",
+            "x=2x3x4,w=4x5,a=2x3x4x5,b=2x3x5x6"),
+      17);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"MatMul", "MatMul"}));
+  EXPECT_EQ(m.graph().node(0).input(0), "x");
+  EXPECT_EQ(m.graph().node(0).input(1), "w");
+  EXPECT_EQ(m.graph().node(0).output(0), "output_0");
+  EXPECT_EQ(m.graph().node(1).input(0), "a");
+  EXPECT_EQ(m.graph().node(1).input(1), "b");
+  // Reshaped to other axes, or the flattened operand also read elsewhere: the reshapes stay.
+  const ModelProto other = export_at(
+      graph("(reshape[shape=3x10](matmul(reshape[shape=6x4](x), w)), reshape[shape=2x3x5](matmul(reshape[shape=6x4](x), "
+            "v)), reshape[shape=6x4](x))",
+            "x=2x3x4,w=4x5,v=4x5"),
+      17);
+  EXPECT_EQ(nodes_of(other, "Reshape").size(), 2u);  // the flattening (read elsewhere too), the one to other axes
+  EXPECT_EQ(nodes_of(other, "MatMul")[1]->input(0), "x");
+}
+
 TEST(OnnxExport, PadsOfTheDataInputAreTheConvsAndPoolsPads) {
   const ModelProto m = export_at(
       graph("(conv2d[pad=1x0x0x1](pad[pads=0x0x1x2x0x0x3x4](x), w), "

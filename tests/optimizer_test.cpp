@@ -496,6 +496,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   EXPECT_EQ(keys_of(j), (std::vector<std::string>{"model", "output", "rules_db", "rule_sets", "directions_that_can_match",
                                       "directions_unreachable", "target", "cost_model", "operators_before",
                                                   "operators_after", "cost_before_us", "cost_after_us", "cost_ratio",
+                                                  "min_gain", "below_min_gain",
                                                   "rules_applied", "search", "proofs", "folded_constant_nodes",
                                                   "opaque_nodes", "seconds"}));
   EXPECT_EQ(keys_of(j["search"]),

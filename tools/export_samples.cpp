@@ -176,6 +176,12 @@ std::vector<Sample> samples() {
       {"matmul_bias", "(add(matmul(a, b), c), add(d, matmul(a, h)), add(batch_matmul(e, f), g))",
        "a=3x4,b=4x5,c=5,d=3x5,h=4x5,e=2x3x4,f=2x4x2,g=2"},
       {"biases", "", "", {}, {11, 13, 17, 18}, biases_graph},
+      // Products flattened between reshapes (how MatMul of rank > 2 is
+      // imported), written as one MatMul; a reshape to other axes stays.
+      {"matmul_nd",
+       "(reshape[shape=2x3x5](matmul(reshape[shape=6x4](x), w)), reshape[shape=3x10](matmul(reshape[shape=6x4](x), w)), "
+       "reshape[shape=2x3x4x6](batch_matmul(reshape[shape=6x4x5](a), reshape[shape=6x5x6](b))))",
+       "x=2x3x4,w=4x5,a=2x3x4x5,b=2x3x5x6"},
       {"bool_layout",
        "(pad[pads=1x0x0x1, value=1](m), transpose(m), reshape[shape=6](m), concat[axis=0](m, m), "
        "slice[starts=1x2, ends=-1x-1, steps=-1x-2](m), expand[shape=2x2x3](m))",

@@ -76,6 +76,9 @@ int main(int argc, char** argv) {
   app.add_option("--calibration-dir", o.calibration_dir,
                  "onnxruntime-cpu: write a one-node ONNX model of each signature the table lacked here "
                  "(tools/calibrate_ort.py times them)");
+  app.add_option("--min-gain", o.min_gain,
+                 "write the model unchanged unless the predicted cost drops by at least this fraction (default 0.02)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--specs", o.specs_dir, "the axioms the instance proofs use");
   app.add_option("--proof-timeout-ms", o.proof_timeout_ms, "per instance proof");
   app.add_flag(
