@@ -4,11 +4,12 @@ onnxruntime-cpu` output (a benchmark program, not a test: docs/benchmarks.md).
 
 Usage:
   tools/bench_ort.py [--bin build/bin] [--rounds 40] [--runs 10] [--threads 1]
-      [--optimize-arg=ARG ...] [MODEL.onnx ...]
+      [--target onnxruntime-cpu] [--optimize-arg=ARG ...] [MODEL.onnx ...]
 
 Models: the bundled ones (tests/data/models/*.onnx, fed their test data) and
 any given. Each is optimized (`optimize --target onnxruntime-cpu`, the shipped
-ONNX Runtime cost table) and both models are loaded into ONNX Runtime (CPU
+ONNX Runtime cost table; --target roofline shows what the analytic model's
+choices cost in ONNX Runtime) and both models are loaded into ONNX Runtime (CPU
 provider, all graph optimizations on), with a second session of the original
 as a control. Each round times --runs runs of each of the three sessions, in
 an order that alternates from round to round (interleaved: a load change on
@@ -69,11 +70,12 @@ def main():
     p.add_argument("--rounds", type=int, default=40)
     p.add_argument("--runs", type=int, default=10, help="runs per session per round (their median is the sample)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--target", default="onnxruntime-cpu", help="optimize's --target (default onnxruntime-cpu)")
     p.add_argument("--optimize-arg", action="append", default=[], help="passed to optimize")
     a = p.parse_args()
     bundled = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "models", "*.onnx")))
-    print("ONNX Runtime %s, CPU, all graph optimizations, %d thread(s); %d rounds x %d runs, interleaved"
-          % (ort_timing.ort.__version__, a.threads, a.rounds, a.runs))
+    print("optimize --target %s; ONNX Runtime %s, CPU, all graph optimizations, %d thread(s); %d rounds x %d runs, "
+          "interleaved" % (a.target, ort_timing.ort.__version__, a.threads, a.rounds, a.runs))
     print("%-22s %12s %12s %22s %22s  %s" % ("model", "original ms", "optimized ms", "ratio (25-75%)",
                                               "control (25-75%)", "optimize"))
     worst = 0.0
@@ -81,7 +83,7 @@ def main():
         for model in bundled + a.models:
             name = os.path.splitext(os.path.basename(model))[0]
             out, report = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + ".json")
-            subprocess.run([os.path.join(a.bin, "optimize"), model, "-o", out, "-q", "--target", "onnxruntime-cpu",
+            subprocess.run([os.path.join(a.bin, "optimize"), model, "-o", out, "-q", "--target", a.target,
                             "--report", report] + a.optimize_arg, check=True)
             with open(report) as f:
                 r = json.load(f)
