@@ -82,8 +82,8 @@ Unreshaped unreshaped_product(const Graph& graph, const Node& product, const Sha
     expected.assign(a.begin(), a.end() - 1);
   } else {
     // [batch, M, K] x [batch, K, N], one batch axis flattened from the same axes of both.
-    if (a.size() < 4 || a.size() != b.size() || !std::equal(a.begin(), a.end() - 2, b.begin()) || a[a.size() - 2] != pa[1] ||
-        a.back() != k || b[b.size() - 2] != k || b.back() != n)
+    if (a.size() < 4 || a.size() != b.size() || !std::equal(a.begin(), a.end() - 2, b.begin()) ||
+        a[a.size() - 2] != pa[1] || a.back() != k || b[b.size() - 2] != k || b.back() != n)
       return {};
     expected.assign(a.begin(), a.end() - 1);
   }
@@ -122,8 +122,8 @@ ExportFusions find_export_fusions(const Graph& graph, const std::vector<bool>& c
         Unreshaped u = unreshaped_product(graph, p, n.output_shapes[0], uses);
         // A reshape already written as another product's result stays (written there).
         std::erase_if(u.reshapes, [&](int32_t r) { return f.product_of_reshape.contains(r); });
-        const bool reads_absorbed = std::any_of(u.operands.begin(), u.operands.end(),
-                                                [&](ValueRef v) { return f.absorbed(v.node); });
+        const bool reads_absorbed =
+            std::any_of(u.operands.begin(), u.operands.end(), [&](ValueRef v) { return f.absorbed(v.node); });
         if (!u.operands.empty() && !reads_absorbed)
           f.absorb_reshapes(i, product.node, std::move(u.operands), u.reshapes);
       }

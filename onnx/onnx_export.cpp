@@ -325,7 +325,7 @@ void Exporter::run() {
     // reshape is written with, or itself.
     auto fused = fusions.product_of_add.find(i);
     auto reshaped = fusions.product_of_reshape.find(i);
-    const int32_t source = fused != fusions.product_of_add.end()           ? fused->second
+    const int32_t source = fused != fusions.product_of_add.end()          ? fused->second
                            : reshaped != fusions.product_of_reshape.end() ? reshaped->second
                                                                           : i;
     const Node& s = graph_.node(source);
@@ -344,8 +344,8 @@ void Exporter::run() {
       for (ValueRef v : fusions.operands.at(source)) ctx.in.push_back(names[v.node].at(v.output));
     } else if (source != i) {
       const ValueRef bias = n.inputs[n.inputs[0].node == source ? 1 : 0];
-      ctx.bias = s.op == &known_ops::conv2d() ? conv_bias(bias.node, n.output_shapes[0][1])
-                                              : names[bias.node].at(bias.output);
+      ctx.bias =
+          s.op == &known_ops::conv2d() ? conv_bias(bias.node, n.output_shapes[0][1]) : names[bias.node].at(bias.output);
     }
     for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) {
       auto d = direct.find({i, k});

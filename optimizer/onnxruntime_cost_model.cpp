@@ -203,7 +203,8 @@ std::map<std::string, Graph> OnnxRuntimeCostModel::asked() const {
     // One operand at least stays an input: a node of weights only would be folded, not run.
     const bool weights_only = std::find(a.weight.begin(), a.weight.end(), false) == a.weight.end();
     for (size_t k = 0; k < a.shapes.size(); ++k) {
-      if (a.weight[k] && !(weights_only && k == 0)) args.push_back(g.add_constant(weight_value(a.dtypes[k], a.shapes[k])));
+      if (a.weight[k] && !(weights_only && k == 0))
+        args.push_back(g.add_constant(weight_value(a.dtypes[k], a.shapes[k])));
       else args.push_back(g.add_input("in" + std::to_string(k), a.shapes[k], a.dtypes[k]));
     }
     const std::vector<ValueRef> outputs = g.add_op(*a.op, a.params, args);

@@ -25,7 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-
 // One ONNX model per signature the cost model had to estimate, and their
 // list (OptimizeOptions::calibration_dir).
 int write_calibration_models(const std::string& dir, const OnnxRuntimeCostModel& cost) {

@@ -179,7 +179,8 @@ std::vector<Sample> samples() {
       // Products flattened between reshapes (how MatMul of rank > 2 is
       // imported), written as one MatMul; a reshape to other axes stays.
       {"matmul_nd",
-       "(reshape[shape=2x3x5](matmul(reshape[shape=6x4](x), w)), reshape[shape=3x10](matmul(reshape[shape=6x4](x), w)), "
+       "(reshape[shape=2x3x5](matmul(reshape[shape=6x4](x), w)), reshape[shape=3x10](matmul(reshape[shape=6x4](x), "
+       "w)), "
        "reshape[shape=2x3x4x6](batch_matmul(reshape[shape=6x4x5](a), reshape[shape=6x5x6](b))))",
        "x=2x3x4,w=4x5,a=2x3x4x5,b=2x3x5x6"},
       {"bool_layout",

@@ -66,8 +66,9 @@ int main(int argc, char** argv) {
     target_help += "\n  " + std::string(t.name) + ": " + std::string(t.help);
     target_names.emplace_back(t.name);
   }
-  target_help += "\n(default onnxruntime-cpu: the exported model is an ONNX model, and ONNX Runtime is the runtime "
-                 "measured out of the box)";
+  target_help +=
+      "\n(default onnxruntime-cpu: the exported model is an ONNX model, and ONNX Runtime is the runtime "
+      "measured out of the box)";
   app.add_option("--target", target, target_help)->check(CLI::IsMember(target_names));
   app.add_option("--costs", o.target.costs_db,
                  "the database whose op_costs the measured targets read (default: onnxruntime-cpu the shipped table "

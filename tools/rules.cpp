@@ -263,7 +263,8 @@ int cmd_import_costs(RulesDb& db, const std::string& device, const std::vector<s
 }
 
 int cmd_costs(const RulesDb& db, const std::string& device) {
-  for (const auto& [signature, ms] : db.op_costs(device)) std::printf("%s\t%s\n", signature.c_str(), number_text(ms).c_str());
+  for (const auto& [signature, ms] : db.op_costs(device))
+    std::printf("%s\t%s\n", signature.c_str(), number_text(ms).c_str());
   return 0;
 }
 
@@ -297,7 +298,8 @@ int main(int argc, char** argv) {
   check->add_option("--status", status, "and has this status")
       ->check(CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"}));
 
-  auto* import_costs = app.add_subcommand("import-costs", "measured operator costs (SIGNATURE<TAB>MS lines) into op_costs");
+  auto* import_costs =
+      app.add_subcommand("import-costs", "measured operator costs (SIGNATURE<TAB>MS lines) into op_costs");
   std::string device;
   import_costs->add_option("--device", device, "the device (or runtime) they were measured on")->required();
   import_costs->add_option("files", files, "cost files")->required()->check(CLI::ExistingFile);
