@@ -35,6 +35,9 @@ Target parse_target(std::string_view name) {
 }
 
 std::unique_ptr<CostModel> make_cost_model(const TargetOptions& o, const Graph& model) {
+  if (o.target != Target::kRoofline && o.costs_db.empty())
+    throw std::invalid_argument("--target " + std::string(target_name(o.target)) +
+                                " reads measured costs, and no database holding them was given");
   switch (o.target) {
     case Target::kRoofline:
       return std::make_unique<AnalyticCostModel>();

@@ -102,4 +102,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except subprocess.CalledProcessError as e:
+        sys.exit("%s: error: %s failed (exit %d)" % (os.path.basename(__file__), " ".join(map(str, e.cmd)), e.returncode))
