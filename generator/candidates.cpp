@@ -204,13 +204,13 @@ std::string variables_of(const std::string& canonical, const World& world) {
 }
 
 // Does the rule type-check and hold at other sizes of every kind?
-std::string generalization(const Candidate& c, uint64_t seed) {
+std::string generalization(const Candidate& c, const World& world, uint64_t seed) {
   ShapeMap shapes;
   std::string checked;
   for (size_t pos = 0; pos < c.variables.size();) {
     const size_t comma = std::min(c.variables.find(',', pos), c.variables.size());
     const std::string name = c.variables.substr(pos, c.variables.find('=', pos) - pos);
-    shapes[name] = alternative_shape(variable_kind(name));
+    shapes[name] = world.alternative_shape(variable_kind(name));
     if (!checked.empty()) checked += ',';
     checked += name + "=" + shape_to_string(shapes[name]);
     pos = comma + 1;
@@ -318,9 +318,12 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   if (stop) return {};
 
   std::vector<Candidate> out;
-  for (auto& [p, c] : live)
-    out.push_back({p.text, p.full_key, variables_of(p.full_key, enumerators[kept[classes[c].first].world].world()), ""});
-  tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) { out[i].constraints = generalization(out[i], seed); });
+  std::vector<const World*> world_of;
+  for (auto& [p, c] : live) {
+    world_of.push_back(&enumerators[kept[classes[c].first].world].world());
+    out.push_back({p.text, p.full_key, variables_of(p.full_key, *world_of.back()), ""});
+  }
+  tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) { out[i].constraints = generalization(out[i], *world_of[i], seed); });
   std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
   stats.kept = out.size();
   return out;

@@ -397,10 +397,11 @@ RuleRecord read_rule(const Stmt& s) {
   return r;
 }
 
-constexpr const char* kRunColumns = "id, kind, settings, started_at, finished_at, status, stats, checkpoint";
+constexpr const char* kRunColumns = "id, kind, settings, started_at, finished_at, status, stats, checkpoint, space";
+constexpr int kRunColumnCount = 9;
 
 RunRecord read_run(const Stmt& s) {
-  return RunRecord{s.i64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7)};
+  return RunRecord{s.i64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8)};
 }
 
 void count_calls(const Expr& e, std::set<std::string>& nodes, std::set<std::string>& ops) {
@@ -590,7 +591,7 @@ ClaimedRun RulesDb::claim_run(const std::string& kind, const std::string& settin
            (std::string("SELECT ") + kRunColumns + ", owner FROM runs WHERE status = 'running' ORDER BY id").c_str());
     while (s.step()) {
       const RunRecord r = read_run(s);
-      const std::string owner = s.text(8);
+      const std::string owner = s.text(kRunColumnCount);
       if (std::find(busy_kinds.begin(), busy_kinds.end(), r.kind) == busy_kinds.end()) continue;
       if (owner.empty() || owner_liveness(owner) == Liveness::kGone) continue;  // older program: cannot tell
       throw DbError(quote_path(path_) + ": " + r.kind + " run " + std::to_string(r.id) + " is being executed by " +
@@ -620,6 +621,14 @@ void RulesDb::set_checkpoint(int64_t run, const std::string& checkpoint) {
   WriteTransaction t(db_.get(), path_);
   Stmt s(db_.get(), path_, "UPDATE runs SET checkpoint = ? WHERE id = ?");
   s.bind(1, checkpoint).bind(2, run).run();
+  if (sqlite3_changes(db_.get()) == 0) throw DbError(quote_path(path_) + ": no run " + std::to_string(run));
+  t.commit();
+}
+
+void RulesDb::set_run_space(int64_t run, const std::string& space_text) {
+  WriteTransaction t(db_.get(), path_);
+  Stmt s(db_.get(), path_, "UPDATE runs SET space = ? WHERE id = ?");
+  s.bind(1, space_text).bind(2, run).run();
   if (sqlite3_changes(db_.get()) == 0) throw DbError(quote_path(path_) + ": no run " + std::to_string(run));
   t.commit();
 }
@@ -657,7 +666,7 @@ std::vector<RunSummary> RulesDb::list_runs() const {
           ", (SELECT COUNT(*) FROM rules WHERE rules.generator_run = runs.id) FROM runs ORDER BY id")
              .c_str());
   std::vector<RunSummary> out;
-  while (s.step()) out.push_back({read_run(s), s.i64(8)});
+  while (s.step()) out.push_back({read_run(s), s.i64(kRunColumnCount)});
   return out;
 }
 
@@ -774,6 +783,20 @@ std::vector<std::tuple<int, int, int64_t>> RulesDb::counts_by_size() const {
   std::vector<std::tuple<int, int, int64_t>> out;
   while (s.step()) out.emplace_back(static_cast<int>(s.i64(0)), static_cast<int>(s.i64(1)), s.i64(2));
   return out;
+}
+
+}  // namespace tgr::rules_db
+
+namespace tgr::rules_db {
+
+std::string RunRecord::space_name() const {
+  std::istringstream in(space);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string keyword, name;
+    if (words >> keyword >> name && keyword == "space") return name;
+  }
+  return "";
 }
 
 }  // namespace tgr::rules_db

@@ -49,10 +49,13 @@ struct RuleRecord {
 // written twice is one node, as the parser shares it). Throws ParseError.
 RuleRecord rule_record_from_text(std::string_view rule_text, std::string variables = "");
 
-// finished_at, checkpoint: "" when NULL.
+// finished_at, checkpoint, space: "" when NULL. space: the search space
+// file's text of a generate run (docs/spaces.md).
 struct RunRecord {
   int64_t id = 0;
-  std::string kind, settings, started_at, finished_at, status, stats, checkpoint;
+  std::string kind, settings, started_at, finished_at, status, stats, checkpoint, space;
+  // The NAME of the space text's `space NAME` line; "" when none.
+  std::string space_name() const;
 };
 
 // A run claimed by claim_run: resumed (an unfinished run of equal settings,
@@ -103,6 +106,7 @@ class RulesDb {
   ClaimedRun claim_run(const std::string& kind, const std::string& settings_json,
                        const std::vector<std::string>& busy_kinds);
   void set_checkpoint(int64_t run, const std::string& checkpoint);  // its own small transaction
+  void set_run_space(int64_t run, const std::string& space_text);  // runs.space; its own transaction
   void finish_run(int64_t run, const std::string& status, const std::string& stats_json);
   std::optional<RunRecord> get_run(int64_t run) const;
   // The most recent run of `kind` with exactly these settings whose status is

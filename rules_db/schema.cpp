@@ -99,6 +99,13 @@ constexpr const char* kV4 = R"sql(
 ALTER TABLE runs ADD COLUMN owner TEXT;
 )sql";
 
+// The search space a generate run enumerated (spaces/*.space, docs/spaces.md):
+// the space file's full text, whose `space NAME` line names it; NULL for
+// other runs and for runs of older programs.
+constexpr const char* kV5 = R"sql(
+ALTER TABLE runs ADD COLUMN space TEXT;
+)sql";
+
 #undef TGR_NOW
 
 constexpr std::array kMigrations = {
@@ -106,6 +113,7 @@ constexpr std::array kMigrations = {
     Migration{2, "views proved_rules, rule_counts_by_status, rule_counts_by_size, run_summary", kV2},
     Migration{3, "table op_costs: measured operator costs by device and signature", kV3},
     Migration{4, "column runs.owner: the process executing a run", kV4},
+    Migration{5, "column runs.space: the search space text of a generate run", kV5},
 };
 
 }  // namespace
