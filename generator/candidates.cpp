@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "generator/implication.h"
 #include "ir/canonical.h"
 #include "runtime/interpreter.h"
 
@@ -325,6 +326,25 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   }
   tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) { out[i].constraints = generalization(out[i], *world_of[i], seed); });
   std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
+
+  // Generalization: a candidate that is another's instance (its variables
+  // replaced by expressions, or two of them merged) is implied by it.
+  ImplicationIndex index;
+  for (size_t i = 0; i < out.size(); ++i) index.add(static_cast<int64_t>(i), out[i].canonical, out[i].variables);
+  std::vector<char> instance(out.size(), 0);
+  tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) {
+    if (stop) return;
+    instance[i] = index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution"}).has_value();
+  });
+  if (stop) return {};
+  size_t left = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!instance[i]) {
+      if (left != i) out[left] = std::move(out[i]);
+      ++left;
+    }
+  stats.instances = out.size() - left;
+  out.resize(left);
   stats.kept = out.size();
   return out;
 }

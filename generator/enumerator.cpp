@@ -210,6 +210,7 @@ class DepthFirstEnumeration {
     const std::string& name = t.op->name;
     if (name == "add" || name == "mul") return t.broadcasting || in[0] == in[1];
     if (name == "transpose") return in[0].size() == 2 || !t.params.get_ints("perm").empty();
+    if (name == "reshape") return in[0] != Shape(t.params.get_ints("shape"));  // else the identity
     if (name == "scalar_mul" || name == "relu" || name == "concat" || name == "split") return !in[0].empty();
     return true;
   }

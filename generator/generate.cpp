@@ -104,6 +104,7 @@ std::string GenerateReport::stats_json() const {
                                 {"pruned_common_subgraph", c.common_subgraph},
                                 {"pruned_common_supergraph", c.common_supergraph},
                                 {"float64_rejected", c.float64_rejected},
+                                {"pruned_instances", c.instances},
                                 {"candidates", c.kept},
                                 {"seconds", std::round(seconds * 100) / 100},  // centiseconds are enough
                                 {"peak_memory_mb", std::llround(peak_memory_mb)}}

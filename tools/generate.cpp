@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
     pass("common subgraph", c.common_subgraph);
     pass("common supergraph", c.common_supergraph);
     pass("float64 re-check", c.float64_rejected);
+    pass("instance of another", c.instances);
     std::printf("  stored                     %lld new (%lld before this invocation)\n", (long long)r.inserted,
                 (long long)r.already_stored);
     std::printf("  time %.1f s, peak memory %.0f MB\n", r.seconds, r.peak_memory_mb);

@@ -3,9 +3,11 @@
 //   rules --db F stats                                  counts by status, kind, size; the runs
 //   rules --db F list [--status S] [--format text|json]
 //   rules --db F show ID                                every field of one rule
-//   rules --db F lookup "SRC => DST"                    by canonical text: exit 0 found, 1 not, 2 syntax error
+//   rules --db F lookup "SRC => DST" [--shapes S]       by canonical text, else whether stored rules imply it:
+//                                                       exit 0 stored or implied, 1 neither, 2 syntax error
 //   rules --db F import FILE...                         insert the rules of rule files as candidates
-//   rules --db F check FILE... [--status S]             every rule of the files is in the database (with status S)
+//   rules --db F check FILE... [--status S]             every rule of the files is in the database or implied
+//                                                       by rules in it (with status S)
 //
 // Rule files (rules/default.rules): one rule a line, "SRC => DST | SHAPES"
 // (SHAPES: the variables' shapes, as in the variables column), '#' starts a
@@ -18,9 +20,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 
+#include "generator/implication.h"
 #include "ir/canonical.h"
 #include "rules_db/rules_db.h"
 #include "tools/cli_common.h"
@@ -138,20 +142,85 @@ int cmd_show(const RulesDb& db, int64_t id) {
   return 0;
 }
 
-int cmd_lookup(const RulesDb& db, const std::string& text) {
+// The stored rules as an implication index (generator/implication.h), built
+// on first use: refuted rules and partial ones imply nothing.
+class StoredRules {
+ public:
+  explicit StoredRules(const RulesDb& db) : db_(db) {}
+
+  // How stored rules imply the rule `text` (any spelling) whose variables
+  // have `shapes` (by the text's names; empty: from the variable kinds'
+  // shapes in the database).
+  std::optional<tgr::Implication> explain(const std::string& text, const tgr::ShapeMap& shapes) {
+    if (!index_) load();
+    tgr::ShapeMap by_name = shapes;
+    if (by_name.empty()) {
+      auto from_kinds = tgr::shapes_from_kinds(text, by_kind_);
+      if (!from_kinds) return std::nullopt;  // a kind the database has no single shape for
+      by_name = std::move(*from_kinds);
+    }
+    return index_->explain(text, by_name);
+  }
+
+  const RuleRecord& rule(int64_t id) { return rules_.at(id); }
+
+ private:
+  void load() {
+    index_.emplace();
+    for (RuleRecord& r : db_.list_rules()) {
+      if (r.status == "refuted" || r.kind != "full") continue;
+      index_->add(r.id, r.canonical, r.variables);
+      rules_.emplace(r.id, std::move(r));
+    }
+    by_kind_ = index_->shapes_by_kind();
+  }
+
+  const RulesDb& db_;
+  std::optional<tgr::ImplicationIndex> index_;
+  std::map<int64_t, RuleRecord> rules_;
+  tgr::ShapeMap by_kind_;
+};
+
+// "(by #3, #9; transitivity)", with the substitution when there is one.
+std::string implication_text(const tgr::Implication& how) {
+  std::string out = "(by ";
+  for (size_t i = 0; i < how.by.size(); ++i) out += (i ? ", #" : "#") + std::to_string(how.by[i]);
+  out += "; " + how.pass;
+  if (!how.detail.empty()) out += ": " + how.detail;
+  return out + ")";
+}
+
+int cmd_lookup(const RulesDb& db, const std::string& text, const std::string& shapes_text) {
   std::string canonical;
+  tgr::ShapeMap shapes;
   try {
     canonical = tgr::canonical_rule_text(text);
   } catch (const tgr::ParseError& e) {
     std::fprintf(stderr, "rules: error: %s\n", e.what());
     return 2;
   }
+  try {
+    shapes = tgr::parse_shape_map(shapes_text);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rules: error: --shapes: %s\n", e.what());
+    return 2;
+  }
   const auto rule = db.find_by_canonical(canonical);
-  if (!rule) {
+  if (rule) {
+    std::printf("%lld %s %s\n", static_cast<long long>(rule->id), rule->status.c_str(), rule->canonical.c_str());
+    return 0;
+  }
+  StoredRules stored(db);
+  const auto how = stored.explain(text, shapes);
+  if (!how) {
     std::printf("not found (canonical form: %s)\n", canonical.c_str());
     return 1;
   }
-  std::printf("%lld %s %s\n", static_cast<long long>(rule->id), rule->status.c_str(), rule->canonical.c_str());
+  std::printf("implied: %s %s\n", canonical.c_str(), implication_text(*how).c_str());
+  for (int64_t id : how->by) {
+    const RuleRecord& r = stored.rule(id);
+    std::printf("  %lld %s %s\n", static_cast<long long>(id), r.status.c_str(), r.canonical.c_str());
+  }
   return 0;
 }
 
@@ -212,22 +281,47 @@ int cmd_import(RulesDb& db, const std::vector<RuleRecord>& records) {
   return 0;
 }
 
+// Each rule of the files: stored (silent), implied by stored rules
+// ("implied: RULE (by #a, #b; PASS)"), or neither ("not found: RULE"). With
+// a status, a stored rule must have it, and so must the rules implying one.
 int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const std::optional<std::string>& status) {
-  int missing = 0, total = 0;
+  StoredRules stored_rules(db);
+  int stored = 0, implied = 0, missing = 0, total = 0;
   for (const auto& f : files)
     for (const auto& line : read_rule_file(f)) {
       ++total;
-      const auto rule = db.find_by_canonical(record_of(line).canonical);
-      if (!rule) {
+      const RuleRecord record = record_of(line);
+      const auto rule = db.find_by_canonical(record.canonical);
+      if (rule) {
+        if (status && rule->status != *status) {
+          std::printf("%s: %s, not %s: %s\n", line.where.c_str(), rule->status.c_str(), status->c_str(), line.text.c_str());
+          ++missing;
+        } else {
+          ++stored;
+        }
+        continue;
+      }
+      const auto how = stored_rules.explain(line.text, tgr::parse_shape_map(line.variables));
+      if (!how) {
         std::printf("%s: not found: %s\n", line.where.c_str(), line.text.c_str());
         ++missing;
-      } else if (status && rule->status != *status) {
-        std::printf("%s: %s, not %s: %s\n", line.where.c_str(), rule->status.c_str(), status->c_str(), line.text.c_str());
+        continue;
+      }
+      std::string wrong;  // implying rules of another status
+      for (int64_t id : how->by)
+        if (status && stored_rules.rule(id).status != *status)
+          wrong += (wrong.empty() ? "#" : ", #") + std::to_string(id) + " " + stored_rules.rule(id).status;
+      if (!wrong.empty()) {
+        std::printf("%s: implied by rules not %s (%s): %s\n", line.where.c_str(), status->c_str(), wrong.c_str(),
+                    line.text.c_str());
         ++missing;
+      } else {
+        std::printf("%s: implied: %s %s\n", line.where.c_str(), line.text.c_str(), implication_text(*how).c_str());
+        ++implied;
       }
     }
-  std::printf("%d of %d rules found%s%s\n", total - missing, total, status ? " with status " : "",
-              status ? status->c_str() : "");
+  std::printf("%d of %d rules found%s%s: %d stored, %d implied, %d not found\n", stored + implied, total,
+              status ? " with status " : "", status ? status->c_str() : "", stored, implied, missing);
   return missing ? 1 : 0;
 }
 
@@ -249,14 +343,17 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "every field of one rule");
   int64_t id = 0;
   show->add_option("id", id, "rule id")->required();
-  auto* lookup = app.add_subcommand("lookup", "find a rule by its canonical text (exit 0 found, 1 not, 2 bad text)");
-  std::string text;
+  auto* lookup = app.add_subcommand(
+      "lookup", "find a rule by its canonical text, or how stored rules imply it (exit 0 stored or implied, 1 neither, 2 bad text)");
+  std::string text, shapes;
   lookup->add_option("rule", text, "\"SRC => DST\" in the text form")->required();
+  lookup->add_option("--shapes", shapes,
+                     "the variables' shapes, x0=2x4,... (default: the shapes of their kinds in the database)");
 
   auto* import = app.add_subcommand("import", "insert the rules of rule files (SRC => DST | SHAPES) as candidates");
   std::vector<std::string> files;
   import->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
-  auto* check = app.add_subcommand("check", "exit 0 when every rule of the files is in the database");
+  auto* check = app.add_subcommand("check", "exit 0 when every rule of the files is in the database or implied by its rules");
   check->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
   check->add_option("--status", status, "and has this status")
       ->check(CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"}));
@@ -274,7 +371,7 @@ int main(int argc, char** argv) {
     if (*stats) return cmd_stats(db);
     if (*list) return cmd_list(db, status, format);
     if (*show) return cmd_show(db, id);
-    if (*lookup) return cmd_lookup(db, text);
+    if (*lookup) return cmd_lookup(db, text, shapes);
     return 2;
   });
 }
