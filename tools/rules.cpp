@@ -82,10 +82,13 @@ int cmd_stats(const RulesDb& db) {
   }
   const auto runs = db.list_runs();
   std::printf("runs: %zu\n", runs.size());
-  if (!runs.empty()) std::printf("  %-6s %-10s %-12s %8s  %s\n", "id", "kind", "status", "inserted", "started");
-  for (const auto& r : runs)
-    std::printf("  %-6lld %-10s %-12s %8lld  %s\n", static_cast<long long>(r.run.id), r.run.kind.c_str(),
-                r.run.status.c_str(), static_cast<long long>(r.rules_inserted), r.run.started_at.c_str());
+  if (!runs.empty()) std::printf("  %-6s %-10s %-12s %8s  %-12s %s\n", "id", "kind", "status", "inserted", "space", "started");
+  for (const auto& r : runs) {
+    const std::string space = r.run.space_name();  // generate runs: the search space
+    std::printf("  %-6lld %-10s %-12s %8lld  %-12s %s\n", static_cast<long long>(r.run.id), r.run.kind.c_str(),
+                r.run.status.c_str(), static_cast<long long>(r.rules_inserted), space.empty() ? "-" : space.c_str(),
+                r.run.started_at.c_str());
+  }
   return 0;
 }
 
