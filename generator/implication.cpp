@@ -1,6 +1,8 @@
 #include "generator/implication.h"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -101,7 +103,7 @@ class Matcher {
     work.pop_back();
     if (p->kind == Expr::Kind::kVar) {
       for (const auto& [name, value] : bindings_)
-        if (name == p->name) return to_text(*value) == to_text(*t) && solve(std::move(work));
+        if (name == p->name) return (value == t || text(value) == text(t)) && solve(std::move(work));
       if (renaming_only_) {
         if (t->kind != Expr::Kind::kVar || variable_kind(t->name) != variable_kind(p->name)) return false;
         for (const auto& [name, value] : bindings_)
@@ -125,6 +127,13 @@ class Matcher {
   }
 
   const std::vector<std::pair<std::string, const Expr*>>& bindings() const { return bindings_; }
+
+  // The text of a term's subexpression, computed once per match.
+  const std::string& text(const Expr* e) {
+    auto it = texts_.find(e);
+    if (it == texts_.end()) it = texts_.emplace(e, to_text(*e)).first;
+    return it->second;
+  }
 
   std::string describe() const {
     std::string out;
@@ -153,6 +162,7 @@ class Matcher {
   const ShapeMap& term_shapes_;
   bool renaming_only_;
   std::vector<std::pair<std::string, const Expr*>> bindings_;
+  std::unordered_map<const Expr*, std::string> texts_;
 };
 
 // Permutations of 0..n-1 that start with `first`.
@@ -185,24 +195,66 @@ Canonical canonicalize(const RuleExpr& rule, const ShapeMap& shapes) {
 
 }  // namespace
 
+// How often each operator (label) occurs in a rule's trees, sorted by label
+// id: a rule's instance has every operator at least as often as the rule.
+using OpCounts = std::vector<std::pair<int, int>>;
+
 struct ImplicationIndex::Impl {
   struct Entry {
     int64_t id;
     std::string canonical;
     RuleExpr rule;
     ShapeMap shapes;
+    std::array<OpCounts, 2> ops;  // of the source, of the target
   };
+  std::unordered_map<std::string, int> label_ids;
+
+  // With `add`, unseen labels get ids; without, they are left out (no
+  // indexed rule has them).
+  OpCounts op_counts(const std::vector<Expr>& side, bool add) {
+    std::map<int, int> counts;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (e.kind == Expr::Kind::kVar) return;
+      const std::string l = label(e);
+      auto it = label_ids.find(l);
+      if (it == label_ids.end()) {
+        if (!add) return;
+        it = label_ids.emplace(l, static_cast<int>(label_ids.size())).first;
+      }
+      ++counts[it->second];
+      for (const Expr& a : e.args) walk(a);
+    };
+    for (const Expr& e : side) walk(e);
+    return OpCounts(counts.begin(), counts.end());
+  }
+  OpCounts op_counts(const std::vector<Expr>& side) const { return const_cast<Impl*>(this)->op_counts(side, false); }
+
+  static bool within(const OpCounts& pattern, const OpCounts& term) {
+    size_t j = 0;
+    for (const auto& [label, n] : pattern) {
+      while (j < term.size() && term[j].first < label) ++j;
+      if (j == term.size() || term[j].first != label || term[j].second < n) return false;
+    }
+    return true;
+  }
   std::vector<Entry> entries;
   std::unordered_map<std::string, int64_t> by_canonical;
   std::unordered_map<std::string, std::vector<std::pair<uint32_t, uint8_t>>> by_key;  // -> (entry, side)
   std::map<std::string, std::set<Shape>> kind_shapes;
 
-  // Calls f(entry, A, B) for each indexed side A (with other side B) whose
-  // first output may match X[k], for each k; stops when f returns true.
+  // Calls f(entry, A, B, k) for each indexed side A (with other side B)
+  // whose first output may match X[k], for each k; stops when f returns
+  // true. A side that is a variable matches anything: such sides are
+  // indexed by their other side instead, which must match Y.
   template <class F>
-  bool candidates(const std::vector<Expr>& x, F f) const {
-    for (size_t k = 0; k < x.size(); ++k)
-      for (const std::string& q : query_keys(x.size(), x[k])) {
+  bool candidates(const std::vector<Expr>& x, const std::vector<Expr>& y, F f) const {
+    for (size_t k = 0; k < x.size(); ++k) {
+      std::vector<std::string> keys;
+      for (const std::string& q : query_keys(x.size(), x[k]))
+        if (q != key(x.size(), "*", {})) keys.push_back(q);
+      if (!y.empty())
+        for (const std::string& q : query_keys(y.size(), y[k])) keys.push_back("V|" + q);
+      for (const std::string& q : keys) {
         auto it = by_key.find(q);
         if (it == by_key.end()) continue;
         for (const auto& [index, side] : it->second) {
@@ -212,16 +264,20 @@ struct ImplicationIndex::Impl {
           if (f(e, a, b, k)) return true;
         }
       }
+    }
     return false;
   }
 
   std::optional<Implication> substitution(const RuleExpr& q, const Canonical& c) const {
+    const std::array<OpCounts, 2> q_ops{op_counts(q.source), op_counts(q.target)};
     std::optional<Implication> found;
     for (int side = 0; side < 2 && !found; ++side) {
       const auto& x = side ? q.target : q.source;
       const auto& y = side ? q.source : q.target;
-      candidates(x, [&](const Entry& e, const std::vector<Expr>& a, const std::vector<Expr>& b, size_t k) {
-        if (e.canonical == c.text) return false;
+      candidates(x, y, [&](const Entry& e, const std::vector<Expr>& a, const std::vector<Expr>& b, size_t k) {
+        const bool a_is_target = &a == &e.rule.target;
+        if (e.canonical == c.text || !within(e.ops[a_is_target], q_ops[side]) || !within(e.ops[!a_is_target], q_ops[!side]))
+          return false;
         for (const auto& perm : permutations_from(x.size(), k)) {
           std::vector<Matcher::Pair> work;
           for (size_t j = a.size(); j-- > 0;) {
@@ -245,8 +301,9 @@ struct ImplicationIndex::Impl {
     for (int side = 0; side < 2 && !found; ++side) {
       const auto& x = side ? q.target : q.source;
       const auto& y = side ? q.source : q.target;
-      candidates(x, [&](const Entry& e, const std::vector<Expr>& a, const std::vector<Expr>& b, size_t k) {
-        if (e.canonical == c.text) return false;
+      const OpCounts x_ops = op_counts(x);
+      candidates(x, {}, [&](const Entry& e, const std::vector<Expr>& a, const std::vector<Expr>& b, size_t k) {
+        if (e.canonical == c.text || e.ops[&a == &e.rule.target] != x_ops) return false;  // A is X renamed
         for (const auto& perm : permutations_from(x.size(), k)) {
           std::vector<Matcher::Pair> work;
           for (size_t j = a.size(); j-- > 0;) work.emplace_back(&a[j], &x[perm[j]]);
@@ -305,7 +362,7 @@ ImplicationIndex::ImplicationIndex(ImplicationIndex&&) noexcept = default;
 ImplicationIndex& ImplicationIndex::operator=(ImplicationIndex&&) noexcept = default;
 
 bool ImplicationIndex::add(int64_t id, const std::string& canonical, const std::string& variables) {
-  Impl::Entry e{id, canonical, {}, {}};
+  Impl::Entry e{id, canonical, {}, {}, {}};
   try {
     e.rule = parse_rule_expr(canonical);
     e.shapes = parse_shape_map(variables);
@@ -314,10 +371,17 @@ bool ImplicationIndex::add(int64_t id, const std::string& canonical, const std::
   }
   if (e.rule.source.size() != e.rule.target.size() || e.rule.source.empty()) return false;
   for (const auto& [name, shape] : e.shapes) impl_->kind_shapes[variable_kind(name)].insert(shape);
+  e.ops = {impl_->op_counts(e.rule.source, true), impl_->op_counts(e.rule.target, true)};
   const auto index = static_cast<uint32_t>(impl_->entries.size());
   impl_->by_canonical.emplace(canonical, id);
-  impl_->by_key[pattern_key(e.rule.source.size(), e.rule.source[0])].emplace_back(index, 0);
-  impl_->by_key[pattern_key(e.rule.target.size(), e.rule.target[0])].emplace_back(index, 1);
+  for (uint8_t side = 0; side < 2; ++side) {
+    const auto& a = side ? e.rule.target : e.rule.source;
+    const auto& b = side ? e.rule.source : e.rule.target;
+    if (a[0].kind == Expr::Kind::kVar)
+      impl_->by_key["V|" + pattern_key(b.size(), b[0])].emplace_back(index, side);
+    else
+      impl_->by_key[pattern_key(a.size(), a[0])].emplace_back(index, side);
+  }
   impl_->entries.push_back(std::move(e));
   return true;
 }
