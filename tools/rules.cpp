@@ -5,6 +5,7 @@
 //   rules --db F show ID                                every field of one rule
 //   rules --db F lookup "SRC => DST" [--shapes S]       by canonical text, else whether stored rules imply it:
 //                                                       exit 0 stored or implied, 1 neither, 2 syntax error
+//   rules --db F unknowns [--examples N]                why the prover left rules unknown, classified
 //   rules --db F import FILE...                         insert the rules of rule files as candidates
 //   rules --db F check FILE... [--status S]             every rule of the files is in the database or implied
 //                                                       by rules in it (with status S)
@@ -149,7 +150,9 @@ int cmd_show(const RulesDb& db, int64_t id) {
 // on first use: refuted rules and partial ones imply nothing.
 class StoredRules {
  public:
-  explicit StoredRules(const RulesDb& db) : db_(db) {}
+  // `only`: index the rules of this status alone.
+  explicit StoredRules(const RulesDb& db, std::optional<std::string> only = std::nullopt)
+      : db_(db), only_(std::move(only)) {}
 
   // How stored rules imply the rule `text` (any spelling) whose variables
   // have `shapes` (by the text's names; empty: from the variable kinds'
@@ -171,7 +174,7 @@ class StoredRules {
   void load() {
     index_.emplace();
     for (RuleRecord& r : db_.list_rules()) {
-      if (r.status == "refuted" || r.kind != "full") continue;
+      if (r.status == "refuted" || r.kind != "full" || (only_ && r.status != *only_)) continue;
       index_->add(r.id, r.canonical, r.variables);
       rules_.emplace(r.id, std::move(r));
     }
@@ -179,6 +182,7 @@ class StoredRules {
   }
 
   const RulesDb& db_;
+  std::optional<std::string> only_;
   std::optional<tgr::ImplicationIndex> index_;
   std::map<int64_t, RuleRecord> rules_;
   tgr::ShapeMap by_kind_;
@@ -223,6 +227,62 @@ int cmd_lookup(const RulesDb& db, const std::string& text, const std::string& sh
   for (int64_t id : how->by) {
     const RuleRecord& r = stored.rule(id);
     std::printf("  %lld %s %s\n", static_cast<long long>(id), r.status.c_str(), r.canonical.c_str());
+  }
+  return 0;
+}
+
+// Why rules are unknown: the prover's outcome (its note: no common form, Z3
+// gave up, the search budget), then whether proved rules imply the rule
+// (the prover missed a consequence of what it proved), whether another
+// unknown rule does (the same missing fact), and for the rest what they
+// involve: constant tensors, whose values need facts of their own, or else
+// their operators. A triage for writing axioms, not a proof of anything.
+int cmd_unknowns(const RulesDb& db, int examples) {
+  const std::vector<RuleRecord> unknown = db.list_rules(std::string("unknown"));
+  std::printf("unknown rules: %zu\n", unknown.size());
+  if (unknown.empty()) return 0;
+  std::map<std::string, int64_t> outcome;
+  for (const RuleRecord& r : unknown) {
+    const std::string note = r.note.value_or("(no note)");
+    ++outcome[note.substr(0, std::min(note.find(" ("), note.find(':')))];
+  }
+  std::printf("by the prover's outcome:\n");
+  for (const auto& [why, n] : outcome) std::printf("  %8lld  %s\n", static_cast<long long>(n), why.c_str());
+
+  StoredRules proved(db, "proved"), unproved(db, "unknown");
+  struct Family {
+    int64_t n = 0;
+    std::vector<const RuleRecord*> examples;
+  };
+  std::map<std::string, Family> families;
+  auto count = [&](const std::string& family, const RuleRecord& r) {
+    Family& f = families[family];
+    ++f.n;
+    if (static_cast<int>(f.examples.size()) < examples) f.examples.push_back(&r);
+  };
+  for (const RuleRecord& r : unknown) {
+    const tgr::ShapeMap shapes = tgr::parse_shape_map(r.variables);
+    if (const auto how = proved.explain(r.canonical, shapes)) {
+      count("1 implied by proved rules (" + how->pass + ")", r);
+    } else if (unproved.explain(r.canonical, shapes)) {
+      count("2 an instance of another unknown rule (the same missing fact)", r);
+    } else {
+      std::string constants;
+      for (const char* op : {"ones", "eye", "conv_identity", "pool_kernel"})
+        if (("," + r.operators + ",").find("," + std::string(op) + ",") != std::string::npos)
+          constants += (constants.empty() ? "" : ",") + std::string(op);
+      count(constants.empty() ? "4 operators " + r.operators : "3 constant tensors " + constants, r);
+    }
+  }
+  std::vector<std::pair<std::string, Family>> sorted(families.begin(), families.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.first[0] != b.first[0] ? a.first[0] < b.first[0] : a.second.n > b.second.n;
+  });
+  std::printf("by what they need:\n");
+  for (const auto& [family, f] : sorted) {
+    std::printf("  %8lld  %s\n", static_cast<long long>(f.n), family.c_str() + 2);
+    for (const RuleRecord* r : f.examples)
+      std::printf("              #%lld %s\n", static_cast<long long>(r->id), r->canonical.c_str());
   }
   return 0;
 }
@@ -353,6 +413,10 @@ int main(int argc, char** argv) {
   lookup->add_option("--shapes", shapes,
                      "the variables' shapes, x0=2x4,... (default: the shapes of their kinds in the database)");
 
+  auto* unknowns = app.add_subcommand("unknowns", "why the prover left rules unknown, classified");
+  int examples = 1;
+  unknowns->add_option("--examples", examples, "example rules shown per class")->check(CLI::Range(0, 100));
+
   auto* import = app.add_subcommand("import", "insert the rules of rule files (SRC => DST | SHAPES) as candidates");
   std::vector<std::string> files;
   import->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
@@ -375,6 +439,7 @@ int main(int argc, char** argv) {
     if (*list) return cmd_list(db, status, format);
     if (*show) return cmd_show(db, id);
     if (*lookup) return cmd_lookup(db, text, shapes);
+    if (*unknowns) return cmd_unknowns(db, examples);
     return 2;
   });
 }
