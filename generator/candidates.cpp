@@ -324,7 +324,8 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
     world_of.push_back(&enumerators[kept[classes[c].first].world].world());
     out.push_back({p.text, p.full_key, variables_of(p.full_key, *world_of.back()), ""});
   }
-  tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) { out[i].constraints = generalization(out[i], *world_of[i], seed); });
+  tbb::parallel_for(size_t{0}, out.size(),
+                    [&](size_t i) { out[i].constraints = generalization(out[i], *world_of[i], seed); });
   std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
 
   // Generalization: a candidate that is another's instance (its variables

@@ -186,7 +186,8 @@ class SpaceParser {
         const size_t eq = item.find('=');
         if (eq == std::string::npos) fail("a parameter is NAME=VALUE, not '" + item + "'");
         const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
-        const auto spec = std::find_if(op->params.begin(), op->params.end(), [&](const ParamSpec& s) { return s.name == key; });
+        const auto spec =
+            std::find_if(op->params.begin(), op->params.end(), [&](const ParamSpec& s) { return s.name == key; });
         if (spec == op->params.end()) fail(name + " has no parameter '" + key + "'");
         try {
           given.emplace_back(key, parse_param_value(*spec, value));
@@ -215,7 +216,8 @@ class SpaceParser {
       if (close == std::string::npos) fail("'(' without ')'");
       const auto roles = split_top(tail.substr(1, close - 1), ',');
       if (static_cast<int>(roles.size()) != t.arity)
-        fail(name + " takes " + std::to_string(t.arity) + " arguments; " + std::to_string(roles.size()) + " roles given");
+        fail(name + " takes " + std::to_string(t.arity) + " arguments; " + std::to_string(roles.size()) +
+             " roles given");
       t.arg_roles = {Role::kAny, Role::kAny, Role::kAny};
       for (size_t k = 0; k < roles.size(); ++k) t.arg_roles[k] = role(roles[k], k > 0);
       tail = trim(tail.substr(close + 1));
@@ -231,7 +233,8 @@ class SpaceParser {
     } else if (!tail.empty()) {
       fail("unexpected '" + tail + "' (expected '(ROLES)', '-> ROLE' or 'broadcasting')");
     }
-    if (t.arity == 0 && t.output_role == Role::kSame) fail(name + " takes no arguments: give its output role (-> ROLE)");
+    if (t.arity == 0 && t.output_role == Role::kSame)
+      fail(name + " takes no arguments: give its output role (-> ROLE)");
     return t;
   }
 
@@ -293,14 +296,15 @@ std::vector<World> build_worlds(const SpaceOptions& options) {
     if (std::find(all.begin(), all.end(), n) == all.end()) {
       std::string can;
       for (const auto& op : all) can += (can.empty() ? "" : ", ") + op;
-      throw std::invalid_argument("--ops: the space '" + space.name + "' does not enumerate '" + n + "' (it can: " +
-                                  can + ")");
+      throw std::invalid_argument("--ops: the space '" + space.name + "' does not enumerate '" + n +
+                                  "' (it can: " + can + ")");
     }
   }
   const int n = options.vars_per_kind ? options.vars_per_kind : space.vars_per_kind;
   if (n < 1 || n > 9) throw std::invalid_argument("--vars-per-kind must be in [1, 9]");
-  const std::set<std::string> selected = options.ops.empty() ? std::set<std::string>(all.begin(), all.end())
-                                                             : std::set<std::string>(options.ops.begin(), options.ops.end());
+  const std::set<std::string> selected = options.ops.empty()
+                                             ? std::set<std::string>(all.begin(), all.end())
+                                             : std::set<std::string>(options.ops.begin(), options.ops.end());
 
   std::vector<World> worlds;
   for (const WorldSpec& spec : space.worlds) {

@@ -89,8 +89,8 @@ std::vector<std::string> builtin_space_names();
 Space load_space(const std::string& name_or_file);
 
 struct SpaceOptions {
-  std::vector<std::string> ops;  // operator names to use (of the space's); empty = all of the space's
-  int vars_per_kind = 0;         // variables of each kind (x, w, i, k, p, r, b); 0 = the space's
+  std::vector<std::string> ops;   // operator names to use (of the space's); empty = all of the space's
+  int vars_per_kind = 0;          // variables of each kind (x, w, i, k, p, r, b); 0 = the space's
   std::string space = "default";  // a built-in name or a file (ignored when `parsed` is given)
   const Space* parsed = nullptr;
 };

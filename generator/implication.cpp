@@ -276,7 +276,8 @@ struct ImplicationIndex::Impl {
       const auto& y = side ? q.source : q.target;
       candidates(x, y, [&](const Entry& e, const std::vector<Expr>& a, const std::vector<Expr>& b, size_t k) {
         const bool a_is_target = &a == &e.rule.target;
-        if (e.canonical == c.text || !within(e.ops[a_is_target], q_ops[side]) || !within(e.ops[!a_is_target], q_ops[!side]))
+        if (e.canonical == c.text || !within(e.ops[a_is_target], q_ops[side]) ||
+            !within(e.ops[!a_is_target], q_ops[!side]))
           return false;
         for (const auto& perm : permutations_from(x.size(), k)) {
           std::vector<Matcher::Pair> work;
@@ -377,10 +378,8 @@ bool ImplicationIndex::add(int64_t id, const std::string& canonical, const std::
   for (uint8_t side = 0; side < 2; ++side) {
     const auto& a = side ? e.rule.target : e.rule.source;
     const auto& b = side ? e.rule.source : e.rule.target;
-    if (a[0].kind == Expr::Kind::kVar)
-      impl_->by_key["V|" + pattern_key(b.size(), b[0])].emplace_back(index, side);
-    else
-      impl_->by_key[pattern_key(a.size(), a[0])].emplace_back(index, side);
+    if (a[0].kind == Expr::Kind::kVar) impl_->by_key["V|" + pattern_key(b.size(), b[0])].emplace_back(index, side);
+    else impl_->by_key[pattern_key(a.size(), a[0])].emplace_back(index, side);
   }
   impl_->entries.push_back(std::move(e));
   return true;

@@ -106,7 +106,7 @@ class RulesDb {
   ClaimedRun claim_run(const std::string& kind, const std::string& settings_json,
                        const std::vector<std::string>& busy_kinds);
   void set_checkpoint(int64_t run, const std::string& checkpoint);  // its own small transaction
-  void set_run_space(int64_t run, const std::string& space_text);  // runs.space; its own transaction
+  void set_run_space(int64_t run, const std::string& space_text);   // runs.space; its own transaction
   void finish_run(int64_t run, const std::string& status, const std::string& stats_json);
   std::optional<RunRecord> get_run(int64_t run) const;
   // The most recent run of `kind` with exactly these settings whose status is

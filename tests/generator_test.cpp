@@ -110,7 +110,8 @@ TEST(Candidates, WellKnownRulesSurvivePruningAndFalseOnesNeverAppear) {
   EXPECT_FALSE(keys.count(merged));
   ImplicationIndex index;
   for (size_t i = 0; i < candidates.size(); ++i) index.add(i, candidates[i].canonical, candidates[i].variables);
-  EXPECT_FALSE(index.explain(canonical_rule_text("matmul(w0, w1) => matmul(w1, w0)"), {{"w0", {4, 4}}, {"w1", {4, 4}}}));
+  EXPECT_FALSE(
+      index.explain(canonical_rule_text("matmul(w0, w1) => matmul(w1, w0)"), {{"w0", {4, 4}}, {"w1", {4, 4}}}));
   const auto how = index.explain(merged, {{"x0", {2, 4}}, {"w0", {4, 4}}});
   ASSERT_TRUE(how);
   EXPECT_EQ(how->pass, "substitution");
@@ -179,7 +180,8 @@ TEST(SearchSpace, ErrorsNameTheFileAndLine) {
             "my.space:4: unknown role 'vector' (tensor, image, kernel, scalar, any, same)");
   EXPECT_EQ(error(head + "operator eye[n=2]\n"), "my.space:4: eye takes no arguments: give its output role (-> ROLE)");
   EXPECT_EQ(error(head + "operator relu broadcasting\n"), "my.space:4: only add and mul take 'broadcasting'");
-  EXPECT_EQ(error(head + "variable x 2x2 tensor alternative 3x3\n"), "my.space:4: a second variable kind 'x' in this world");
+  EXPECT_EQ(error(head + "variable x 2x2 tensor alternative 3x3\n"),
+            "my.space:4: a second variable kind 'x' in this world");
   EXPECT_EQ(error(head + "variable y 2x2 tensor alternative 3\n"),
             "my.space:4: the alternative shape of 'y' has another rank");
   EXPECT_EQ(error("world w\n"), "my.space: no 'space NAME' line");

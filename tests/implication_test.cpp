@@ -41,11 +41,11 @@ TEST(Implication, SubstitutionOfAnExpressionOrAMergedVariable) {
 TEST(Implication, ShapesMustAgree) {
   const auto index = index_of({{"matmul(matmul(x0, w0), w1) => matmul(x0, matmul(w0, w1))", "x0=2x4,w0=4x4,w1=4x4"}});
   // transpose(x0) is 4x2, not the 2x4 the stored rule holds at.
-  EXPECT_FALSE(index.explain("matmul(matmul(transpose(x0), x0), w0) => matmul(transpose(x0), matmul(x0, w0))",
-                             kMatrices));
+  EXPECT_FALSE(
+      index.explain("matmul(matmul(transpose(x0), x0), w0) => matmul(transpose(x0), matmul(x0, w0))", kMatrices));
   // The same text at other sizes is not implied by a rule found at these.
-  EXPECT_FALSE(index.explain("matmul(matmul(x0, w0), w0) => matmul(x0, matmul(w0, w0))",
-                             {{"x0", {3, 6}}, {"w0", {6, 6}}}));
+  EXPECT_FALSE(
+      index.explain("matmul(matmul(x0, w0), w0) => matmul(x0, matmul(w0, w0))", {{"x0", {3, 6}}, {"w0", {6, 6}}}));
   EXPECT_TRUE(index.explain("matmul(matmul(x0, w0), w0) => matmul(x0, matmul(w0, w0))", kMatrices));
 }
 

@@ -83,7 +83,8 @@ int cmd_stats(const RulesDb& db) {
   }
   const auto runs = db.list_runs();
   std::printf("runs: %zu\n", runs.size());
-  if (!runs.empty()) std::printf("  %-6s %-10s %-12s %8s  %-12s %s\n", "id", "kind", "status", "inserted", "space", "started");
+  if (!runs.empty())
+    std::printf("  %-6s %-10s %-12s %8s  %-12s %s\n", "id", "kind", "status", "inserted", "space", "started");
   for (const auto& r : runs) {
     const std::string space = r.run.space_name();  // generate runs: the search space
     std::printf("  %-6lld %-10s %-12s %8lld  %-12s %s\n", static_cast<long long>(r.run.id), r.run.kind.c_str(),
@@ -357,7 +358,8 @@ int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const st
       const auto rule = db.find_by_canonical(record.canonical);
       if (rule) {
         if (status && rule->status != *status) {
-          std::printf("%s: %s, not %s: %s\n", line.where.c_str(), rule->status.c_str(), status->c_str(), line.text.c_str());
+          std::printf("%s: %s, not %s: %s\n", line.where.c_str(), rule->status.c_str(), status->c_str(),
+                      line.text.c_str());
           ++missing;
         } else {
           ++stored;
@@ -406,8 +408,9 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "every field of one rule");
   int64_t id = 0;
   show->add_option("id", id, "rule id")->required();
-  auto* lookup = app.add_subcommand(
-      "lookup", "find a rule by its canonical text, or how stored rules imply it (exit 0 stored or implied, 1 neither, 2 bad text)");
+  auto* lookup = app.add_subcommand("lookup",
+                                    "find a rule by its canonical text, or how stored rules imply it (exit 0 stored or "
+                                    "implied, 1 neither, 2 bad text)");
   std::string text, shapes;
   lookup->add_option("rule", text, "\"SRC => DST\" in the text form")->required();
   lookup->add_option("--shapes", shapes,
@@ -420,7 +423,8 @@ int main(int argc, char** argv) {
   auto* import = app.add_subcommand("import", "insert the rules of rule files (SRC => DST | SHAPES) as candidates");
   std::vector<std::string> files;
   import->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
-  auto* check = app.add_subcommand("check", "exit 0 when every rule of the files is in the database or implied by its rules");
+  auto* check =
+      app.add_subcommand("check", "exit 0 when every rule of the files is in the database or implied by its rules");
   check->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
   check->add_option("--status", status, "and has this status")
       ->check(CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"}));
