@@ -236,8 +236,10 @@ int cmd_lookup(const RulesDb& db, const std::string& text, const std::string& sh
 // gave up, the search budget), then whether proved rules imply the rule
 // (the prover missed a consequence of what it proved), whether another
 // unknown rule does (the same missing fact), and for the rest what they
-// involve: constant tensors, whose values need facts of their own, or else
-// their operators. A triage for writing axioms, not a proof of anything.
+// involve: constant tensors, whose values need facts of their own; pieces of
+// a split concatenated in another order (permutations); convolutions of
+// concatenated channels (grouped); scalar arithmetic; or else their
+// operators. A triage for writing axioms (by text patterns), not a proof.
 int cmd_unknowns(const RulesDb& db, int examples) {
   const std::vector<RuleRecord> unknown = db.list_rules(std::string("unknown"));
   std::printf("unknown rules: %zu\n", unknown.size());
@@ -272,7 +274,18 @@ int cmd_unknowns(const RulesDb& db, int examples) {
       for (const char* op : {"ones", "eye", "conv_identity", "pool_kernel"})
         if (("," + r.operators + ",").find("," + std::string(op) + ",") != std::string::npos)
           constants += (constants.empty() ? "" : ",") + std::string(op);
-      count(constants.empty() ? "4 operators " + r.operators : "3 constant tensors " + constants, r);
+      const std::string& c = r.canonical;
+      std::string family = "7 operators " + r.operators;
+      if (!constants.empty())
+        family = "3 constant tensors " + constants + ": facts about their values";
+      else if (c.find(").1, split[") != std::string::npos)
+        family = "4 pieces of a split put back in another order: facts about permutations";
+      else if (c.find("conv2d(concat[axis=1](") != std::string::npos ||
+               c.find("conv2d[act=relu](concat[axis=1](") != std::string::npos)
+        family = "5 convolution of concatenated channels: grouped convolution";
+      else if (r.variables.find_first_not_of("s0123456789=,scalar") == std::string::npos)
+        family = "6 scalar arithmetic beyond the search";
+      count(family, r);
     }
   }
   std::vector<std::pair<std::string, Family>> sorted(families.begin(), families.end());
