@@ -276,8 +276,7 @@ int cmd_unknowns(const RulesDb& db, int examples) {
           constants += (constants.empty() ? "" : ",") + std::string(op);
       const std::string& c = r.canonical;
       std::string family = "7 operators " + r.operators;
-      if (!constants.empty())
-        family = "3 constant tensors " + constants + ": facts about their values";
+      if (!constants.empty()) family = "3 constant tensors " + constants + ": facts about their values";
       else if (c.find(").1, split[") != std::string::npos)
         family = "4 pieces of a split put back in another order: facts about permutations";
       else if (c.find("conv2d(concat[axis=1](") != std::string::npos ||
