@@ -329,13 +329,17 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
 
   // Generalization: a candidate that is another's instance (its variables
-  // replaced by expressions, or two of them merged) is implied by it.
+  // replaced by expressions, or two of them merged), or that puts a context
+  // around both sides of a smaller one (which the position-wise supergraph
+  // pass misses when commutative arguments are listed in another order), is
+  // implied by it. Both relations make the implying rule strictly smaller
+  // or more general, so no two candidates drop each other.
   ImplicationIndex index;
   for (size_t i = 0; i < out.size(); ++i) index.add(static_cast<int64_t>(i), out[i].canonical, out[i].variables);
   std::vector<char> instance(out.size(), 0);
   tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) {
     if (stop) return;
-    instance[i] = index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution"}).has_value();
+    instance[i] = index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution", "common supergraph"}).has_value();
   });
   if (stop) return {};
   size_t left = 0;
