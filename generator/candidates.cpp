@@ -339,7 +339,9 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   std::vector<char> instance(out.size(), 0);
   tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) {
     if (stop) return;
-    instance[i] = index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution", "common supergraph"}).has_value();
+    instance[i] =
+        index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution", "common supergraph"})
+            .has_value();
   });
   if (stop) return {};
   size_t left = 0;
