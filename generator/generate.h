@@ -30,8 +30,8 @@ struct GenerateReport {
   uint64_t registered = 0;      // connected graphs fingerprinted
   uint64_t fingerprints = 0;    // distinct fingerprint classes
   CandidateStats candidates;
-  int64_t inserted = 0;          // rules this invocation stored
-  int64_t already_stored = 0;    // rules an earlier, interrupted invocation stored
+  int64_t inserted = 0;        // rules this invocation stored
+  int64_t already_stored = 0;  // rules an earlier, interrupted invocation stored
   double seconds = 0;
   double peak_memory_mb = 0;
   std::string stats_json() const;
