@@ -179,9 +179,8 @@ int bench(const Options& o) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "bench: time an original and an optimized ONNX model on the GPU runtime, checked against the CPU "
-      "reference interpreter"};
+  CLI::App app{"bench: time an original and an optimized ONNX model on the GPU runtime, checked against the CPU "
+               "reference interpreter"};
   tgr::Options o;
   app.add_option("models", o.models, "ORIGINAL.onnx [OPTIMIZED.onnx]")->required()->expected(1, 2)
       ->check(CLI::ExistingFile);

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "pet/region_check.h"
 #include "runtime/interpreter.h"
+#include "pet/region_check.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_region_check: the region checker on a 64-channel 56x56 3x3 convolution pair"};

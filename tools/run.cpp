@@ -156,8 +156,7 @@ int main(int argc, char** argv) {
                     ->needs(m_opt)->check(CLI::ExistingDirectory);
   app.add_option("--rtol", model.rtol, "largest relative L2 error per output for --test-data to pass (default 1e-4)")
       ->needs(t_opt);
-  app.add_option("--export", model.export_path, "also write the imported graph as an ONNX model (same opset)")
-      ->needs(m_opt);
+  app.add_option("--export", model.export_path, "also write the imported graph as an ONNX model (same opset)")->needs(m_opt);
   app.add_option("--max-elements", model.limits.max_elements,
                  "largest tensor, in elements, the model may ask for (default 2^28)")
       ->needs(m_opt)

@@ -203,15 +203,12 @@ int main(int argc, char** argv) {
     return tgr::cli::run_check(check);
   }
   if (!check_axioms && db_options.db.empty() && prove_text.empty()) {
-    std::fprintf(
-        stderr,
-        "verify: give --db FILE, --prove \"SRC => DST\", --check \"SRC => DST\" or --check-axioms (see --help)\n");
+    std::fprintf(stderr,
+                 "verify: give --db FILE, --prove \"SRC => DST\", --check \"SRC => DST\" or --check-axioms (see --help)\n");
     return 2;
   }
   if (!prove_text.empty() && shapes_opt->count() == 0) {
-    std::fprintf(stderr,
-                 "verify: --prove needs --shapes (the shape of every variable; "
-                 " when there is none)\n");
+    std::fprintf(stderr, "verify: --prove needs --shapes (the shape of every variable; "" when there is none)\n");
     return 2;
   }
   return tgr::cli::guarded("verify", [&] {
