@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "generator/implication.h"
 #include "ir/canonical.h"
 #include "runtime/interpreter.h"
 
@@ -204,13 +205,13 @@ std::string variables_of(const std::string& canonical, const World& world) {
 }
 
 // Does the rule type-check and hold at other sizes of every kind?
-std::string generalization(const Candidate& c, uint64_t seed) {
+std::string generalization(const Candidate& c, const World& world, uint64_t seed) {
   ShapeMap shapes;
   std::string checked;
   for (size_t pos = 0; pos < c.variables.size();) {
     const size_t comma = std::min(c.variables.find(',', pos), c.variables.size());
     const std::string name = c.variables.substr(pos, c.variables.find('=', pos) - pos);
-    shapes[name] = alternative_shape(variable_kind(name));
+    shapes[name] = world.alternative_shape(variable_kind(name));
     if (!checked.empty()) checked += ',';
     checked += name + "=" + shape_to_string(shapes[name]);
     pos = comma + 1;
@@ -318,10 +319,39 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   if (stop) return {};
 
   std::vector<Candidate> out;
-  for (auto& [p, c] : live)
-    out.push_back({p.text, p.full_key, variables_of(p.full_key, enumerators[kept[classes[c].first].world].world()), ""});
-  tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) { out[i].constraints = generalization(out[i], seed); });
+  std::vector<const World*> world_of;
+  for (auto& [p, c] : live) {
+    world_of.push_back(&enumerators[kept[classes[c].first].world].world());
+    out.push_back({p.text, p.full_key, variables_of(p.full_key, *world_of.back()), ""});
+  }
+  tbb::parallel_for(size_t{0}, out.size(),
+                    [&](size_t i) { out[i].constraints = generalization(out[i], *world_of[i], seed); });
   std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
+
+  // Generalization: a candidate that is another's instance (its variables
+  // replaced by expressions, or two of them merged), or that puts a context
+  // around both sides of a smaller one (which the position-wise supergraph
+  // pass misses when commutative arguments are listed in another order), is
+  // implied by it. Both relations make the implying rule strictly smaller
+  // or more general, so no two candidates drop each other.
+  ImplicationIndex index;
+  for (size_t i = 0; i < out.size(); ++i) index.add(static_cast<int64_t>(i), out[i].canonical, out[i].variables);
+  std::vector<char> instance(out.size(), 0);
+  tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) {
+    if (stop) return;
+    instance[i] =
+        index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution", "common supergraph"})
+            .has_value();
+  });
+  if (stop) return {};
+  size_t left = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!instance[i]) {
+      if (left != i) out[left] = std::move(out[i]);
+      ++left;
+    }
+  stats.instances = out.size() - left;
+  out.resize(left);
   stats.kept = out.size();
   return out;
 }

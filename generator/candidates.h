@@ -24,6 +24,7 @@ struct CandidateStats {
   uint64_t common_subgraph = 0;    // a smaller candidate with a shared subgraph replaced by an input
   uint64_t common_supergraph = 0;  // a smaller candidate with the same context added on both sides
   uint64_t float64_rejected = 0;   // field collisions that real arithmetic refutes
+  uint64_t instances = 0;          // implied by another candidate: an instance, or a context around it
   uint64_t kept = 0;
 };
 
@@ -39,6 +40,10 @@ struct Candidate {
 };
 
 // `kept` holds every graph whose class has at least two members (any order).
+// The last pass (generalization, generator/implication.h) drops candidates
+// that are substitution instances of others or a common supergraph of a
+// smaller one: both are strict orders, so each dropped one follows from one
+// that is kept.
 // Candidates come back sorted by canonical text: deterministic for a seed.
 // Returns early (with an incomplete list) when `stop` is set.
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,

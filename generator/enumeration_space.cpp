@@ -1,142 +1,323 @@
 #include "generator/enumeration_space.h"
 
 #include <algorithm>
-#include <map>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <stdexcept>
+
+#include "ir/canonical.h"
 
 namespace tgr::gen {
 
+// The files of spaces/, compiled in (generator/CMakeLists.txt writes this
+// function from them): name, text.
+std::vector<std::pair<std::string, std::string>> builtin_space_files();
+
 namespace {
 
-using Ints = std::vector<int64_t>;
 using Given = std::vector<std::pair<std::string, ParamValue>>;
 
-// The shapes of each kind. Small, so fingerprints are cheap; not all equal,
-// so that operands of different roles rarely fit each other by accident;
-// big enough that padding, seams and halves are all present.
-const Shape kActivation{2, 4}, kWeight{4, 4}, kBatch{2, 3, 3}, kImage{1, 2, 4, 4};
-const Shape kKernel3x3{2, 2, 3, 3}, kKernel1x1{2, 2, 1, 1}, kKernel1x3{2, 2, 1, 3}, kScalar{};
-
-void add_vars(World& w, const std::string& kind, const Shape& shape, int n, Role role) {
-  for (int i = 0; i < n; ++i) w.variables.push_back({kind + std::to_string(i), shape, role});
+std::string trim(std::string_view s) {
+  const size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string_view::npos) return "";
+  const size_t b = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(a, b - a + 1));
 }
 
-// Roles: arguments and output; by default every argument has the role of
-// the first and so does the output.
-void add_template(World& w, const std::string& op_name, Given params = {},
-                  std::array<Role, 3> args = {Role::kAny, Role::kSame, Role::kSame}, Role out = Role::kSame) {
-  const OpDef& op = OpTable::instance().get(op_name);
-  OpTemplate t{&op, op.make_params(params), op_name, static_cast<int>(op.inputs.size()), args, out};
-  if (!params.empty()) {
-    t.label += "[";
-    for (size_t i = 0; i < params.size(); ++i)
-      t.label += (i ? ", " : "") + params[i].first + "=" + param_value_to_string(params[i].second);
-    t.label += "]";
+// Splits on `sep` outside brackets, each piece trimmed.
+std::vector<std::string> split_top(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t from = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || (s[i] == sep && depth == 0)) {
+      out.push_back(trim(s.substr(from, i - from)));
+      from = i + 1;
+    } else if (s[i] == '[' || s[i] == '(') {
+      ++depth;
+    } else if (s[i] == ']' || s[i] == ')') {
+      --depth;
+    }
   }
-  if (op.variadic) t.arity = 2;  // concat of two
-  w.templates.push_back(std::move(t));
+  return out;
 }
+
+std::vector<std::string> words(std::string_view s) {
+  std::istringstream in{std::string(s)};
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+class SpaceParser {
+ public:
+  SpaceParser(const std::string& origin) : origin_(origin) {}
+
+  Space parse(const std::string& text) {
+    Space space;
+    space_ = &space;
+    space.text = text;
+    std::istringstream in(text);
+    std::string raw;
+    while (std::getline(in, raw)) {
+      ++line_;
+      if (auto hash = raw.find('#'); hash != std::string::npos) raw.erase(hash);
+      const std::string line = trim(raw);
+      if (line.empty()) continue;
+      const size_t gap = line.find_first_of(" \t");
+      const std::string keyword = line.substr(0, gap);
+      const std::string rest = gap == std::string::npos ? "" : trim(line.substr(gap));
+      if (keyword == "space") {
+        if (!space.name.empty()) fail("a second 'space' line");
+        if (rest.empty() || rest.find_first_of(" \t/") != std::string::npos) fail("'space NAME': one word");
+        space.name = rest;
+      } else if (keyword == "about") {
+        space.about = rest;
+      } else if (keyword == "variables-per-kind") {
+        space.vars_per_kind = number(rest, 1, 9, "variables-per-kind");
+      } else if (keyword == "world") {
+        const auto w = words(rest);
+        if (w.empty()) fail("'world NAME [needs OP...]'");
+        WorldSpec world{w[0], {}, {}, {}};
+        if (w.size() > 1) {
+          if (w[1] != "needs" || w.size() < 3) fail("'world NAME [needs OP...]'");
+          for (size_t k = 2; k < w.size(); ++k) world.needs.push_back(w[k]);
+        }
+        for (const WorldSpec& other : space.worlds)
+          if (other.name == world.name) fail("a second world '" + world.name + "'");
+        space.worlds.push_back(std::move(world));
+      } else if (keyword == "variable") {
+        current().kinds.push_back(variable(rest));
+      } else if (keyword == "operator") {
+        current().templates.push_back(op_template(rest));
+      } else {
+        fail("unknown keyword '" + keyword + "' (space, about, variables-per-kind, world, variable, operator)");
+      }
+    }
+    line_ = 0;
+    if (space.name.empty()) fail("no 'space NAME' line");
+    if (space.worlds.empty()) fail("no world");
+    for (const WorldSpec& w : space.worlds) {
+      if (w.kinds.empty()) fail("world '" + w.name + "' has no variables");
+      for (const std::string& op : w.needs)
+        if (!OpTable::instance().find(op)) fail("world '" + w.name + "' needs an unknown operator '" + op + "'");
+    }
+    return space;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const {
+    throw std::invalid_argument(origin_ + (line_ ? ":" + std::to_string(line_) : "") + ": " + message);
+  }
+
+  WorldSpec& current() {
+    if (space_->worlds.empty()) fail("'variable' and 'operator' lines belong to a 'world'");
+    return space_->worlds.back();
+  }
+
+  int number(const std::string& text, int lo, int hi, const char* what) const {
+    try {
+      size_t used = 0;
+      const int n = std::stoi(text, &used);
+      if (used == text.size() && n >= lo && n <= hi) return n;
+    } catch (const std::exception&) {
+    }
+    fail(std::string(what) + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], not '" +
+         text + "'");
+  }
+
+  Shape shape(const std::string& text) const {
+    try {
+      return parse_shape(text);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  }
+
+  Role role(const std::string& text, bool same_allowed) const {
+    if (text == "any") return Role::kAny;
+    if (text == "same" && same_allowed) return Role::kSame;
+    if (text == "tensor") return Role::kTensor;
+    if (text == "image") return Role::kImage;
+    if (text == "kernel") return Role::kKernel;
+    if (text == "scalar") return Role::kScalar;
+    fail("unknown role '" + text + "' (tensor, image, kernel, scalar, any" + (same_allowed ? ", same)" : ")"));
+  }
+
+  // variable KIND SHAPE ROLE alternative SHAPE [at-most N]
+  VariableKind variable(const std::string& rest) {
+    const auto w = words(rest);
+    if (w.size() != 5 && w.size() != 7) fail("'variable KIND SHAPE ROLE alternative SHAPE [at-most N]'");
+    VariableKind v;
+    v.kind = w[0];
+    if (!std::all_of(v.kind.begin(), v.kind.end(), [](char c) { return c >= 'a' && c <= 'z'; }) ||
+        variable_kind(v.kind + "0") != v.kind)
+      fail("a variable kind is lower-case letters, not '" + v.kind + "'");
+    for (const VariableKind& other : current().kinds)
+      if (other.kind == v.kind) fail("a second variable kind '" + v.kind + "' in this world");
+    v.shape = shape(w[1]);
+    v.role = role(w[2], false);  // any: used in every role (a kernel also convolved as an image)
+    if (w[3] != "alternative") fail("expected 'alternative SHAPE' after the role, not '" + w[3] + "'");
+    v.alternative = shape(w[4]);
+    if (v.alternative.size() != v.shape.size()) fail("the alternative shape of '" + v.kind + "' has another rank");
+    if (w.size() == 7) {
+      if (w[5] != "at-most") fail("expected 'at-most N', not '" + w[5] + "'");
+      v.at_most = number(w[6], 1, 9, "at-most");
+    }
+    return v;
+  }
+
+  // operator NAME[PARAM=VALUE, ...] [(ROLE, ...)] [-> ROLE]
+  OpTemplate op_template(const std::string& rest) {
+    size_t end = 0;
+    while (end < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[end])) || rest[end] == '_')) ++end;
+    const std::string name = rest.substr(0, end);
+    const OpDef* op = OpTable::instance().find(name);
+    if (!op) fail("unknown operator '" + name + "'");
+    Given given;
+    std::string label = name;
+    if (end < rest.size() && rest[end] == '[') {
+      const size_t close = rest.find(']', end);
+      if (close == std::string::npos) fail("'[' without ']'");
+      for (const std::string& item : split_top(rest.substr(end + 1, close - end - 1), ',')) {
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) fail("a parameter is NAME=VALUE, not '" + item + "'");
+        const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+        const auto spec =
+            std::find_if(op->params.begin(), op->params.end(), [&](const ParamSpec& s) { return s.name == key; });
+        if (spec == op->params.end()) fail(name + " has no parameter '" + key + "'");
+        try {
+          given.emplace_back(key, parse_param_value(*spec, value));
+        } catch (const std::exception& e) {
+          fail(e.what());
+        }
+        label += (given.size() == 1 ? "[" : ", ") + key + "=" + param_value_to_string(given.back().second);
+      }
+      if (!given.empty()) label += "]";
+      end = close + 1;
+    }
+    OpTemplate t;
+    t.op = op;
+    t.label = label;
+    t.arity = op->variadic ? 2 : static_cast<int>(op->inputs.size());  // concat of two
+    try {
+      t.params = op->make_params(given);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    std::string tail = trim(rest.substr(end));
+    t.arg_roles = {Role::kAny, Role::kSame, Role::kSame};  // by default every argument has the first one's role
+    t.output_role = Role::kSame;
+    if (!tail.empty() && tail[0] == '(') {
+      const size_t close = tail.find(')');
+      if (close == std::string::npos) fail("'(' without ')'");
+      const auto roles = split_top(tail.substr(1, close - 1), ',');
+      if (static_cast<int>(roles.size()) != t.arity)
+        fail(name + " takes " + std::to_string(t.arity) + " arguments; " + std::to_string(roles.size()) +
+             " roles given");
+      t.arg_roles = {Role::kAny, Role::kAny, Role::kAny};
+      for (size_t k = 0; k < roles.size(); ++k) t.arg_roles[k] = role(roles[k], k > 0);
+      tail = trim(tail.substr(close + 1));
+    }
+    if (!tail.empty() && tail.rfind("->", 0) == 0) {
+      const size_t gap = tail.find_first_of(" \t", tail.find_first_not_of(" \t", 2));
+      t.output_role = role(trim(tail.substr(2, gap == std::string::npos ? std::string::npos : gap - 2)), true);
+      tail = gap == std::string::npos ? "" : trim(tail.substr(gap));
+    }
+    if (tail == "broadcasting") {
+      if (name != "add" && name != "mul") fail("only add and mul take 'broadcasting'");
+      t.broadcasting = true;
+    } else if (!tail.empty()) {
+      fail("unexpected '" + tail + "' (expected '(ROLES)', '-> ROLE' or 'broadcasting')");
+    }
+    if (t.arity == 0 && t.output_role == Role::kSame)
+      fail(name + " takes no arguments: give its output role (-> ROLE)");
+    return t;
+  }
+
+  std::string origin_;
+  int line_ = 0;
+  Space* space_ = nullptr;
+};
 
 }  // namespace
 
-Shape alternative_shape(const std::string& kind) {
-  static const std::map<std::string, Shape> shapes = {
-      {"x", {3, 6}},          {"w", {6, 6}},          {"b", {3, 5, 5}}, {"i", {2, 3, 5, 6}},
-      {"k", {3, 3, 3, 3}}, {"p", {3, 3, 1, 1}}, {"r", {3, 3, 1, 3}}, {"s", {}}};
-  auto it = shapes.find(kind);
-  if (it == shapes.end()) throw std::invalid_argument("no variable kind '" + kind + "'");
-  return it->second;
+Shape World::alternative_shape(const std::string& kind) const {
+  for (const Variable& v : variables)
+    if (variable_kind(v.name) == kind) return v.alternative;
+  throw std::invalid_argument("no variable kind '" + kind + "' in world '" + name + "'");
 }
 
-std::vector<std::string> default_operator_set() {
-  return {"matmul", "batch_matmul", "conv2d", "add", "mul", "scalar_mul", "relu", "transpose", "concat", "split",
-          "avgpool", "maxpool", "enlarge", "eye", "conv_identity", "pool_kernel", "ones"};
+std::vector<std::string> Space::operators() const {
+  std::vector<std::string> out;
+  for (const WorldSpec& w : worlds)
+    for (const OpTemplate& t : w.templates)
+      if (std::find(out.begin(), out.end(), t.op->name) == out.end()) out.push_back(t.op->name);
+  return out;
 }
+
+Space parse_space(const std::string& text, const std::string& origin) { return SpaceParser(origin).parse(text); }
+
+std::vector<std::string> builtin_space_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, text] : builtin_space_files()) out.push_back(name);
+  return out;
+}
+
+Space load_space(const std::string& name_or_file) {
+  for (const auto& [name, text] : builtin_space_files())
+    if (name == name_or_file) return parse_space(text, "spaces/" + name + ".space");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(name_or_file, ec)) {
+    std::string names;
+    for (const auto& n : builtin_space_names()) names += (names.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("--space: '" + name_or_file + "' is neither a built-in space (" + names +
+                                ") nor a file");
+  }
+  std::ifstream in(name_or_file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw std::invalid_argument("--space: cannot read '" + name_or_file + "'");
+  return parse_space(text.str(), name_or_file);
+}
+
+std::vector<std::string> default_operator_set() { return load_space("default").operators(); }
 
 std::vector<World> build_worlds(const SpaceOptions& options) {
-  const std::vector<std::string> names = options.ops.empty() ? default_operator_set() : options.ops;
-  const std::set<std::string> known(names.begin(), names.end());
-  static const std::set<std::string> supported = [] {
-    auto d = default_operator_set();
-    return std::set<std::string>(d.begin(), d.end());
-  }();
-  for (const auto& n : names) {
+  Space loaded;
+  if (!options.parsed) loaded = load_space(options.space);
+  const Space& space = options.parsed ? *options.parsed : loaded;
+  const std::vector<std::string> all = space.operators();
+  for (const auto& n : options.ops) {
     if (!OpTable::instance().find(n)) throw std::invalid_argument("--ops: unknown operator '" + n + "'");
-    if (!supported.count(n)) {
+    if (std::find(all.begin(), all.end(), n) == all.end()) {
       std::string can;
-      for (const auto& op : default_operator_set()) can += (can.empty() ? "" : ", ") + op;
-      throw std::invalid_argument("--ops: the generator does not enumerate '" + n + "' (it can: " + can + ")");
+      for (const auto& op : all) can += (can.empty() ? "" : ", ") + op;
+      throw std::invalid_argument("--ops: the space '" + space.name + "' does not enumerate '" + n +
+                                  "' (it can: " + can + ")");
     }
   }
-  if (options.vars_per_kind < 1 || options.vars_per_kind > 9)
-    throw std::invalid_argument("--vars-per-kind must be in [1, 9]");
-  const int n = options.vars_per_kind, scalars = std::min(2, n);
-  auto has = [&](const char* op) { return known.count(op) > 0; };
-
-  // Operators every world may use, when selected.
-  auto common = [&](World& w, const std::vector<Shape>& shapes, const std::vector<Role>& roles) {
-    if (has("add")) add_template(w, "add");
-    if (has("mul")) add_template(w, "mul");
-    if (has("scalar_mul")) add_template(w, "scalar_mul", {}, {Role::kAny, Role::kScalar, Role::kAny});
-    if (has("relu")) add_template(w, "relu");
-    for (int64_t axis : {0, 1}) {
-      if (has("concat")) add_template(w, "concat", {{"axis", axis}});
-      if (has("split")) {
-        // Two equal halves, for every variable shape with an even dimension there.
-        std::set<int64_t> sizes;
-        for (const Shape& s : shapes)
-          if (static_cast<int64_t>(s.size()) > axis && s[axis] % 2 == 0) sizes.insert(s[axis]);
-        for (int64_t size : sizes) add_template(w, "split", {{"axis", axis}, {"sizes", Ints{size / 2, size / 2}}});
-      }
-    }
-    if (has("ones"))
-      for (size_t k = 0; k < shapes.size(); ++k)
-        add_template(w, "ones", {{"shape", Ints(shapes[k])}}, {}, roles[k]);
-  };
+  const int n = options.vars_per_kind ? options.vars_per_kind : space.vars_per_kind;
+  if (n < 1 || n > 9) throw std::invalid_argument("--vars-per-kind must be in [1, 9]");
+  const std::set<std::string> selected = options.ops.empty()
+                                             ? std::set<std::string>(all.begin(), all.end())
+                                             : std::set<std::string>(options.ops.begin(), options.ops.end());
 
   std::vector<World> worlds;
-  {
-    World w{"matrices", {}, {}};
-    add_vars(w, "x", kActivation, n, Role::kTensor);
-    add_vars(w, "w", kWeight, n, Role::kTensor);
-    add_vars(w, "s", kScalar, scalars, Role::kScalar);
-    const std::array<Role, 3> tensors{Role::kTensor, Role::kTensor, Role::kTensor};
-    if (has("matmul")) add_template(w, "matmul", {}, tensors, Role::kTensor);
-    if (has("transpose")) add_template(w, "transpose", {}, tensors, Role::kTensor);
-    if (has("eye")) add_template(w, "eye", {{"n", kWeight[0]}}, {}, Role::kTensor);
-    common(w, {kActivation, kWeight}, {Role::kTensor, Role::kTensor});
-    if (!w.templates.empty()) worlds.push_back(std::move(w));
-  }
-  {
-    World w{"batches", {}, {}};
-    add_vars(w, "b", kBatch, n, Role::kTensor);
-    add_vars(w, "s", kScalar, scalars, Role::kScalar);
-    if (has("batch_matmul")) add_template(w, "batch_matmul", {}, {Role::kTensor, Role::kTensor, Role::kAny}, Role::kTensor);
-    common(w, {kBatch}, {Role::kTensor});
-    if (has("batch_matmul")) worlds.push_back(std::move(w));  // alone, the common operators repeat the matrices
-  }
-  {
-    World w{"images", {}, {}};
-    add_vars(w, "i", kImage, n, Role::kImage);
-    add_vars(w, "k", kKernel3x3, n, Role::kKernel);
-    add_vars(w, "p", kKernel1x1, n, Role::kKernel);
-    add_vars(w, "r", kKernel1x3, n, Role::kKernel);
-    add_vars(w, "s", kScalar, scalars, Role::kScalar);
-    const std::array<Role, 3> conv{Role::kImage, Role::kKernel, Role::kAny};
-    if (has("conv2d")) {
-      add_template(w, "conv2d", {}, conv, Role::kImage);
-      add_template(w, "conv2d", {{"act", std::string("relu")}}, conv, Role::kImage);
-    }
-    const std::array<Role, 3> image{Role::kImage, Role::kAny, Role::kAny}, kernel{Role::kKernel, Role::kAny, Role::kAny};
-    if (has("avgpool")) add_template(w, "avgpool", {{"kernel", Ints{3, 3}}, {"include_pad", int64_t{1}}}, image);
-    if (has("maxpool")) add_template(w, "maxpool", {{"kernel", Ints{3, 3}}}, image);
-    if (has("enlarge")) add_template(w, "enlarge", {{"size", Ints{3, 3}}}, kernel);
-    if (has("conv_identity"))
-      add_template(w, "conv_identity", {{"channels", kImage[1]}, {"kernel", Ints{3, 3}}}, {}, Role::kKernel);
-    if (has("pool_kernel"))
-      add_template(w, "pool_kernel", {{"channels", kImage[1]}, {"kernel", Ints{3, 3}}}, {}, Role::kKernel);
-    common(w, {kImage, kKernel3x3, kKernel1x1, kKernel1x3}, {Role::kImage, Role::kKernel, Role::kKernel, Role::kKernel});
+  for (const WorldSpec& spec : space.worlds) {
+    // A world that needs an operator not selected is left out: without it,
+    // its other operators would only repeat another world's rules.
+    if (!std::all_of(spec.needs.begin(), spec.needs.end(), [&](const std::string& op) { return selected.count(op); }))
+      continue;
+    World w{spec.name, {}, {}};
+    for (const VariableKind& k : spec.kinds)
+      for (int i = 0; i < std::min(n, k.at_most); ++i)
+        w.variables.push_back({k.kind + std::to_string(i), k.shape, k.role, k.alternative});
+    for (const OpTemplate& t : spec.templates)
+      if (selected.count(t.op->name)) w.templates.push_back(t);
     if (!w.templates.empty()) worlds.push_back(std::move(w));
   }
   return worlds;

@@ -4,6 +4,10 @@
 // can combine (2-D matrices, 3-D batches, 4-D images and kernels); graphs
 // never mix worlds, since no operator of the set connects them, so each
 // world is enumerated on its own.
+//
+// The data — which worlds, variable kinds, shapes and templates — is a
+// search space file (spaces/*.space, format in docs/spaces.md), chosen with
+// `generate --space NAME|FILE`; this file reads it and builds the worlds.
 #pragma once
 
 #include <array>
@@ -22,6 +26,7 @@ struct Variable {
   std::string name;  // kind letters + index: x0, w1, i2, k0 (3x3), p0 (1x1), r0 (1x3), b0, s0
   Shape shape;
   Role role = Role::kTensor;
+  Shape alternative;  // the kind's other sizes (see World::alternative_shape)
 };
 
 struct OpTemplate {
@@ -31,31 +36,69 @@ struct OpTemplate {
   int arity = 0;
   std::array<Role, 3> arg_roles{Role::kAny, Role::kAny, Role::kAny};  // kSame: the role of argument 0
   Role output_role = Role::kSame;                                      // kSame: the role of argument 0
+  bool broadcasting = false;  // add, mul: operands of different shapes (else equal shapes only)
 };
 
 struct World {
   std::string name;
   std::vector<Variable> variables;
   std::vector<OpTemplate> templates;
+
+  // Other sizes for each kind of variable (by kind letters), consistent with
+  // one another (channels of images and kernels, inner dimensions), used to
+  // test whether a rule depends on the sizes it was found on. Throws
+  // std::invalid_argument for a kind the world does not have.
+  Shape alternative_shape(const std::string& kind) const;
 };
+
+// One variable kind of a space: `variable x 2x4 tensor alternative 3x6`.
+struct VariableKind {
+  std::string kind;  // letters
+  Shape shape, alternative;
+  Role role = Role::kTensor;
+  int at_most = 9;  // fewer than --vars-per-kind (scalars: 2)
+};
+
+struct WorldSpec {
+  std::string name;
+  std::vector<std::string> needs;  // enumerated only when all of these operators are selected
+  std::vector<VariableKind> kinds;
+  std::vector<OpTemplate> templates;
+};
+
+// A search space, parsed from its text (docs/spaces.md).
+struct Space {
+  std::string name;   // `space NAME`
+  std::string about;  // `about TEXT`: one line for listings
+  std::string text;   // the file as read: recorded in the run row
+  int vars_per_kind = 3;
+  std::vector<WorldSpec> worlds;
+
+  // The distinct operator names of its templates, in order of first use.
+  std::vector<std::string> operators() const;
+};
+
+// Parses a space; `origin` names it in errors ("spaces/default.space:12: ...").
+// Throws std::invalid_argument.
+Space parse_space(const std::string& text, const std::string& origin);
+
+// The spaces built into the program (the files of spaces/), by name.
+std::vector<std::string> builtin_space_names();
+// A built-in space by name, or else a file: throws std::invalid_argument
+// naming the built-in spaces when it is neither.
+Space load_space(const std::string& name_or_file);
 
 struct SpaceOptions {
-  std::vector<std::string> ops;  // operator names to use; empty = the default set
-  int vars_per_kind = 3;         // variables of each kind (x, w, i, k, p, r, b); scalars: min(2, this)
+  std::vector<std::string> ops;   // operator names to use (of the space's); empty = all of the space's
+  int vars_per_kind = 0;          // variables of each kind (x, w, i, k, p, r, b); 0 = the space's
+  std::string space = "default";  // a built-in name or a file (ignored when `parsed` is given)
+  const Space* parsed = nullptr;
 };
 
-// The default operator set: TASO's (matmul, conv2d with 3x3/1x1/1x3 kernels
-// with and without fused relu, add, mul, scalar_mul, relu, transpose,
-// concat and split on axes 0 and 1, avgpool and maxpool 3x3, enlarge, the
-// constant operators) plus batch_matmul.
+// The default operator set: the operators of spaces/default.space.
 std::vector<std::string> default_operator_set();
 
-// Raises std::invalid_argument for an operator name the generator cannot use.
+// Raises std::invalid_argument for an operator name the space does not use.
 std::vector<World> build_worlds(const SpaceOptions& options);
-
-// Other sizes for each kind of variable (by kind letters), consistent with
-// one another (channels of images and kernels, inner dimensions), used to
-// test whether a rule depends on the sizes it was found on.
-Shape alternative_shape(const std::string& kind);
 
 }  // namespace tgr::gen

@@ -109,7 +109,10 @@ class DepthFirstEnumeration {
   bool roles_fit(const OpTemplate& t, const OpRef& op) const {
     for (int a = 0; a < op.n_args; ++a) {
       const Role want = t.arg_roles[a] == Role::kSame ? slots_[op.args[0]].role : t.arg_roles[a];
-      if (want != Role::kAny && slots_[op.args[a]].role != want) return false;
+      // A value of role "any" (a variable of a space's kind used in every
+      // role, such as a kernel that is also convolved as an image) fits all.
+      const Role have = slots_[op.args[a]].role;
+      if (want != Role::kAny && have != Role::kAny && have != want) return false;
     }
     return true;
   }
@@ -141,9 +144,11 @@ class DepthFirstEnumeration {
           if (existing == op) return;  // the same node twice
         if (!roles_fit(tmpl, op)) return;
         if (tmpl.op->commutative && op.args[0] > op.args[1]) return;
-        // One value as both arguments (add(a, a), concat(a, a)) only makes
+        // One value as two arguments (add(a, a), concat(a, a)) only makes
         // special cases of rules over distinct values.
-        if (op.n_args == 2 && op.args[0] == op.args[1]) return;
+        for (int a = 1; a < op.n_args; ++a)
+          for (int b = 0; b < a; ++b)
+            if (op.args[a] == op.args[b]) return;
         f(op);
       };
       if (tmpl.arity == 0) {
@@ -153,13 +158,20 @@ class DepthFirstEnumeration {
           op.args[0] = static_cast<uint8_t>(a);
           consider();
         }
-      } else {
+      } else if (tmpl.arity == 2) {
         for (int a = 0; a < n; ++a)
           for (int b = 0; b < n; ++b) {
             op.args[0] = static_cast<uint8_t>(a);
             op.args[1] = static_cast<uint8_t>(b);
             consider();
           }
+      } else {  // 3 (layer_norm: x, scale, bias)
+        for (int a = 0; a < n; ++a)
+          for (int b = 0; b < n; ++b)
+            for (int c = 0; c < n; ++c) {
+              op.args = {static_cast<uint8_t>(a), static_cast<uint8_t>(b), static_cast<uint8_t>(c)};
+              consider();
+            }
       }
     }
   }
@@ -190,13 +202,15 @@ class DepthFirstEnumeration {
   }
 
   // TASO's operator set is narrower than the table's operators: elementwise
-  // operators on equal shapes (no broadcasting: scalar_mul scales), transpose
-  // of matrices, scalar_mul of a tensor. This keeps broadcasting variants of
-  // one computation from flooding the classes.
+  // operators on equal shapes (no broadcasting: scalar_mul scales, unless
+  // the space's template says `broadcasting`), transpose of matrices (or of
+  // any rank with an explicit perm), scalar_mul of a tensor. This keeps
+  // broadcasting variants of one computation from flooding the classes.
   static bool accepts(const OpTemplate& t, const std::vector<Shape>& in) {
     const std::string& name = t.op->name;
-    if (name == "add" || name == "mul") return in[0] == in[1];
-    if (name == "transpose") return in[0].size() == 2;
+    if (name == "add" || name == "mul") return t.broadcasting || in[0] == in[1];
+    if (name == "transpose") return in[0].size() == 2 || !t.params.get_ints("perm").empty();
+    if (name == "reshape") return in[0] != Shape(t.params.get_ints("shape"));  // else the identity
     if (name == "scalar_mul" || name == "relu" || name == "concat" || name == "split") return !in[0].empty();
     return true;
   }

@@ -28,12 +28,16 @@ double peak_memory_mb() {
 }
 
 // The settings identify a run: an unfinished run with the same settings
-// text is resumed, so the keys keep their order (ordered_json) and the text
-// stays what earlier versions wrote.
-std::string settings_json(const GenerateOptions& o) {
+// text is resumed, so the keys keep their order (ordered_json). The space
+// is named and hashed (its text): a changed space file is a new run.
+std::string settings_json(const GenerateOptions& o, const Space& space) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a(space.text));
   return nlohmann::ordered_json{{"max_ops", o.max_ops},
-                                {"ops", o.ops.empty() ? default_operator_set() : o.ops},
-                                {"vars_per_kind", o.vars_per_kind},
+                                {"space", space.name},
+                                {"space_hash", hash},
+                                {"ops", o.ops.empty() ? space.operators() : o.ops},
+                                {"vars_per_kind", o.vars_per_kind ? o.vars_per_kind : space.vars_per_kind},
                                 {"seed", o.seed}}
       .dump();
 }
@@ -100,6 +104,7 @@ std::string GenerateReport::stats_json() const {
                                 {"pruned_common_subgraph", c.common_subgraph},
                                 {"pruned_common_supergraph", c.common_supergraph},
                                 {"float64_rejected", c.float64_rejected},
+                                {"pruned_instances", c.instances},
                                 {"candidates", c.kept},
                                 {"inserted", inserted},
                                 {"already_in_database", found_stored},
@@ -111,16 +116,19 @@ std::string GenerateReport::stats_json() const {
 GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop) {
   const auto start = std::chrono::steady_clock::now();
   GenerateReport report;
-  const std::vector<World> worlds = build_worlds({o.ops, o.vars_per_kind});
+  const Space space = load_space(o.space);
+  report.space = space.name;
+  const std::vector<World> worlds = build_worlds({o.ops, o.vars_per_kind, "", &space});
   std::vector<Enumerator> enumerators;
   for (size_t w = 0; w < worlds.size(); ++w) enumerators.emplace_back(worlds[w], static_cast<uint8_t>(w), o.max_ops, o.seed);
 
   rules_db::RulesDb db = rules_db::RulesDb::open(o.db, true);
-  const std::string settings = settings_json(o);
+  const std::string settings = settings_json(o, space);
   // A second generate on this database waits for no one: it refuses while
   // another process executes a generate run (it would join that run).
   const rules_db::ClaimedRun claimed = db.claim_run("generate", settings, {"generate"});
   report.run = claimed.run.id;
+  db.set_run_space(report.run, space.text);  // what the rules were generated from
   if (claimed.resumed) {
     report.resumed = true;
     if (claimed.run.checkpoint.rfind("inserted=", 0) == 0)

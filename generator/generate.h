@@ -14,8 +14,9 @@ namespace tgr::gen {
 struct GenerateOptions {
   std::string db;
   int max_ops = 3;
-  std::vector<std::string> ops;  // empty: the default set
-  int vars_per_kind = 3;
+  std::string space = "default";  // a built-in space's name or a space file (docs/spaces.md)
+  std::vector<std::string> ops;   // empty: every operator of the space
+  int vars_per_kind = 0;          // 0: the space's variables-per-kind
   uint64_t seed = 1;
   bool progress = true;
   int64_t stop_after = -1;  // testing: behave as if interrupted after inserting this many rules
@@ -23,6 +24,7 @@ struct GenerateOptions {
 
 struct GenerateReport {
   int64_t run = 0;
+  std::string space;  // the space's name
   bool resumed = false, interrupted = false;
   uint64_t enumerated = 0;      // graphs built, every size
   uint64_t registered = 0;      // connected graphs fingerprinted

@@ -403,11 +403,23 @@ std::optional<std::string> null_if_empty(const std::string& text) {
 }
 
 constexpr const char* kRunColumns =
-    "id, kind, settings, started_at, finished_at, status, stats, checkpoint, tool_version, axioms_hash";
+    "id, kind, settings, started_at, finished_at, status, stats, checkpoint, tool_version, axioms_hash, space";
+constexpr int kRunColumnCount = 11;
 
 RunRecord read_run(const Stmt& s) {
-  return RunRecord{s.i64(0),  s.text(1), s.text(2), s.text(3), s.text(4),
-                   s.text(5), s.text(6), s.text(7), s.text(8), s.text(9)};
+  RunRecord r;
+  r.id = s.i64(0);
+  r.kind = s.text(1);
+  r.settings = s.text(2);
+  r.started_at = s.text(3);
+  r.finished_at = s.text(4);
+  r.status = s.text(5);
+  r.stats = s.text(6);
+  r.checkpoint = s.text(7);
+  r.tool_version = s.text(8);
+  r.axioms_hash = s.text(9);
+  r.space = s.text(10);
+  return r;
 }
 
 void count_calls(const Expr& e, std::set<std::string>& nodes, std::set<std::string>& ops) {
@@ -598,7 +610,7 @@ ClaimedRun RulesDb::claim_run(const std::string& kind, const std::string& settin
            (std::string("SELECT ") + kRunColumns + ", owner FROM runs WHERE status = 'running' ORDER BY id").c_str());
     while (s.step()) {
       const RunRecord r = read_run(s);
-      const std::string owner = s.text(10);
+      const std::string owner = s.text(kRunColumnCount);
       if (std::find(busy_kinds.begin(), busy_kinds.end(), r.kind) == busy_kinds.end()) continue;
       if (owner.empty() || owner_liveness(owner) == Liveness::kGone) continue;  // older program: cannot tell
       throw DbError(quote_path(path_) + ": " + r.kind + " run " + std::to_string(r.id) + " is being executed by " +
@@ -639,6 +651,14 @@ void RulesDb::set_checkpoint(int64_t run, const std::string& checkpoint) {
   t.commit();
 }
 
+void RulesDb::set_run_space(int64_t run, const std::string& space_text) {
+  WriteTransaction t(db_.get(), path_);
+  Stmt s(db_.get(), path_, "UPDATE runs SET space = ? WHERE id = ?");
+  s.bind(1, space_text).bind(2, run).run();
+  if (sqlite3_changes(db_.get()) == 0) throw DbError(quote_path(path_) + ": no run " + std::to_string(run));
+  t.commit();
+}
+
 void RulesDb::finish_run(int64_t run, const std::string& status, const std::string& stats_json) {
   if (status == "running") throw DbError("finish_run: status 'running' does not finish a run");
   WriteTransaction t(db_.get(), path_);
@@ -672,7 +692,7 @@ std::vector<RunSummary> RulesDb::list_runs() const {
           ", (SELECT COUNT(*) FROM rules WHERE rules.generator_run = runs.id) FROM runs ORDER BY id")
              .c_str());
   std::vector<RunSummary> out;
-  while (s.step()) out.push_back({read_run(s), s.i64(10)});
+  while (s.step()) out.push_back({read_run(s), s.i64(kRunColumnCount)});
   return out;
 }
 
@@ -789,6 +809,20 @@ std::vector<std::tuple<int, int, int64_t>> RulesDb::counts_by_size() const {
   std::vector<std::tuple<int, int, int64_t>> out;
   while (s.step()) out.emplace_back(static_cast<int>(s.i64(0)), static_cast<int>(s.i64(1)), s.i64(2));
   return out;
+}
+
+}  // namespace tgr::rules_db
+
+namespace tgr::rules_db {
+
+std::string RunRecord::space_name() const {
+  std::istringstream in(space);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string keyword, name;
+    if (words >> keyword >> name && keyword == "space") return name;
+  }
+  return "";
 }
 
 }  // namespace tgr::rules_db

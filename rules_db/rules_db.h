@@ -49,12 +49,15 @@ struct RuleRecord {
 // written twice is one node, as the parser shares it). Throws ParseError.
 RuleRecord rule_record_from_text(std::string_view rule_text, std::string variables = "");
 
-// finished_at, checkpoint, tool_version, axioms_hash: "" when NULL.
+// finished_at, checkpoint, tool_version, axioms_hash, space: "" when NULL.
 struct RunRecord {
   int64_t id = 0;
   std::string kind, settings, started_at, finished_at, status, stats, checkpoint;
   std::string tool_version;  // the program that began (or last resumed) the run: util/version.h
   std::string axioms_hash;   // runs that read the axioms (verify): verifier::axioms_hash
+  std::string space;         // a generate run's search space file text (docs/spaces.md)
+  // The NAME of the space text's `space NAME` line; "" when none.
+  std::string space_name() const;
 };
 
 // A run claimed by claim_run: resumed (an unfinished run of equal settings,
@@ -107,6 +110,7 @@ class RulesDb {
   ClaimedRun claim_run(const std::string& kind, const std::string& settings_json,
                        const std::vector<std::string>& busy_kinds, const std::string& axioms_hash = "");
   void set_checkpoint(int64_t run, const std::string& checkpoint);  // its own small transaction
+  void set_run_space(int64_t run, const std::string& space_text);   // runs.space; its own transaction
   void finish_run(int64_t run, const std::string& status, const std::string& stats_json);
   std::optional<RunRecord> get_run(int64_t run) const;
   // The most recent run of `kind` with exactly these settings whose status is

@@ -114,6 +114,13 @@ CREATE VIEW rule_constraints AS
   FROM rules ORDER BY id;
 )sql";
 
+// The search space a generate run enumerated (spaces/*.space, docs/spaces.md):
+// the space file's full text, whose `space NAME` line names it; NULL for
+// other runs and for runs of older programs.
+constexpr const char* kV6 = R"sql(
+ALTER TABLE runs ADD COLUMN space TEXT;
+)sql";
+
 #undef TGR_NOW
 
 constexpr std::array kMigrations = {
@@ -122,6 +129,7 @@ constexpr std::array kMigrations = {
     Migration{3, "table op_costs: measured operator costs by device and signature", kV3},
     Migration{4, "column runs.owner: the process executing a run", kV4},
     Migration{5, "columns runs.tool_version, runs.axioms_hash; view rule_constraints", kV5},
+    Migration{6, "column runs.space: the search space text of a generate run", kV6},
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "generator/candidates.h"
+#include "generator/implication.h"
 #include "ir/canonical.h"
 
 namespace tgr::gen {
@@ -20,9 +21,10 @@ struct Enumerated {
 };
 
 // Pass-by-value safe: enumerators refer to `worlds`, so build in place.
-std::unique_ptr<Enumerated> enumerate(std::vector<std::string> ops, int max_ops, int vars, uint64_t seed = 1) {
+std::unique_ptr<Enumerated> enumerate(std::vector<std::string> ops, int max_ops, int vars, uint64_t seed = 1,
+                                      const Space* space = nullptr) {
   auto e = std::make_unique<Enumerated>();
-  e->worlds = build_worlds({std::move(ops), vars});
+  e->worlds = build_worlds({std::move(ops), vars, "default", space});
   for (size_t w = 0; w < e->worlds.size(); ++w) e->enumerators.emplace_back(e->worlds[w], static_cast<uint8_t>(w), max_ops, seed);
   std::mutex m;
   std::atomic<bool> stop{false};
@@ -100,7 +102,23 @@ TEST(Candidates, WellKnownRulesSurvivePruningAndFalseOnesNeverAppear) {
   EXPECT_GT(stats.renaming, 0u);
   EXPECT_EQ(stats.kept, candidates.size());
   EXPECT_EQ(stats.pairs, stats.trivial + stats.renaming + stats.commutative + stats.common_subgraph +
-                             stats.common_supergraph + stats.float64_rejected + stats.kept);
+                             stats.common_supergraph + stats.float64_rejected + stats.instances + stats.kept);
+  // Generalization: a rule with two variables merged is an instance of the
+  // kept rule, dropped, and still implied by it.
+  EXPECT_GT(stats.instances, 0u);
+  const std::string merged = canonical_rule_text("matmul(matmul(x0, w0), w0) => matmul(x0, matmul(w0, w0))");
+  EXPECT_FALSE(keys.count(merged));
+  ImplicationIndex index;
+  for (size_t i = 0; i < candidates.size(); ++i) index.add(i, candidates[i].canonical, candidates[i].variables);
+  EXPECT_FALSE(
+      index.explain(canonical_rule_text("matmul(w0, w1) => matmul(w1, w0)"), {{"w0", {4, 4}}, {"w1", {4, 4}}}));
+  const auto how = index.explain(merged, {{"x0", {2, 4}}, {"w0", {4, 4}}});
+  ASSERT_TRUE(how);
+  EXPECT_EQ(how->pass, "substitution");
+  const std::string instance =
+      canonical_rule_text("add(conv2d(relu(i0), k0), conv2d(relu(i0), k1)) => conv2d(relu(i0), add(k0, k1))");
+  EXPECT_FALSE(keys.count(instance));
+  EXPECT_TRUE(index.explain(instance, {{"i0", {1, 2, 4, 4}}, {"k0", {2, 2, 3, 3}}, {"k1", {2, 2, 3, 3}}}));
   // A larger rule that only adds the same context on both sides is pruned.
   EXPECT_FALSE(keys.count(canonical_rule_text("relu(relu(conv2d(i0, k0))) => relu(conv2d[act=relu](i0, k0))")));
   std::sort(kept.begin(), kept.end());
@@ -112,8 +130,97 @@ TEST(Candidates, WellKnownRulesSurvivePruningAndFalseOnesNeverAppear) {
 TEST(EnumerationSpace, BadOperatorNamesAreErrors) {
   EXPECT_THROW(build_worlds({{"conv3d"}, 3}), std::invalid_argument);
   EXPECT_THROW(build_worlds({{"softmax"}, 3}), std::invalid_argument);  // in the table, not in the generator's set
-  EXPECT_THROW(build_worlds({{}, 0}), std::invalid_argument);
+  EXPECT_THROW(build_worlds({{}, 10}), std::invalid_argument);
   EXPECT_EQ(build_worlds({{}, 3}).size(), 3u);
+  EXPECT_EQ(build_worlds({{}, 0}).size(), 3u);  // 0: the space's variables-per-kind
+}
+
+TEST(SearchSpace, BuiltInSpacesParseAndBuild) {
+  const auto names = builtin_space_names();
+  for (const char* name : {"default", "mobile", "taso", "transformer"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  for (const auto& name : names) {
+    const Space space = load_space(name);
+    EXPECT_EQ(space.name, name);
+    EXPECT_FALSE(space.about.empty()) << name;
+    EXPECT_FALSE(build_worlds({{}, 0, name}).empty()) << name;
+  }
+  const Space d = load_space("default");
+  EXPECT_EQ(d.vars_per_kind, 3);
+  EXPECT_EQ(d.operators().size(), 17u);
+  const auto worlds = build_worlds({{}, 0, "default"});
+  ASSERT_EQ(worlds.size(), 3u);
+  EXPECT_EQ(worlds[0].name, "matrices");
+  EXPECT_EQ(worlds[0].variables.size(), 8u);  // x0..x2, w0..w2, s0, s1 (scalars: at most 2)
+  EXPECT_EQ(worlds[2].alternative_shape("k"), (Shape{3, 3, 3, 3}));
+  // Without batch_matmul the batches world, which needs it, is left out.
+  const auto without = build_worlds({{"add", "matmul"}, 0, "default"});
+  ASSERT_EQ(without.size(), 2u);
+  EXPECT_EQ(without[1].name, "images");
+  // The transformer space uses operators the default leaves out.
+  const auto ops = load_space("transformer").operators();
+  for (const char* op : {"softmax", "layer_norm", "batch_matmul", "reshape", "transpose"})
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+}
+
+TEST(SearchSpace, ErrorsNameTheFileAndLine) {
+  auto error = [](const std::string& text) {
+    try {
+      parse_space(text, "my.space");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string head = "space t\nworld w\nvariable x 2x2 tensor alternative 3x3\n";
+  EXPECT_EQ(error(head + "operator frob\n"), "my.space:4: unknown operator 'frob'");
+  EXPECT_EQ(error(head + "operator concat[axes=1]\n"), "my.space:4: concat has no parameter 'axes'");
+  EXPECT_EQ(error(head + "operator matmul (tensor)\n"), "my.space:4: matmul takes 2 arguments; 1 roles given");
+  EXPECT_EQ(error(head + "operator relu -> vector\n"),
+            "my.space:4: unknown role 'vector' (tensor, image, kernel, scalar, any, same)");
+  EXPECT_EQ(error(head + "operator eye[n=2]\n"), "my.space:4: eye takes no arguments: give its output role (-> ROLE)");
+  EXPECT_EQ(error(head + "operator relu broadcasting\n"), "my.space:4: only add and mul take 'broadcasting'");
+  EXPECT_EQ(error(head + "variable x 2x2 tensor alternative 3x3\n"),
+            "my.space:4: a second variable kind 'x' in this world");
+  EXPECT_EQ(error(head + "variable y 2x2 tensor alternative 3\n"),
+            "my.space:4: the alternative shape of 'y' has another rank");
+  EXPECT_EQ(error("world w\n"), "my.space: no 'space NAME' line");
+  EXPECT_EQ(error("space t\nvariable x 2 tensor alternative 3\n"),
+            "my.space:2: 'variable' and 'operator' lines belong to a 'world'");
+  EXPECT_EQ(error("space t\nfrob\n"),
+            "my.space:2: unknown keyword 'frob' (space, about, variables-per-kind, world, variable, operator)");
+  EXPECT_THROW(load_space("no-such-space"), std::invalid_argument);
+  EXPECT_THROW(build_worlds({{"softmax"}, 0, "default"}), std::invalid_argument);  // not in the default space
+}
+
+// A space file decides the variables (a kind of role any: kernels that are
+// also convolved as images), broadcasting, and operators of three arguments.
+TEST(SearchSpace, ASpaceFileDecidesWhatIsEnumerated) {
+  const Space space = parse_space(R"(space test
+world images
+variable i 1x2x4x4 image alternative 2x3x5x6
+variable k 2x2x3x3 kernel alternative 3x3x3x3
+variable u 2x2x3x3 any alternative 3x3x3x3 at-most 1
+operator conv2d (image, kernel) -> image
+operator reduce_mean[axes=2x3] (image)
+operator mul (image, image) broadcasting
+world rows
+variable x 2x4 tensor alternative 3x6
+variable g 4 tensor alternative 6
+operator layer_norm[axis=1] (tensor, tensor, tensor) -> tensor
+)",
+                                  "test.space");
+  const auto e = enumerate({}, 2, 2, 1, &space);
+  const auto& k = e->key_of;
+  EXPECT_TRUE(k.count("conv2d(u0, k0)")) << "a kernel of role any is convolved as an image";
+  EXPECT_TRUE(k.count("conv2d(i0, u0)")) << "and as a kernel";
+  EXPECT_FALSE(k.count("conv2d(k0, i0)"));
+  EXPECT_FALSE(k.count("u1")) << "at most one u";
+  EXPECT_TRUE(k.count("mul(i0, reduce_mean[axes=2x3](i0))")) << "broadcasting";
+  EXPECT_TRUE(k.count("layer_norm[axis=1](x0, g0, g1)"));
+  EXPECT_FALSE(k.count("layer_norm[axis=1](x0, g0, g0)")) << "one value as two arguments";
+  EXPECT_NE(k.at("reduce_mean[axes=2x3](conv2d(i0, k0))"), k.at("conv2d(reduce_mean[axes=2x3](i0), k0)"))
+      << "a 3x3 kernel with same padding does not commute with global pooling";
 }
 
 }  // namespace

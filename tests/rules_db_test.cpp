@@ -296,6 +296,21 @@ TEST(RulesDb, UpdateRuleChangesStatusAndEvidence) {
 
 // ---- runs ----
 
+// A generate run records its search space's text (schema 5: runs.space).
+TEST(RulesDb, RunSpace) {
+  TempDb tmp;
+  RulesDb db = RulesDb::open(tmp.path(), true);
+  const int64_t run = db.begin_run("generate", "{}");
+  EXPECT_TRUE(db.get_run(run)->space.empty());
+  EXPECT_EQ(db.get_run(run)->space_name(), "");
+  const std::string text = "# a comment\nspace mine # named\nworld w\n";
+  db.set_run_space(run, text);
+  EXPECT_EQ(db.get_run(run)->space, text);
+  EXPECT_EQ(db.get_run(run)->space_name(), "mine");
+  EXPECT_EQ(db.list_runs().at(0).run.space_name(), "mine");
+  EXPECT_THROW(db.set_run_space(run + 1, text), DbError);
+}
+
 TEST(RulesDb, Runs) {
   TempDb tmp;
   RulesDb db = RulesDb::open(tmp.path(), true);

@@ -26,8 +26,14 @@ int main(int argc, char** argv) {
   std::string ops;
   app.add_option("--db", o.db, "the rules database (created if missing)")->required();
   app.add_option("--max-ops", o.max_ops, "largest graph, in operators")->check(CLI::Range(1, 5));
-  app.add_option("--ops", ops, "comma-separated operators (default: TASO's set plus batch_matmul)");
-  app.add_option("--vars-per-kind", o.vars_per_kind, "variables of each kind (x, w, b, i, k, p, r)")->check(CLI::Range(1, 9));
+  std::string space_names;
+  for (const auto& n : tgr::gen::builtin_space_names()) space_names += (space_names.empty() ? "" : ", ") + n;
+  app.add_option("--space", o.space,
+                 "the search space: a built-in one (" + space_names + ") or a space file (docs/spaces.md)")
+      ->capture_default_str();
+  app.add_option("--ops", ops, "comma-separated operators, of the space's (default: all of them)");
+  app.add_option("--vars-per-kind", o.vars_per_kind, "variables of each kind (default: the space's)")
+      ->check(CLI::Range(1, 9));
   app.add_option("--seed", o.seed, "seed of the random fingerprint and float64 inputs");
   app.add_flag("!--no-progress", o.progress, "no progress lines on stderr");
   app.add_option("--stop-after", o.stop_after, "testing: stop as if interrupted after storing N rules")->group("");
@@ -63,7 +69,8 @@ int main(int argc, char** argv) {
   return tgr::cli::guarded("generate", [&] {
     const tgr::gen::GenerateReport r = tgr::gen::generate(o, g_stop);
     const auto& c = r.candidates;
-    std::printf("generate: run %lld%s, --max-ops %d\n", (long long)r.run, r.resumed ? " (resumed)" : "", o.max_ops);
+    std::printf("generate: run %lld%s, space %s, --max-ops %d\n", (long long)r.run, r.resumed ? " (resumed)" : "",
+                r.space.c_str(), o.max_ops);
     std::printf("  graphs enumerated          %llu\n", (unsigned long long)r.enumerated);
     std::printf("  connected graphs           %llu\n", (unsigned long long)r.registered);
     std::printf("  fingerprint classes        %llu (%llu with two or more graphs, %llu graphs in them)\n",
@@ -80,6 +87,7 @@ int main(int argc, char** argv) {
     pass("common subgraph", c.common_subgraph);
     pass("common supergraph", c.common_supergraph);
     pass("float64 re-check", c.float64_rejected);
+    pass("instance of another", c.instances);
     std::printf("  stored                     %lld new, %lld already in the database (%lld before this invocation)\n",
                 (long long)r.inserted, (long long)r.found_stored, (long long)r.already_stored);
     std::printf("  time %.1f s, peak memory %.0f MB\n", r.seconds, r.peak_memory_mb);

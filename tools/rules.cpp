@@ -3,9 +3,12 @@
 //   rules --db F stats                                  counts by status, kind, size; the runs
 //   rules --db F list [--status S] [--operator OP] [--axiom A] [--format text|json|rules]
 //   rules --db F show ID                                every field of one rule
-//   rules --db F lookup "SRC => DST"                    by canonical text: exit 0 found, 1 not, 2 syntax error
+//   rules --db F lookup "SRC => DST" [--shapes S]       by canonical text, else whether stored rules imply it:
+//                                                       exit 0 stored or implied, 1 neither, 2 syntax error
+//   rules --db F unknowns [--examples N]                why the prover left rules unknown, classified
 //   rules --db F import FILE...                         insert the rules of rule files as candidates
-//   rules --db F check FILE... [--status S]             every rule of the files is in the database (with status S)
+//   rules --db F check FILE... [--status S]             every rule of the files is in the database or implied
+//                                                       by rules in it (with status S)
 //   rules --db F import-costs --device D FILE...        measured operator costs (SIGNATURE<TAB>MS lines) into op_costs
 //   rules --db F costs --device D                       the op_costs of a device, as such lines
 //   rules diff A B                                      rules only in A, only in B, with another status
@@ -28,9 +31,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 
+#include "generator/implication.h"
 #include "ir/canonical.h"
 #include "rules_db/rule_json.h"
 #include "rules_db/rules_db.h"
@@ -67,11 +72,14 @@ int cmd_stats(const RulesDb& db) {
   const auto runs = db.list_runs();
   std::printf("runs: %zu\n", runs.size());
   if (!runs.empty())
-    std::printf("  %-6s %-10s %-12s %8s  %-24s  %s\n", "id", "kind", "status", "inserted", "started", "version");
-  for (const auto& r : runs)
-    std::printf("  %-6lld %-10s %-12s %8lld  %-24s  %s\n", static_cast<long long>(r.run.id), r.run.kind.c_str(),
-                r.run.status.c_str(), static_cast<long long>(r.rules_inserted), r.run.started_at.c_str(),
-                r.run.tool_version.empty() ? "-" : r.run.tool_version.c_str());
+    std::printf("  %-6s %-10s %-12s %8s  %-12s %-24s  %s\n", "id", "kind", "status", "inserted", "space", "started",
+                "version");
+  for (const auto& r : runs) {
+    const std::string space = r.run.space_name();  // generate runs: the search space
+    std::printf("  %-6lld %-10s %-12s %8lld  %-12s %-24s  %s\n", static_cast<long long>(r.run.id), r.run.kind.c_str(),
+                r.run.status.c_str(), static_cast<long long>(r.rules_inserted), space.empty() ? "-" : space.c_str(),
+                r.run.started_at.c_str(), r.run.tool_version.empty() ? "-" : r.run.tool_version.c_str());
+  }
   return 0;
 }
 
@@ -136,20 +144,156 @@ int cmd_show(const RulesDb& db, int64_t id) {
   return 0;
 }
 
-int cmd_lookup(const RulesDb& db, const std::string& text) {
+// The stored rules as an implication index (generator/implication.h), built
+// on first use: refuted rules and partial ones imply nothing.
+class StoredRules {
+ public:
+  // `only`: index the rules of this status alone.
+  explicit StoredRules(const RulesDb& db, std::optional<std::string> only = std::nullopt)
+      : db_(db), only_(std::move(only)) {}
+
+  // How stored rules imply the rule `text` (any spelling) whose variables
+  // have `shapes` (by the text's names; empty: from the variable kinds'
+  // shapes in the database).
+  std::optional<tgr::Implication> explain(const std::string& text, const tgr::ShapeMap& shapes) {
+    if (!index_) load();
+    tgr::ShapeMap by_name = shapes;
+    if (by_name.empty()) {
+      auto from_kinds = tgr::shapes_from_kinds(text, by_kind_);
+      if (!from_kinds) return std::nullopt;  // a kind the database has no single shape for
+      by_name = std::move(*from_kinds);
+    }
+    return index_->explain(text, by_name);
+  }
+
+  const RuleRecord& rule(int64_t id) { return rules_.at(id); }
+
+ private:
+  void load() {
+    index_.emplace();
+    for (RuleRecord& r : db_.list_rules()) {
+      if (r.status == "refuted" || r.kind != "full" || (only_ && r.status != *only_)) continue;
+      index_->add(r.id, r.canonical, r.variables);
+      rules_.emplace(r.id, std::move(r));
+    }
+    by_kind_ = index_->shapes_by_kind();
+  }
+
+  const RulesDb& db_;
+  std::optional<std::string> only_;
+  std::optional<tgr::ImplicationIndex> index_;
+  std::map<int64_t, RuleRecord> rules_;
+  tgr::ShapeMap by_kind_;
+};
+
+// "(by #3, #9; transitivity)", with the substitution when there is one.
+std::string implication_text(const tgr::Implication& how) {
+  std::string out = "(by ";
+  for (size_t i = 0; i < how.by.size(); ++i) out += (i ? ", #" : "#") + std::to_string(how.by[i]);
+  out += "; " + how.pass;
+  if (!how.detail.empty()) out += ": " + how.detail;
+  return out + ")";
+}
+
+int cmd_lookup(const RulesDb& db, const std::string& text, const std::string& shapes_text) {
   std::string canonical;
+  tgr::ShapeMap shapes;
   try {
     canonical = tgr::canonical_rule_text(text);
   } catch (const tgr::ParseError& e) {
     std::fprintf(stderr, "rules: error: %s\n", e.what());
     return 2;
   }
+  try {
+    shapes = tgr::parse_shape_map(shapes_text);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rules: error: --shapes: %s\n", e.what());
+    return 2;
+  }
   const auto rule = db.find_by_canonical(canonical);
-  if (!rule) {
+  if (rule) {
+    std::printf("%lld %s %s\n", static_cast<long long>(rule->id), rule->status.c_str(), rule->canonical.c_str());
+    return 0;
+  }
+  StoredRules stored(db);
+  const auto how = stored.explain(text, shapes);
+  if (!how) {
     std::printf("not found (canonical form: %s)\n", canonical.c_str());
     return 1;
   }
-  std::printf("%lld %s %s\n", static_cast<long long>(rule->id), rule->status.c_str(), rule->canonical.c_str());
+  std::printf("implied: %s %s\n", canonical.c_str(), implication_text(*how).c_str());
+  for (int64_t id : how->by) {
+    const RuleRecord& r = stored.rule(id);
+    std::printf("  %lld %s %s\n", static_cast<long long>(id), r.status.c_str(), r.canonical.c_str());
+  }
+  return 0;
+}
+
+// Why rules are unknown: the prover's outcome (its note: no common form, Z3
+// gave up, the search budget), then whether proved rules imply the rule
+// (the prover missed a consequence of what it proved), whether another
+// unknown rule does (the same missing fact), and for the rest what they
+// involve: constant tensors, whose values need facts of their own; pieces of
+// a split concatenated in another order (permutations); convolutions of
+// concatenated channels (grouped); scalar arithmetic; or else their
+// operators. A triage for writing axioms (by text patterns), not a proof.
+int cmd_unknowns(const RulesDb& db, int examples) {
+  const std::vector<RuleRecord> unknown = db.list_rules(std::string("unknown"));
+  std::printf("unknown rules: %zu\n", unknown.size());
+  if (unknown.empty()) return 0;
+  std::map<std::string, int64_t> outcome;
+  for (const RuleRecord& r : unknown) {
+    const std::string note = r.note.value_or("(no note)");
+    ++outcome[note.substr(0, std::min(note.find(" ("), note.find(':')))];
+  }
+  std::printf("by the prover's outcome:\n");
+  for (const auto& [why, n] : outcome) std::printf("  %8lld  %s\n", static_cast<long long>(n), why.c_str());
+
+  StoredRules proved(db, "proved"), unproved(db, "unknown");
+  struct Family {
+    int64_t n = 0;
+    std::vector<const RuleRecord*> examples;
+  };
+  std::map<std::string, Family> families;
+  auto count = [&](const std::string& family, const RuleRecord& r) {
+    Family& f = families[family];
+    ++f.n;
+    if (static_cast<int>(f.examples.size()) < examples) f.examples.push_back(&r);
+  };
+  for (const RuleRecord& r : unknown) {
+    const tgr::ShapeMap shapes = tgr::parse_shape_map(r.variables);
+    if (const auto how = proved.explain(r.canonical, shapes)) {
+      count("1 implied by proved rules (" + how->pass + ")", r);
+    } else if (unproved.explain(r.canonical, shapes)) {
+      count("2 an instance of another unknown rule (the same missing fact)", r);
+    } else {
+      std::string constants;
+      for (const char* op : {"ones", "eye", "conv_identity", "pool_kernel"})
+        if (("," + r.operators + ",").find("," + std::string(op) + ",") != std::string::npos)
+          constants += (constants.empty() ? "" : ",") + std::string(op);
+      const std::string& c = r.canonical;
+      std::string family = "7 operators " + r.operators;
+      if (!constants.empty()) family = "3 constant tensors " + constants + ": facts about their values";
+      else if (c.find(").1, split[") != std::string::npos)
+        family = "4 pieces of a split put back in another order: facts about permutations";
+      else if (c.find("conv2d(concat[axis=1](") != std::string::npos ||
+               c.find("conv2d[act=relu](concat[axis=1](") != std::string::npos)
+        family = "5 convolution of concatenated channels: grouped convolution";
+      else if (r.variables.find_first_not_of("s0123456789=,scalar") == std::string::npos)
+        family = "6 scalar arithmetic beyond the search";
+      count(family, r);
+    }
+  }
+  std::vector<std::pair<std::string, Family>> sorted(families.begin(), families.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.first[0] != b.first[0] ? a.first[0] < b.first[0] : a.second.n > b.second.n;
+  });
+  std::printf("by what they need:\n");
+  for (const auto& [family, f] : sorted) {
+    std::printf("  %8lld  %s\n", static_cast<long long>(f.n), family.c_str() + 2);
+    for (const RuleRecord* r : f.examples)
+      std::printf("              #%lld %s\n", static_cast<long long>(r->id), r->canonical.c_str());
+  }
   return 0;
 }
 
@@ -210,22 +354,48 @@ int cmd_import(RulesDb& db, const std::vector<RuleRecord>& records) {
   return 0;
 }
 
+// Each rule of the files: stored (silent), implied by stored rules
+// ("implied: RULE (by #a, #b; PASS)"), or neither ("not found: RULE"). With
+// a status, a stored rule must have it, and so must the rules implying one.
 int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const std::optional<std::string>& status) {
-  int missing = 0, total = 0;
+  StoredRules stored_rules(db);
+  int stored = 0, implied = 0, missing = 0, total = 0;
   for (const auto& f : files)
     for (const auto& line : read_rule_file(f)) {
       ++total;
-      const auto rule = db.find_by_canonical(record_of(line).canonical);
-      if (!rule) {
+      const RuleRecord record = record_of(line);
+      const auto rule = db.find_by_canonical(record.canonical);
+      if (rule) {
+        if (status && rule->status != *status) {
+          std::printf("%s: %s, not %s: %s\n", line.where.c_str(), rule->status.c_str(), status->c_str(),
+                      line.text.c_str());
+          ++missing;
+        } else {
+          ++stored;
+        }
+        continue;
+      }
+      const auto how = stored_rules.explain(line.text, tgr::parse_shape_map(line.variables));
+      if (!how) {
         std::printf("%s: not found: %s\n", line.where.c_str(), line.text.c_str());
         ++missing;
-      } else if (status && rule->status != *status) {
-        std::printf("%s: %s, not %s: %s\n", line.where.c_str(), rule->status.c_str(), status->c_str(), line.text.c_str());
+        continue;
+      }
+      std::string wrong;  // implying rules of another status
+      for (int64_t id : how->by)
+        if (status && stored_rules.rule(id).status != *status)
+          wrong += (wrong.empty() ? "#" : ", #") + std::to_string(id) + " " + stored_rules.rule(id).status;
+      if (!wrong.empty()) {
+        std::printf("%s: implied by rules not %s (%s): %s\n", line.where.c_str(), status->c_str(), wrong.c_str(),
+                    line.text.c_str());
         ++missing;
+      } else {
+        std::printf("%s: implied: %s %s\n", line.where.c_str(), line.text.c_str(), implication_text(*how).c_str());
+        ++implied;
       }
     }
-  std::printf("%d of %d rules found%s%s\n", total - missing, total, status ? " with status " : "",
-              status ? status->c_str() : "");
+  std::printf("%d of %d rules found%s%s: %d stored, %d implied, %d not found\n", stored + implied, total,
+              status ? " with status " : "", status ? status->c_str() : "", stored, implied, missing);
   return missing ? 1 : 0;
 }
 
@@ -322,14 +492,23 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "every field of one rule");
   int64_t id = 0;
   show->add_option("id", id, "rule id")->required();
-  auto* lookup = app.add_subcommand("lookup", "find a rule by its canonical text (exit 0 found, 1 not, 2 bad text)");
-  std::string text;
+  auto* lookup = app.add_subcommand("lookup",
+                                    "find a rule by its canonical text, or how stored rules imply it (exit 0 stored or "
+                                    "implied, 1 neither, 2 bad text)");
+  std::string text, shapes;
   lookup->add_option("rule", text, "\"SRC => DST\" in the text form")->required();
+  lookup->add_option("--shapes", shapes,
+                     "the variables' shapes, x0=2x4,... (default: the shapes of their kinds in the database)");
+
+  auto* unknowns = app.add_subcommand("unknowns", "why the prover left rules unknown, classified");
+  int examples = 1;
+  unknowns->add_option("--examples", examples, "example rules shown per class")->check(CLI::Range(0, 100));
 
   auto* import = app.add_subcommand("import", "insert the rules of rule files (SRC => DST | SHAPES) as candidates");
   std::vector<std::string> files;
   import->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
-  auto* check = app.add_subcommand("check", "exit 0 when every rule of the files is in the database");
+  auto* check =
+      app.add_subcommand("check", "exit 0 when every rule of the files is in the database or implied by its rules");
   check->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
   check->add_option("--status", status, "and has this status")->check(statuses);
 
@@ -369,7 +548,8 @@ int main(int argc, char** argv) {
     if (*stats) return cmd_stats(db);
     if (*list) return cmd_list(db, status, filter, format);
     if (*show) return cmd_show(db, id);
-    if (*lookup) return cmd_lookup(db, text);
+    if (*lookup) return cmd_lookup(db, text, shapes);
+    if (*unknowns) return cmd_unknowns(db, examples);
     if (*costs) return cmd_costs(db, device);
     return 2;
   });
