@@ -18,6 +18,7 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
+#include "optimizer/node_names.h"
 #include "pet/region_check.h"
 #include "optimizer/rule_set.h"
 
@@ -51,6 +52,7 @@ struct BacktrackingResult {
   Graph best;
   double initial_cost = 0, best_cost = 0;
   std::vector<RuleUse> applied;  // on the path to the best graph, by first use
+  std::vector<AppliedRewrite> rewrites;  // on the path to the best graph, in the order applied
   BacktrackingStats stats;
 };
 

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "optimizer/html_report.h"
 #include "optimizer/optimize_model.h"
 #include "saturation/saturation.h"
 #include "tools/cli_common.h"
@@ -47,6 +48,9 @@ int main(int argc, char** argv) {
                  "given here unless --no-default-rules)");
   app.add_flag("--no-default-rules", no_default_rules, "with --rules: use that database's rules only");
   app.add_option("--report", report_path, "write a JSON report here");
+  std::string html_path;
+  app.add_option("--report-html", html_path,
+                 "write an HTML page here: both graphs drawn (Graphviz), the rewrites located, costs, proofs");
   app.add_option("--budget", o.backtracking.budget, "graphs the search pops from its queue")
       ->check(CLI::PositiveNumber);
   app.add_option("--alpha", o.backtracking.alpha, "keep graphs costing less than alpha times the best")
@@ -91,10 +95,14 @@ int main(int argc, char** argv) {
     tgr::cli::refuse_same_files({{"the model", o.model},
                                  {"-o", o.output, true},
                                  {"--report", report_path, true},
+                                 {"--report-html", html_path, true},
                                  {"the rules database", o.rules_db},
                                  {"the default rules database", o.default_rules_db}});
+    const std::string dot = html_path.empty() ? "" : tgr::optimizer::find_graphviz_dot();  // before the work
+    o.keep_graphs = !html_path.empty();
     const tgr::optimizer::OptimizeReport report = tgr::optimizer::optimize_model(o);
     if (!report_path.empty()) write_report(report_path, report);
+    if (!html_path.empty()) tgr::optimizer::write_html_report(report, html_path, dot);
     if (!quiet) report.print_summary(stdout);
     return 0;
   });

@@ -3,6 +3,7 @@
 //   rules --db F stats                                  counts by status, kind, size; the runs
 //   rules --db F list [--status S] [--format text|json]
 //   rules --db F show ID                                every field of one rule
+//   rules --db F show ID --dot                          the rule's two sides in Graphviz dot (| dot -Tsvg)
 //   rules --db F lookup "SRC => DST"                    by canonical text: exit 0 found, 1 not, 2 syntax error
 //   rules --db F import FILE...                         insert the rules of rule files as candidates
 //   rules --db F check FILE... [--status S]             every rule of the files is in the database (with status S)
@@ -22,6 +23,8 @@
 #include <string>
 
 #include "ir/canonical.h"
+#include "ir/graph_dot.h"
+#include "ir/text.h"
 #include "rules_db/rules_db.h"
 #include "tools/cli_common.h"
 
@@ -104,10 +107,19 @@ int cmd_list(const RulesDb& db, const std::optional<std::string>& status, const 
   return 0;
 }
 
-int cmd_show(const RulesDb& db, int64_t id) {
+int cmd_show(const RulesDb& db, int64_t id, bool dot) {
   const auto rule = db.get_rule(id);
   if (!rule) throw std::runtime_error("no rule with id " + std::to_string(id) + " in '" + db.path() + "'");
   const RuleRecord& r = *rule;
+  if (dot) {  // both sides built at the rule's own shapes
+    tgr::DTypeMap dtypes;
+    const tgr::ShapeMap shapes = tgr::parse_shape_map(r.variables, &dtypes);
+    std::fputs(tgr::rule_to_dot(tgr::build_rule(r.rule_text(), shapes, dtypes), "rule " + std::to_string(r.id) + ": " +
+                                                                                     r.rule_text())
+                   .c_str(),
+               stdout);
+    return 0;
+  }
   // One field per line: line breaks inside a value are shown as \n.
   auto line = [](const char* key, const std::string& value) {
     std::string v;
@@ -249,6 +261,8 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "every field of one rule");
   int64_t id = 0;
   show->add_option("id", id, "rule id")->required();
+  bool dot = false;
+  show->add_flag("--dot", dot, "print the rule's two sides as a Graphviz graph (render: | dot -Tsvg)");
   auto* lookup = app.add_subcommand("lookup", "find a rule by its canonical text (exit 0 found, 1 not, 2 bad text)");
   std::string text;
   lookup->add_option("rule", text, "\"SRC => DST\" in the text form")->required();
@@ -273,7 +287,7 @@ int main(int argc, char** argv) {
     if (*check) return cmd_check(db, files, status);
     if (*stats) return cmd_stats(db);
     if (*list) return cmd_list(db, status, format);
-    if (*show) return cmd_show(db, id);
+    if (*show) return cmd_show(db, id, dot);
     if (*lookup) return cmd_lookup(db, text);
     return 2;
   });
