@@ -20,10 +20,10 @@
 namespace tgr {
 
 struct DotStyle {
-  std::string name = "graph";    // the digraph's name (also the SVG's title)
-  std::string id_prefix;         // prefix of the SVG ids of nodes and of the cluster
-  bool weights = true;           // draw constants (else only highlighted ones)
-  std::vector<double> node_costs_us;  // per node (may be empty): shown on operators
+  std::string name = "graph";                          // the digraph's name (also the SVG's title)
+  std::string id_prefix;                               // prefix of the SVG ids of nodes and of the cluster
+  bool weights = true;                                 // draw constants (else only highlighted ones)
+  std::vector<double> node_costs_us;                   // per node (may be empty): shown on operators
   std::unordered_map<int32_t, std::string> highlight;  // node -> fill colour
 };
 

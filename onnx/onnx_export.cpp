@@ -309,7 +309,9 @@ void Exporter::run() {
       auto r = reserved_values.find({i, k});
       if (n.op->is_constant()) ctx.out.push_back(constant_name(i));
       else if (d != direct.end()) ctx.out.push_back(d->second);
-      else ctx.out.push_back(r != reserved_values.end() ? r->second : fresh_value(numbered("v", i).append(numbered("_", k))));
+      else
+        ctx.out.push_back(r != reserved_values.end() ? r->second
+                                                     : fresh_value(numbered("v", i).append(numbered("_", k))));
     }
     if (opaque) write_opaque(*opaque, ctx);
     else it->second(ctx);

@@ -19,8 +19,8 @@
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
 #include "optimizer/node_names.h"
-#include "pet/region_check.h"
 #include "optimizer/rule_set.h"
+#include "pet/region_check.h"
 
 namespace tgr::optimizer {
 

@@ -152,8 +152,9 @@ std::string evidence_html(const OptimizeOptions& o, const AppliedRewrite& r) {
   } catch (const std::exception& e) {
     return "<p>the rules database could not be read: " + html_escape(e.what()) + "</p>";
   }
-  out += "<dt>at the model's shapes</dt><dd>every instance proved again before it was applied "
-         "(partial rules: corrected and region-checked)</dd>";
+  out +=
+      "<dt>at the model's shapes</dt><dd>every instance proved again before it was applied "
+      "(partial rules: corrected and region-checked)</dd>";
   return out + "</dl>";
 }
 

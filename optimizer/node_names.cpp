@@ -28,7 +28,8 @@ std::string model_name_of(std::string_view name) {
       if (!rest.starts_with(prefix)) continue;
       size_t k = prefix.size(), digits = 0;
       while (k < rest.size() && std::isdigit(static_cast<unsigned char>(rest[k]))) ++k, ++digits;
-      if (digits > 0 && k < rest.size() && rest[k] == '/') return std::string(name.substr(0, start > 0 ? start - 1 : 0));
+      if (digits > 0 && k < rest.size() && rest[k] == '/')
+        return std::string(name.substr(0, start > 0 ? start - 1 : 0));
     }
     if (name.find('/', start) == std::string_view::npos) break;
   }

@@ -90,7 +90,7 @@ struct OptimizeReport {
   InstanceProofStats proofs;
   std::vector<RuleUse> rules_applied;  // on the path to the best graph, by first use
   std::vector<std::string> rules_applied_db;  // per entry of rules_applied: the database it came from
-  std::vector<AppliedRewrite> rewrites;        // each application, where it was (node names)
+  std::vector<AppliedRewrite> rewrites;       // each application, where it was (node names)
   // With OptimizeOptions::keep_graphs: the model and the optimized graph,
   // weights folded (what the exported models hold).
   std::optional<CostedGraph> before, after;

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <string>
 #include <optional>
+#include <string>
 #include <unordered_set>
 
 namespace tgr::optimizer {

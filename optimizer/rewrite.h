@@ -18,8 +18,8 @@ namespace tgr::optimizer {
 // The nodes the instance's target adds are named after a replaced node and
 // `rule_tag` (optimizer/node_names.h); with an empty tag they have no names.
 // `record` (when given) receives the names of the nodes replaced and made.
-Graph apply_instance(const Graph& graph, const Match& match, const Instance& instance,
-                     const std::string& rule_tag = "", AppliedRewrite* record = nullptr);
+Graph apply_instance(const Graph& graph, const Match& match, const Instance& instance, const std::string& rule_tag = "",
+                     AppliedRewrite* record = nullptr);
 
 // The hash the search uses to recognise graphs it has seen: the structural
 // hash (Graph::node(i).hash for inputs and constants), except that an

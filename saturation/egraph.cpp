@@ -150,8 +150,7 @@ uint32_t EGraph::add_label(NodeLabel label) {
   return static_cast<uint32_t>(labels_.size() - 1);
 }
 
-ClassId EGraph::add_op(const OpDef& op, Params params, std::vector<ClassId> operands, uint32_t origin,
-                       uint32_t label) {
+ClassId EGraph::add_op(const OpDef& op, Params params, std::vector<ClassId> operands, uint32_t origin, uint32_t label) {
   std::vector<Shape> in_shapes;
   std::vector<DType> in_dtypes;
   for (ClassId& c : operands) {

@@ -268,7 +268,8 @@ std::vector<std::string> matched_names(const EGraph& egraph, const PatternMatch&
 
 ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const PatternMatch& match, uint32_t origin,
                           bool filter_cycles, const std::string& rule_tag, optimizer::AppliedRewrite* record) {
-  const std::vector<std::string> replaced = rule_tag.empty() ? std::vector<std::string>{} : matched_names(egraph, match);
+  const std::vector<std::string> replaced =
+      rule_tag.empty() ? std::vector<std::string>{} : matched_names(egraph, match);
   optimizer::RewriteNamer namer(rule_tag, replaced);
   if (record) record->removed = replaced;
   const std::vector<ClassId> outputs = target_output_classes(

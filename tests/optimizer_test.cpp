@@ -145,10 +145,11 @@ TEST(Instance, SplitSizesAreRederivedFromTheModelShapes) {
 // --- names (optimizer/node_names.h) -------------------------------------------------
 
 TEST(Names, ARewriteKeepsTheNamesOfWhatSurvivesAndNamesWhatItMakesAfterTheRule) {
-  const auto rules = rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
-                                "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
-                                "w1))).1)",
-                                "x0=2x3,w0=3x4,w1=3x5"}});
+  const auto rules =
+      rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                 "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                 "w1))).1)",
+                 "x0=2x3,w0=3x4,w1=3x5"}});
   Graph g;
   const ValueRef x = g.add_input("x", {8, 16});
   const OpDef& matmul = OpTable::instance().get("matmul");
@@ -193,9 +194,8 @@ TEST(Names, ARewrittenNodesNameIsCutBackToTheModelsBeforeItIsReused) {
   EXPECT_EQ(model_name_of("/a/MatMul/default_rule3/split"), "/a/MatMul");
   EXPECT_EQ(model_name_of("rule3/split"), "");
   EXPECT_EQ(model_name_of("/a/rules/rule/x"), "/a/rules/rule/x");  // no rule id: a model's own name
-  RewriteNamer namer("rule5", {"", "/a/MatMul/rule20/matmul", "/b/Add"}, [](const std::string& n) {
-    return n == "/a/MatMul/rule5/add";
-  });
+  RewriteNamer namer("rule5", {"", "/a/MatMul/rule20/matmul", "/b/Add"},
+                     [](const std::string& n) { return n == "/a/MatMul/rule5/add"; });
   EXPECT_EQ(namer.node_name("add"), "/a/MatMul/rule5/add_1");  // the graph holds "/a/MatMul/rule5/add"
   EXPECT_EQ(namer.node_name("add"), "/a/MatMul/rule5/add_2");
   EXPECT_EQ(namer.node_name("relu"), "/a/MatMul/rule5/relu");

@@ -114,8 +114,8 @@ int cmd_show(const RulesDb& db, int64_t id, bool dot) {
   if (dot) {  // both sides built at the rule's own shapes
     tgr::DTypeMap dtypes;
     const tgr::ShapeMap shapes = tgr::parse_shape_map(r.variables, &dtypes);
-    std::fputs(tgr::rule_to_dot(tgr::build_rule(r.rule_text(), shapes, dtypes), "rule " + std::to_string(r.id) + ": " +
-                                                                                     r.rule_text())
+    std::fputs(tgr::rule_to_dot(tgr::build_rule(r.rule_text(), shapes, dtypes),
+                                "rule " + std::to_string(r.id) + ": " + r.rule_text())
                    .c_str(),
                stdout);
     return 0;
