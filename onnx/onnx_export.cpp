@@ -156,7 +156,9 @@ class Exporter {
     n = opaque.proto;
     for (size_t j = 0; j < opaque.input_positions.size(); ++j) n.set_input(opaque.input_positions[j], ctx.in[j]);
     for (size_t j = 0; j < opaque.output_positions.size(); ++j) n.set_output(opaque.output_positions[j], ctx.out[j]);
-    n.set_name(fresh_node(opaque.proto.name().empty() ? numbered("n", ctx.index) : opaque.proto.name()));
+    std::string name = reserved_node_name(ctx.index);  // the node's own name, where the IR kept it
+    if (name.empty()) name = fresh_node(opaque.proto.name().empty() ? numbered("n", ctx.index) : opaque.proto.name());
+    n.set_name(name);
   }
 
   const Graph& graph_;

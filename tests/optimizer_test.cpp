@@ -544,6 +544,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   r.cost_before_us = 123.456789;
   r.cost_after_us = 100;
   r.rules_applied = {{7, "relu(relu(x0)) => relu(x0)", 3}};
+  r.rewrites = {{7, "relu(relu(x0)) => relu(x0)", "rule7", {"/a/Relu", "/a/Relu_1"}, {"/a/Relu/rule7/relu"}}};
   r.search.popped = 4;
   r.search.timed_out = true;
   r.proofs.proved = 5;
@@ -553,10 +554,13 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   r.import_seconds = 0.25;
 
   const nlohmann::ordered_json j = r.to_json();
+  EXPECT_EQ(j["rewrites"][0]["rule"], "rule7");
+  EXPECT_EQ(j["rewrites"][0]["removed"][1], "/a/Relu_1");
+  EXPECT_EQ(j["rewrites"][0]["added"][0], "/a/Relu/rule7/relu");
   EXPECT_EQ(keys_of(j), (std::vector<std::string>{"model", "output", "rules_db", "rule_sets", "directions_that_can_match",
                                       "directions_unreachable", "cost_model", "operators_before",
                                                   "operators_after", "cost_before_us", "cost_after_us", "cost_ratio",
-                                                  "rules_applied", "search", "proofs", "folded_constant_nodes",
+                                                  "rules_applied", "rewrites", "search", "proofs", "folded_constant_nodes",
                                                   "opaque_nodes", "seconds"}));
   EXPECT_EQ(keys_of(j["search"]),
             (std::vector<std::string>{"popped", "candidates", "pushed", "duplicates", "pruned_by_cost",
