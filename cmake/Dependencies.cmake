@@ -39,10 +39,37 @@ if(TGR_WITH_CUDA)
     endif()
   endif()
 endif()
+# The Python module (python/, `pip install .`, which turns this on) is
+# optional too: built with -DTGR_WITH_PYTHON=ON when the Python headers and
+# pybind11 are found (Debian python3-dev and pybind11-dev; under pip, the PyPI
+# pybind11 of the build requirements). The module is a shared library holding
+# the project's static libraries, so everything is then compiled
+# position-independent: off by default, so that the tools' build stays as it is.
+option(TGR_WITH_PYTHON "Build the Python module (needs Python's headers and pybind11)" OFF)
+set(TGR_HAVE_PYTHON OFF)
+if(TGR_WITH_PYTHON)
+  find_package(Python3 COMPONENTS Interpreter Development.Module QUIET)
+  if(Python3_FOUND)
+    find_package(pybind11 2.10 CONFIG QUIET)
+    if(pybind11_FOUND)
+      set(TGR_HAVE_PYTHON ON)
+      set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+    endif()
+  endif()
+endif()
+if(TGR_WITH_PYTHON AND NOT TGR_HAVE_PYTHON)
+  message(FATAL_ERROR "tgr: TGR_WITH_PYTHON needs Python's headers (python3-dev) and pybind11 (pybind11-dev, or pip's)")
+endif()
+
 message(STATUS "tgr: Z3 ${Z3_VERSION}, TBB ${TBB_VERSION}, SQLite ${SQLite3_VERSION}, "
                "protobuf ${Protobuf_VERSION}, ONNX ${ONNX_VERSION}")
 if(TGR_HAVE_CUDA)
   message(STATUS "tgr: CUDA ${CUDAToolkit_VERSION} with cuBLAS and cuDNN (${CUDNN_LIBRARY}): GPU runtime ON")
 else()
   message(STATUS "tgr: CUDA toolkit, cuBLAS or cuDNN not found: CPU-only build")
+endif()
+if(TGR_HAVE_PYTHON)
+  message(STATUS "tgr: Python ${Python3_VERSION} (${Python3_EXECUTABLE}), pybind11 ${pybind11_VERSION}: Python module ON")
+else()
+  message(STATUS "tgr: no Python module (-DTGR_WITH_PYTHON=ON, or pip install .)")
 endif()

@@ -101,6 +101,8 @@ std::string GenerateReport::stats_json() const {
                                 {"pruned_common_supergraph", c.common_supergraph},
                                 {"float64_rejected", c.float64_rejected},
                                 {"candidates", c.kept},
+                                {"inserted", inserted},
+                                {"already_in_database", found_stored},
                                 {"seconds", std::round(seconds * 100) / 100},  // centiseconds are enough
                                 {"peak_memory_mb", std::llround(peak_memory_mb)}}
       .dump();
@@ -132,16 +134,33 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   std::atomic<EnumerationCounters*> shown{&counters};
   std::atomic<int> phase{1};  // 1, 2: enumeration passes; 3: pairing; 4: storing
   std::atomic<double> phase_began{0};
+  // What pass 2 and storing have before them is known (pass 2 enumerates
+  // what pass 1 did; storing, the candidates): their lines show it and an ETA.
+  std::atomic<uint64_t> pass_total{0}, stored{0}, to_store{0};
+  auto done_of = [&](uint64_t done, uint64_t total, const char* unit) {
+    char text[128];
+    const double rate = done / std::max(since(start) - phase_began.load(), 1e-9);
+    std::snprintf(text, sizeof text, "%llu of %llu %s (%.0f%%), ETA %.0f s", (unsigned long long)done,
+                  (unsigned long long)total, unit, 100.0 * done / std::max<uint64_t>(total, 1),
+                  rate > 0 && total > done ? (total - done) / rate : 0.0);
+    return std::string(text);
+  };
   util::Progress progress(o.progress, [&] {
-    char line[256];
+    char line[320];
     const double s = since(start);
-    if (phase <= 2) {
+    if (phase == 1) {
       const EnumerationCounters& c = *shown.load();
-      std::snprintf(line, sizeof line, "generate: pass %d of 2: %llu graphs, %llu fingerprinted, %.0f graphs/s, %.1f s",
-                    phase.load(), (unsigned long long)c.states.load(), (unsigned long long)c.registered.load(),
-                    c.states.load() / std::max(s - phase_began.load(), 1e-9), s);
+      std::snprintf(line, sizeof line, "generate: pass 1 of 2: %llu graphs, %llu fingerprinted, %.0f graphs/s, %.1f s",
+                    (unsigned long long)c.states.load(), (unsigned long long)c.registered.load(),
+                    c.states.load() / std::max(s, 1e-9), s);
+    } else if (phase == 2) {
+      std::snprintf(line, sizeof line, "generate: pass 2 of 2: %s, %.1f s",
+                    done_of(again.states.load(), pass_total.load(), "graphs").c_str(), s);
+    } else if (phase == 3) {
+      std::snprintf(line, sizeof line, "generate: pairing and pruning, %.1f s", s);
     } else {
-      std::snprintf(line, sizeof line, "generate: %s, %.1f s", phase == 3 ? "pairing and pruning" : "storing", s);
+      std::snprintf(line, sizeof line, "generate: storing %s, %.1f s",
+                    done_of(stored.load(), to_store.load(), "rules").c_str(), s);
     }
     return std::string(line);
   });
@@ -167,6 +186,7 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   if (!stop) {
     phase_began = since(start);
     shown = &again;
+    pass_total = counters.states.load();
     phase = 2;
     for (size_t w = 0; w < enumerators.size() && !stop; ++w) {
       tbb::enumerable_thread_specific<std::vector<GraphRecord>> local;
@@ -193,14 +213,19 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
 
   // Store in batches; the checkpoint counts what is stored, so a re-run
   // continues after it (the candidate list is the same for the same settings).
-  if (!stop) phase = 4;
   int64_t index = report.already_stored;
+  if (!stop) {
+    phase_began = since(start);
+    to_store = candidates.size() - std::min<uint64_t>(candidates.size(), index);
+    phase = 4;
+  }
   const size_t batch = 500;
+  int64_t taken = 0;  // candidates this invocation stored or found stored
   while (!stop && index < static_cast<int64_t>(candidates.size())) {
-    if (o.stop_after >= 0 && report.inserted >= o.stop_after) break;
+    if (o.stop_after >= 0 && taken >= o.stop_after) break;
     std::vector<rules_db::RuleRecord> records;
     for (size_t k = 0; k < batch && index + static_cast<int64_t>(k) < static_cast<int64_t>(candidates.size()); ++k) {
-      if (o.stop_after >= 0 && report.inserted + static_cast<int64_t>(k) >= o.stop_after) break;
+      if (o.stop_after >= 0 && taken + static_cast<int64_t>(k) >= o.stop_after) break;
       const Candidate& c = candidates[index + k];
       rules_db::RuleRecord r = rules_db::rule_record_from_text(c.canonical, c.variables);
       r.generator_run = report.run;
@@ -208,9 +233,12 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
       r.constraints = c.constraints;
       records.push_back(std::move(r));
     }
-    db.insert_rules(records);
+    const int fresh = db.insert_rules(records);  // rules already in the database are skipped
     index += static_cast<int64_t>(records.size());
-    report.inserted += static_cast<int64_t>(records.size());
+    taken += static_cast<int64_t>(records.size());
+    stored = static_cast<uint64_t>(taken);
+    report.inserted += fresh;
+    report.found_stored += static_cast<int64_t>(records.size()) - fresh;
     db.set_checkpoint(report.run, "inserted=" + std::to_string(index));
   }
   report.interrupted = stop || index < static_cast<int64_t>(candidates.size());

@@ -28,8 +28,9 @@ struct GenerateReport {
   uint64_t registered = 0;      // connected graphs fingerprinted
   uint64_t fingerprints = 0;    // distinct fingerprint classes
   CandidateStats candidates;
-  int64_t inserted = 0;          // rules this invocation stored
-  int64_t already_stored = 0;    // rules an earlier, interrupted invocation stored
+  int64_t inserted = 0;        // new rules this invocation stored
+  int64_t found_stored = 0;    // candidates this invocation found already in the database (an earlier run's)
+  int64_t already_stored = 0;  // candidates an earlier, interrupted invocation of this run stored
   double seconds = 0;
   double peak_memory_mb = 0;
   std::string stats_json() const;

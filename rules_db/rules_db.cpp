@@ -18,6 +18,7 @@
 #include "ir/canonical.h"
 #include "ir/text.h"
 #include "rules_db/schema.h"
+#include "util/version.h"
 
 namespace tgr::rules_db {
 
@@ -397,10 +398,16 @@ RuleRecord read_rule(const Stmt& s) {
   return r;
 }
 
-constexpr const char* kRunColumns = "id, kind, settings, started_at, finished_at, status, stats, checkpoint";
+std::optional<std::string> null_if_empty(const std::string& text) {
+  return text.empty() ? std::nullopt : std::optional<std::string>(text);
+}
+
+constexpr const char* kRunColumns =
+    "id, kind, settings, started_at, finished_at, status, stats, checkpoint, tool_version, axioms_hash";
 
 RunRecord read_run(const Stmt& s) {
-  return RunRecord{s.i64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7)};
+  return RunRecord{s.i64(0),  s.text(1), s.text(2), s.text(3), s.text(4),
+                   s.text(5), s.text(6), s.text(7), s.text(8), s.text(9)};
 }
 
 void count_calls(const Expr& e, std::set<std::string>& nodes, std::set<std::string>& ops) {
@@ -571,15 +578,16 @@ int RulesDb::schema_version() const {
 
 int64_t RulesDb::begin_run(const std::string& kind, const std::string& settings_json) {
   WriteTransaction t(db_.get(), path_);
-  Stmt s(db_.get(), path_, "INSERT INTO runs (kind, settings, status, owner) VALUES (?, ?, 'running', ?)");
-  s.bind(1, kind).bind(2, settings_json).bind(3, own_owner()).run();
+  Stmt s(db_.get(), path_,
+         "INSERT INTO runs (kind, settings, status, owner, tool_version) VALUES (?, ?, 'running', ?, ?)");
+  s.bind(1, kind).bind(2, settings_json).bind(3, own_owner()).bind(4, std::string(tgr::version())).run();
   const int64_t id = sqlite3_last_insert_rowid(db_.get());
   t.commit();
   return id;
 }
 
 ClaimedRun RulesDb::claim_run(const std::string& kind, const std::string& settings_json,
-                              const std::vector<std::string>& busy_kinds) {
+                              const std::vector<std::string>& busy_kinds, const std::string& axioms_hash) {
   // One write transaction: two processes starting at once cannot both find
   // no live run and both go on.
   WriteTransaction t(db_.get(), path_);
@@ -590,7 +598,7 @@ ClaimedRun RulesDb::claim_run(const std::string& kind, const std::string& settin
            (std::string("SELECT ") + kRunColumns + ", owner FROM runs WHERE status = 'running' ORDER BY id").c_str());
     while (s.step()) {
       const RunRecord r = read_run(s);
-      const std::string owner = s.text(8);
+      const std::string owner = s.text(10);
       if (std::find(busy_kinds.begin(), busy_kinds.end(), r.kind) == busy_kinds.end()) continue;
       if (owner.empty() || owner_liveness(owner) == Liveness::kGone) continue;  // older program: cannot tell
       throw DbError(quote_path(path_) + ": " + r.kind + " run " + std::to_string(r.id) + " is being executed by " +
@@ -600,13 +608,20 @@ ClaimedRun RulesDb::claim_run(const std::string& kind, const std::string& settin
   }
   ClaimedRun out;
   if (auto unfinished = find_unfinished_run(kind, settings_json)) {
-    Stmt s(db_.get(), path_, "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL WHERE id = ?");
-    s.bind(1, own_owner()).bind(2, unfinished->id).run();
+    // The version and axioms of the program that resumes it (the last to write its rules).
+    Stmt s(db_.get(), path_,
+           "UPDATE runs SET status = 'running', owner = ?, finished_at = NULL, tool_version = ?, axioms_hash = ? "
+           "WHERE id = ?");
+    s.bind(1, own_owner()).bind(2, std::string(tgr::version())).bind(3, null_if_empty(axioms_hash));
+    s.bind(4, unfinished->id).run();
     out.run = *unfinished;
     out.resumed = true;
   } else {
-    Stmt s(db_.get(), path_, "INSERT INTO runs (kind, settings, status, owner) VALUES (?, ?, 'running', ?)");
-    s.bind(1, kind).bind(2, settings_json).bind(3, own_owner()).run();
+    Stmt s(db_.get(), path_,
+           "INSERT INTO runs (kind, settings, status, owner, tool_version, axioms_hash) "
+           "VALUES (?, ?, 'running', ?, ?, ?)");
+    s.bind(1, kind).bind(2, settings_json).bind(3, own_owner()).bind(4, std::string(tgr::version()));
+    s.bind(5, null_if_empty(axioms_hash)).run();
     out.run.id = sqlite3_last_insert_rowid(db_.get());
     out.run.kind = kind;
     out.run.settings = settings_json;
@@ -657,7 +672,7 @@ std::vector<RunSummary> RulesDb::list_runs() const {
           ", (SELECT COUNT(*) FROM rules WHERE rules.generator_run = runs.id) FROM runs ORDER BY id")
              .c_str());
   std::vector<RunSummary> out;
-  while (s.step()) out.push_back({read_run(s), s.i64(8)});
+  while (s.step()) out.push_back({read_run(s), s.i64(10)});
   return out;
 }
 

@@ -1,7 +1,7 @@
 // The rules database: one SQLite file holding every rule found by the
 // generator, its proof status and evidence, and the runs that produced it.
-// Schema: rules_db/schema.cpp; README.md, section "Rules database", documents
-// it for people reading the file with sqlite3.
+// Schema: rules_db/schema.cpp; docs/database.md documents it for people
+// reading the file with sqlite3 (tests/schema_doc_check.py compares the two).
 //
 // A RulesDb is used from one thread at a time. Several processes (or several
 // RulesDb objects) may open the same file: it is in WAL mode, so readers never
@@ -49,10 +49,12 @@ struct RuleRecord {
 // written twice is one node, as the parser shares it). Throws ParseError.
 RuleRecord rule_record_from_text(std::string_view rule_text, std::string variables = "");
 
-// finished_at, checkpoint: "" when NULL.
+// finished_at, checkpoint, tool_version, axioms_hash: "" when NULL.
 struct RunRecord {
   int64_t id = 0;
   std::string kind, settings, started_at, finished_at, status, stats, checkpoint;
+  std::string tool_version;  // the program that began (or last resumed) the run: util/version.h
+  std::string axioms_hash;   // runs that read the axioms (verify): verifier::axioms_hash
 };
 
 // A run claimed by claim_run: resumed (an unfinished run of equal settings,
@@ -100,8 +102,10 @@ class RulesDb {
   // run of one of `busy_kinds`; else resumes the unfinished run of `kind`
   // with these settings (status back to 'running', owned by this process) or
   // begins a new one.
+  // Records this program's version and `axioms_hash` ("" when the run reads
+  // no axioms) in the run.
   ClaimedRun claim_run(const std::string& kind, const std::string& settings_json,
-                       const std::vector<std::string>& busy_kinds);
+                       const std::vector<std::string>& busy_kinds, const std::string& axioms_hash = "");
   void set_checkpoint(int64_t run, const std::string& checkpoint);  // its own small transaction
   void finish_run(int64_t run, const std::string& status, const std::string& stats_json);
   std::optional<RunRecord> get_run(int64_t run) const;

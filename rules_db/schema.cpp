@@ -99,6 +99,21 @@ constexpr const char* kV4 = R"sql(
 ALTER TABLE runs ADD COLUMN owner TEXT;
 )sql";
 
+// What made each run: the program's version (util/version.h) and, for runs
+// that read the operator axioms (verify), a hash of them, so that a proof can
+// be traced to the axioms it came from. rule_constraints shows the JSON of
+// rules.constraints (written by the generator) as columns.
+constexpr const char* kV5 = R"sql(
+ALTER TABLE runs ADD COLUMN tool_version TEXT;
+ALTER TABLE runs ADD COLUMN axioms_hash TEXT;
+CREATE VIEW rule_constraints AS
+  SELECT id,
+         json_extract(constraints, '$.generalizes') AS generalizes,
+         json_extract(constraints, '$.checked_on') AS checked_on,
+         json_extract(constraints, '$.reason') AS reason
+  FROM rules ORDER BY id;
+)sql";
+
 #undef TGR_NOW
 
 constexpr std::array kMigrations = {
@@ -106,6 +121,7 @@ constexpr std::array kMigrations = {
     Migration{2, "views proved_rules, rule_counts_by_status, rule_counts_by_size, run_summary", kV2},
     Migration{3, "table op_costs: measured operator costs by device and signature", kV3},
     Migration{4, "column runs.owner: the process executing a run", kV4},
+    Migration{5, "columns runs.tool_version, runs.axioms_hash; view rule_constraints", kV5},
 };
 
 }  // namespace

@@ -192,40 +192,74 @@ GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs) {
 
 Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
                        const GreedyResult& greedy, Selection selection) {
-  // Per tuple class: (class, index of its projection e-node of that tuple) for every reader.
-  std::map<ClassId, std::vector<std::pair<ClassId, int32_t>>> readers;
+  // A way for a class to read a tuple: its projection e-node (class c,
+  // e-node `node`), or an e-node of c with a projection class among its
+  // children (`projection_class`, which then takes its projection e-node
+  // `projection_node`): relu(split(m).0), where a merge rule's output is an
+  // operator applied to a projection (conv + bias merged, relu on one part).
+  struct Reader {
+    ClassId c;
+    int32_t node;
+    ClassId projection_class = kNoClass;
+    int32_t projection_node = -1;
+  };
+  std::map<ClassId, std::vector<Reader>> readers;  // by tuple class
+  std::unordered_map<ClassId, std::vector<std::pair<ClassId, int32_t>>> projections_in;  // class -> (tuple, node)
   for (ClassId c : egraph.class_ids()) {
     const auto& nodes = egraph.eclass(c).nodes;
     for (size_t i = 0; i < nodes.size(); ++i)
-      if (nodes[i].kind == NodeKind::kProject && costs.allowed(c, i))
-        readers[egraph.find(nodes[i].children[0])].emplace_back(c, static_cast<int32_t>(i));
+      if (nodes[i].kind == NodeKind::kProject && costs.allowed(c, i)) {
+        const ClassId tuple = egraph.find(nodes[i].children[0]);
+        readers[tuple].push_back({c, static_cast<int32_t>(i)});
+        projections_in[c].emplace_back(tuple, static_cast<int32_t>(i));
+      }
+  }
+  for (ClassId c : egraph.class_ids()) {
+    const auto& nodes = egraph.eclass(c).nodes;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].kind == NodeKind::kProject || !costs.allowed(c, i)) continue;
+      for (ClassId child : nodes[i].children) {
+        const auto p = projections_in.find(egraph.find(child));
+        if (p == projections_in.end() || p->first == c) continue;
+        for (const auto& [tuple, node] : p->second)
+          readers[tuple].push_back({c, static_cast<int32_t>(i), p->first, node});
+      }
+    }
   }
   double best = selection_cost(egraph, costs, selection, roots);
   for (bool improved = true; improved;) {
     improved = false;
     std::vector<char> used(selection.choice.size(), 0);
     walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) { used[c] = 1; });
-    for (const auto& [tuple, projections] : readers) {
+    for (const auto& [tuple, tuple_readers] : readers) {
       if (greedy.settled[tuple] < 0) continue;
       int users = 0, switches = 0;
       Selection trial = selection;
-      for (const auto& [c, node] : projections) {
-        if (!used[c]) continue;
+      std::vector<ClassId> stack{tuple};
+      std::vector<char> forced(selection.choice.size(), 0);  // the switched classes' choices stay
+      for (const Reader& r : tuple_readers) {
+        if (!used[r.c]) continue;
         ++users;
-        if (trial.choice[c] != node) ++switches;
-        trial.choice[c] = node;
+        if (trial.choice[r.c] != r.node) ++switches;
+        trial.choice[r.c] = r.node;
+        forced[r.c] = 1;
+        if (r.projection_class != kNoClass) {
+          trial.choice[r.projection_class] = r.projection_node;
+          forced[r.projection_class] = 1;
+        }
+        for (ClassId child : egraph.eclass(r.c).nodes[static_cast<size_t>(r.node)].children)
+          stack.push_back(egraph.find(child));
       }
       if (users < 2 || switches == 0) continue;
-      // The tuple and what it needs keep their current choices where they
-      // have one, the greedy pass's elsewhere.
-      std::vector<ClassId> stack{tuple};
+      // The tuple and what the switched e-nodes need keep their current
+      // choices where they have one, the greedy pass's elsewhere.
       std::vector<char> seen(selection.choice.size(), 0);
       while (!stack.empty()) {
         const ClassId c = stack.back();
         stack.pop_back();
         if (seen[c]) continue;
         seen[c] = 1;
-        if (!used[c] || trial.choice[c] < 0) trial.choice[c] = greedy.selection.choice[c];
+        if (!forced[c] && (!used[c] || trial.choice[c] < 0)) trial.choice[c] = greedy.selection.choice[c];
         if (trial.choice[c] < 0) break;
         for (ClassId child : egraph.eclass(c).nodes[static_cast<size_t>(trial.choice[c])].children)
           stack.push_back(egraph.find(child));
@@ -632,7 +666,11 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
     model.setMIPStart(mip_start);
     model.setLogLevel(0);
     const std::string limit = std::to_string(std::max(0.05, seconds));
-    const char* args[] = {"tgr", "-log", "0", "-seconds", limit.c_str(), "-timeMode", "elapsed", "-solve", "-quit"};
+    // Without CBC's preprocessing: stopped by the time limit, its
+    // postprocessing crashed now and then (CglPreProcess::postProcess, a
+    // null solution; BERT-tiny's e-graph, 2 runs in 6 on the GPU machine).
+    const char* args[] = {"tgr",       "-log",  "0",       "-seconds", limit.c_str(), "-timeMode",
+                          "elapsed",   "-preprocess", "off", "-solve",   "-quit"};
     CbcMain1(
         static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
     if (const double* x = model.bestSolution()) offer(selection_of(x), "cbc");

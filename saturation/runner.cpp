@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/hash.h"
@@ -112,6 +113,7 @@ std::string rule_key(const optimizer::DirectedRule& rule) {
   return key;
 }
 
+constexpr size_t kSpreadScan = 4;  // matches searched per rule and iteration: this many times its limit
 constexpr double kLaunchUs = 3.0;  // the analytic model's launch overhead: what a kernel costs at small shapes
 
 // Kernels the rule's target launches minus its source's, for a match whose
@@ -139,6 +141,66 @@ int kernel_delta(const optimizer::DirectedRule& rule, const PatternMatch& match,
   return kernels(rule.graphs.target) - kernels(rule.graphs.source);
 }
 
+// The matches a banned rule keeps: `limit` of them, taken in turn from
+// groups of matches that share an anchor, the class of the first variable
+// that is not a constant (the value the rewrite reads: a convolution
+// merge's shared input), so each part of the model gets its share. Taking
+// the first found instead gave them all to the model's first blocks:
+// GoogLeNet's later inception blocks never got their three-way merges.
+void keep_spread(std::vector<PatternMatch>& found, size_t limit, const EGraph& egraph) {
+  if (found.size() <= limit) return;
+  auto anchor = [&](const PatternMatch& m) {
+    for (ClassId c : m.variables)
+      if (!egraph.data(c).constant) return c;
+    return m.variables.empty() ? kNoClass : m.variables.front();
+  };
+  std::vector<ClassId> anchors;                         // in order of first appearance
+  std::unordered_map<ClassId, std::vector<size_t>> groups;  // anchor -> indices into found
+  for (size_t i = 0; i < found.size(); ++i) {
+    auto [g, fresh] = groups.try_emplace(anchor(found[i]));
+    if (fresh) anchors.push_back(g->first);
+    g->second.push_back(i);
+  }
+  std::vector<size_t> keep;
+  for (size_t round = 0; keep.size() < limit; ++round)
+    for (ClassId a : anchors) {
+      const std::vector<size_t>& g = groups[a];
+      if (round < g.size()) keep.push_back(g[round]);
+      if (keep.size() == limit) break;
+    }
+  std::sort(keep.begin(), keep.end());
+  std::vector<PatternMatch> kept;
+  kept.reserve(limit);
+  for (size_t i : keep) kept.push_back(std::move(found[i]));
+  found = std::move(kept);
+}
+
+// Whether a two-output rule's source reads the same with its outputs
+// swapped, up to variable names: (relu(add(b0, conv2d(i0, k0))),
+// relu(add(b1, conv2d(i0, k1)))). Such a rule matches every pair twice, and
+// the two instances differ only in the order of the merged channels, which
+// no cost sees: one order is enough (and the merged operators they would
+// add, matched again with each other, were most of a flooding rule's
+// matches on GoogLeNet).
+bool symmetric_outputs(const optimizer::DirectedRule& rule) {
+  const std::string source = rule.text.substr(0, rule.text.find(" => "));
+  if (source.size() < 2 || source.front() != '(' || source.back() != ')') return false;
+  int depth = 0;
+  size_t comma = std::string::npos;
+  for (size_t i = 1; i + 1 < source.size(); ++i) {
+    const char c = source[i];
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      if (comma != std::string::npos) return false;  // three or more outputs
+      comma = i;
+    }
+  }
+  if (comma == std::string::npos) return false;
+  const std::string first = source.substr(1, comma - 1), second = source.substr(comma + 2, source.size() - comma - 3);
+  return rename_variables("(" + first + ", " + second + ")") == rename_variables("(" + second + ", " + first + ")");
+}
+
 struct RuleSchedule {
   int times_banned = 0;
   int banned_until = 0;  // iteration
@@ -159,6 +221,8 @@ RunnerStats Runner::run() {
   patterns.reserve(rules_.size());
   for (const auto& r : rules_) patterns.emplace_back(r);
   std::vector<RuleSchedule> schedule(rules_.size());
+  std::vector<char> symmetric(rules_.size(), 0);
+  for (size_t r = 0; r < rules_.size(); ++r) symmetric[r] = static_cast<char>(symmetric_outputs(rules_[r]));
   std::vector<char> active(rules_.size(), 1);
   {
     // The keys in parallel: a --max-ops 4 database has 350,000 directions.
@@ -208,7 +272,7 @@ RunnerStats Runner::run() {
     // 1. Search.
     auto t = Clock::now();
     std::vector<std::vector<PatternMatch>> found(rules_.size());
-    std::vector<int64_t> repeated(rules_.size(), 0), weight_only(rules_.size(), 0);
+    std::vector<int64_t> repeated(rules_.size(), 0), weight_only(rules_.size(), 0), mirrored(rules_.size(), 0);
     std::vector<size_t> limits(rules_.size(), 0);
     std::atomic<bool> cut_short{false};
     auto search_rule = [&](size_t r) {
@@ -218,10 +282,17 @@ RunnerStats Runner::run() {
         cut_short = true;
         return;
       }
-      limits[r] = options_.match_limit << std::min(schedule[r].times_banned, 20);
-      found[r] = patterns[r].search(egraph_, limits[r] + 1, [&](const PatternMatch& m) {
+      limits[r] = (rules_[r].shipped ? options_.shipped_match_limit : options_.match_limit)
+                  << std::min(schedule[r].times_banned, 20);
+      // Searched past the limit, so that a banned rule keeps matches spread
+      // over the model (keep_spread), not only the first found.
+      found[r] = patterns[r].search(egraph_, kSpreadScan * limits[r], [&](const PatternMatch& m) {
         if (std::all_of(m.outputs.begin(), m.outputs.end(), [&](ClassId c) { return egraph_.data(c).constant; })) {
           ++weight_only[r];
+          return false;
+        }
+        if (symmetric[r] && m.outputs[0] > m.outputs[1]) {
+          ++mirrored[r];
           return false;
         }
         if (tried.count(key_of(r, m))) {
@@ -241,17 +312,18 @@ RunnerStats Runner::run() {
     for (size_t r = 0; r < rules_.size(); ++r) {
       stats.repeated_matches += repeated[r];
       stats.weight_only_matches += weight_only[r];
+      stats.mirrored_matches += mirrored[r];
       if (found[r].size() > limits[r]) {
         RuleSchedule& s = schedule[r];
         s.banned_until = iteration + 1 + (options_.ban_length << std::min(s.times_banned, 20));
         ++s.times_banned;
         ++stats.bans;
-        // Unlike egg, the first `limit` matches are kept: a multi-pattern
-        // rule (two convolutions of one input) floods through the variants
-        // of its operands' classes, and dropping every match would starve
-        // the very merges it is there for.
+        // Unlike egg, `limit` matches are kept: a multi-pattern rule (two
+        // convolutions of one input) floods through the variants of its
+        // operands' classes, and dropping every match would starve the very
+        // merges it is there for.
         stats.dropped_matches += static_cast<int64_t>(found[r].size() - limits[r]);
-        found[r].resize(limits[r]);
+        keep_spread(found[r], limits[r], egraph_);
       }
       for (const PatternMatch& m : found[r]) work.emplace_back(r, &m);
     }

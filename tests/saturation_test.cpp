@@ -453,6 +453,34 @@ TEST(Extraction, TheIlpCountsASharedMergedProductOnce) {
   expect_same_outputs(m, folded);
 }
 
+TEST(Extraction, SharingReachesAMergedProductReadThroughAnActivation) {
+  // Merged, one output is the split's part and the other relu of a part
+  // (conv + bias merges with one activated branch, as ResNet's downsample
+  // and first convolution): no class but one reads the tuple through a
+  // projection, so sharing must look through the relu. Greedy extraction
+  // and share_tuples only (no ILP).
+  const auto rules = rules_of(
+      {{"(matmul(x0, w0), relu(matmul(x0, w1))) => (split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, w1))).0, "
+        "relu(split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, w1))).1))",
+        "x0=2x3,w0=3x4,w1=3x5"}});
+  Graph m;
+  const ValueRef x = m.add_input("x", {64, 256});
+  m.add_output(m.apply("matmul", {x, weight(m, {256, 256}, 1)}), "a");
+  m.add_output(m.apply("relu", {m.apply("matmul", {x, weight(m, {256, 256}, 2)})}), "b");
+  optimizer::AnalyticCostModel cost;
+  optimizer::InstanceProver instances(prover(), proof_options());
+  SaturationOptions options;
+  options.runner.time_limit_s = 60;
+  options.runner.iteration_limit = 1;
+  options.use_ilp = false;
+  const SaturationResult r = saturate_and_extract(m, rules, cost, instances, options);
+  EXPECT_LT(r.stats.shared_cost, r.stats.greedy_cost);
+  EXPECT_LT(r.best_cost, r.initial_cost);
+  const Graph folded = optimizer::fold_constants(r.best);
+  EXPECT_EQ(count_ops(folded, "matmul"), 1);
+  expect_same_outputs(m, folded);
+}
+
 // --- the runner ------------------------------------------------------------------------
 
 // A rule that reorders sums (with add's commutativity, every order and
@@ -543,6 +571,23 @@ TEST(Runner, TheBackoffSchedulerBansARuleThatFloods) {
   EXPECT_EQ(stats.per_iteration[1].matches, 0);  // banned next iteration
 }
 
+TEST(Runner, ShippedRulesHaveTheirOwnMatchLimit) {
+  optimizer::InstanceProver instances(prover(), proof_options());
+  for (bool shipped : {false, true}) {
+    EGraph g;
+    g.add_graph(add_chain(10));
+    RunnerOptions options;
+    options.time_limit_s = 120;
+    options.iteration_limit = 1;
+    options.match_limit = 2;
+    options.shipped_match_limit = 1000;
+    std::vector<DirectedRule> rules = reordering_rules();
+    rules[0].shipped = shipped;
+    const RunnerStats stats = Runner(g, rules, instances, options).run();
+    EXPECT_EQ(stats.bans, shipped ? 0 : 1) << (shipped ? "shipped" : "not shipped");
+  }
+}
+
 TEST(Runner, TheShippedRulesRunAloneUntilTheySaturateThenAllRules) {
   optimizer::InstanceProver instances(prover(), proof_options());
   std::vector<DirectedRule> rules = reordering_rules();  // saturates a chain of three quickly
@@ -589,6 +634,68 @@ TEST(Runner, MatchesOnWeightsOnlyAreSkipped) {
   EXPECT_GE(stats.unions, 1);
   // x, the two weights, add(w0, w1), add(x, ...) and add(..., x): no add(w1, w0).
   EXPECT_EQ(g.num_nodes(), 6u);
+}
+
+// Products of one input, merged pairwise: the rule's two outputs read alike
+// with their variables renamed, so each pair is one rewrite in either order.
+std::vector<DirectedRule> product_merge_rules() {
+  return rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                    "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                    "w1))).1)",
+                    "x0=2x3,w0=3x4,w1=3x5"}});
+}
+
+// `per_input` products of each of `inputs` inputs.
+Graph products(int inputs, int per_input) {
+  Graph m;
+  int seed = 1;
+  for (int i = 0; i < inputs; ++i) {
+    std::string name = "x";  // not "x" + to_string: GCC 12's -Wrestrict misfires on it
+    name += std::to_string(i);
+    const ValueRef x = m.add_input(std::move(name), {8, 16});
+    for (int p = 0; p < per_input; ++p) m.add_output(m.apply("matmul", {x, weight(m, {16, 16}, seed++)}));
+  }
+  return m;
+}
+
+TEST(Runner, ASymmetricTwoOutputRuleMatchesEachPairInOneOrder) {
+  EGraph g;
+  g.add_graph(products(1, 3));
+  g.rebuild();
+  const auto rules = product_merge_rules();
+  EXPECT_EQ(Pattern(rules[0]).search(g, 64).size(), 6u);  // three pairs, each in both orders
+  optimizer::InstanceProver instances(prover(), proof_options());
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  options.iteration_limit = 1;
+  const RunnerStats stats = Runner(g, rules, instances, options).run();
+  EXPECT_EQ(stats.mirrored_matches, 3);
+  EXPECT_EQ(stats.per_iteration.at(0).matches, 3);
+  EXPECT_EQ(stats.proved, 3);
+}
+
+TEST(Runner, ABannedRuleKeepsMatchesSpreadOverTheModel) {
+  // Two inputs with four products each: 6 pairs per input. A limit of 2
+  // keeps one pair of each input, not the first input's two.
+  const Graph m = products(2, 4);
+  EGraph g;
+  const std::vector<ClassId> outputs = g.add_graph(m);
+  optimizer::InstanceProver instances(prover(), proof_options());
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  options.iteration_limit = 1;
+  options.match_limit = 2;
+  const auto rules = product_merge_rules();
+  const RunnerStats stats = Runner(g, rules, instances, options).run();
+  EXPECT_EQ(stats.bans, 1);
+  EXPECT_EQ(stats.per_iteration.at(0).applied, 2);
+  auto merged = [&](size_t first_output) {  // some product of that input gained a form
+    for (size_t o = first_output; o < first_output + 4; ++o)
+      if (g.eclass(g.find(outputs[o])).nodes.size() > 1) return true;
+    return false;
+  };
+  EXPECT_TRUE(merged(0));
+  EXPECT_TRUE(merged(4));
 }
 
 // --- saturation against backtracking ------------------------------------------------------

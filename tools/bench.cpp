@@ -15,6 +15,7 @@
 #include "runtime/cuda/device_info.h"
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/interpreter.h"
+#include "tools/cli_app.h"
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
 #include "tools/model_case.h"
@@ -179,22 +180,25 @@ int bench(const Options& o) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench: time an original and an optimized ONNX model on the GPU runtime, checked against the CPU "
-               "reference interpreter"};
+  CLI::App app{
+      "bench: time an original and an optimized ONNX model on the GPU runtime, checked against the CPU "
+      "reference interpreter",
+      "bench"};
+  tgr::cli::setup(app);
   tgr::Options o;
   app.add_option("models", o.models, "ORIGINAL.onnx [OPTIMIZED.onnx]")->required()->expected(1, 2)
       ->check(CLI::ExistingFile);
   app.add_option("--test-data", o.test_data, "a folder of input_K.pb (and output_K.pb references); default: random inputs")
       ->check(CLI::ExistingDirectory);
-  app.add_option("--iters", o.iters, "timed replays (median; default 100)")->check(CLI::Range(1, 100000));
-  app.add_option("--warmup", o.warmup, "untimed replays first (default 20)")->check(CLI::Range(0, 100000));
-  app.add_option("--rtol", o.rtol, "largest relative L2 error vs the CPU reference (default 1e-4)");
+  app.add_option("--iters", o.iters, "timed replays (median)")->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", o.warmup, "untimed replays first")->check(CLI::Range(0, 100000));
+  app.add_option("--rtol", o.rtol, "largest relative L2 error vs the CPU reference");
   app.add_flag("--profile", o.profile, "print the per-operator time breakdown of each model");
-  app.add_option("--profile-iters", o.profile_iters, "profiled runs (median per step; default 20)");
+  app.add_option("--profile-iters", o.profile_iters, "profiled runs (median per step)");
   app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph");
   app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");
   app.add_option("--name", o.name, "the model's name in the table (default: the file's stem)");
   tgr::cli::add_input_shape_option(app, o.input_shapes);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   return tgr::cli::guarded("bench", [&] { return tgr::bench(o); });
 }

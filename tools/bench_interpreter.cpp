@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "ir/kernels/gemm.h"
 #include "runtime/interpreter.h"
+#include "tools/cli_app.h"
 
 namespace tgr {
 namespace {
@@ -83,13 +84,15 @@ void bench_gemm(int64_t n) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench_interpreter: time the CPU reference interpreter on ResNet-50's convolutions"};
+  CLI::App app{"bench_interpreter: time the CPU reference interpreter on ResNet-50's convolutions",
+               "bench_interpreter"};
+  tgr::cli::setup(app);
   int64_t batch = 1, size = 224;
   int reps = 3;
   app.add_option("--batch", batch, "batch size");
   app.add_option("--size", size, "image height and width");
   app.add_option("--reps", reps, "timed repetitions (the median is reported)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   using namespace tgr;
 
   bench_gemm<float>(512);

@@ -9,15 +9,18 @@
 #include <chrono>
 #include <cstdio>
 
-#include "runtime/interpreter.h"
 #include "pet/region_check.h"
+#include "runtime/interpreter.h"
+#include "tools/cli_app.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench_region_check: the region checker on a 64-channel 56x56 3x3 convolution pair"};
+  CLI::App app{"bench_region_check: the region checker on a 64-channel 56x56 3x3 convolution pair",
+               "bench_region_check"};
+  tgr::cli::setup(app);
   int runs = 5, trials = 2;
   app.add_option("--runs", runs, "timed runs (the median is reported)")->check(CLI::Range(1, 100));
   app.add_option("--trials", trials, "random field inputs per position")->check(CLI::Range(1, 64));
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
 

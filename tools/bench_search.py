@@ -12,6 +12,7 @@ Configurations (the rows of README's table):
   b  the --max-ops 3 database, backtracking search
   c  the --max-ops 3 database, equality saturation
   d  the --max-ops 4 database, equality saturation
+  s  default rules, equality saturation (against a: which search is the default)
 A configuration whose database is not given is skipped (and says so).
 
 A model is NAME.onnx in a models folder, with reference data in
@@ -38,6 +39,7 @@ CONFIGS = {
     "b": ("max-ops 3, backtrack", "db3", "backtrack"),
     "c": ("max-ops 3, saturate", "db3", "saturate"),
     "d": ("max-ops 4, saturate", "db4", "saturate"),
+    "s": ("default rules, saturate", None, "saturate"),
 }
 
 

@@ -15,6 +15,7 @@
 #include "rules_db/rules_db.h"
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/interpreter.h"
+#include "tools/cli_app.h"
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
 #include "tools/model_case.h"
@@ -111,16 +112,18 @@ int calibrate(const Options& o) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"calibrate: measure the GPU cost of each operator signature of models into the op_costs table"};
+  CLI::App app{"calibrate: measure the GPU cost of each operator signature of models into the op_costs table",
+               "calibrate"};
+  tgr::cli::setup(app);
   tgr::Options o;
   app.add_option("--db", o.db, "the database (rules database) holding op_costs; created if absent")->required();
   app.add_option("models", o.models, "ONNX models")->required()->check(CLI::ExistingFile);
   app.add_option("--test-data", o.test_data, "input shapes from this folder's input_K.pb (one model)")
       ->check(CLI::ExistingDirectory);
-  app.add_option("--iters", o.iters, "timed replays per signature (median; default 50)")->check(CLI::Range(1, 10000));
-  app.add_option("--repeat", o.repeat, "copies of the operator per replay (default 8)")->check(CLI::Range(1, 64));
+  app.add_option("--iters", o.iters, "timed replays per signature (median)")->check(CLI::Range(1, 10000));
+  app.add_option("--repeat", o.repeat, "copies of the operator per replay")->check(CLI::Range(1, 64));
   app.add_flag("--force", o.force, "measure again signatures the table already holds");
   tgr::cli::add_input_shape_option(app, o.input_shapes);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   return tgr::cli::guarded("calibrate", [&] { return tgr::calibrate(o); });
 }

@@ -70,7 +70,7 @@ inline void refuse_same_files(const std::vector<FileRole>& files) {
 
 // For programs whose work arrives with a later issue: --help works now.
 inline int not_yet(const char* program, const char* what) {
-  std::fprintf(stderr, "%s: %s is not implemented yet\n", program, what);
+  std::fprintf(stderr, "%s: error: %s is not implemented yet\n", program, what);
   return 2;
 }
 

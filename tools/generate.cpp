@@ -7,6 +7,7 @@
 
 #include "generator/generate.h"
 #include "generator/partial.h"
+#include "tools/cli_app.h"
 #include "tools/cli_common.h"
 
 namespace {
@@ -18,7 +19,9 @@ void on_interrupt(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"generate: enumerate operator graphs, fingerprint them in a prime field, and store candidate rules"};
+  CLI::App app{"generate: enumerate operator graphs, fingerprint them in a prime field, and store candidate rules",
+               "generate"};
+  tgr::cli::setup(app);
   tgr::gen::GenerateOptions o;
   std::string ops;
   app.add_option("--db", o.db, "the rules database (created if missing)")->required();
@@ -31,7 +34,7 @@ int main(int argc, char** argv) {
   bool partial = false;
   app.add_flag("--partial", partial,
                "partially equivalent rules (PET): mutants of small source programs, region-checked, with corrections");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   if (partial) {
     std::signal(SIGINT, on_interrupt);
     return tgr::cli::guarded("generate", [&] {
@@ -77,8 +80,8 @@ int main(int argc, char** argv) {
     pass("common subgraph", c.common_subgraph);
     pass("common supergraph", c.common_supergraph);
     pass("float64 re-check", c.float64_rejected);
-    std::printf("  stored                     %lld new (%lld before this invocation)\n", (long long)r.inserted,
-                (long long)r.already_stored);
+    std::printf("  stored                     %lld new, %lld already in the database (%lld before this invocation)\n",
+                (long long)r.inserted, (long long)r.found_stored, (long long)r.already_stored);
     std::printf("  time %.1f s, peak memory %.0f MB\n", r.seconds, r.peak_memory_mb);
     if (r.interrupted) {
       std::printf("interrupted: what is stored is committed; run the same command again to continue\n");

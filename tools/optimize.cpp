@@ -5,27 +5,28 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "optimizer/html_report.h"
 #include "optimizer/optimize_model.h"
 #include "saturation/saturation.h"
+#include "tools/cli_app.h"
 #include "tools/cli_common.h"
+#include "tools/data_paths.h"
 #include "tools/input_shapes.h"
-
-#ifndef TGR_SPECS_DIR
-#define TGR_SPECS_DIR "specs"
-#endif
-#ifndef TGR_DEFAULT_RULES
-#define TGR_DEFAULT_RULES "default_rules.db"
-#endif
+#include "tools/stdout_data.h"
+#include "tools/unverified_rules.h"
 
 namespace {
 
-void write_report(const std::string& path, const tgr::optimizer::OptimizeReport& report) {
+void write_report(const std::string& path, const tgr::optimizer::OptimizeReport& report,
+                  const std::vector<std::string>& warnings) {
+  nlohmann::ordered_json json = report.to_json();
+  json["warnings"] = warnings;
   std::ofstream out(path);
-  if (!(out << report.to_json().dump(2) << '\n')) throw std::runtime_error("cannot write the report '" + path + "'");
+  if (!(out << json.dump(2) << '\n')) throw std::runtime_error("cannot write the report '" + path + "'");
 }
 
 }  // namespace
@@ -33,16 +34,19 @@ void write_report(const std::string& path, const tgr::optimizer::OptimizeReport&
 int main(int argc, char** argv) {
   using tgr::optimizer::CostModelChoice;
   tgr::optimizer::OptimizeOptions o;
-  o.rules_db = TGR_DEFAULT_RULES;
-  o.default_rules_db = TGR_DEFAULT_RULES;
+  o.rules_db = tgr::cli::default_rules_db();
+  o.default_rules_db = o.rules_db;
   bool no_default_rules = false;
-  o.specs_dir = TGR_SPECS_DIR;
+  o.specs_dir = tgr::cli::default_specs_dir();
   std::string report_path;
   std::string cost_model = "analytic";
   bool quiet = false;
-  CLI::App app{"optimize: rewrite an ONNX model with verified rules so that it runs faster and computes the same"};
+  CLI::App app{"optimize: rewrite an ONNX model with verified rules so that it runs faster and computes the same",
+               "optimize"};
+  tgr::cli::setup(app);
   app.add_option("model", o.model, "the ONNX model")->required();
-  app.add_option("-o,--output", o.output, "where to write the optimized model")->required();
+  app.add_option("-o,--output", o.output, "where to write the optimized model (-: stdout, and the summary to stderr)")
+      ->required();
   app.add_option("--rules", o.rules_db,
                  "the rules database (default: the rules shipped with tgr, which are also added to a database "
                  "given here unless --no-default-rules)");
@@ -52,19 +56,21 @@ int main(int argc, char** argv) {
   app.add_option("--report-html", html_path,
                  "write an HTML page here: both graphs drawn (Graphviz), the rewrites located, costs, proofs");
   app.add_option("--budget", o.backtracking.budget, "graphs the search pops from its queue")
-      ->check(CLI::PositiveNumber);
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--alpha", o.backtracking.alpha, "keep graphs costing less than alpha times the best")
       ->check(CLI::Range(1.0, 10.0));
   auto* timeout =
-      app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(CLI::PositiveNumber);
+      app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
   std::string search = "backtrack";
   tgr::saturation::SaturationOptions saturation;
   app.add_option("--search", search, "backtrack (TASO) | saturate (equality saturation, ILP extraction)")
       ->check(CLI::IsMember({"backtrack", "saturate"}));
-  app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")->check(CLI::PositiveNumber);
-  app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")->check(CLI::PositiveNumber);
+  app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")
+      ->check(tgr::cli::at_least(int64_t{1}));
+  app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(tgr::cli::at_least(0.0));
   app.add_option("--cost-model", cost_model, "analytic | measured (op_costs of the rules database)")
       ->check(CLI::IsMember({"analytic", "measured"}));
   app.add_option("--device", o.device, "the device of measured costs");
@@ -74,14 +80,14 @@ int main(int argc, char** argv) {
       "--sequential", [&](int64_t) { o.backtracking.parallel = false; }, "expand on one thread");
   app.add_option("--max-elements", o.import_limits.max_elements,
                  "largest tensor, in elements, the model may ask for (default 2^28)")
-      ->check(CLI::PositiveNumber);
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--max-bytes", o.import_limits.max_bytes,
                  "total bytes of the constants the import may compute (default 4 GiB)")
-      ->check(CLI::PositiveNumber);
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_flag("-q,--quiet", quiet, "no summary");
   std::vector<std::string> input_shapes;
   tgr::cli::add_input_shape_option(app, input_shapes);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   if (search == "saturate") {
     if (timeout->count() > 0) saturation.runner.time_limit_s = o.backtracking.timeout_s;
     saturation.runner.parallel = o.backtracking.parallel;
@@ -98,12 +104,19 @@ int main(int argc, char** argv) {
                                  {"--report-html", html_path, true},
                                  {"the rules database", o.rules_db},
                                  {"the default rules database", o.default_rules_db}});
+    std::optional<tgr::cli::DataToStdout> to_stdout;  // -o -
+    if (tgr::cli::is_stdout(o.output)) o.output = to_stdout.emplace(".onnx").path();
     const std::string dot = html_path.empty() ? "" : tgr::optimizer::find_graphviz_dot();  // before the work
     o.keep_graphs = !html_path.empty();
-    const tgr::optimizer::OptimizeReport report = tgr::optimizer::optimize_model(o);
-    if (!report_path.empty()) write_report(report_path, report);
+    tgr::optimizer::OptimizeReport report = tgr::optimizer::optimize_model(o);
+    if (to_stdout) report.options.output = "-";
+    const std::vector<std::string> warnings = tgr::cli::unverified_rule_warnings({o.rules_db, o.default_rules_db});
+    if (!report_path.empty()) write_report(report_path, report, warnings);
     if (!html_path.empty()) tgr::optimizer::write_html_report(report, html_path, dot);
-    if (!quiet) report.print_summary(stdout);
+    if (!quiet) report.print_summary(stdout);  // stderr with -o -
+    for (const std::string& w : warnings)      // in the summary; with -q on stderr
+      std::fprintf(quiet ? stderr : stdout, quiet ? "optimize: warning: %s\n" : "  warning:        %s\n", w.c_str());
+    if (to_stdout) to_stdout->send();
     return 0;
   });
 }

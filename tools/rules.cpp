@@ -1,12 +1,16 @@
 // `rules`: inspect and query the rules database.
 //
 //   rules --db F stats                                  counts by status, kind, size; the runs
-//   rules --db F list [--status S] [--format text|json]
+//   rules --db F list [--status S] [--operator OP] [--axiom A] [--format text|json|rules]
 //   rules --db F show ID                                every field of one rule
 //   rules --db F show ID --dot                          the rule's two sides in Graphviz dot (| dot -Tsvg)
 //   rules --db F lookup "SRC => DST"                    by canonical text: exit 0 found, 1 not, 2 syntax error
 //   rules --db F import FILE...                         insert the rules of rule files as candidates
 //   rules --db F check FILE... [--status S]             every rule of the files is in the database (with status S)
+//   rules diff A B                                      rules only in A, only in B, with another status
+//   rules merge A B -o C                                a new database with the rules of both
+//
+// --db may come before or after the subcommand.
 //
 // Rule files (rules/default.rules): one rule a line, "SRC => DST | SHAPES"
 // (SHAPES: the variables' shapes, as in the variables column), '#' starts a
@@ -17,6 +21,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -25,11 +30,15 @@
 #include "ir/canonical.h"
 #include "ir/graph_dot.h"
 #include "ir/text.h"
+#include "rules_db/rule_json.h"
 #include "rules_db/rules_db.h"
+#include "tools/cli_app.h"
 #include "tools/cli_common.h"
+#include "tools/rule_sets.h"
 
 namespace {
 
+using tgr::rules_db::rule_json;
 using tgr::rules_db::RuleRecord;
 using tgr::rules_db::RulesDb;
 
@@ -39,32 +48,6 @@ std::string number_text(double v) {
   char buf[64];
   const auto res = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, res.ptr);
-}
-
-// Every column of a rule; absent optional columns are null.
-nlohmann::ordered_json rule_json(const RuleRecord& r) {
-  auto optional = [](const std::optional<std::string>& v) { return v ? nlohmann::ordered_json(*v) : nullptr; };
-  return {
-      {"id", r.id},
-      {"canonical", r.canonical},
-      {"source", r.source},
-      {"target", r.target},
-      {"variables", r.variables},
-      {"constraints", r.constraints},
-      {"source_ops", r.source_ops},
-      {"target_ops", r.target_ops},
-      {"operators", r.operators},
-      {"kind", r.kind},
-      {"status", r.status},
-      {"proof_ms", r.proof_ms ? nlohmann::ordered_json(*r.proof_ms) : nullptr},  // not finite: null
-      {"axioms", optional(r.axioms)},
-      {"counterexample", optional(r.counterexample)},
-      {"region_map", optional(r.region_map)},
-      {"correction", optional(r.correction)},
-      {"note", optional(r.note)},
-      {"generator_run", r.generator_run ? nlohmann::ordered_json(r.generator_run) : nullptr},
-      {"created_at", r.created_at},
-  };
 }
 
 int cmd_stats(const RulesDb& db) {
@@ -81,15 +64,25 @@ int cmd_stats(const RulesDb& db) {
   }
   const auto runs = db.list_runs();
   std::printf("runs: %zu\n", runs.size());
-  if (!runs.empty()) std::printf("  %-6s %-10s %-12s %8s  %s\n", "id", "kind", "status", "inserted", "started");
+  if (!runs.empty())
+    std::printf("  %-6s %-10s %-12s %8s  %-24s  %s\n", "id", "kind", "status", "inserted", "started", "version");
   for (const auto& r : runs)
-    std::printf("  %-6lld %-10s %-12s %8lld  %s\n", static_cast<long long>(r.run.id), r.run.kind.c_str(),
-                r.run.status.c_str(), static_cast<long long>(r.rules_inserted), r.run.started_at.c_str());
+    std::printf("  %-6lld %-10s %-12s %8lld  %-24s  %s\n", static_cast<long long>(r.run.id), r.run.kind.c_str(),
+                r.run.status.c_str(), static_cast<long long>(r.rules_inserted), r.run.started_at.c_str(),
+                r.run.tool_version.empty() ? "-" : r.run.tool_version.c_str());
   return 0;
 }
 
-int cmd_list(const RulesDb& db, const std::optional<std::string>& status, const std::string& format) {
-  const auto rules = db.list_rules(status);
+int cmd_list(const RulesDb& db, const std::optional<std::string>& status, const tgr::cli::RuleFilter& filter,
+             const std::string& format) {
+  std::vector<RuleRecord> rules = db.list_rules(status);
+  std::erase_if(rules, [&](const RuleRecord& r) { return !filter.keeps(r); });
+  if (format == "rules") {
+    std::printf("# %zu rules of %s (rules list --format rules; rules import reads it back)\n", rules.size(),
+                db.path().c_str());
+    for (const auto& r : rules) std::printf("%s\n", tgr::cli::rule_file_line(r).c_str());
+    return 0;
+  }
   if (format == "json") {
     // One rule a line, as before the JSON library (grep-able). Text from a
     // database is not checked for UTF-8 on the way in: a bad byte is shown
@@ -243,21 +236,64 @@ int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const st
   return missing ? 1 : 0;
 }
 
+int cmd_diff(const std::string& a_path, const std::string& b_path) {
+  const std::vector<RuleRecord> a = RulesDb::open_read_only(a_path).list_rules();
+  const std::vector<RuleRecord> b = RulesDb::open_read_only(b_path).list_rules();
+  const tgr::cli::RuleSetDiff d = tgr::cli::diff_rules(a, b);
+  for (const auto& r : d.only_a)
+    std::printf("< %lld  %-9s  %s\n", (long long)r.id, r.status.c_str(), r.rule_text().c_str());
+  for (const auto& r : d.only_b)
+    std::printf("> %lld  %-9s  %s\n", (long long)r.id, r.status.c_str(), r.rule_text().c_str());
+  for (const auto& [ra, rb] : d.other_status)
+    std::printf("~ %lld/%lld  %s -> %s  %s\n", (long long)ra.id, (long long)rb.id, ra.status.c_str(), rb.status.c_str(),
+                ra.rule_text().c_str());
+  std::printf("%zu rules only in %s, %zu only in %s, %zu with another status, %zu the same\n", d.only_a.size(),
+              a_path.c_str(), d.only_b.size(), b_path.c_str(), d.other_status.size(), d.same);
+  return d.differ() ? 1 : 0;
+}
+
+int cmd_merge(const std::string& a_path, const std::string& b_path, const std::string& out_path) {
+  tgr::cli::refuse_same_files({{"A", a_path}, {"B", b_path}, {"-o", out_path, true}});
+  std::error_code ec;
+  if (out_path == "-") throw tgr::cli::UsageError("-o -: a database cannot be written to stdout");
+  if (std::filesystem::exists(out_path, ec))
+    throw tgr::cli::UsageError("-o '" + out_path + "' exists: merge writes a new database (refusing to change it)");
+  const RulesDb a = RulesDb::open_read_only(a_path), b = RulesDb::open_read_only(b_path);
+  const std::vector<RuleRecord> rules =
+      tgr::cli::merge_rules(a.list_rules(), b.list_rules());  // checked before C exists
+  RulesDb out = RulesDb::open(out_path, /*create=*/true);
+  const nlohmann::json settings = {{"sources", {a_path, b_path}}};
+  const int64_t run = out.begin_run("merge", settings.dump());
+  const int inserted = out.insert_rules(rules);
+  out.finish_run(run, "finished", nlohmann::json{{"rules", inserted}}.dump());
+  std::printf("%d rules from %s (%lld) and %s (%lld) written to %s\n", inserted, a_path.c_str(),
+              (long long)a.count_rules(), b_path.c_str(), (long long)b.count_rules(), out_path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rules: inspect and query the rules database"};
+  CLI::App app{"rules: inspect, query, compare and merge rules databases", "rules"};
+  tgr::cli::setup(app);
   std::string db_path;
-  app.add_option("--db", db_path, "the rules database (an SQLite file; never created here)")->required();
+  app.add_option("--db", db_path,
+                 "the rules database (an SQLite file; created by import only); before or after the "
+                 "subcommand");
   app.require_subcommand(1);
+  const auto statuses = CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"});
 
   auto* stats = app.add_subcommand("stats", "rules by status, kind and size; the runs");
   auto* list = app.add_subcommand("list", "one line per rule: ID  STATUS  SOURCE => TARGET");
   std::optional<std::string> status;
   std::string format = "text";
-  list->add_option("--status", status, "only rules of this status")
-      ->check(CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"}));
-  list->add_option("--format", format, "text or json (every column)")->check(CLI::IsMember({"text", "json"}));
+  tgr::cli::RuleFilter filter;
+  list->add_option("--status", status, "only rules of this status")->check(statuses);
+  list->add_option("--operator", filter.operators, "only rules using this operator (repeat: all of them)");
+  list->add_option("--axiom", filter.axioms, "only rules whose proof cites this axiom (repeat: all of them)");
+  list->add_option("--format", format,
+                   "text; json (every column); rules (a rule file, SRC => DST | SHAPES, that import reads back)")
+      ->check(CLI::IsMember({"text", "json", "rules"}));
   auto* show = app.add_subcommand("show", "every field of one rule");
   int64_t id = 0;
   show->add_option("id", id, "rule id")->required();
@@ -272,12 +308,22 @@ int main(int argc, char** argv) {
   import->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
   auto* check = app.add_subcommand("check", "exit 0 when every rule of the files is in the database");
   check->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
-  check->add_option("--status", status, "and has this status")
-      ->check(CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"}));
+  check->add_option("--status", status, "and has this status")->check(statuses);
 
-  CLI11_PARSE(app, argc, argv);
+  std::vector<std::string> pair;
+  auto* diff = app.add_subcommand("diff", "rules only in A, only in B, or with another status (exit 0 same, 1 differ)");
+  diff->add_option("databases", pair, "A B")->required()->expected(2)->check(CLI::ExistingFile);
+  auto* merge = app.add_subcommand("merge", "write the rules of A and B into a new database C");
+  merge->add_option("databases", pair, "A B")->required()->expected(2)->check(CLI::ExistingFile);
+  std::string merged;
+  merge->add_option("-o,--output", merged, "C, the new database (must not exist)")->required();
+
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
 
   return tgr::cli::guarded("rules", [&]() -> int {
+    if (*diff) return cmd_diff(pair[0], pair[1]);
+    if (*merge) return cmd_merge(pair[0], pair[1], merged);
+    if (db_path.empty()) throw tgr::cli::UsageError("--db is required for this subcommand");
     if (*import) {
       const std::vector<RuleRecord> records = read_records(files);
       RulesDb db = RulesDb::open(db_path, /*create=*/true);
@@ -286,7 +332,7 @@ int main(int argc, char** argv) {
     const RulesDb db = RulesDb::open_read_only(db_path);  // works in a read-only folder
     if (*check) return cmd_check(db, files, status);
     if (*stats) return cmd_stats(db);
-    if (*list) return cmd_list(db, status, format);
+    if (*list) return cmd_list(db, status, filter, format);
     if (*show) return cmd_show(db, id, dot);
     if (*lookup) return cmd_lookup(db, text);
     return 2;

@@ -7,14 +7,17 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "ir/hash.h"
 #include "ir/text.h"
 #include "runtime/interpreter.h"
+#include "tools/cli_app.h"
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
 #include "tools/run_model.h"
+#include "tools/stdout_data.h"
 #ifdef TGR_HAVE_CUDA
 #include "runtime/cuda/device_info.h"
 #endif
@@ -140,12 +143,24 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// For --version, after the version line: the operator count and the GPU runtime.
+std::string build_configuration() {
+  std::string text = std::to_string(OpTable::instance().all().size()) + " operators\nGPU runtime: ";
+#ifdef TGR_HAVE_CUDA
+  text += cuda_device_report();
+#else
+  text += "not built (CUDA, cuBLAS or cuDNN not found at build time)";
+#endif
+  return text;
+}
+
 }  // namespace
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"run: evaluate an ONNX model or a graph with the CPU reference interpreter"};
-  bool list_ops = false, version = false;
+  CLI::App app{"run: evaluate an ONNX model or a graph with the CPU reference interpreter", "run"};
+  tgr::cli::setup(app, [] { return tgr::build_configuration(); });
+  bool list_ops = false;
   tgr::cli::ModelRunOptions model;
   auto* m_opt = app.add_option("--model", model.model, "an ONNX model")->check(CLI::ExistingFile);
   app.add_option("--inputs", model.inputs, "input tensor files (ONNX TensorProto), in the model's input order or named")
@@ -154,17 +169,18 @@ int main(int argc, char** argv) {
   auto* t_opt = app.add_option("--test-data", model.test_data,
                                "a folder of input_K.pb/output_K.pb, or of test_data_set_N/ folders: compute and compare")
                     ->needs(m_opt)->check(CLI::ExistingDirectory);
-  app.add_option("--rtol", model.rtol, "largest relative L2 error per output for --test-data to pass (default 1e-4)")
-      ->needs(t_opt);
-  app.add_option("--export", model.export_path, "also write the imported graph as an ONNX model (same opset)")->needs(m_opt);
+  app.add_option("--rtol", model.rtol, "largest relative L2 error per output for --test-data to pass")->needs(t_opt);
+  app.add_option("--export", model.export_path,
+                 "also write the imported graph as an ONNX model (same opset; -: stdout, and the rest to stderr)")
+      ->needs(m_opt);
   app.add_option("--max-elements", model.limits.max_elements,
                  "largest tensor, in elements, the model may ask for (default 2^28)")
       ->needs(m_opt)
-      ->check(CLI::PositiveNumber);
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--max-bytes", model.limits.max_bytes,
                  "total bytes of the constants the import may compute (default 4 GiB)")
       ->needs(m_opt)
-      ->check(CLI::PositiveNumber);
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--precision", model.precision, "evaluate models in float32 or float64")
       ->check(CLI::IsMember({"f32", "f64"}))->needs(m_opt);
   std::vector<std::string> input_shapes;
@@ -172,7 +188,6 @@ int main(int argc, char** argv) {
   std::string graph_file, expr, shapes, domain = "all";
   uint64_t seed = 1;
   app.add_flag("--ops", list_ops, "print the operator table");
-  app.add_flag("--version", version, "print the build configuration and the GPUs visible");
   auto* g_opt = app.add_option("--graph", graph_file, "a graph file (.tg, see examples/)")->check(CLI::ExistingFile);
   auto* e_opt = app.add_option("--expr", expr, "a graph in text form, e.g. \"relu(conv2d(i0, k0))\"");
   app.add_option("--shapes", shapes, "shapes of the variables of --expr, e.g. i0=1x3x8x8,k0=4x3x3x3")->needs(e_opt);
@@ -181,17 +196,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the random inputs");
   g_opt->excludes(e_opt);
   m_opt->excludes(g_opt)->excludes(e_opt);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
 
   return tgr::cli::guarded("run", [&] {
-    if (version) {
-      std::printf("tgr 0.1.0, %zu operators\n", tgr::OpTable::instance().all().size());
-#ifdef TGR_HAVE_CUDA
-      std::printf("GPU runtime: %s\n", tgr::cuda_device_report().c_str());
-#else
-      std::printf("GPU runtime: not built (CUDA, cuBLAS or cuDNN not found at build time)\n");
-#endif
-    }
     if (list_ops) tgr::print_op_table();
     if (!model.model.empty()) {
       if (model.test_data.empty() && model.inputs.empty())
@@ -206,13 +213,16 @@ int main(int argc, char** argv) {
         if (name.rfind("output_", 0) == 0) files.push_back({"an output (--output-dir)", (dir / name).string(), true});
       }
       tgr::cli::refuse_same_files(files);
-      return tgr::cli::run_model(model);
+      std::optional<tgr::cli::DataToStdout> to_stdout;  // --export -
+      if (tgr::cli::is_stdout(model.export_path)) model.export_path = to_stdout.emplace(".onnx").path();
+      const int status = tgr::cli::run_model(model);
+      if (to_stdout && status == 0) to_stdout->send();
+      return status;
     }
     if (!graph_file.empty()) tgr::evaluate_and_print(tgr::parse_graph_file(tgr::read_file(graph_file)), domain, seed);
     if (!expr.empty()) tgr::evaluate_and_print(tgr::build_graph(expr, tgr::parse_shape_map(shapes)), domain, seed);
-    if (!version && !list_ops && graph_file.empty() && expr.empty()) {
-      std::fprintf(stderr, "run: nothing to do: give --model, --ops, --graph FILE or --expr TEXT (see --help)\n");
-      return 2;
+    if (!list_ops && graph_file.empty() && expr.empty()) {
+      throw tgr::cli::UsageError("nothing to do: give --model, --ops, --graph FILE or --expr TEXT (see --help)");
     }
     return 0;
   });

@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev nlohmann-json3-dev
   coinor-libcbc-dev
   graphviz chromium
+  python3-dev python3-venv pybind11-dev
 )
 
 missing=()

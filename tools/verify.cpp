@@ -31,15 +31,13 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli_app.h"
 #include "tools/cli_common.h"
+#include "tools/data_paths.h"
 #include "tools/verify_check.h"
 #include "verifier/axioms.h"
 #include "verifier/prover.h"
 #include "verifier/verify_db.h"
-
-#ifndef TGR_SPECS_DIR
-#define TGR_SPECS_DIR "specs"
-#endif
 
 namespace {
 
@@ -143,8 +141,9 @@ int verify_db_command(const tgr::verifier::VerifyDbOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"verify: prove candidate rules with Z3 from the operator axioms (specs/), and check axioms"};
-  std::string specs = TGR_SPECS_DIR;
+  CLI::App app{"verify: prove candidate rules with Z3 from the operator axioms (specs/), and check axioms", "verify"};
+  tgr::cli::setup(app);
+  std::string specs = tgr::cli::default_specs_dir();
   app.add_option("--specs", specs, "a folder of *.axioms files, or one file")->capture_default_str();
 
   tgr::verifier::VerifyDbOptions db_options;
@@ -193,7 +192,7 @@ int main(int argc, char** argv) {
   db_opt->excludes(prove_opt)->excludes(check_opt)->excludes(check_rule_opt);
   prove_opt->excludes(check_opt)->excludes(check_rule_opt);
   check_opt->excludes(check_rule_opt);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   proof.seed = check_options.seed;
   proof.smt2 = !smt2_path.empty();
 
@@ -204,11 +203,14 @@ int main(int argc, char** argv) {
   }
   if (!check_axioms && db_options.db.empty() && prove_text.empty()) {
     std::fprintf(stderr,
-                 "verify: give --db FILE, --prove \"SRC => DST\", --check \"SRC => DST\" or --check-axioms (see --help)\n");
+                 "verify: error: give --db FILE, --prove \"SRC => DST\", --check \"SRC => DST\" or --check-axioms (see "
+                 "--help)\n");
     return 2;
   }
   if (!prove_text.empty() && shapes_opt->count() == 0) {
-    std::fprintf(stderr, "verify: --prove needs --shapes (the shape of every variable; "" when there is none)\n");
+    std::fprintf(stderr,
+                 "verify: error: --prove needs --shapes (the shape of every variable; "
+                 " when there is none)\n");
     return 2;
   }
   return tgr::cli::guarded("verify", [&] {

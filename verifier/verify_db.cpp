@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
+#include "ir/hash.h"
 #include "util/progress.h"
 
 namespace tgr::verifier {
@@ -29,6 +31,17 @@ std::string settings_json(const VerifyDbOptions& o) {
 std::string reason_kind(const std::string& reason) {
   const size_t cut = std::min(reason.find(" ("), reason.find(':'));
   return reason.substr(0, cut);
+}
+
+// A hash of the axioms' canonical text, in order ("fnv1a64:0123456789abcdef"):
+// equal for the same axioms however the files are laid out or commented.
+// Each run records it (runs.axioms_hash), so a proof can be traced to them.
+std::string axioms_hash(const std::vector<axioms::Axiom>& all) {
+  uint64_t h = kFnvOffset;
+  for (const axioms::Axiom& a : all) h = fnv1a(axioms::to_text(a) + "\n", h);
+  char text[32];
+  std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return text;
 }
 
 }  // namespace
@@ -59,12 +72,13 @@ std::string VerifyDbReport::stats_json() const {
 
 VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop) {
   const auto start = std::chrono::steady_clock::now();
-  const Prover prover(axioms::load_axioms(o.specs));
+  const std::vector<axioms::Axiom> axioms = axioms::load_axioms(o.specs);
+  const Prover prover(axioms);
   rules_db::RulesDb db = rules_db::RulesDb::open(o.db, false);
   // Claimed before the candidates are read: while a generate run is still
   // storing rules, verify would prove a part of them (or none) and call it done.
   VerifyDbReport report;
-  report.run = db.claim_run("verify", settings_json(o), {"generate", "verify"}).run.id;
+  report.run = db.claim_run("verify", settings_json(o), {"generate", "verify"}, axioms_hash(axioms)).run.id;
 
   std::vector<rules_db::RuleRecord> work;
   if (o.ids.empty()) {

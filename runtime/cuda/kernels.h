@@ -147,6 +147,8 @@ struct PoolGeometry {
   int64_t pad_top = 0, pad_left = 0;
   bool include_pad = false;
 };
+// Each of `rows` contiguous runs of n elements reduced to one (n >= 1).
+void launch_reduce_rows(const float* x, float* out, int64_t rows, int64_t n, ReduceKind kind, cudaStream_t stream);
 void launch_avgpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream);
 void launch_maxpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream);
 

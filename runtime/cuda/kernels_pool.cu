@@ -36,9 +36,19 @@ __global__ void pool_kernel(const float* x, float* out, PoolGeometry g) {
   }
 }
 
+// A window that is the whole plane, unpadded (global average pooling): a
+// mean of each plane, with the threads of a plane reading it together.
+// (maxpool keeps its kernel: it skips NaN as the CPU reference's maxpool
+// does, where the reductions propagate it.)
+bool whole_plane(const PoolGeometry& g) {
+  return g.out_h == 1 && g.out_w == 1 && g.kernel_h == g.in_h && g.kernel_w == g.in_w && g.pad_top == 0 &&
+         g.pad_left == 0 && g.dilation_h == 1 && g.dilation_w == 1 && g.in_h * g.in_w > 0;
+}
+
 }  // namespace
 
 void launch_avgpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream) {
+  if (whole_plane(g)) return launch_reduce_rows(x, out, g.planes, g.in_h * g.in_w, ReduceKind::kMean, stream);
   pool_kernel<false><<<grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream>>>(x, out, g);
 }
 

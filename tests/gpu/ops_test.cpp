@@ -103,7 +103,9 @@ const OpCase kCases[] = {
     {"maxpool[kernel=2x2, dilation=2x2, pad=valid](x)", "x=2x2x7x9"},
     {"avgpool[kernel=3x3, stride=2x2, include_pad=1](x)", "x=1x3x9x8"},
     {"avgpool[kernel=3x3](x)", "x=1x2x5x6"},
-    {"avgpool[kernel=7x7, pad=valid](x)", "x=1x16x7x7"},
+    {"avgpool[kernel=7x7, pad=valid](x)", "x=1x16x7x7"},                   // global: a warp per plane
+    {"avgpool[kernel=56x56, pad=valid](x)", "x=1x96x56x56", 1e-5},         // global: a block per plane
+    {"avgpool[kernel=3x5, pad=valid](x)", "x=2x3x3x5"},                    // global, not square
     // layout
     {"transpose[perm=0x2x1x3](x)", "x=2x3x4x5"},
     {"transpose(x)", "x=3x7"},
@@ -149,6 +151,13 @@ const OpCase kCases[] = {
     {"reduce_max[axes=1](x)", "x=2x3x4"},
     {"reduce_min[axes=0x2, keepdims=0](x)", "x=2x3x4"},
     {"reduce_max[axes=0](a)", "a=int64:5x3", 0, 1, -9, 9},
+    // over trailing axes: each output a contiguous run (kernels_norm.cu, reduce_rows)
+    {"reduce_mean[axes=2x3](x)", "x=2x5x33x40", 1e-5},
+    {"reduce_sum[axes=1](x)", "x=4x50x1"},
+    {"reduce_max[axes=2](x)", "x=3x5x7"},
+    {"reduce_min[axes=1x2, keepdims=0](x)", "x=4x3x20"},
+    {"reduce_max[axes=1](log(x))", "x=6x40"},  // NaN (log of a negative) propagates, as on the CPU
+    {"reduce_sum[axes=1](x)", "x=3x5000", 1e-4},
     // mixed types
     {"less(x0, x1)", "x0=3x4,x1=4"},
     {"greater_equal(x0, x1)", "x0=3x4,x1=3x1"},

@@ -1,0 +1,194 @@
+"""The Python package tgr (python/): optimize, run, RulesDB and errors.
+
+Run by ctest (python.tgr, with the package of the build tree on PYTHONPATH),
+or after `pip install .` with `python3 -m pytest tests/python`.
+"""
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+
+import tgr
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "tests" / "data" / "models"
+BERT = MODELS / "bert_tiny.onnx"
+VIT = MODELS / "vit_tiny.onnx"
+
+
+def load_test_data(model: str):
+    """The bundled test data set of a model: ({input name: array}, [reference outputs])."""
+    folder = MODELS / f"{model}-testdata"
+    proto = onnx.load(str(MODELS / f"{model}.onnx"), load_external_data=False)
+    initializers = {t.name for t in proto.graph.initializer}
+    names = [i.name for i in proto.graph.input if i.name not in initializers]
+    inputs = {name: onnx.numpy_helper.to_array(onnx.load_tensor(str(folder / f"input_{k}.pb")))
+              for k, name in enumerate(names)}
+    outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(folder / "output_0.pb")))]
+    return inputs, outputs
+
+
+def onnxruntime_outputs(model, inputs):
+    data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
+    session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, inputs)))
+
+
+def relative_l2(actual, expected):
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    return np.linalg.norm(actual - expected) / max(np.linalg.norm(expected), 1e-30)
+
+
+def check_optimized(original, optimized, report, inputs):
+    """optimized is valid ONNX, cheaper, and computes what original computes
+    (ONNX Runtime on both, and tgr's interpreter)."""
+    onnx.checker.check_model(optimized)
+    assert report["cost_after_us"] < report["cost_before_us"]
+    assert report["rules_applied"], "no rule applied"
+    expected = onnxruntime_outputs(original, inputs)
+    from_ort = onnxruntime_outputs(optimized, inputs)
+    from_tgr = tgr.run(optimized, inputs)
+    assert set(from_ort) == set(expected) == set(from_tgr)
+    for name, value in expected.items():
+        assert from_ort[name].shape == value.shape
+        assert relative_l2(from_ort[name], value) < 1e-4, name
+        assert relative_l2(from_tgr[name], value) < 1e-4, name
+
+
+def test_optimize_a_path():
+    inputs, _ = load_test_data("bert_tiny")
+    optimized, report = tgr.optimize(str(BERT))
+    assert isinstance(optimized, onnx.ModelProto)
+    assert report["model"] == str(BERT) and report["output"] is None
+    # The QKV projections merged (README.md, "Optimize a model").
+    assert report["operators_before"] == 110
+    assert report["cost_ratio"] == pytest.approx(0.943, abs=0.005)
+    assert report["rules_db"] == tgr.DEFAULT_RULES
+    check_optimized(BERT, optimized, report, inputs)
+
+
+def test_optimize_a_model_proto_with_options():
+    inputs, _ = load_test_data("bert_tiny")
+    model = onnx.load(str(BERT))
+    optimized, report = tgr.optimize(model, target="analytic", budget=50, sequential=True)
+    assert report["model"] is None
+    assert report["search"]["budget"] == 50
+    check_optimized(model, optimized, report, inputs)
+
+
+def test_optimize_with_saturation():
+    inputs, _ = load_test_data("bert_tiny")
+    optimized, report = tgr.optimize(BERT, search="saturate", timeout=5)
+    check_optimized(BERT, optimized, report, inputs)
+
+
+def test_input_shapes_fix_a_symbolic_dimension():
+    model = onnx.load(str(VIT))
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    with pytest.raises(tgr.Error, match="graph input 'x' has a symbolic dimension 'batch'"):
+        tgr.optimize(model)
+    optimized, report = tgr.optimize(model, input_shapes={"x": [1, 3, 32, 32]})
+    onnx.checker.check_model(optimized)
+    assert report["operators_after"] <= report["operators_before"]
+    inputs, expected = load_test_data("vit_tiny")
+    outputs = tgr.run(model, inputs, input_shapes={"x": [1, 3, 32, 32]})
+    assert relative_l2(next(iter(outputs.values())), expected[0]) < 1e-4
+
+
+@pytest.mark.parametrize("model", ["bert_tiny", "squeezenet1_1"])
+def test_run_matches_the_reference_outputs(model):
+    inputs, expected = load_test_data(model)
+    outputs = tgr.run(MODELS / f"{model}.onnx", inputs)
+    assert len(outputs) == 1
+    (value,) = outputs.values()
+    assert value.dtype == np.float32 and value.shape == expected[0].shape
+    assert relative_l2(value, expected[0]) < 1e-4
+
+
+def test_run_names_missing_and_unknown_inputs():
+    inputs, _ = load_test_data("bert_tiny")
+    with pytest.raises(tgr.Error, match=re.escape("no tensor given for the model's input 'input.1'")):
+        tgr.run(BERT, {})
+    with pytest.raises(tgr.Error, match=re.escape("the model has no input 'ids' (its inputs: input.1)")):
+        tgr.run(BERT, dict(inputs, ids=np.zeros(3)))
+
+
+def test_a_file_that_is_not_a_model(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"this is not a protobuf")
+    for call in (lambda: tgr.optimize(bad), lambda: tgr.run(bad, {})):
+        with pytest.raises(tgr.Error, match=re.escape(str(bad))):
+            call()
+    with pytest.raises(tgr.Error, match="missing.onnx"):
+        tgr.optimize(tmp_path / "missing.onnx")
+
+
+def test_an_unsupported_operator_is_named():
+    node = onnx.helper.make_node("Frobnicate", ["x"], ["y"])
+    graph = onnx.helper.make_graph([node], "g", [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+                                   [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    with pytest.raises(tgr.Error, match="Frobnicate"):
+        tgr.run(model, {"x": np.ones(2, np.float32)})
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown target 'tpu'"):
+        tgr.optimize(BERT, target="tpu")
+    with pytest.raises(TypeError, match="budgett"):
+        tgr.optimize(BERT, budgett=3)
+    with pytest.raises(ValueError, match="alpha"):
+        tgr.optimize(BERT, alpha=0.5)
+    with pytest.raises(tgr.Error, match="no such database"):
+        tgr.optimize(BERT, rules="/nonexistent/rules.db")
+
+
+def test_rules_db_queries():
+    db = tgr.RulesDB()
+    assert db.path == tgr.DEFAULT_RULES
+    stats = db.stats()
+    assert stats["rules"] == len(db) == sum(stats["by_status"].values()) == sum(stats["by_size"].values())
+    proved = db.rules("proved")
+    assert len(proved) == stats["by_status"]["proved"] > 0
+    everything = db.rules()
+    assert len(everything) == stats["rules"]
+    assert [r["id"] for r in everything] == sorted(r["id"] for r in everything)
+    # rules lookup, any spelling (README.md, "Query rules").
+    rule = db.lookup("relu(conv2d(i0, k0)) => conv2d[act=relu](i0, k0)")
+    assert rule["status"] == "proved"
+    assert rule["canonical"] == "conv2d[act=relu](i0, k0) => relu(conv2d(i0, k0))"
+    assert db.rule(rule["id"]) == rule
+    assert db.status("relu(conv2d(i0, k0)) => conv2d[act=relu](i0, k0)") == "proved"
+    assert db.lookup("matmul(w0, w1) => matmul(w1, w0)") is None
+    assert db.status("matmul(w0, w1) => matmul(w1, w0)") is None
+    assert db.rule(10**9) is None
+    with pytest.raises(tgr.Error):
+        db.lookup("matmul(w0, => w1")
+
+
+def test_rules_db_errors(tmp_path):
+    with pytest.raises(tgr.Error, match=re.escape("no such database")):
+        tgr.RulesDB(tmp_path / "none.db")
+    not_db = tmp_path / "text.db"
+    not_db.write_text("hello")
+    with pytest.raises(tgr.Error, match="text.db"):
+        tgr.RulesDB(not_db)
+
+
+def test_readme_example():
+    """The Python example of README.md runs as shown."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks, "README.md has no python block"
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        for block in blocks:
+            exec(compile(block, "README.md", "exec"), {})
+    finally:
+        os.chdir(cwd)

@@ -1,0 +1,106 @@
+// The command-line convention every program in build/bin follows
+// (docs/cli.md), in one place: --version, defaults shown in --help, options
+// accepted before or after a subcommand, bounds stated in words, and usage
+// errors as "PROG: error: ..." with exit status 2.
+//
+//   CLI::App app{"run: ...", "run"};
+//   tgr::cli::setup(app);            // before adding options
+//   ... add options ...
+//   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "util/version.h"
+
+namespace tgr::cli {
+
+// The first line of every program's --version: "PROG VERSION".
+inline std::string version_line(const std::string& program) { return program + " " + tgr::version(); }
+
+// Call on a new App (constructed with its program name) before adding
+// options. `more_version` adds lines after the version line (run: the build
+// configuration and the GPUs).
+inline void setup(CLI::App& app, std::function<std::string()> more_version = {}) {
+  app.option_defaults()->always_capture_default();  // --help shows each default
+  app.fallthrough();                                // `rules stats --db F` as well as `rules --db F stats`
+  const std::string program = app.get_name();
+  app.set_version_flag(
+      "--version",
+      [program, more_version] {
+        std::string text = version_line(program);
+        if (more_version) text += "\n" + more_version();
+        return text;
+      },
+      "print the version and exit");
+}
+
+// An empty list or text has no default worth showing ("=[]").
+inline void hide_empty_defaults(CLI::App& app) {
+  for (CLI::Option* option : app.get_options())
+    if (option->get_default_str() == "[]") option->default_str("");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) hide_empty_defaults(*sub);
+}
+
+// Parses the command line. Returns the exit status when the program should
+// stop now: 0 after --help or --version (printed on stdout), 2 after a usage
+// error (printed on stderr as "PROG: error: ..."); nothing to go on.
+// CLI11's own exit codes (105 for a validation error, 106 for a missing
+// option, ...) never reach the shell.
+inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+  hide_empty_defaults(app);
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // help, version
+    // An unknown argument is the first thing to say, though CLI11 finds a
+    // missing required option first.
+    std::string message = e.what();
+    const std::vector<std::string> unknown = app.remaining(true);
+    if (e.get_name() != "ExtrasError" && !unknown.empty()) {
+      message = "unexpected argument";
+      for (const std::string& arg : unknown) message += " '" + arg + "'";
+    }
+    std::cerr << app.get_name() << ": error: " << message << "\n"
+              << "Run '" << app.get_name() << " --help' for the options.\n";
+    return 2;
+  }
+}
+
+// A lower bound with no upper one, stated in words ("--budget: 0 is below
+// 1; the value has no upper limit") rather than as CLI11's PositiveNumber,
+// whose message prints the largest double in 309 digits.
+template <class T>
+CLI::Validator at_least(T min) {
+  std::ostringstream bound;
+  bound << min;
+  return CLI::Validator(
+      [min, text = bound.str()](std::string& input) -> std::string {
+        T value{};
+        if (!CLI::detail::lexical_cast(input, value)) return "'" + input + "' is not a number";
+        if (value < min) return input + " is below " + text + " (the least value; there is no upper limit)";
+        return {};
+      },
+      bound.str() + " or more");
+}
+
+// A number greater than zero (seconds, ratios), no upper limit.
+inline CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(input, value)) return "'" + input + "' is not a number";
+        if (!(value > 0)) return input + " is not above 0 (the value must be positive; there is no upper limit)";
+        return {};
+      },
+      "above 0");
+}
+
+}  // namespace tgr::cli
