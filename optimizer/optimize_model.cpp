@@ -23,7 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-
 std::unique_ptr<CostModel> make_cost_model(const OptimizeOptions& o) {
   if (o.cost_model == CostModelChoice::kAnalytic) return std::make_unique<AnalyticCostModel>();
   return MeasuredCostModel::from_db(o.rules_db, o.device);
