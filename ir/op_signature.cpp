@@ -1,6 +1,7 @@
 #include "ir/op_signature.h"
 
 #include "ir/geometry.h"
+#include "ir/text.h"
 
 namespace tgr {
 
@@ -39,6 +40,39 @@ std::string op_signature(const Graph& graph, const Node& node) {
   }
   s += ")";
   return s;
+}
+
+Graph graph_of_signature(std::string_view signature) {
+  // "op[params](dtype:shape,...)": the parameters hold no parentheses, so the
+  // operand list opens at the first one.
+  const size_t open = signature.find('(');
+  if (open == std::string_view::npos || signature.back() != ')')
+    throw ParseError(signature, 0, "an operator signature is op[params](dtype:shape,...)");
+  const std::string_view operands = signature.substr(open + 1, signature.size() - open - 2);
+  std::string text(signature.substr(0, open));
+  text += "(";
+  ShapeMap shapes;
+  DTypeMap dtypes;
+  size_t start = 0;
+  for (int k = 0; start <= operands.size() && !operands.empty(); ++k) {
+    size_t end = operands.find(',', start);
+    if (end == std::string_view::npos) end = operands.size();
+    const std::string_view operand = operands.substr(start, end - start);
+    const size_t colon = operand.find(':');
+    if (colon == std::string_view::npos) throw ParseError(signature, open + 1 + start, "an operand is dtype:shape");
+    const std::string name = "in" + std::to_string(k);
+    shapes[name] = parse_shape(operand.substr(colon + 1));
+    const DType dtype = parse_dtype(operand.substr(0, colon));
+    if (dtype != DType::kFloat) dtypes[name] = dtype;
+    text += (k ? ", " : "") + name;
+    start = end + 1;
+  }
+  text += ")";
+  try {
+    return build_graph(text, shapes, dtypes);
+  } catch (const ParseError&) {  // a multi-output operator (split) is read through a projection
+    return build_graph(text + ".0", shapes, dtypes);
+  }
 }
 
 }  // namespace tgr

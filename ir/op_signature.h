@@ -11,11 +11,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "ir/graph.h"
 
 namespace tgr {
 
 std::string op_signature(const Graph& graph, const Node& node);
+
+// The graph of one signature: inputs in0, in1, ... of its element types and
+// shapes, the operator applied to them, its outputs the graph's. What a cost
+// model fits its fallback to (the FLOPs and bytes of each measured
+// signature). Throws ParseError or ShapeError for a malformed signature.
+Graph graph_of_signature(std::string_view signature);
 
 }  // namespace tgr

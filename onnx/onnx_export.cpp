@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ir/geometry.h"
+#include "onnx/export_fusions.h"
 #include "onnx/opaque_op.h"
 
 namespace tgr::onnx_io {
@@ -72,12 +73,19 @@ struct OpContext {
   std::vector<std::string> out;
   int emitted = 0;
   int temps = 0;
+  // When an add is written with its product (onnx/export_fusions.h): the
+  // name of the Conv's B or the Gemm's C.
+  std::string bias;
+  // A pad folded into a Conv's or Pool's pads: {top, left, bottom, right}
+  // added to the node's own (in_shape(0) is still the padded shape).
+  std::vector<int64_t> extra_pads = {0, 0, 0, 0};
 
   const Params& params() const { return node.params; }
   const Shape& in_shape(size_t k) const;
   DType in_dtype(size_t k) const;
   const Shape& out_shape(size_t k) const { return node.output_shapes.at(k); }
   const std::string& op() const { return node.op->name; }
+  bool pad_folded() const { return extra_pads != std::vector<int64_t>{0, 0, 0, 0}; }
   std::string base() const { return numbered("v", index); }
 
   // Appends an ONNX node; the first one of an application takes the IR node's name.
@@ -149,6 +157,17 @@ class Exporter {
   [[noreturn]] void fail(const std::string& why) const {
     throw OnnxError("export at opset " + std::to_string(options_.opset) + ": " + why);
   }
+  // A per-channel bias constant as the 1-D initializer a Conv's B is (one
+  // per constant node).
+  std::string conv_bias(int32_t constant, int64_t channels) {
+    if (auto it = conv_biases_.find(constant); it != conv_biases_.end()) return it->second;
+    const Tensor<float>& b = graph_.node(constant).constant->real;
+    Tensor<float> v({channels});
+    for (int64_t c = 0; c < channels; ++c) v.data[c] = b.data[b.data.size() == 1 ? 0 : c];
+    const std::string name = fresh_value(numbered("c", constant).append("_bias"));
+    write_initializer(ConstantValue(std::move(v)), name);
+    return conv_biases_[constant] = name;
+  }
   // The original node of an opaque operator, reading and writing the
   // exported names of its values.
   void write_opaque(const OpaqueNode& opaque, OpContext& ctx) {
@@ -167,6 +186,7 @@ class Exporter {
   std::unordered_set<std::string> value_names_, node_names_;
   std::unordered_map<int32_t, std::string> reserved_constant_names_, reserved_node_names_;
   std::unordered_set<int32_t> conv_weight_producers_;  // nodes with an output read as a conv2d weight
+  std::unordered_map<int32_t, std::string> conv_biases_;  // constant node -> its 1-D Conv bias initializer
 };
 
 const Shape& OpContext::in_shape(size_t k) const { return ex.graph().shape(node.inputs.at(k)); }
@@ -292,20 +312,58 @@ void Exporter::run() {
     if (n.is_op() && n.op == &known_ops::conv2d()) conv_weight_producers_.insert(n.inputs.at(1).node);
   }
 
+  // Conv + bias, Gemm, pads folded into Conv and Pool (onnx/export_fusions.h).
+  std::vector<bool> constant(graph_.nodes().size());
+  for (size_t i = 0; i < constant.size(); ++i) constant[i] = graph_.node(static_cast<int32_t>(i)).is_constant();
+  const ExportFusions fusions = find_export_fusions(graph_, constant);
+  // Constants read only as Conv biases are written in their 1-D form alone.
+  const std::vector<std::vector<int32_t>> uses = graph_.use_counts();
+  std::unordered_map<int32_t, int32_t> conv_bias_reads;
+  for (const auto& [add, product] : fusions.product_of_add)
+    if (graph_.node(product).op == &known_ops::conv2d())
+      for (ValueRef v : graph_.node(add).inputs)
+        if (v.node != product) ++conv_bias_reads[v.node];
+
   const auto& table = mappings();
   for (int32_t i : order) {
     const Node& n = graph_.node(i);
     if (n.is_input()) continue;
     if (n.is_constant()) {
       names[i] = {constant_name(i)};
-      write_initializer(*n.constant, names[i][0]);
+      if (auto r = conv_bias_reads.find(i); r == conv_bias_reads.end() || r->second < uses[i][0])
+        write_initializer(*n.constant, names[i][0]);
       continue;
     }
-    OpContext ctx{*this, i, n, options_.opset, {}, {}};
-    const OpaqueNode* opaque = find_opaque(*n.op);
-    auto it = table.find(n.op->name);
-    if (!opaque && it == table.end()) fail("no ONNX mapping for IR operator " + n.op->name);
-    for (ValueRef v : n.inputs) ctx.in.push_back(names[v.node].at(v.output));
+    if (fusions.absorbed(i)) {  // written by its only reader
+      names[i].assign(n.output_shapes.size(), "");
+      continue;
+    }
+    // The node whose mapping writes this one: the product an add or a
+    // reshape is written with, or itself.
+    auto fused = fusions.product_of_add.find(i);
+    auto reshaped = fusions.product_of_reshape.find(i);
+    const int32_t source = fused != fusions.product_of_add.end()          ? fused->second
+                           : reshaped != fusions.product_of_reshape.end() ? reshaped->second
+                                                                          : i;
+    const Node& s = graph_.node(source);
+    OpContext ctx{*this, source, s, options_.opset, {}, {}, 0, 0, {}, {0, 0, 0, 0}};
+    const OpaqueNode* opaque = find_opaque(*s.op);
+    auto it = table.find(s.op->name);
+    if (!opaque && it == table.end()) fail("no ONNX mapping for IR operator " + s.op->name);
+    for (ValueRef v : s.inputs) ctx.in.push_back(names[v.node].at(v.output));
+    if (auto pad = fusions.folded_pad.find(source); pad != fusions.folded_pad.end()) {
+      const Node& p = graph_.node(pad->second);
+      ctx.in[0] = names[p.inputs[0].node].at(p.inputs[0].output);
+      ctx.extra_pads = spatial_pads(p);
+    }
+    if (reshaped != fusions.product_of_reshape.end()) {  // one MatMul of the operands before their reshapes
+      ctx.in.clear();
+      for (ValueRef v : fusions.operands.at(source)) ctx.in.push_back(names[v.node].at(v.output));
+    } else if (source != i) {
+      const ValueRef bias = n.inputs[n.inputs[0].node == source ? 1 : 0];
+      ctx.bias =
+          s.op == &known_ops::conv2d() ? conv_bias(bias.node, n.output_shapes[0][1]) : names[bias.node].at(bias.output);
+    }
     for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) {
       auto d = direct.find({i, k});
       auto r = reserved_values.find({i, k});
@@ -316,6 +374,8 @@ void Exporter::run() {
                                                      : fresh_value(numbered("v", i).append(numbered("_", k))));
     }
     if (opaque) write_opaque(*opaque, ctx);
+    else if (reshaped != fusions.product_of_reshape.end()) ctx.emit("MatMul", ctx.in, ctx.out);
+    else if (source != i && s.op == &known_ops::matmul()) ctx.emit("Gemm", {ctx.in[0], ctx.in[1], ctx.bias}, ctx.out);
     else it->second(ctx);
     names[i] = std::move(ctx.out);
   }
@@ -438,18 +498,27 @@ void export_clip(OpContext& c) {
 
 // conv.cpp ---------------------------------------------------------------------
 
-// Conv with the IR's padding resolved to explicit pads and its derived groups;
-// a fused relu becomes a Relu.
+// The window's pads with a folded pad's added, as ONNX's `pads` attribute.
+std::vector<int64_t> onnx_pads(const OpContext& c, const Window2d& w) {
+  const std::vector<int64_t>& e = c.extra_pads;
+  return {w.pad_top + e[0], w.pad_left + e[1], w.pad_bottom + e[2], w.pad_right + e[3]};
+}
+
+// Conv with the IR's padding resolved to explicit pads and its derived groups,
+// a bias add written with it as B (onnx/export_fusions.h); a fused relu
+// becomes a Relu.
 void export_conv2d(OpContext& c) {
   const Conv2dGeometry g = conv2d_geometry(c.params(), c.in_shape(0), c.in_shape(1));
   const Window2d& w = g.window;
   const bool relu = c.params().get_word("act") == "relu";
   const std::string y = relu ? c.temp() : c.out[0];
-  NodeProto& conv = c.emit("Conv", c.in, {y});
+  std::vector<std::string> inputs = c.in;
+  if (!c.bias.empty()) inputs.push_back(c.bias);
+  NodeProto& conv = c.emit("Conv", inputs, {y});
   attr_ints(conv, "kernel_shape", {w.kernel_h, w.kernel_w});
   attr_ints(conv, "strides", {w.stride_h, w.stride_w});
   attr_ints(conv, "dilations", {w.dilation_h, w.dilation_w});
-  attr_ints(conv, "pads", {w.pad_top, w.pad_left, w.pad_bottom, w.pad_right});
+  attr_ints(conv, "pads", onnx_pads(c, w));
   attr_int(conv, "group", g.groups);
   if (relu) c.emit("Relu", {y}, c.out);
 }
@@ -474,9 +543,10 @@ void export_pool(OpContext& c, bool average) {
   NodeProto& n = c.emit(average ? "AveragePool" : "MaxPool", c.in, c.out);
   attr_ints(n, "kernel_shape", {w.kernel_h, w.kernel_w});
   attr_ints(n, "strides", {w.stride_h, w.stride_w});
-  attr_ints(n, "pads", {w.pad_top, w.pad_left, w.pad_bottom, w.pad_right});
+  attr_ints(n, "pads", onnx_pads(c, w));
   attr_int(n, "ceil_mode", 0);
-  if (average) attr_int(n, "count_include_pad", c.params().get_int("include_pad"));
+  // A folded zero pad is counted (its zeros were inputs of the average).
+  if (average) attr_int(n, "count_include_pad", c.pad_folded() ? 1 : c.params().get_int("include_pad"));
 }
 
 // layout.cpp -------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_proto.h"
 #include "optimizer/cost_model.h"
+#include "optimizer/onnxruntime_cost_model.h"
 #include "verifier/axioms.h"
 
 namespace tgr::optimizer {
@@ -23,9 +25,21 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-std::unique_ptr<CostModel> make_cost_model(const OptimizeOptions& o) {
-  if (o.cost_model == CostModelChoice::kAnalytic) return std::make_unique<AnalyticCostModel>();
-  return MeasuredCostModel::from_db(o.rules_db, o.device);
+// One ONNX model per signature the cost model had to estimate, and their
+// list (OptimizeOptions::calibration_dir).
+int write_calibration_models(const std::string& dir, const OnnxRuntimeCostModel& cost) {
+  std::filesystem::create_directories(dir);
+  std::ofstream list(std::filesystem::path(dir) / "signatures.tsv");
+  int count = 0;
+  onnx_io::ExportOptions options;
+  options.producer_name = "tgr optimize --calibration-dir";
+  for (const auto& [signature, graph] : cost.asked()) {
+    const std::string file = "op" + std::to_string(count++) + ".onnx";
+    onnx_io::save_model(onnx_io::export_graph(graph, options), (std::filesystem::path(dir) / file).string());
+    list << file << '\t' << signature << '\n';
+  }
+  if (!list.flush()) throw std::runtime_error("cannot write '" + dir + "/signatures.tsv'");
+  return count;
 }
 
 // Whether two paths name one file (the default database given as --rules).
@@ -114,12 +128,15 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       {"rule_sets", std::move(rule_sets)},
       {"directions_that_can_match", rule_filter.kept},
       {"directions_unreachable", rule_filter.unreachable},
+      {"target", std::string(target_name(options.target.target))},
       {"cost_model", cost_model},
       {"operators_before", operators_before},
       {"operators_after", operators_after},
       {"cost_before_us", six_digits(cost_before_us)},
       {"cost_after_us", six_digits(cost_after_us)},
       {"cost_ratio", six_digits(cost_ratio())},
+      {"min_gain", six_digits(options.min_gain)},
+      {"below_min_gain", below_min_gain},
       {"rules_applied", std::move(applied)},
       {"rewrites", std::move(rewrites_json)},
       {"search", other_search ? other_search->report : std::move(backtracking)},
@@ -154,8 +171,8 @@ void OptimizeReport::print_summary(std::FILE* out) const {
   std::fprintf(out, "\n  operators:      %d -> %d", operators_before, operators_after);
   if (opaque_nodes) std::fprintf(out, " (%d opaque ONNX nodes kept as they are)", opaque_nodes);
   std::fprintf(out, "\n");
-  std::fprintf(out, "  predicted cost: %.1f us -> %.1f us (x%.3f), %s\n", cost_before_us, cost_after_us, cost_ratio(),
-               cost_model.c_str());
+  std::fprintf(out, "  predicted cost: %.1f us -> %.1f us (x%.3f), target %s: %s\n", cost_before_us, cost_after_us,
+               cost_ratio(), std::string(target_name(o.target.target)).c_str(), cost_model.c_str());
   std::fprintf(out, "  rules applied:  %zu distinct\n", rules_applied.size());
   for (size_t i = 0; i < rules_applied.size(); ++i) {
     const RuleUse& u = rules_applied[i];
@@ -177,8 +194,16 @@ void OptimizeReport::print_summary(std::FILE* out) const {
     std::fprintf(out, "; %lld partial-rule instances corrected and region-checked",
                  static_cast<long long>(proofs.corrected));
   std::fprintf(out, "\n");
-  if (unchanged) std::fprintf(out, "  output:         no rule applied; the model is written unchanged\n");
+  if (below_min_gain)
+    std::fprintf(out,
+                 "  output:         the best graph found, predicted x%.3f, gains less than --min-gain %g; the model is "
+                 "written unchanged\n",
+                 cost_before_us > 0 ? below_min_gain_cost_us / cost_before_us : 1.0, o.min_gain);
+  else if (unchanged) std::fprintf(out, "  output:         no rule applied; the model is written unchanged\n");
   else std::fprintf(out, "  weights folded: %d constant operators\n", fold.folded_nodes);
+  if (!o.calibration_dir.empty())
+    std::fprintf(out, "  calibration:    %d one-node models of unmeasured signatures written to %s\n",
+                 calibration_models, o.calibration_dir.c_str());
   std::fprintf(out, "  time:           import %.2f s, search %.2f s, export %.2f s\n", import_seconds, search_seconds,
                export_seconds);
 }
@@ -186,6 +211,8 @@ void OptimizeReport::print_summary(std::FILE* out) const {
 OptimizeReport optimize_model(const OptimizeOptions& o) {
   OptimizeReport report;
   report.options = o;
+  if (!o.calibration_dir.empty() && o.target.target != Target::kOnnxRuntimeCpu)
+    throw std::invalid_argument("--calibration-dir measures for --target onnxruntime-cpu only");
   auto t = Clock::now();
   // The rules are read first (a missing database is the cheapest error to
   // report) and built once the model is known: only the directions that can
@@ -222,8 +249,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   report.default_rules = stats_by_set[kShippedRuleSet];
   report.import_seconds = seconds_since(t);
 
-  std::unique_ptr<CostModel> cost = make_cost_model(o);
-  if (auto* measured = dynamic_cast<MeasuredCostModel*>(cost.get())) measured->scale_fallback_to(model.graph);
+  std::unique_ptr<CostModel> cost = make_cost_model(o.target, model.graph);
   verifier::Prover prover(axioms::load_axioms(o.specs_dir));
   verifier::ProofOptions proof_options;
   proof_options.timeout_ms = o.proof_timeout_ms;
@@ -244,6 +270,14 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     result = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
   }
   report.search_seconds = seconds_since(t);
+  if (!result.applied.empty() && !(result.best_cost < result.initial_cost * (1 - o.min_gain))) {
+    report.below_min_gain = true;
+    report.below_min_gain_cost_us = result.best_cost;
+    result.best = model.graph;
+    result.best_cost = result.initial_cost;
+    result.applied.clear();
+    result.rewrites.clear();
+  }
   // The rules are not needed past the search: released before the export
   // copies the weights into a ModelProto, so that the peak is the larger of
   // the two, not their sum (a --max-ops 4 database's rules take 3 GB; with
@@ -288,6 +322,8 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   if (!report.unchanged) onnx_io::save_model(onnx_io::export_graph(after, export_options), o.output);
   report.export_seconds = seconds_since(t);
   report.cost_model = cost->describe();
+  if (const auto* ort = dynamic_cast<const OnnxRuntimeCostModel*>(cost.get()); ort && !o.calibration_dir.empty())
+    report.calibration_models = write_calibration_models(o.calibration_dir, *ort);
   return report;
 }
 

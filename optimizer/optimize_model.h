@@ -20,13 +20,9 @@
 #include "optimizer/fold_constants.h"
 #include "optimizer/instance.h"
 #include "optimizer/rule_set.h"
+#include "optimizer/target.h"
 
 namespace tgr::optimizer {
-
-enum class CostModelChoice {
-  kAnalytic,  // roofline of each operator's flops and bytes (AnalyticCostModel)
-  kMeasured,  // the op_costs table of the rules database, for `device` (MeasuredCostModel)
-};
 
 // The rule sets optimize_model builds (DirectedRule::rule_set): the rules
 // of OptimizeOptions::rules_db, and the shipped rules added to them.
@@ -53,17 +49,25 @@ struct OptimizeOptions {
   std::string model;     // the ONNX model to read
   std::map<std::string, Shape> input_shapes;  // graph inputs' shapes, for symbolic dimensions
   std::string output;    // where the optimized model is written
-  std::string rules_db;  // the proved rules (and, for kMeasured, the measured costs)
+  std::string rules_db;  // the proved rules
   // The rules shipped with tgr (rules/default.rules and the hand-written
   // rules/extra.rules, proved at build time). When it names another file
   // than rules_db, its rules are added to rules_db's, so that a database of
   // generated rules never means fewer rules than the default. Empty: none.
   std::string default_rules_db;
-  CostModelChoice cost_model = CostModelChoice::kAnalytic;
-  std::string device = "H100";  // whose measured costs kMeasured reads
+  TargetOptions target;  // where the model will run: the cost model (optimizer/target.h)
+  // onnxruntime-cpu: write a one-node ONNX model of each operator signature
+  // the cost model had no measurement of into this folder, listed in its
+  // signatures.tsv (FILE<TAB>SIGNATURE), for tools/calibrate_ort.py. Empty: none.
+  std::string calibration_dir;
   std::string specs_dir;        // the axioms the instance proofs use
   onnx_io::ImportLimits import_limits;  // what the model may ask the importer for
   BacktrackingOptions backtracking;
+  // The predicted gain below which the model is written unchanged: a
+  // prediction is off by a few percent (measurement noise; what a runtime
+  // fuses in the original file but not in a re-export), and a rewrite that
+  // gains less risks a slower model.
+  double min_gain = 0.02;
   SearchFunction search;             // another search instead of the backtracking one; empty: backtracking
   unsigned proof_timeout_ms = 1000;  // per instance proof
   // Keep the graphs before and after, with each node's cost, in the report
@@ -81,6 +85,7 @@ struct CostedGraph {
 struct OptimizeReport {
   OptimizeOptions options;                        // what was asked
   std::string cost_model;                         // the cost model's own description
+  int calibration_models = 0;                     // written to options.calibration_dir
   int operators_before = 0, operators_after = 0;  // after weight folding, both
   double cost_before_us = 0, cost_after_us = 0;   // predicted
   RuleLoadStats rules;               // of rules_db
@@ -99,6 +104,10 @@ struct OptimizeReport {
   FoldStats fold;
   int opaque_nodes = 0;    // ONNX nodes outside the operator table, kept as they are
   bool unchanged = false;  // no rule applied: the input file was copied
+  // The best graph found gained less than options.min_gain (its predicted
+  // cost: below_min_gain_cost_us); the input was kept, as if no rule applied.
+  bool below_min_gain = false;
+  double below_min_gain_cost_us = 0;
   double import_seconds = 0, search_seconds = 0, export_seconds = 0;
 
   double cost_ratio() const { return cost_before_us > 0 ? cost_after_us / cost_before_us : 1.0; }

@@ -344,8 +344,11 @@ TEST(OnnxExport, EnlargeIsACentredPad) {
 TEST(OnnxExport, PaddedConvWeightsAreConcatenatedWithZeros) {
   const ModelProto m =
       export_at(graph("(conv2d(x, enlarge[size=3x3](k)), conv2d(pad[pads=0x0x0x1x0x0x0x1](x), k))", "x=1x2x6x6,k=3x2x3x1"), 13);
-  // The weight: zero columns on both sides; the data input keeps its Pad.
-  EXPECT_EQ(only(m, "Pad").input(0), "x");
+  // The weight: zero columns on both sides; the data input's pad is the second Conv's pads.
+  EXPECT_TRUE(nodes_of(m, "Pad").empty());
+  EXPECT_EQ(nodes_of(m, "Conv")[1]->input(0), "x");
+  EXPECT_EQ(ints_attr(*nodes_of(m, "Conv")[1], "pads"),
+            (std::vector<int64_t>{1, 1, 1, 1}));  // 1x3 kernel: same is 1 row
   EXPECT_EQ(nodes_of(m, "ConstantOfShape").size(), 2u);
   const NodeProto& concat = only(m, "Concat");
   EXPECT_EQ(int_attr(concat, "axis"), 3);
@@ -354,6 +357,114 @@ TEST(OnnxExport, PaddedConvWeightsAreConcatenatedWithZeros) {
   for (const NodeProto* fill : nodes_of(m, "ConstantOfShape"))
     EXPECT_EQ(int64_initializer(m, fill->input(0)), (std::vector<int64_t>{3, 2, 3, 1}));
   EXPECT_EQ(nodes_of(m, "Conv")[0]->input(1), concat.output(0));
+}
+
+// The forms runtimes fuse (onnx/export_fusions.h): a bias add is a Conv's B
+// (one value per output channel, 1-D), a 2-D product's bias add a Gemm.
+TEST(OnnxExport, ConvBiasAddIsTheConvsB) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 2, 5, 5});
+  const ValueRef w = g.add_input("w", {3, 2, 3, 3});
+  const ValueRef b = g.add_constant(ConstantValue(Tensor<float>({1, 3, 1, 1}, {1, 2, 3})), "b");
+  g.add_output(g.apply("relu", {g.apply("add", {g.apply("conv2d", {x, w}), b})}), "y");
+  const ModelProto m = export_at(g, 13);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "Relu"}));
+  const NodeProto& conv = only(m, "Conv");
+  ASSERT_EQ(conv.input_size(), 3);
+  const ConstantValue bias = initializer(m, conv.input(2));
+  EXPECT_EQ(bias.shape(), (Shape{3}));
+  EXPECT_EQ(bias.real.data, (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(m.graph().initializer_size(), 1);  // the 1 x 3 x 1 x 1 form is not written as well
+  EXPECT_EQ(only(m, "Relu").input(0), conv.output(0));
+}
+
+TEST(OnnxExport, BiasAddsThatStayAdds) {
+  // The conv's result read twice; a fused relu before the add; a bias that is
+  // not a constant; a bias over rows, not channels.
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 2, 5, 5});
+  const ValueRef w = g.add_input("w", {3, 2, 3, 3});
+  const ValueRef v = g.add_input("v", {1, 3, 1, 1});
+  const ValueRef b = g.add_constant(ConstantValue(Tensor<float>({1, 3, 1, 1}, {1, 2, 3})), "b");
+  const ValueRef rows = g.add_constant(ConstantValue(Tensor<float>({5, 1}, {1, 2, 3, 4, 5})), "rows");
+  const ValueRef twice = g.apply("conv2d", {x, w});
+  g.add_output(g.apply("add", {twice, b}), "a");
+  g.add_output(twice, "conv");
+  g.add_output(g.apply("add", {g.apply("conv2d", {x, w}, {{"act", std::string("relu")}}), b}), "after_relu");
+  g.add_output(g.apply("add", {g.apply("conv2d", {x, w}, {{"stride", std::vector<int64_t>{2, 1}}}), v}), "input_bias");
+  g.add_output(g.apply("add", {g.apply("conv2d", {x, w}, {{"dilation", std::vector<int64_t>{2, 1}}}), rows}),
+               "row_bias");
+  const ModelProto m = export_at(g, 13);
+  EXPECT_EQ(nodes_of(m, "Add").size(), 4u);
+  for (const NodeProto* conv : nodes_of(m, "Conv")) EXPECT_EQ(conv->input_size(), 2);
+}
+
+TEST(OnnxExport, MatmulBiasAddOfRank2IsAGemm) {
+  const ModelProto m = export_at(graph("(add(matmul(a, b), c), add(d, matmul(a, e)), add(batch_matmul(f, g), c))",
+                                       "a=3x4,b=4x5,c=5,d=3x5,e=4x5,f=2x3x4,g=2x4x5"),
+                                 17);
+  const auto gemms = nodes_of(m, "Gemm");
+  ASSERT_EQ(gemms.size(), 2u);
+  EXPECT_EQ(gemms[0]->input(0), "a");
+  EXPECT_EQ(gemms[0]->input(1), "b");
+  EXPECT_EQ(gemms[0]->input(2), "c");
+  EXPECT_EQ(gemms[0]->output(0), "output_0");
+  EXPECT_EQ(gemms[1]->input(2), "d");          // the bias may be the add's first operand
+  EXPECT_EQ(only(m, "MatMul").input(0), "f");  // rank 3: MatMul and Add
+  EXPECT_EQ(only(m, "Add").output(0), "output_2");
+}
+
+// The importer flattens a MatMul of rank > 2 into a product between
+// reshapes; written back, it is one MatMul of the original operands.
+TEST(OnnxExport, ProductsBetweenReshapesAreOneMatMul) {
+  const ModelProto m =
+      export_at(graph("(reshape[shape=2x3x5](matmul(reshape[shape=6x4](x), w)), "
+                      "reshape[shape=2x3x4x6](batch_matmul(reshape[shape=6x4x5](a), reshape[shape=6x5x6](b))))",
+                      "x=2x3x4,w=4x5,a=2x3x4x5,b=2x3x5x6"),
+                17);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"MatMul", "MatMul"}));
+  EXPECT_EQ(m.graph().node(0).input(0), "x");
+  EXPECT_EQ(m.graph().node(0).input(1), "w");
+  EXPECT_EQ(m.graph().node(0).output(0), "output_0");
+  EXPECT_EQ(m.graph().node(1).input(0), "a");
+  EXPECT_EQ(m.graph().node(1).input(1), "b");
+  // Reshaped to other axes, or the flattened operand also read elsewhere: the reshapes stay.
+  const ModelProto other = export_at(
+      graph(
+          "(reshape[shape=3x10](matmul(reshape[shape=6x4](x), w)), reshape[shape=2x3x5](matmul(reshape[shape=6x4](x), "
+          "v)), reshape[shape=6x4](x))",
+          "x=2x3x4,w=4x5,v=4x5"),
+      17);
+  EXPECT_EQ(nodes_of(other, "Reshape").size(), 2u);  // the flattening (read elsewhere too), the one to other axes
+  EXPECT_EQ(nodes_of(other, "MatMul")[1]->input(0), "x");
+}
+
+TEST(OnnxExport, PadsOfTheDataInputAreTheConvsAndPoolsPads) {
+  const ModelProto m = export_at(graph("(conv2d[pad=1x0x0x1](pad[pads=0x0x1x2x0x0x3x4](x), w), "
+                                       "avgpool[kernel=3x3, pad=valid](pad[pads=0x0x1x1x0x0x1x1](x)), "
+                                       "maxpool[kernel=3x3, pad=valid](pad[pads=0x0x2x1x0x0x0x1, value=-inf](x)))",
+                                       "x=1x2x6x6,w=3x2x3x3"),
+                                 13);
+  EXPECT_TRUE(nodes_of(m, "Pad").empty());
+  EXPECT_EQ(only(m, "Conv").input(0), "x");
+  EXPECT_EQ(ints_attr(only(m, "Conv"), "pads"), (std::vector<int64_t>{2, 2, 3, 5}));
+  EXPECT_EQ(ints_attr(only(m, "AveragePool"), "pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(int_attr(only(m, "AveragePool"), "count_include_pad"), 1);  // the padded zeros are averaged
+  EXPECT_EQ(ints_attr(only(m, "MaxPool"), "pads"), (std::vector<int64_t>{2, 1, 0, 1}));
+}
+
+TEST(OnnxExport, PadsThatStayPads) {
+  // Over the channels; a zero pad before a maximum; a pad a pool's kernel
+  // cannot hold (ONNX Runtime wants pads below the kernel); an average that
+  // leaves its own padding out of the count; a pad also read elsewhere.
+  const ModelProto m =
+      export_at(graph("(conv2d(pad[pads=0x1x0x0x0x0x0x0](x), w), maxpool[kernel=3x3](pad[pads=0x0x1x1x0x0x0x0](x)), "
+                      "avgpool[kernel=2x2, pad=valid](pad[pads=0x0x2x0x0x0x0x0](x)), "
+                      "avgpool[kernel=3x3](pad[pads=0x0x0x1x0x0x0x0](x)), conv2d(pad[pads=0x0x0x0x0x0x1x0](x), k), "
+                      "pad[pads=0x0x0x0x0x0x1x0](x))",
+                      "x=1x2x6x6,w=3x3x3x3,k=3x2x3x3"),
+                13);
+  EXPECT_EQ(nodes_of(m, "Pad").size(), 5u);
 }
 
 TEST(OnnxExport, TransposeWritesTheDefaultPerm) {

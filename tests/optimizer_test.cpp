@@ -557,11 +557,29 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   EXPECT_EQ(j["rewrites"][0]["rule"], "rule7");
   EXPECT_EQ(j["rewrites"][0]["removed"][1], "/a/Relu_1");
   EXPECT_EQ(j["rewrites"][0]["added"][0], "/a/Relu/rule7/relu");
-  EXPECT_EQ(keys_of(j),
-            (std::vector<std::string>{"model", "output", "rules_db", "rule_sets", "directions_that_can_match",
-                                      "directions_unreachable", "cost_model", "operators_before", "operators_after",
-                                      "cost_before_us", "cost_after_us", "cost_ratio", "rules_applied", "rewrites",
-                                      "search", "proofs", "folded_constant_nodes", "opaque_nodes", "seconds"}));
+  const std::vector<std::string> report_keys = {"model",
+                                                "output",
+                                                "rules_db",
+                                                "rule_sets",
+                                                "directions_that_can_match",
+                                                "directions_unreachable",
+                                                "target",
+                                                "cost_model",
+                                                "operators_before",
+                                                "operators_after",
+                                                "cost_before_us",
+                                                "cost_after_us",
+                                                "cost_ratio",
+                                                "min_gain",
+                                                "below_min_gain",
+                                                "rules_applied",
+                                                "rewrites",
+                                                "search",
+                                                "proofs",
+                                                "folded_constant_nodes",
+                                                "opaque_nodes",
+                                                "seconds"};
+  EXPECT_EQ(keys_of(j), report_keys);
   EXPECT_EQ(keys_of(j["search"]),
             (std::vector<std::string>{"popped", "candidates", "pushed", "duplicates", "pruned_by_cost",
                                       "unproved_instances", "matches_rejected_used_outside", "matches_rejected_cycle",
@@ -570,6 +588,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
             (std::vector<std::string>{"proved", "failed", "cache_hits", "corrected_partial", "ms"}));
   EXPECT_EQ(keys_of(j["seconds"]), (std::vector<std::string>{"import", "search", "export"}));
 
+  EXPECT_EQ(j["target"], "onnxruntime-cpu");  // the default target
   EXPECT_EQ(j["output"], "out \"quoted\".onnx");
   EXPECT_EQ(j["operators_after"], 52);
   EXPECT_EQ(j["cost_before_us"].get<double>(), 123.457);  // six significant digits, as always

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the page of `optimize --report-html` in a browser (docs/optimizing.md).
 
-Usage: report_html_check.py OPTIMIZE MODEL WORKDIR [CHROMIUM]
+Usage: report_html_check.py OPTIMIZE MODEL WORKDIR [OPTIMIZE OPTIONS...]
 
 Optimizes MODEL with --report-html and --report, then checks the page:
   - its text: two drawings (#before, #after), each an inline <svg> with
@@ -9,7 +9,7 @@ Optimizes MODEL with --report-html and --report, then checks the page:
     nodes of the model on the left, at least one added node on the right),
     each applied rule's section with the axioms its proof cites, and the
     cost table;
-  - as drawn: headless Chromium (CHROMIUM, default "chromium") takes a
+  - as drawn: headless Chromium ($CHROMIUM, default "chromium") takes a
     screenshot; below the legend, the left half must show the removed
     colour and ink (edges, text), the right half the added colour and ink.
 The screenshot check is then run on a copy of the page without the
@@ -155,15 +155,15 @@ def check_text(html, report):
 
 
 def main(argv):
-    if len(argv) not in (4, 5):
+    if len(argv) < 4:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     optimize, model, workdir = argv[1:4]
-    chromium = argv[4] if len(argv) == 5 else "chromium"
+    chromium = os.environ.get("CHROMIUM", "chromium")
     os.makedirs(workdir, exist_ok=True)
     page, report_path = os.path.join(workdir, "report.html"), os.path.join(workdir, "report.json")
     result = subprocess.run([optimize, model, "-o", os.path.join(workdir, "optimized.onnx"), "-q", "--report",
-                             report_path, "--report-html", page], capture_output=True, text=True)
+                             report_path, "--report-html", page] + argv[4:], capture_output=True, text=True)
     if result.returncode != 0:
         print("FAIL: optimize exited %d: %s" % (result.returncode, result.stderr), file=sys.stderr)
         return 1

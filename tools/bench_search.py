@@ -132,7 +132,7 @@ def main():
                 continue
             out = os.path.join(args.out, f"{name}.{key}.onnx")
             report = os.path.join(args.out, f"{name}.{key}.json")
-            cmd = [os.path.join(BIN, "optimize"), path, "-o", out, "--report", report, "--search", search]
+            cmd = [os.path.join(BIN, "optimize"), path, "-o", out, "--report", report, "--search", search, "--target", "roofline"]
             if db:
                 cmd += ["--rules", db]
             cmd += args.extra.split()

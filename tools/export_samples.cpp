@@ -82,6 +82,29 @@ Graph outputs_graph() {
   return g;
 }
 
+// A convolution and a product with their biases, the forms the exporter
+// writes as Conv with B and Gemm (onnx/export_fusions.h): biases of a
+// channel each (rank 4 and rank 3, one shared by two convolutions), and a
+// convolution read twice, whose add stays an Add.
+Graph biases_graph() {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 3, 6, 6});
+  const ValueRef a = g.add_input("a", {2, 4});
+  const ValueRef w = g.add_constant(ConstantValue(random_tensor<float>({4, 3, 3, 3}, 11)), "w");
+  const ValueRef b4 = g.add_constant(ConstantValue(random_tensor<float>({1, 4, 1, 1}, 12)), "b4");
+  const ValueRef b3 = g.add_constant(ConstantValue(random_tensor<float>({4, 1, 1}, 13)), "b3");
+  const ValueRef m = g.add_constant(ConstantValue(random_tensor<float>({4, 5}, 14)), "m");
+  const ValueRef c = g.add_constant(ConstantValue(random_tensor<float>({5}, 15)), "c");
+  g.add_output(g.apply("relu", {g.apply("add", {g.apply("conv2d", {x, w}), b4})}), "conv_b4");
+  g.add_output(g.apply("add", {b3, g.apply("conv2d", {x, w}, {{"stride", std::vector<int64_t>{2, 2}}})}), "conv_b3");
+  g.add_output(g.apply("add", {g.apply("conv2d", {x, w}, {{"pad", std::string("valid")}}), b4}), "conv_b4_again");
+  const ValueRef twice = g.apply("conv2d", {x, w}, {{"dilation", std::vector<int64_t>{2, 2}}});
+  g.add_output(g.apply("add", {twice, b4}), "conv_read_twice");
+  g.add_output(twice, "conv_itself");
+  g.add_output(g.apply("add", {g.apply("matmul", {a, m}), c}), "gemm");
+  return g;
+}
+
 std::vector<Sample> samples() {
   const Range pos = kPositive;
   return {
@@ -141,6 +164,25 @@ std::vector<Sample> samples() {
        "x=3x4,a=int64:2x2"},
       {"pad_conv", "(conv2d(pad[pads=0x0x1x1x0x0x0x1](x), w), conv2d(x, pad[pads=0x0x1x0x0x0x1x2](w)))",
        "x=1x2x6x6,w=3x2x3x1"},
+      // Pads a Pool's pads hold (a zero pad counted by the average, -inf for
+      // the maximum) and ones they cannot (beyond the kernel; a zero pad
+      // before a maximum; an average leaving its own padding out).
+      {"pad_pool",
+       "(avgpool[kernel=3x3](pad[pads=0x0x1x1x0x0x1x0](x)), maxpool[kernel=3x3, stride=2x2](pad[pads=0x0x1x1x0x0x1x1, "
+       "value=-inf](x)), maxpool[kernel=2x2](pad[pads=0x0x0x2x0x0x0x0, value=-inf](x)), "
+       "maxpool[kernel=2x2](pad[pads=0x0x1x0x0x0x0x0](x)), avgpool[kernel=3x3, pad=1x1x1x1](pad[pads=0x0x1x0x0x0x0x0]("
+       "x)))",
+       "x=1x2x7x6"},
+      {"matmul_bias", "(add(matmul(a, b), c), add(d, matmul(a, h)), add(batch_matmul(e, f), g))",
+       "a=3x4,b=4x5,c=5,d=3x5,h=4x5,e=2x3x4,f=2x4x2,g=2"},
+      {"biases", "", "", {}, {11, 13, 17, 18}, biases_graph},
+      // Products flattened between reshapes (how MatMul of rank > 2 is
+      // imported), written as one MatMul; a reshape to other axes stays.
+      {"matmul_nd",
+       "(reshape[shape=2x3x5](matmul(reshape[shape=6x4](x), w)), reshape[shape=3x10](matmul(reshape[shape=6x4](x), "
+       "w)), "
+       "reshape[shape=2x3x4x6](batch_matmul(reshape[shape=6x4x5](a), reshape[shape=6x5x6](b))))",
+       "x=2x3x4,w=4x5,a=2x3x4x5,b=2x3x5x6"},
       {"bool_layout",
        "(pad[pads=1x0x0x1, value=1](m), transpose(m), reshape[shape=6](m), concat[axis=0](m, m), "
        "slice[starts=1x2, ends=-1x-1, steps=-1x-2](m), expand[shape=2x2x3](m))",

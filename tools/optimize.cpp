@@ -32,14 +32,13 @@ void write_report(const std::string& path, const tgr::optimizer::OptimizeReport&
 }  // namespace
 
 int main(int argc, char** argv) {
-  using tgr::optimizer::CostModelChoice;
   tgr::optimizer::OptimizeOptions o;
   o.rules_db = tgr::cli::default_rules_db();
   o.default_rules_db = o.rules_db;
   bool no_default_rules = false;
   o.specs_dir = tgr::cli::default_specs_dir();
   std::string report_path;
-  std::string cost_model = "analytic";
+  std::string target = "onnxruntime-cpu";
   bool quiet = false;
   CLI::App app{"optimize: rewrite an ONNX model with verified rules so that it runs faster and computes the same",
                "optimize"};
@@ -71,9 +70,26 @@ int main(int argc, char** argv) {
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
       ->check(tgr::cli::at_least(0.0));
-  app.add_option("--cost-model", cost_model, "analytic | measured (op_costs of the rules database)")
-      ->check(CLI::IsMember({"analytic", "measured"}));
-  app.add_option("--device", o.device, "the device of measured costs");
+  std::string target_help = "where the model will run, which decides what the search minimises:";
+  std::vector<std::string> target_names;
+  for (const auto& t : tgr::optimizer::targets()) {
+    target_help += "\n  " + std::string(t.name) + ": " + std::string(t.help);
+    target_names.emplace_back(t.name);
+  }
+  target_help +=
+      "\n(default onnxruntime-cpu: the exported model is an ONNX model, and ONNX Runtime is the runtime "
+      "measured out of the box)";
+  app.add_option("--target", target, target_help)->check(CLI::IsMember(target_names));
+  app.add_option("--costs", o.target.costs_db,
+                 "the database whose op_costs the measured targets read (default: onnxruntime-cpu the shipped table "
+                 "in the default rules database, tgr-gpu the rules database)");
+  app.add_option("--device", o.target.gpu_device, "tgr-gpu: the GPU whose costs calibrate stored (default H100)");
+  app.add_option("--calibration-dir", o.calibration_dir,
+                 "onnxruntime-cpu: write a one-node ONNX model of each signature the table lacked here "
+                 "(tools/calibrate_ort.py times them)");
+  app.add_option("--min-gain", o.min_gain,
+                 "write the model unchanged unless the predicted cost drops by at least this fraction (default 0.02)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--specs", o.specs_dir, "the axioms the instance proofs use");
   app.add_option("--proof-timeout-ms", o.proof_timeout_ms, "per instance proof");
   app.add_flag(
@@ -95,15 +111,25 @@ int main(int argc, char** argv) {
     o.search = tgr::saturation::saturation_search(saturation);
   }
   if (no_default_rules) o.default_rules_db.clear();
-  o.cost_model = cost_model == "measured" ? CostModelChoice::kMeasured : CostModelChoice::kAnalytic;
+  o.target.target = tgr::optimizer::parse_target(target);
+  if (o.target.costs_db.empty())
+    o.target.costs_db = o.target.target == tgr::optimizer::Target::kTgrGpu ? o.rules_db : TGR_DEFAULT_RULES;
   return tgr::cli::guarded("optimize", [&] {
+    using tgr::optimizer::Target;
+    if (app.count("--device") && o.target.target != Target::kTgrGpu)
+      throw tgr::cli::UsageError("--device names the GPU of --target tgr-gpu");
+    if (app.count("--costs") && o.target.target == Target::kRoofline)
+      throw tgr::cli::UsageError("--target roofline reads no measured costs (--costs)");
+    if (!o.calibration_dir.empty() && o.target.target != Target::kOnnxRuntimeCpu)
+      throw tgr::cli::UsageError("--calibration-dir measures for --target onnxruntime-cpu only");
     o.input_shapes = tgr::cli::parse_input_shapes(input_shapes);
     tgr::cli::refuse_same_files({{"the model", o.model},
                                  {"-o", o.output, true},
                                  {"--report", report_path, true},
                                  {"--report-html", html_path, true},
                                  {"the rules database", o.rules_db},
-                                 {"the default rules database", o.default_rules_db}});
+                                 {"the default rules database", o.default_rules_db},
+                                 {"--costs", o.target.costs_db}});
     std::optional<tgr::cli::DataToStdout> to_stdout;  // -o -
     if (tgr::cli::is_stdout(o.output)) o.output = to_stdout.emplace(".onnx").path();
     const std::string dot = html_path.empty() ? "" : tgr::optimizer::find_graphviz_dot();  // before the work

@@ -7,6 +7,8 @@
 //   rules --db F lookup "SRC => DST"                    by canonical text: exit 0 found, 1 not, 2 syntax error
 //   rules --db F import FILE...                         insert the rules of rule files as candidates
 //   rules --db F check FILE... [--status S]             every rule of the files is in the database (with status S)
+//   rules --db F import-costs --device D FILE...        measured operator costs (SIGNATURE<TAB>MS lines) into op_costs
+//   rules --db F costs --device D                       the op_costs of a device, as such lines
 //   rules diff A B                                      rules only in A, only in B, with another status
 //   rules merge A B -o C                                a new database with the rules of both
 //
@@ -14,7 +16,10 @@
 //
 // Rule files (rules/default.rules): one rule a line, "SRC => DST | SHAPES"
 // (SHAPES: the variables' shapes, as in the variables column), '#' starts a
-// comment. Only `import` creates a missing database; the others report it.
+// comment. Cost files (rules/onnxruntime_cpu.costs, tools/calibrate_ort.py):
+// one operator signature (ir/op_signature.h), a tab and milliseconds a line.
+// Only `import` and `import-costs` create a missing database; the others
+// report it.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -271,6 +276,38 @@ int cmd_merge(const std::string& a_path, const std::string& b_path, const std::s
   return 0;
 }
 
+// Reads SIGNATURE<TAB>MS lines ('#' starts a comment) into op_costs for `device`.
+int cmd_import_costs(RulesDb& db, const std::string& device, const std::vector<std::string>& files) {
+  int count = 0;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error("cannot read '" + file + "'");
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      if (line.empty() || line[0] == '#') continue;
+      const size_t tab = line.rfind('\t');
+      double ms = -1;
+      if (tab != std::string::npos) {
+        const char* end = line.data() + line.size();
+        if (auto [ptr, ec] = std::from_chars(line.data() + tab + 1, end, ms); ec != std::errc() || ptr != end) ms = -1;
+      }
+      if (tab == std::string::npos || tab == 0 || !(ms >= 0) || !std::isfinite(ms))
+        throw std::runtime_error(file + ":" + std::to_string(number) +
+                                 ": expected an operator signature, a tab and milliseconds (a number >= 0)");
+      db.put_op_cost(device, line.substr(0, tab), ms);
+      ++count;
+    }
+  }
+  std::printf("imported %d operator costs for device '%s'\n", count, device.c_str());
+  return 0;
+}
+
+int cmd_costs(const RulesDb& db, const std::string& device) {
+  for (const auto& [signature, ms] : db.op_costs(device))
+    std::printf("%s\t%s\n", signature.c_str(), number_text(ms).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -310,6 +347,14 @@ int main(int argc, char** argv) {
   check->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
   check->add_option("--status", status, "and has this status")->check(statuses);
 
+  auto* import_costs =
+      app.add_subcommand("import-costs", "measured operator costs (SIGNATURE<TAB>MS lines) into op_costs");
+  std::string device;
+  import_costs->add_option("--device", device, "the device (or runtime) they were measured on")->required();
+  import_costs->add_option("files", files, "cost files")->required()->check(CLI::ExistingFile);
+  auto* costs = app.add_subcommand("costs", "print the op_costs of a device as SIGNATURE<TAB>MS lines");
+  costs->add_option("--device", device, "the device (or runtime)")->required();
+
   std::vector<std::string> pair;
   auto* diff = app.add_subcommand("diff", "rules only in A, only in B, or with another status (exit 0 same, 1 differ)");
   diff->add_option("databases", pair, "A B")->required()->expected(2)->check(CLI::ExistingFile);
@@ -329,12 +374,17 @@ int main(int argc, char** argv) {
       RulesDb db = RulesDb::open(db_path, /*create=*/true);
       return cmd_import(db, records);
     }
+    if (*import_costs) {
+      RulesDb db = RulesDb::open(db_path, /*create=*/true);
+      return cmd_import_costs(db, device, files);
+    }
     const RulesDb db = RulesDb::open_read_only(db_path);  // works in a read-only folder
     if (*check) return cmd_check(db, files, status);
     if (*stats) return cmd_stats(db);
     if (*list) return cmd_list(db, status, filter, format);
     if (*show) return cmd_show(db, id, dot);
     if (*lookup) return cmd_lookup(db, text);
+    if (*costs) return cmd_costs(db, device);
     return 2;
   });
 }

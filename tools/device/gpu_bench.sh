@@ -46,8 +46,8 @@ for m in "${models[@]}"; do
   if has optimize; then
     device=$(sed -n "s/^device '\(.*\)': .*/\1/p" "$out/calibrate_$m.log" 2>/dev/null | tail -1)
     echo "== optimize $m (measured costs, device '${device:-none}')"
-    cost=(--cost-model analytic)
-    [[ -n $device ]] && cost=(--cost-model measured --device "$device")
+    cost=(--target roofline)
+    [[ -n $device ]] && cost=(--target tgr-gpu --device "$device")
     # The search can only take a merge whose merged kernel it can cost, and
     # an unmeasured signature gets a scaled roofline guess. So first the
     # signatures it could reach are measured: those of the model optimized
@@ -55,7 +55,7 @@ for m in "${models[@]}"; do
     # one creates that are still missing are measured, and the search runs
     # again with every cost it can meet measured.
     if [[ -n $device ]] && has calibrate &&
-       "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --cost-model analytic \
+       "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --target roofline \
          "$work/$m.onnx" -o "$work/$m.candidates.onnx" > "$out/optimize_${m}_0.log" 2>&1; then
       "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.candidates.onnx" --test-data "$work/$m-testdata" --iters 30 \
         > "$out/calibrate_${m}_candidates.log" 2>&1 || tail -3 "$out/calibrate_${m}_candidates.log"

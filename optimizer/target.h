@@ -1,0 +1,61 @@
+// Where the optimized model will run (`optimize --target`), and so which
+// cost model the search minimises. A target names a runtime; the cost model
+// of each is its own class (optimizer/cost_model.h,
+// optimizer/onnxruntime_cost_model.h), built here and nowhere else, so a
+// change to how one runtime is modelled stays inside its class.
+//
+//   onnxruntime-cpu  ONNX Runtime's CPU provider, all graph optimizations on:
+//                    operator times measured with ONNX Runtime
+//                    (tools/calibrate_ort.py) in the op_costs table, device
+//                    "onnxruntime-cpu"; the build ships a table measured on
+//                    the build machine in the default rules database. The
+//                    default: the exported ONNX model is what a user runs, and
+//                    this is the runtime it is measured on out of the box.
+//   tgr-gpu          tgr's CUDA runtime: the op_costs `calibrate` measured on
+//                    a GPU (--device names it), by default in the rules
+//                    database.
+//   roofline         an analytic model of no runtime: an H100's peak FLOP/s
+//                    and bandwidth per operator plus a launch overhead. It
+//                    rewards what a GPU gains from (1x1 kernels enlarged to
+//                    3x3 and merged), which ran slower in ONNX Runtime.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "optimizer/cost_model.h"
+
+namespace tgr::optimizer {
+
+enum class Target { kOnnxRuntimeCpu, kTgrGpu, kRoofline };
+
+struct TargetInfo {
+  Target target;
+  std::string_view name;  // what --target takes
+  std::string_view help;  // one line for --help
+};
+const std::vector<TargetInfo>& targets();
+std::string_view target_name(Target target);
+// Throws std::invalid_argument naming the targets for an unknown name.
+Target parse_target(std::string_view name);
+
+// The op_costs device under which ONNX Runtime's measurements are stored.
+inline constexpr std::string_view kOnnxRuntimeCpuDevice = "onnxruntime-cpu";
+
+struct TargetOptions {
+  Target target = Target::kOnnxRuntimeCpu;
+  // The database whose op_costs the measured targets read (onnxruntime-cpu,
+  // tgr-gpu); `optimize` gives the shipped default rules database for
+  // onnxruntime-cpu and the rules database for tgr-gpu.
+  std::string costs_db;
+  std::string gpu_device = "H100";  // tgr-gpu: the device name calibrate stored its costs under
+};
+
+// The cost model of the target, prepared for `model` (the graph the search
+// starts from; a measured model fits or scales its fallback to it).
+std::unique_ptr<CostModel> make_cost_model(const TargetOptions& options, const Graph& model);
+
+}  // namespace tgr::optimizer
