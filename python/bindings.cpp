@@ -48,7 +48,7 @@ void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std
   else if (key == "node_limit") s.saturation.runner.node_limit = v.cast<size_t>();
   else if (key == "iterations") s.saturation.runner.iteration_limit = v.cast<int>();
   else if (key == "ilp_timeout") s.saturation.ilp.time_limit_s = v.cast<double>();
-  else if (key == "device") o.device = v.cast<std::string>();
+  else if (key == "device") o.target.gpu_device = v.cast<std::string>();
   else if (key == "proof_timeout_ms") o.proof_timeout_ms = v.cast<unsigned>();
   else if (key == "sequential") s.sequential = v.cast<bool>();
   else if (key == "max_elements") o.import_limits.max_elements = v.cast<int64_t>();
@@ -60,7 +60,7 @@ void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std
 // the keyword arguments above, checked by the caller (tgr/__init__.py).
 std::string optimize_file(const std::string& model, const std::string& output, const std::string& rules_db,
                           const std::string& default_rules_db, const std::string& specs_dir,
-                          const std::map<std::string, Shape>& input_shapes, const std::string& cost_model,
+                          const std::map<std::string, Shape>& input_shapes, const std::string& target,
                           const py::dict& settings) {
   optimizer::OptimizeOptions o;
   o.model = model;
@@ -82,8 +82,10 @@ std::string optimize_file(const std::string& model, const std::string& output, c
   } else if (s.search != "backtrack") {
     throw std::invalid_argument("search '" + s.search + "': expected backtrack or saturate");
   }
-  o.cost_model =
-      cost_model == "measured" ? optimizer::CostModelChoice::kMeasured : optimizer::CostModelChoice::kAnalytic;
+  // As `optimize --target` (tools/optimize.cpp): the measured targets read
+  // the shipped table (onnxruntime-cpu) or the rules database (tgr-gpu).
+  o.target.target = optimizer::parse_target(target);
+  o.target.costs_db = o.target.target == optimizer::Target::kTgrGpu ? rules_db : default_rules_db;
   optimizer::OptimizeReport report;
   {
     py::gil_scoped_release unlocked;  // the search runs on TBB threads; other Python threads may go on
@@ -244,7 +246,7 @@ PYBIND11_MODULE(_tgr, m) {
     }
   });
   m.def("optimize_file", &optimize_file, py::arg("model"), py::arg("output"), py::arg("rules_db"),
-        py::arg("default_rules_db"), py::arg("specs_dir"), py::arg("input_shapes"), py::arg("cost_model"),
+        py::arg("default_rules_db"), py::arg("specs_dir"), py::arg("input_shapes"), py::arg("target"),
         py::arg("settings"));
   m.def("run_model", &run_model, py::arg("path"), py::arg("model_bytes"), py::arg("inputs"), py::arg("input_shapes"));
   py::class_<RulesDbView>(m, "RulesDbView")

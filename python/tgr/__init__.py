@@ -35,7 +35,7 @@ DEFAULT_RULES = os.path.join(_DATA, "default_rules.db")
 SPECS_DIR = os.path.join(_DATA, "specs")
 
 # The cost models `optimize` knows (--cost-model): None is its default.
-TARGETS = ("analytic", "measured")
+TARGETS = ("onnxruntime-cpu", "tgr-gpu", "roofline")  # optimize --target (optimizer/target.h)
 
 ModelLike = Union[onnx.ModelProto, str, "os.PathLike[str]"]
 
@@ -48,7 +48,7 @@ _OPTIONS = {
     "node_limit": "saturate: e-nodes (--node-limit)",
     "iterations": "saturate: iterations (--iterations)",
     "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",
-    "device": "the device of measured costs (--device)",
+    "device": "target tgr-gpu: the GPU whose measured costs to read (--device)",
     "proof_timeout_ms": "per instance proof (--proof-timeout-ms)",
     "sequential": "expand on one thread (--sequential)",
     "max_elements": "largest tensor, in elements, the model may ask for (--max-elements)",
@@ -124,7 +124,7 @@ def optimize(model: ModelLike, rules: Optional[str] = None, target: Optional[str
         output_path = os.path.join(tmp, "optimized.onnx")
         try:
             report_text = _tgr.optimize_file(model_path, output_path, rules_db, default_rules_db, SPECS_DIR, shapes,
-                                             target or "analytic", options)
+                                             target or "onnxruntime-cpu", options)
         except Error as e:
             if given_path is not None:
                 raise
