@@ -93,7 +93,8 @@ def main(argv):
 
     model_values = {v for n in original.graph.node for v in n.output}
     # (a node the importer split exports as name, name_1, ...: each part may be removed)
-    removed_values = {v for n in plain.graph.node if re.sub(r"_\d+$", "", n.name) in removed | {n.name} for v in n.output}
+    removed_values = {v for n in plain.graph.node
+                      if n.name in removed or re.sub(r"_\d+$", "", n.name) in removed for v in n.output}
     optimized_values = {v for n in optimized.graph.node for v in n.output}
     kept_values = {v for n in plain.graph.node for v in n.output if v in model_values} - removed_values
     lost = sorted(kept_values - optimized_values)
