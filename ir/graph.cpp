@@ -119,7 +119,29 @@ std::vector<ValueRef> Graph::add_op(const OpDef& op, Params params, std::vector<
   return outputs_of(append(std::move(n)));
 }
 
-std::vector<ValueRef> Graph::find_or_add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs) {
+void Graph::give_names(int32_t index, std::string label, std::vector<std::string> value_names) {
+  Node& n = nodes_[index];
+  if (n.name.empty()) n.name = std::move(label);
+  if (value_names.empty()) return;
+  n.value_names.resize(n.output_shapes.size());
+  for (size_t k = 0; k < n.value_names.size() && k < value_names.size(); ++k)
+    if (n.value_names[k].empty()) n.value_names[k] = std::move(value_names[k]);
+}
+
+void Graph::name_value(ValueRef v, const std::string& name) {
+  check_ref(v);
+  Node& n = nodes_[v.node];
+  if (n.is_input() || name.empty()) return;
+  if (n.is_constant()) {
+    if (n.name.empty()) n.name = name;
+    return;
+  }
+  n.value_names.resize(n.output_shapes.size());
+  if (n.value_names[v.output].empty()) n.value_names[v.output] = name;
+}
+
+std::vector<ValueRef> Graph::find_or_add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs,
+                                            std::string label, std::vector<std::string> value_names) {
   Node n;
   OpDef::Inferred types = prepare(op, params, inputs);  // canonical params, so the lookup sees the stored form
   n.output_shapes = std::move(types.shapes);
@@ -132,15 +154,18 @@ std::vector<ValueRef> Graph::find_or_add_op(const OpDef& op, Params params, std:
     const Node& other = nodes_[i];
     return other.hash == hash && other.op == n.op && other.params == n.params && other.inputs == n.inputs;
   };
+  int32_t found = -1;
   if (nodes_.size() < kHashIndexFrom) {
-    for (int32_t i = 0; i < static_cast<int32_t>(nodes_.size()); ++i)
-      if (same(i)) return outputs_of(i);
+    for (int32_t i = 0; i < static_cast<int32_t>(nodes_.size()) && found < 0; ++i)
+      if (same(i)) found = i;
   } else {
     auto [begin, end] = by_hash_.equal_range(hash);
-    for (auto it = begin; it != end; ++it)
-      if (same(it->second)) return outputs_of(it->second);
+    for (auto it = begin; it != end && found < 0; ++it)
+      if (same(it->second)) found = it->second;
   }
-  return outputs_of(append(std::move(n)));
+  if (found < 0) found = append(std::move(n));
+  give_names(found, std::move(label), std::move(value_names));
+  return outputs_of(found);
 }
 
 ValueRef Graph::apply(std::string_view op_name, std::vector<ValueRef> inputs,

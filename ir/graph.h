@@ -27,6 +27,10 @@ struct ValueRef {
 struct Node {
   const OpDef* op = nullptr;  // null for graph inputs and constants
   std::string name;           // inputs: the variable name; constants, ops: optional label
+  // Operators: optional names of the outputs, per output ("" or absent: none).
+  // An imported model's node and value names travel through rewrites in
+  // `name` and here, so that the exported model keeps them.
+  std::vector<std::string> value_names;
   Params params;
   std::vector<ValueRef> inputs;
   std::vector<Shape> output_shapes;
@@ -55,8 +59,11 @@ class Graph {
   std::vector<ValueRef> add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs,
                                std::string label = "");
   // As add_op, but returns an existing node with the same structure instead
-  // of adding a duplicate (hash-consing).
-  std::vector<ValueRef> find_or_add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs);
+  // of adding a duplicate (hash-consing). Names are not structure: an
+  // existing node keeps its own, and takes `label` and `value_names` only
+  // where it has none.
+  std::vector<ValueRef> find_or_add_op(const OpDef& op, Params params, std::vector<ValueRef> inputs,
+                                       std::string label = "", std::vector<std::string> value_names = {});
   // Convenience for single-output operators, by name with given parameters.
   ValueRef apply(std::string_view op_name, std::vector<ValueRef> inputs,
                  std::vector<std::pair<std::string, ParamValue>> params = {});
@@ -85,6 +92,10 @@ class Graph {
   int num_ops() const;  // live operator nodes
   // Marks outputs and renames: what an importer needs after building.
   void set_output_name(size_t index, std::string name) { output_names_.at(index) = std::move(name); }
+  // Names value `v` unless it has a name: an operator's output
+  // (Node::value_names), a constant (its Node::name, the initializer name).
+  // Inputs keep theirs.
+  void name_value(ValueRef v, const std::string& name);
 
  private:
   int32_t append(Node node);
@@ -92,6 +103,8 @@ class Graph {
   // Checks the inputs, infers output shapes, canonicalises `params`.
   OpDef::Inferred prepare(const OpDef& op, Params& params, const std::vector<ValueRef>& inputs) const;
   std::vector<ValueRef> outputs_of(int32_t index) const;
+  // Fills in the names node `index` lacks.
+  void give_names(int32_t index, std::string label, std::vector<std::string> value_names);
   void check_ref(ValueRef v) const;
 
   std::vector<Node> nodes_;

@@ -175,7 +175,9 @@ class Exporter {
     n = opaque.proto;
     for (size_t j = 0; j < opaque.input_positions.size(); ++j) n.set_input(opaque.input_positions[j], ctx.in[j]);
     for (size_t j = 0; j < opaque.output_positions.size(); ++j) n.set_output(opaque.output_positions[j], ctx.out[j]);
-    n.set_name(fresh_node(opaque.proto.name().empty() ? numbered("n", ctx.index) : opaque.proto.name()));
+    std::string name = reserved_node_name(ctx.index);  // the node's own name, where the IR kept it
+    if (name.empty()) name = fresh_node(opaque.proto.name().empty() ? numbered("n", ctx.index) : opaque.proto.name());
+    n.set_name(name);
   }
 
   const Graph& graph_;
@@ -194,6 +196,9 @@ NodeProto& OpContext::emit(const std::string& type, std::vector<std::string> inp
                            std::vector<std::string> outputs) {
   std::string name;
   if (emitted++ == 0) name = ex.reserved_node_name(index);
+  // Another node of the same name (an ONNX node the importer split, a
+  // decomposition here): the name numbered, name_1, name_2, ...
+  if (name.empty() && !node.name.empty()) name = ex.fresh_node(node.name);
   if (name.empty())
     name = ex.fresh_node(numbered("n", index).append("_").append(op()).append(emitted > 1 ? numbered("_", emitted - 1) : ""));
   return ex.add_node(type, std::move(inputs), std::move(outputs), name);
@@ -289,6 +294,18 @@ void Exporter::run() {
       reserved_node_names_[i] = n.name;
     }
   }
+  // Operators' value names (an imported model's), each kept when free.
+  std::map<std::pair<int32_t, int32_t>, std::string> reserved_values;
+  for (int32_t i : order) {
+    const Node& n = graph_.node(i);
+    if (!n.is_op() || n.op->is_constant()) continue;
+    for (int32_t k = 0; k < static_cast<int32_t>(n.value_names.size()); ++k) {
+      const std::string& name = n.value_names[k];
+      if (name.empty() || direct.contains({i, k}) || value_names_.contains(name)) continue;
+      value_names_.insert(name);
+      reserved_values.emplace(std::pair{i, k}, name);
+    }
+  }
 
   for (int32_t i : order) {
     const Node& n = graph_.node(i);
@@ -349,8 +366,12 @@ void Exporter::run() {
     }
     for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) {
       auto d = direct.find({i, k});
+      auto r = reserved_values.find({i, k});
       if (n.op->is_constant()) ctx.out.push_back(constant_name(i));
-      else ctx.out.push_back(d != direct.end() ? d->second : fresh_value(numbered("v", i).append(numbered("_", k))));
+      else if (d != direct.end()) ctx.out.push_back(d->second);
+      else
+        ctx.out.push_back(r != reserved_values.end() ? r->second
+                                                     : fresh_value(numbered("v", i).append(numbered("_", k))));
     }
     if (opaque) write_opaque(*opaque, ctx);
     else if (reshaped != fusions.product_of_reshape.end()) ctx.emit("MatMul", ctx.in, ctx.out);

@@ -40,8 +40,10 @@ inline constexpr int64_t kMinExportOpset = 11;
 // is a graph input (under another name), a constant, or a value already
 // written under another output name is produced by an Identity node. A
 // constant's initializer takes the constant's name when it is set and free,
-// otherwise a generated one; node outputs are named v<node>_<output> and
-// nodes n<node>_<op> unless the IR node carries a free name.
+// otherwise a generated one; node outputs are named v<node>_<output> unless
+// the IR node carries a free value name (Node::value_names: an imported
+// model's), nodes n<node>_<op> unless the IR node carries a name (taken
+// already: numbered, name_1, ...).
 //
 // Raises OnnxError for an opset below kMinExportOpset, for an operator that
 // cannot be expressed at the requested opset (the message names the IR

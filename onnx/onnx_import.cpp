@@ -369,7 +369,10 @@ void keep_opaque(Graph& graph, const onnx::NodeProto& n, int64_t domain_opset,
   const std::vector<int> positions = node.output_positions;
   const OpDef& op = make_opaque_op(std::move(node), std::move(shapes), std::move(dtypes));
   const auto outs = graph.add_op(op, Params{}, std::move(ins), n.name());
-  for (size_t j = 0; j < outs.size(); ++j) values[n.output(positions[j])] = outs[j];
+  for (size_t j = 0; j < outs.size(); ++j) {
+    values[n.output(positions[j])] = outs[j];
+    graph.name_value(outs[j], n.output(positions[j]));
+  }
 }
 
 }  // namespace
@@ -449,6 +452,7 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
       if (n->output(k).empty()) continue;
       if (!ctx.outputs()[k]) continue;  // an output this mapping does not produce; reading it fails below
       values[n->output(k)] = *ctx.outputs()[k];
+      graph.name_value(*ctx.outputs()[k], n->output(k));  // kept through rewrites, written back by export
     }
   }
   for (const auto& info : g.output()) {

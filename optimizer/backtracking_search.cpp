@@ -20,6 +20,7 @@ using Clock = std::chrono::steady_clock;
 // The rules applied to reach a graph, newest first (shared by descendants).
 struct Trail {
   size_t rule;
+  AppliedRewrite rewrite;
   std::shared_ptr<const Trail> parent;
 };
 
@@ -33,6 +34,7 @@ struct Candidate {
   size_t rule;
   Graph graph;
   Instance instance;
+  AppliedRewrite rewrite;
   double cost = 0;
   uint64_t hash = 0;
   bool proved = false;
@@ -89,7 +91,9 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
           ++no_instance[r];
           continue;
         }
-        Candidate c{r, apply_instance(g, m, *inst), std::move(*inst)};
+        AppliedRewrite rewrite = start_record(rules[r]);
+        Graph rewritten = apply_instance(g, m, *inst, rewrite.tag, &rewrite);
+        Candidate c{r, std::move(rewritten), std::move(*inst), std::move(rewrite)};
         c.cost = cost.graph_cost(c.graph);
         c.hash = search_hash(c.graph);
         per_rule[r].push_back(std::move(c));
@@ -127,7 +131,7 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
       }
       seen.insert(c->hash);
       Entry next{std::make_shared<const Graph>(std::move(c->graph)),
-                 std::make_shared<const Trail>(Trail{c->rule, entry.trail})};
+                 std::make_shared<const Trail>(Trail{c->rule, std::move(c->rewrite), entry.trail})};
       if (c->cost < best_cost) {
         best_cost = c->cost;
         best = next;
@@ -140,10 +144,11 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
 
   result.best = compact(*best.graph);
   result.best_cost = best_cost;
-  std::vector<size_t> path;
-  for (const Trail* t = best.trail.get(); t; t = t->parent.get()) path.push_back(t->rule);
+  std::vector<const Trail*> path;
+  for (const Trail* t = best.trail.get(); t; t = t->parent.get()) path.push_back(t);
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    const DirectedRule& r = rules[*it];
+    result.rewrites.push_back((*it)->rewrite);
+    const DirectedRule& r = rules[(*it)->rule];
     auto use = std::find_if(result.applied.begin(), result.applied.end(),
                             [&](const RuleUse& u) { return u.id == r.id && u.text == r.text; });
     if (use == result.applied.end()) result.applied.push_back({r.id, r.text, 1});

@@ -18,8 +18,9 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
-#include "pet/region_check.h"
+#include "optimizer/node_names.h"
 #include "optimizer/rule_set.h"
+#include "pet/region_check.h"
 
 namespace tgr::optimizer {
 
@@ -51,6 +52,7 @@ struct BacktrackingResult {
   Graph best;
   double initial_cost = 0, best_cost = 0;
   std::vector<RuleUse> applied;  // on the path to the best graph, by first use
+  std::vector<AppliedRewrite> rewrites;  // on the path to the best graph, in the order applied
   BacktrackingStats stats;
 };
 

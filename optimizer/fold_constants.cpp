@@ -45,11 +45,14 @@ Graph fold_constants(const Graph& graph, FoldStats* stats) {
       Node folded_op = n;
       folded_op.inputs = inputs;
       std::vector<Value<float>> values = evaluate_node(out, folded_op);
-      for (auto& v : values) copied[i].push_back(out.add_constant(std::move(v), n.name));
+      // The folded weight is named as the value it replaces (else as the node).
+      for (size_t k = 0; k < values.size(); ++k)
+        copied[i].push_back(out.add_constant(
+            std::move(values[k]), k < n.value_names.size() && !n.value_names[k].empty() ? n.value_names[k] : n.name));
       ++folded;
       continue;
     }
-    copied[i] = out.find_or_add_op(*n.op, n.params, std::move(inputs));
+    copied[i] = out.find_or_add_op(*n.op, n.params, std::move(inputs), n.name, n.value_names);
   }
   for (size_t k = 0; k < graph.outputs().size(); ++k) {
     const ValueRef v = graph.outputs()[k];

@@ -48,6 +48,14 @@ bool same_file(const std::string& a, const std::string& b) {
   return a == b || std::filesystem::equivalent(a, b, error);
 }
 
+CostedGraph costed(const Graph& graph, CostModel& cost) {
+  CostedGraph out{graph, std::vector<double>(graph.nodes().size(), 0.0)};
+  const std::vector<bool> constant = constant_only_nodes(graph);
+  for (int32_t i : graph.topological_order())
+    if (graph.node(i).is_op() && !constant[i]) out.node_costs_us[i] = cost.op_cost_us(graph, graph.node(i));
+  return out;
+}
+
 // The summary's search line for the backtracking search.
 void print_backtracking(std::FILE* out, const OptimizeReport& report) {
   const OptimizeOptions& o = report.options;
@@ -91,6 +99,9 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
                        {"rule", u.text},
                        {"rules_db", i < rules_applied_db.size() ? rules_applied_db[i] : options.rules_db}});
   }
+  nlohmann::ordered_json rewrites_json = nlohmann::ordered_json::array();
+  for (const AppliedRewrite& r : rewrites)
+    rewrites_json.push_back({{"rule", r.tag}, {"id", r.rule_id}, {"removed", r.removed}, {"added", r.added}});
   nlohmann::ordered_json rule_sets = nlohmann::ordered_json::array();
   rule_sets.push_back({{"path", options.rules_db}, {"proved", rules.proved}, {"directions", rules.directions}});
   if (default_rules_added)
@@ -127,6 +138,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       {"min_gain", six_digits(options.min_gain)},
       {"below_min_gain", below_min_gain},
       {"rules_applied", std::move(applied)},
+      {"rewrites", std::move(rewrites_json)},
       {"search", other_search ? other_search->report : std::move(backtracking)},
       {"proofs",
        {{"proved", proofs.proved},
@@ -252,6 +264,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     result.initial_cost = outcome.initial_cost;
     result.best_cost = outcome.best_cost;
     result.applied = std::move(outcome.applied);
+    result.rewrites = std::move(outcome.rewrites);
     report.other_search = std::move(outcome);
   } else {
     result = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
@@ -263,6 +276,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     result.best = model.graph;
     result.best_cost = result.initial_cost;
     result.applied.clear();
+    result.rewrites.clear();
   }
   // The rules are not needed past the search: released before the export
   // copies the weights into a ModelProto, so that the peak is the larger of
@@ -283,6 +297,11 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   const Graph after = fold_constants(result.best, &report.fold);
   report.operators_before = before.num_ops();
   report.operators_after = after.num_ops();
+  report.rewrites = result.rewrites;
+  if (o.keep_graphs) {
+    report.before = costed(before, *cost);
+    report.after = costed(after, *cost);
+  }
   onnx_io::ExportOptions export_options;
   export_options.opset = std::clamp<int64_t>(model.opset, onnx_io::kMinExportOpset, 18);
   export_options.producer_name = "tgr optimize";

@@ -37,6 +37,7 @@ struct SearchOutcome {
   Graph best;
   double initial_cost = 0, best_cost = 0;  // CostModel::graph_cost
   std::vector<RuleUse> applied;
+  std::vector<AppliedRewrite> rewrites;  // where each application of `applied` was (node names)
   std::string stop_reason;        // why it stopped (the report's stop_reason)
   std::string summary;            // the summary's search line, after "search:"
   nlohmann::ordered_json report;  // the report's "search" object
@@ -69,6 +70,15 @@ struct OptimizeOptions {
   double min_gain = 0.02;
   SearchFunction search;             // another search instead of the backtracking one; empty: backtracking
   unsigned proof_timeout_ms = 1000;  // per instance proof
+  // Keep the graphs before and after, with each node's cost, in the report
+  // (OptimizeReport::before, after; what optimize --report-html draws).
+  bool keep_graphs = false;
+};
+
+// A graph with the cost model's prediction for each of its nodes.
+struct CostedGraph {
+  Graph graph;
+  std::vector<double> node_costs_us;  // per node: CostModel::op_cost_us; 0 for inputs, weights and folded nodes
 };
 
 // Everything the summary and the JSON report show.
@@ -85,6 +95,10 @@ struct OptimizeReport {
   InstanceProofStats proofs;
   std::vector<RuleUse> rules_applied;  // on the path to the best graph, by first use
   std::vector<std::string> rules_applied_db;  // per entry of rules_applied: the database it came from
+  std::vector<AppliedRewrite> rewrites;       // each application, where it was (node names)
+  // With OptimizeOptions::keep_graphs: the model and the optimized graph,
+  // weights folded (what the exported models hold).
+  std::optional<CostedGraph> before, after;
   BacktrackingStats search;
   std::optional<SearchOutcome> other_search;  // with OptimizeOptions::search (its graph not kept)
   FoldStats fold;

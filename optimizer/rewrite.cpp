@@ -3,8 +3,9 @@
 
 #include <algorithm>
 #include <functional>
-#include <string>
 #include <optional>
+#include <string>
+#include <unordered_set>
 
 namespace tgr::optimizer {
 namespace {
@@ -53,7 +54,7 @@ class Copier {
         }
         continue;
       }
-      copied_[id] = to_.find_or_add_op(*n.op, n.params, std::move(stack.back().inputs));
+      copied_[id] = to_.find_or_add_op(*n.op, n.params, std::move(stack.back().inputs), n.name, n.value_names);
       stack.pop_back();
     }
     return copied_[v.node].at(v.output);
@@ -72,8 +73,18 @@ void copy_outputs(const Graph& from, Graph& to, Copier& copier) {
 
 }  // namespace
 
-Graph apply_instance(const Graph& graph, const Match& match, const Instance& instance) {
+Graph apply_instance(const Graph& graph, const Match& match, const Instance& instance, const std::string& rule_tag,
+                     AppliedRewrite* record) {
   Graph out;
+  std::vector<std::string> replaced;  // the matched operator nodes' names
+  for (int32_t node : match.nodes)
+    if (node >= 0 && !graph.node(node).name.empty()) replaced.push_back(graph.node(node).name);
+  std::unordered_set<std::string> names;  // the graph's, which new nodes must not take
+  if (!rule_tag.empty())
+    for (const Node& n : graph.nodes())
+      if (n.is_op() && !n.name.empty()) names.insert(n.name);
+  RewriteNamer namer(rule_tag, replaced, [&](const std::string& name) { return names.contains(name); });
+  if (record) record->removed = replaced;
   std::optional<std::vector<ValueRef>> replacement;
   std::function<std::optional<ValueRef>(ValueRef)> replace;
   Copier copier(graph, out, [&](ValueRef v) { return replace(v); });
@@ -90,7 +101,15 @@ Graph apply_instance(const Graph& graph, const Match& match, const Instance& ins
       } else {
         std::vector<ValueRef> inputs;
         for (ValueRef in : n.inputs) inputs.push_back(built[in.node].at(in.output));
-        built[i] = out.find_or_add_op(*n.op, n.params, std::move(inputs));
+        const size_t nodes_before = out.nodes().size();
+        if (rule_tag.empty()) {
+          built[i] = out.find_or_add_op(*n.op, n.params, std::move(inputs));
+          continue;
+        }
+        std::string name = namer.node_name(n.op->name);
+        std::vector<std::string> values = RewriteNamer::value_names(name, n.output_shapes.size());
+        built[i] = out.find_or_add_op(*n.op, n.params, std::move(inputs), name, std::move(values));
+        if (record && out.nodes().size() > nodes_before) record->added.push_back(std::move(name));
       }
     }
     std::vector<ValueRef> values;

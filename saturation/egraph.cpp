@@ -144,7 +144,13 @@ ClassId EGraph::add_constant(const Node& constant) {
   return add_node(std::move(n), ClassData{constant.output_shapes, constant.output_dtypes, false, true});
 }
 
-ClassId EGraph::add_op(const OpDef& op, Params params, std::vector<ClassId> operands, uint32_t origin) {
+uint32_t EGraph::add_label(NodeLabel label) {
+  if (label.name.empty() && label.value_names.empty()) return 0;
+  labels_.push_back(std::move(label));
+  return static_cast<uint32_t>(labels_.size() - 1);
+}
+
+ClassId EGraph::add_op(const OpDef& op, Params params, std::vector<ClassId> operands, uint32_t origin, uint32_t label) {
   std::vector<Shape> in_shapes;
   std::vector<DType> in_dtypes;
   for (ClassId& c : operands) {
@@ -158,7 +164,7 @@ ClassId EGraph::add_op(const OpDef& op, Params params, std::vector<ClassId> oper
   OpDef::Inferred out = op.infer(params, in_shapes, in_dtypes);
   if (op.canonicalize) op.canonicalize(params, in_shapes);
   const bool tuple = out.shapes.size() != 1;
-  ENode n{NodeKind::kOp, intern(op, std::move(params)), std::move(operands), origin};
+  ENode n{NodeKind::kOp, intern(op, std::move(params)), std::move(operands), origin, label};
   return add_node(std::move(n), ClassData{std::move(out.shapes), std::move(out.dtypes), tuple, false});
 }
 
@@ -172,8 +178,8 @@ ClassId EGraph::add_project(ClassId tuple, uint32_t k, uint32_t origin) {
 }
 
 std::vector<ClassId> EGraph::add_op_outputs(const OpDef& op, Params params, std::vector<ClassId> operands,
-                                            uint32_t origin) {
-  const ClassId c = add_op(op, std::move(params), std::move(operands), origin);
+                                            uint32_t origin, uint32_t label) {
+  const ClassId c = add_op(op, std::move(params), std::move(operands), origin, label);
   const ClassData& d = classes_[find(c)].data;
   if (!d.tuple) return {c};
   std::vector<ClassId> outs;
@@ -198,7 +204,7 @@ std::vector<ClassId> EGraph::add_graph(const Graph& graph) {
     }
     std::vector<ClassId> operands;
     for (ValueRef v : n.inputs) operands.push_back(classes[v.node].at(v.output));
-    classes[i] = add_op_outputs(*n.op, n.params, std::move(operands));
+    classes[i] = add_op_outputs(*n.op, n.params, std::move(operands), 0, add_label({n.name, n.value_names}));
   }
   std::vector<ClassId> outs;
   for (ValueRef v : graph.outputs()) outs.push_back(find(classes[v.node].at(v.output)));

@@ -62,6 +62,9 @@ struct ENode {
   // The rule application that first added this e-node (0: the input graph);
   // bookkeeping for reports, not part of the e-node's identity.
   uint32_t origin = 0;
+  // kOp: the names it carries (EGraph::label; 0: none), a model node's or
+  // those a rewrite gave (optimizer/node_names.h); not part of its identity.
+  uint32_t label = 0;
 
   bool same_as(const ENode& other) const {
     return kind == other.kind && head == other.head && children == other.children;
@@ -80,6 +83,12 @@ struct OpInstance {
   const OpDef* op = nullptr;
   Params params;
   uint64_t hash = 0;
+};
+
+// The names of an operator node (Node::name, Node::value_names).
+struct NodeLabel {
+  std::string name;
+  std::vector<std::string> value_names;
 };
 
 struct ClassData {
@@ -105,13 +114,19 @@ class EGraph {
   // An operator over value classes: its class (the tuple class for a
   // multi-output operator). Infers the output shapes and canonicalises the
   // parameters as Graph::add_op does (raising its ShapeError/ParamError).
-  ClassId add_op(const OpDef& op, Params params, std::vector<ClassId> operands, uint32_t origin = 0);
+  ClassId add_op(const OpDef& op, Params params, std::vector<ClassId> operands, uint32_t origin = 0,
+                 uint32_t label = 0);
   // Output `k` of a tuple class.
   ClassId add_project(ClassId tuple, uint32_t k, uint32_t origin = 0);
   // The value classes of an operator's outputs (projections of its tuple class where it has several).
   std::vector<ClassId> add_op_outputs(const OpDef& op, Params params, std::vector<ClassId> operands,
-                                      uint32_t origin = 0);
-  // Every node the graph's outputs need; returns the output classes, in order.
+                                      uint32_t origin = 0, uint32_t label = 0);
+  // Names for an operator e-node (ENode::label). An e-node that exists
+  // already keeps the names it was first added with.
+  uint32_t add_label(NodeLabel label);
+  const NodeLabel& label(uint32_t index) const { return labels_.at(index); }
+  // Every node the graph's outputs need (operators with their names);
+  // returns the output classes, in order.
   std::vector<ClassId> add_graph(const Graph& graph);
 
   // The class an e-node (with canonical children) is in, or kNoClass.
@@ -199,6 +214,7 @@ class EGraph {
   std::vector<OpInstance> op_instances_;
   std::unordered_multimap<uint64_t, uint32_t> op_instance_index_;
   std::vector<Node> leaves_;
+  std::vector<NodeLabel> labels_{NodeLabel{}};  // 0: no names
   std::unordered_map<std::string, uint32_t> input_by_name_;
   std::unordered_map<const void*, uint32_t> constant_by_tensor_;
   std::vector<uint32_t> input_leaves_;

@@ -752,7 +752,8 @@ Graph selection_graph(const EGraph& egraph, const Selection& selection, const st
         std::vector<ValueRef> operands;
         for (ClassId child : n.children) operands.push_back(values[egraph.find(child)].at(0));
         const OpInstance& oi = egraph.op_instance(n.head);
-        values[c] = g.find_or_add_op(*oi.op, oi.params, std::move(operands));
+        const NodeLabel& label = egraph.label(n.label);
+        values[c] = g.find_or_add_op(*oi.op, oi.params, std::move(operands), label.name, label.value_names);
         break;
       }
     }

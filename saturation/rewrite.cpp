@@ -248,12 +248,41 @@ bool already_holds(const EGraph& egraph, const MatchInstance& instance, const Pa
   return true;
 }
 
+namespace {
+
+// The names of the matched operator e-nodes, in the source's node order.
+std::vector<std::string> matched_names(const EGraph& egraph, const PatternMatch& match) {
+  std::vector<std::string> names;
+  for (size_t j = 0; j < match.classes.size(); ++j) {
+    if (match.classes[j] == kNoClass) continue;  // a variable
+    for (const ENode& n : egraph.eclass(match.classes[j]).nodes) {
+      if (n.kind != NodeKind::kOp || n.head != match.heads[j] || n.label == 0) continue;
+      names.push_back(egraph.label(n.label).name);
+      break;
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
 ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const PatternMatch& match, uint32_t origin,
-                          bool filter_cycles) {
+                          bool filter_cycles, const std::string& rule_tag, optimizer::AppliedRewrite* record) {
+  const std::vector<std::string> replaced =
+      rule_tag.empty() ? std::vector<std::string>{} : matched_names(egraph, match);
+  optimizer::RewriteNamer namer(rule_tag, replaced);
+  if (record) record->removed = replaced;
   const std::vector<ClassId> outputs = target_output_classes(
       egraph, proved, [&](const Node& n) { return egraph.add_constant(n); },
       [&](const Node& n, std::vector<ClassId> operands) {
-        return egraph.add_op(*n.op, n.params, std::move(operands), origin);
+        uint32_t label = 0;
+        if (!rule_tag.empty()) {
+          std::string name = namer.node_name(n.op->name);
+          if (record) record->added.push_back(name);
+          std::vector<std::string> values = optimizer::RewriteNamer::value_names(name, n.output_shapes.size());
+          label = egraph.add_label({std::move(name), std::move(values)});
+        }
+        return egraph.add_op(*n.op, n.params, std::move(operands), origin, label);
       },
       [&](ClassId tuple, uint32_t k) { return egraph.add_project(tuple, k, origin); });
   ApplyOutcome out;

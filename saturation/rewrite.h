@@ -31,6 +31,7 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
+#include "optimizer/node_names.h"
 #include "pet/region_check.h"
 #include "saturation/pattern.h"
 
@@ -98,8 +99,12 @@ struct ApplyOutcome {
 };
 
 // Adds the proved instance's target (its e-nodes carry `origin`) and unions
-// its outputs with `match.outputs`.
+// its outputs with `match.outputs`. The target's new e-nodes are named after
+// a matched e-node's name and `rule_tag` (optimizer/node_names.h; an empty
+// tag: no names); `record` (when given) receives the names of the matched
+// e-nodes and of the target's.
 ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const PatternMatch& match, uint32_t origin,
-                          bool filter_cycles);
+                          bool filter_cycles, const std::string& rule_tag = "",
+                          optimizer::AppliedRewrite* record = nullptr);
 
 }  // namespace tgr::saturation

@@ -440,9 +440,12 @@ RunnerStats Runner::run() {
     bool node_limit = false;
     for (size_t i = 0; i < work.size() && !node_limit; ++i) {
       if (!proved[i]) continue;
+      const optimizer::DirectedRule& rule = rules_[work[i].first];
       applications_.push_back(work[i].first);
+      rewrites_.push_back(optimizer::start_record(rule));
       const auto origin = static_cast<uint32_t>(applications_.size());
-      const ApplyOutcome a = apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles);
+      const ApplyOutcome a = apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles,
+                                          rewrites_.back().tag, &rewrites_.back());
       ++it.applied;
       it.unions += a.unions;
       stats.cycles_filtered += a.cycles_filtered;

@@ -70,6 +70,7 @@
 
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
+#include "optimizer/node_names.h"
 #include "optimizer/rule_set.h"
 #include "pet/region_check.h"
 #include "saturation/egraph.h"
@@ -150,6 +151,8 @@ class Runner {
   RunnerStats run();
   // Rule application `origin` (an ENode::origin > 0) applied rules[rule_of(origin)].
   size_t rule_of(uint32_t origin) const { return applications_.at(origin - 1); }
+  // Where application `origin` applied: the names of the e-nodes it matched and made.
+  const optimizer::AppliedRewrite& rewrite_of(uint32_t origin) const { return rewrites_.at(origin - 1); }
 
  private:
   EGraph& egraph_;
@@ -158,6 +161,7 @@ class Runner {
   RunnerOptions options_;
   optimizer::CostModel* cost_;
   std::vector<size_t> applications_;
+  std::vector<optimizer::AppliedRewrite> rewrites_;  // per application, as applications_
 };
 
 }  // namespace tgr::saturation

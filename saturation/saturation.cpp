@@ -76,6 +76,7 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
     std::vector<uint32_t> origins = selection_origins(egraph, *chosen, roots);  // ascending: first application first
     for (uint32_t origin : origins) {
       const optimizer::DirectedRule& r = rules.at(runner.rule_of(origin));
+      result.rewrites.push_back(runner.rewrite_of(origin));
       auto use = std::find_if(result.applied.begin(), result.applied.end(),
                               [&](const optimizer::RuleUse& u) { return u.id == r.id && u.text == r.text; });
       if (use == result.applied.end()) result.applied.push_back({r.id, r.text, 1});
@@ -199,6 +200,7 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
     out.initial_cost = r.initial_cost;
     out.best_cost = r.best_cost;
     out.applied = std::move(r.applied);
+    out.rewrites = std::move(r.rewrites);
     out.stop_reason = stop_reason_name(r.stats.runner.stop);
     out.summary = summary_line(r.stats);
     out.report = stats_json(r.stats);

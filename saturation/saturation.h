@@ -57,6 +57,7 @@ struct SaturationResult {
   // The rules whose e-nodes the extracted graph uses; count: their
   // applications that contributed e-nodes. By first application.
   std::vector<optimizer::RuleUse> applied;
+  std::vector<optimizer::AppliedRewrite> rewrites;  // those applications, by origin
   SaturationStats stats;
 };
 

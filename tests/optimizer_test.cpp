@@ -12,6 +12,7 @@
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
 #include "optimizer/matcher.h"
+#include "optimizer/node_names.h"
 #include "optimizer/optimize_model.h"
 #include "optimizer/partial_instance.h"
 #include "optimizer/rewrite.h"
@@ -139,6 +140,65 @@ TEST(Instance, SplitSizesAreRederivedFromTheModelShapes) {
   const Graph rewritten = apply_instance(g, matches[0], *inst);
   EXPECT_EQ(count_ops(rewritten, "matmul"), 1);
   expect_same_outputs(g, rewritten);
+}
+
+// --- names (optimizer/node_names.h) -------------------------------------------------
+
+TEST(Names, ARewriteKeepsTheNamesOfWhatSurvivesAndNamesWhatItMakesAfterTheRule) {
+  const auto rules =
+      rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                 "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                 "w1))).1)",
+                 "x0=2x3,w0=3x4,w1=3x5"}});
+  Graph g;
+  const ValueRef x = g.add_input("x", {8, 16});
+  const OpDef& matmul = OpTable::instance().get("matmul");
+  const OpDef& relu = OpTable::instance().get("relu");
+  const ValueRef q = g.add_op(matmul, matmul.make_params({}), {x, weight(g, {16, 6}, 1)}, "/layer/query/MatMul")[0];
+  const ValueRef k = g.add_op(matmul, matmul.make_params({}), {x, weight(g, {16, 10}, 2)}, "/layer/key/MatMul")[0];
+  const ValueRef r = g.add_op(relu, relu.make_params({}), {q}, "/layer/Relu")[0];
+  g.name_value(r, "/layer/Relu_output_0");
+  g.add_output(r);
+  g.add_output(k);
+  const auto matches = find_matches(GraphIndex(g), rules[0]);
+  ASSERT_FALSE(matches.empty());
+  const auto inst = instantiate(g, rules[0], matches[0]);
+  ASSERT_TRUE(inst);
+  AppliedRewrite record;
+  const Graph out = apply_instance(g, matches[0], *inst, rule_tag(rules[0]), &record);
+  EXPECT_EQ(record.removed, (std::vector<std::string>{"/layer/query/MatMul", "/layer/key/MatMul"}));
+  const std::string stem = "/layer/query/MatMul/rule" + std::to_string(rules[0].id) + "/";
+  EXPECT_EQ(record.added, (std::vector<std::string>{stem + "concat", stem + "matmul", stem + "split"}));
+  std::map<std::string, const Node*> by_name;
+  for (int32_t i : out.topological_order())
+    if (out.node(i).is_op()) by_name[out.node(i).name] = &out.node(i);
+  ASSERT_TRUE(by_name.contains("/layer/Relu"));  // survives, names and all
+  EXPECT_EQ(by_name["/layer/Relu"]->value_names, (std::vector<std::string>{"/layer/Relu_output_0"}));
+  EXPECT_FALSE(by_name.contains("/layer/query/MatMul"));
+  ASSERT_TRUE(by_name.contains(stem + "split"));
+  EXPECT_EQ(by_name[stem + "split"]->value_names,
+            (std::vector<std::string>{stem + "split_output_0", stem + "split_output_1"}));
+  // Folding keeps operator names and names a folded weight as the value it replaces.
+  const Graph folded = fold_constants(out);
+  bool concat_folded = false, relu_named = false;
+  for (int32_t i : folded.topological_order()) {
+    concat_folded |= folded.node(i).is_constant() && folded.node(i).name == stem + "concat_output_0";
+    relu_named |= folded.node(i).is_op() && folded.node(i).name == "/layer/Relu";
+  }
+  EXPECT_TRUE(concat_folded);
+  EXPECT_TRUE(relu_named);
+}
+
+TEST(Names, ARewrittenNodesNameIsCutBackToTheModelsBeforeItIsReused) {
+  EXPECT_EQ(model_name_of("/a/MatMul/rule20/matmul_1"), "/a/MatMul");
+  EXPECT_EQ(model_name_of("/a/MatMul/default_rule3/split"), "/a/MatMul");
+  EXPECT_EQ(model_name_of("rule3/split"), "");
+  EXPECT_EQ(model_name_of("/a/rules/rule/x"), "/a/rules/rule/x");  // no rule id: a model's own name
+  RewriteNamer namer("rule5", {"", "/a/MatMul/rule20/matmul", "/b/Add"},
+                     [](const std::string& n) { return n == "/a/MatMul/rule5/add"; });
+  EXPECT_EQ(namer.node_name("add"), "/a/MatMul/rule5/add_1");  // the graph holds "/a/MatMul/rule5/add"
+  EXPECT_EQ(namer.node_name("add"), "/a/MatMul/rule5/add_2");
+  EXPECT_EQ(namer.node_name("relu"), "/a/MatMul/rule5/relu");
 }
 
 TEST(Instance, AnInstanceThatDoesNotHoldAtTheModelShapesIsNotProved) {
@@ -484,6 +544,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   r.cost_before_us = 123.456789;
   r.cost_after_us = 100;
   r.rules_applied = {{7, "relu(relu(x0)) => relu(x0)", 3}};
+  r.rewrites = {{7, "relu(relu(x0)) => relu(x0)", "rule7", {"/a/Relu", "/a/Relu_1"}, {"/a/Relu/rule7/relu"}}};
   r.search.popped = 4;
   r.search.timed_out = true;
   r.proofs.proved = 5;
@@ -493,6 +554,9 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
   r.import_seconds = 0.25;
 
   const nlohmann::ordered_json j = r.to_json();
+  EXPECT_EQ(j["rewrites"][0]["rule"], "rule7");
+  EXPECT_EQ(j["rewrites"][0]["removed"][1], "/a/Relu_1");
+  EXPECT_EQ(j["rewrites"][0]["added"][0], "/a/Relu/rule7/relu");
   const std::vector<std::string> report_keys = {"model",
                                                 "output",
                                                 "rules_db",
@@ -509,6 +573,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
                                                 "min_gain",
                                                 "below_min_gain",
                                                 "rules_applied",
+                                                "rewrites",
                                                 "search",
                                                 "proofs",
                                                 "folded_constant_nodes",

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "optimizer/html_report.h"
 #include "optimizer/optimize_model.h"
 #include "saturation/saturation.h"
 #include "tools/cli_app.h"
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
                  "given here unless --no-default-rules)");
   app.add_flag("--no-default-rules", no_default_rules, "with --rules: use that database's rules only");
   app.add_option("--report", report_path, "write a JSON report here");
+  std::string html_path;
+  app.add_option("--report-html", html_path,
+                 "write an HTML page here: both graphs drawn (Graphviz), the rewrites located, costs, proofs");
   app.add_option("--budget", o.backtracking.budget, "graphs the search pops from its queue")
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--alpha", o.backtracking.alpha, "keep graphs costing less than alpha times the best")
@@ -122,15 +126,19 @@ int main(int argc, char** argv) {
     tgr::cli::refuse_same_files({{"the model", o.model},
                                  {"-o", o.output, true},
                                  {"--report", report_path, true},
+                                 {"--report-html", html_path, true},
                                  {"the rules database", o.rules_db},
                                  {"the default rules database", o.default_rules_db},
                                  {"--costs", o.target.costs_db}});
     std::optional<tgr::cli::DataToStdout> to_stdout;  // -o -
     if (tgr::cli::is_stdout(o.output)) o.output = to_stdout.emplace(".onnx").path();
+    const std::string dot = html_path.empty() ? "" : tgr::optimizer::find_graphviz_dot();  // before the work
+    o.keep_graphs = !html_path.empty();
     tgr::optimizer::OptimizeReport report = tgr::optimizer::optimize_model(o);
     if (to_stdout) report.options.output = "-";
     const std::vector<std::string> warnings = tgr::cli::unverified_rule_warnings({o.rules_db, o.default_rules_db});
     if (!report_path.empty()) write_report(report_path, report, warnings);
+    if (!html_path.empty()) tgr::optimizer::write_html_report(report, html_path, dot);
     if (!quiet) report.print_summary(stdout);  // stderr with -o -
     for (const std::string& w : warnings)      // in the summary; with -q on stderr
       std::fprintf(quiet ? stderr : stdout, quiet ? "optimize: warning: %s\n" : "  warning:        %s\n", w.c_str());

@@ -3,6 +3,7 @@
 //   rules --db F stats                                  counts by status, kind, size; the runs
 //   rules --db F list [--status S] [--operator OP] [--axiom A] [--format text|json|rules]
 //   rules --db F show ID                                every field of one rule
+//   rules --db F show ID --dot                          the rule's two sides in Graphviz dot (| dot -Tsvg)
 //   rules --db F lookup "SRC => DST" [--shapes S]       by canonical text, else whether stored rules imply it:
 //                                                       exit 0 stored or implied, 1 neither, 2 syntax error
 //   rules --db F unknowns [--examples N]                why the prover left rules unknown, classified
@@ -37,6 +38,8 @@
 
 #include "generator/implication.h"
 #include "ir/canonical.h"
+#include "ir/graph_dot.h"
+#include "ir/text.h"
 #include "rules_db/rule_json.h"
 #include "rules_db/rules_db.h"
 #include "tools/cli_app.h"
@@ -110,10 +113,19 @@ int cmd_list(const RulesDb& db, const std::optional<std::string>& status, const 
   return 0;
 }
 
-int cmd_show(const RulesDb& db, int64_t id) {
+int cmd_show(const RulesDb& db, int64_t id, bool dot) {
   const auto rule = db.get_rule(id);
   if (!rule) throw std::runtime_error("no rule with id " + std::to_string(id) + " in '" + db.path() + "'");
   const RuleRecord& r = *rule;
+  if (dot) {  // both sides built at the rule's own shapes
+    tgr::DTypeMap dtypes;
+    const tgr::ShapeMap shapes = tgr::parse_shape_map(r.variables, &dtypes);
+    std::fputs(tgr::rule_to_dot(tgr::build_rule(r.rule_text(), shapes, dtypes),
+                                "rule " + std::to_string(r.id) + ": " + r.rule_text())
+                   .c_str(),
+               stdout);
+    return 0;
+  }
   // One field per line: line breaks inside a value are shown as \n.
   auto line = [](const char* key, const std::string& value) {
     std::string v;
@@ -492,6 +504,8 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "every field of one rule");
   int64_t id = 0;
   show->add_option("id", id, "rule id")->required();
+  bool dot = false;
+  show->add_flag("--dot", dot, "print the rule's two sides as a Graphviz graph (render: | dot -Tsvg)");
   auto* lookup = app.add_subcommand("lookup",
                                     "find a rule by its canonical text, or how stored rules imply it (exit 0 stored or "
                                     "implied, 1 neither, 2 bad text)");
@@ -547,7 +561,7 @@ int main(int argc, char** argv) {
     if (*check) return cmd_check(db, files, status);
     if (*stats) return cmd_stats(db);
     if (*list) return cmd_list(db, status, filter, format);
-    if (*show) return cmd_show(db, id);
+    if (*show) return cmd_show(db, id, dot);
     if (*lookup) return cmd_lookup(db, text, shapes);
     if (*unknowns) return cmd_unknowns(db, examples);
     if (*costs) return cmd_costs(db, device);

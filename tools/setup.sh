@@ -13,6 +13,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev nlohmann-json3-dev
   coinor-libcbc-dev
+  graphviz chromium
   python3-dev python3-venv pybind11-dev
 )
 
