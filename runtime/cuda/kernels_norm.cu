@@ -121,8 +121,9 @@ __global__ void reduce_rows(const float* x, float* out, int64_t rows, int64_t n,
   constexpr int kRowsPerBlock = kThreads >= 256 ? 1 : 256 / kThreads;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kThreads;
   const int lane = static_cast<int>(threadIdx.x % kThreads);
-  const float identity =
-      kind == ReduceKind::kMax ? -INFINITY : kind == ReduceKind::kMin ? INFINITY : 0.f;  // n >= 1 replaces it
+  const float identity = kind == ReduceKind::kMax   ? -INFINITY
+                         : kind == ReduceKind::kMin ? INFINITY
+                                                    : 0.f;  // n >= 1 replaces it
   float acc = identity;
   if (row < rows) {
     const float* r = x + row * n;
@@ -190,8 +191,7 @@ void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* re
     target.size[target.rank++] = in_dims.size[d];
   }
   if (!int64 && trailing && red.count() > 0) {
-    launch_reduce_rows(static_cast<const float*>(x), static_cast<float*>(out), kept.count(), red.count(), kind,
-                       stream);
+    launch_reduce_rows(static_cast<const float*>(x), static_cast<float*>(out), kept.count(), red.count(), kind, stream);
     return;
   }
   const unsigned grid = grid_for(kept.count());

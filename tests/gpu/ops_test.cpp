@@ -103,9 +103,9 @@ const OpCase kCases[] = {
     {"maxpool[kernel=2x2, dilation=2x2, pad=valid](x)", "x=2x2x7x9"},
     {"avgpool[kernel=3x3, stride=2x2, include_pad=1](x)", "x=1x3x9x8"},
     {"avgpool[kernel=3x3](x)", "x=1x2x5x6"},
-    {"avgpool[kernel=7x7, pad=valid](x)", "x=1x16x7x7"},                   // global: a warp per plane
-    {"avgpool[kernel=56x56, pad=valid](x)", "x=1x96x56x56", 1e-5},         // global: a block per plane
-    {"avgpool[kernel=3x5, pad=valid](x)", "x=2x3x3x5"},                    // global, not square
+    {"avgpool[kernel=7x7, pad=valid](x)", "x=1x16x7x7"},            // global: a warp per plane
+    {"avgpool[kernel=56x56, pad=valid](x)", "x=1x96x56x56", 1e-5},  // global: a block per plane
+    {"avgpool[kernel=3x5, pad=valid](x)", "x=2x3x3x5"},             // global, not square
     // layout
     {"transpose[perm=0x2x1x3](x)", "x=2x3x4x5"},
     {"transpose(x)", "x=3x7"},
