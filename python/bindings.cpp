@@ -73,12 +73,9 @@ std::string optimize_file(const std::string& model, const std::string& output, c
   for (const auto& [key, value] : settings) apply_setting(o, s, key.cast<std::string>(), value);
   if (s.timeout) o.backtracking.timeout_s = *s.timeout;
   o.backtracking.parallel = !s.sequential;
-  // As `optimize --search saturate` (tools/optimize.cpp).
+  // As `optimize --search saturate` (saturation/saturation.h).
   if (s.search == "saturate") {
-    if (s.timeout) s.saturation.runner.time_limit_s = *s.timeout;
-    s.saturation.runner.parallel = o.backtracking.parallel;
-    s.saturation.use_ilp = s.saturation.ilp.time_limit_s > 0;
-    o.search = saturation::saturation_search(s.saturation);
+    o.search = saturation::saturation_search(s.saturation, s.timeout, o.backtracking.parallel);
   } else if (s.search != "backtrack") {
     throw std::invalid_argument("search '" + s.search + "': expected backtrack or saturate");
   }

@@ -208,4 +208,11 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
   };
 }
 
+optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel) {
+  if (timeout_s) options.runner.time_limit_s = *timeout_s;
+  options.runner.parallel = parallel;
+  options.use_ilp = options.ilp.time_limit_s > 0;
+  return saturation_search(options);
+}
+
 }  // namespace tgr::saturation

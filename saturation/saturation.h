@@ -18,6 +18,7 @@
 //   saturate_and_extract        all of it, for the optimizer's callers
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,5 +73,10 @@ std::string summary_line(const SaturationStats& stats);
 // saturate_and_extract as optimize_model's search (OptimizeOptions::search,
 // optimizer/optimize_model.h): what `optimize --search saturate` runs.
 optimizer::SearchFunction saturation_search(const SaturationOptions& options);
+// The same with the program's settings, as `optimize --search saturate` and
+// the Python package take them: `timeout_s` (when given) limits the
+// saturation as it limits the backtracking search, `parallel` as
+// --sequential, and an ILP time limit of 0 means greedy extraction only.
+optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel);
 
 }  // namespace tgr::saturation

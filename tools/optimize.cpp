@@ -104,12 +104,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> input_shapes;
   tgr::cli::add_input_shape_option(app, input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
-  if (search == "saturate") {
-    if (timeout->count() > 0) saturation.runner.time_limit_s = o.backtracking.timeout_s;
-    saturation.runner.parallel = o.backtracking.parallel;
-    saturation.use_ilp = saturation.ilp.time_limit_s > 0;
-    o.search = tgr::saturation::saturation_search(saturation);
-  }
+  if (search == "saturate")
+    o.search = tgr::saturation::saturation_search(
+        saturation, timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt,
+        o.backtracking.parallel);
   if (no_default_rules) o.default_rules_db.clear();
   o.target.target = tgr::optimizer::parse_target(target);
   if (o.target.costs_db.empty())
