@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <set>
 
 namespace tgr::onnx_io {
 namespace fs = std::filesystem;
@@ -233,6 +234,15 @@ int64_t default_opset(const onnx::ModelProto& model) {
     if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
   throw OnnxError("model" + (model.graph().name().empty() ? "" : " " + in_quotes(model.graph().name())) +
                   " imports no opset of the default domain (\"\" or \"ai.onnx\")");
+}
+
+std::vector<std::string> graph_input_names(const onnx::ModelProto& model) {
+  std::set<std::string> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto& in : model.graph().input())
+    if (!initializers.count(in.name())) names.push_back(in.name());
+  return names;
 }
 
 ConstantValue tensor_to_constant(const TensorProto& t) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ir/tensor.h"
 
@@ -34,6 +35,9 @@ void save_model(const onnx::ModelProto& model, const std::string& path);
 
 // The opset version of the default domain ("" or "ai.onnx").
 int64_t default_opset(const onnx::ModelProto& model);
+
+// The model's real inputs (graph inputs that are not initializers), in order.
+std::vector<std::string> graph_input_names(const onnx::ModelProto& model);
 
 // FLOAT, DOUBLE, FLOAT16, BFLOAT16 -> kFloat (float32); INT8..INT64 and
 // UINT8..UINT64 -> kInt64 (UINT64 values beyond int64 raise); BOOL -> kBool.

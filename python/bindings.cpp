@@ -11,7 +11,6 @@
 #include <map>
 #include <new>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -91,16 +90,6 @@ std::string optimize_file(const std::string& model, const std::string& output, c
   return report.to_json().dump(2);
 }
 
-// The model's real inputs (not initializers), in order.
-std::vector<std::string> graph_input_names(const onnx::ModelProto& model) {
-  std::set<std::string> initializers;
-  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
-  std::vector<std::string> names;
-  for (const auto& in : model.graph().input())
-    if (!initializers.count(in.name())) names.push_back(in.name());
-  return names;
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
@@ -122,7 +111,7 @@ std::vector<std::pair<std::string, py::bytes>> run_model(const std::optional<std
   } else if (!proto.ParseFromString(std::string(*model_bytes))) {
     throw onnx_io::OnnxError("the model is not a valid ONNX protobuf");
   }
-  const std::vector<std::string> names = graph_input_names(proto);
+  const std::vector<std::string> names = onnx_io::graph_input_names(proto);
   for (const auto& [name, bytes] : input_tensors)
     if (std::find(names.begin(), names.end(), name) == names.end())
       throw std::invalid_argument("the model has no input '" + name + "' (its inputs: " + join(names) + ")");

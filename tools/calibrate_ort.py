@@ -131,7 +131,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except subprocess.CalledProcessError as e:
-        sys.exit("%s: error: %s failed (exit %d)" % (os.path.basename(__file__), " ".join(map(str, e.cmd)), e.returncode))
+    ort_timing.run_program(main, __file__)

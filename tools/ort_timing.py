@@ -12,6 +12,8 @@ compared).
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -105,3 +107,13 @@ def wall_us(sess, feeds, runs):
         sess.run(None, feeds)
         samples.append((time.perf_counter() - t) * 1e6)
     return samples
+
+
+def run_program(main, program_file):
+    """Exits with main()'s status; a tgr program that failed under it
+    (subprocess.CalledProcessError) ends the script with `NAME: error: ...`."""
+    try:
+        sys.exit(main())
+    except subprocess.CalledProcessError as e:
+        sys.exit("%s: error: %s failed (exit %d)" % (os.path.basename(program_file), " ".join(map(str, e.cmd)),
+                                                    e.returncode))

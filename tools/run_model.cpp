@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <regex>
-#include <set>
 
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
@@ -22,16 +21,6 @@ using onnx_io::NamedTensor;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-// The model's real inputs (not initializers), in order.
-std::vector<std::string> graph_input_names(const onnx::ModelProto& model) {
-  std::set<std::string> initializers;
-  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
-  std::vector<std::string> names;
-  for (const auto& in : model.graph().input())
-    if (!initializers.count(in.name())) names.push_back(in.name());
-  return names;
 }
 
 // Matches tensors to graph inputs: by name where every tensor names an
@@ -161,7 +150,7 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
 
 int run_model(const ModelRunOptions& o) {
   Loaded model{onnx_io::load_model(o.model), {}};
-  model.input_names = graph_input_names(model.proto);
+  model.input_names = onnx_io::graph_input_names(model.proto);
 
   if (!o.test_data.empty()) {
     std::vector<std::string> sets;
