@@ -144,6 +144,7 @@ __global__ void reduce_rows(const float* x, float* out, int64_t rows, int64_t n,
 }  // namespace
 
 void launch_reduce_rows(const float* x, float* out, int64_t rows, int64_t n, ReduceKind kind, cudaStream_t stream) {
+  if (rows == 0) return;  // an empty output (a kept axis of size 0): a launch of no blocks would be an error
   if (n > 1024) {
     reduce_rows<256><<<static_cast<unsigned>(rows), 256, 0, stream>>>(x, out, rows, n, kind);
   } else {

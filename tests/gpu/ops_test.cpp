@@ -158,6 +158,7 @@ const OpCase kCases[] = {
     {"reduce_min[axes=1x2, keepdims=0](x)", "x=4x3x20"},
     {"reduce_max[axes=1](log(x))", "x=6x40"},  // NaN (log of a negative) propagates, as on the CPU
     {"reduce_sum[axes=1](x)", "x=3x5000", 1e-4},
+    {"reduce_sum[axes=1](x)", "x=0x50"},  // no rows: nothing to launch
     // mixed types
     {"less(x0, x1)", "x0=3x4,x1=4"},
     {"greater_equal(x0, x1)", "x0=3x4,x1=3x1"},
