@@ -1,5 +1,7 @@
 #include "optimizer/instance.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -159,6 +161,7 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
     try {
       inst.rule = build_rule(text, shapes, dtypes);
       inst.text = std::move(text);
+      inst.proof_axioms = rule.proof_axioms;
       return inst;
     } catch (const ParseError&) {
       // this choice of parameters does not type-check (build_rule reports
@@ -171,8 +174,39 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
   return std::nullopt;
 }
 
+namespace {
+
+// The names of a database's `axioms` column (a JSON array of strings); none
+// for "" or a value that is not such an array (the full search runs).
+std::vector<std::string> axiom_names(const std::string& json_array) {
+  std::vector<std::string> names;
+  if (json_array.empty()) return names;
+  const nlohmann::json parsed = nlohmann::json::parse(json_array, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) return names;
+  for (const auto& name : parsed)
+    if (name.is_string()) names.push_back(name.get<std::string>());
+  return names;
+}
+
+// `op(a, b) = op(b, a)` with a, b variables.
+bool swaps_arguments(const axioms::Axiom& axiom) {
+  if (axiom.lhs.size() != 1 || axiom.rhs.size() != 1) return false;
+  const Expr& l = axiom.lhs[0];
+  const Expr& r = axiom.rhs[0];
+  auto is_var = [](const Expr& e) { return e.kind == Expr::Kind::kVar; };
+  return l.kind == Expr::Kind::kCall && r.kind == Expr::Kind::kCall && l.name == r.name && l.args.size() == 2 &&
+         r.args.size() == 2 && l.params.empty() && r.params.empty() && is_var(l.args[0]) && is_var(l.args[1]) &&
+         is_var(r.args[0]) && is_var(r.args[1]) && l.args[0].name == r.args[1].name &&
+         l.args[1].name == r.args[0].name && l.args[0].name != l.args[1].name;
+}
+
+}  // namespace
+
 InstanceProver::InstanceProver(const verifier::Prover& prover, verifier::ProofOptions options)
-    : prover_(prover), options_(options) {}
+    : prover_(prover), options_(options) {
+  for (const axioms::Axiom& axiom : prover.axioms())
+    if (swaps_arguments(axiom)) argument_swaps_.push_back(axiom.name);
+}
 
 bool InstanceProver::proved(const Instance& instance) {
   if (instance.region_checked) {  // a corrected partial rule: no Z3 proof, the check decided
@@ -191,16 +225,27 @@ bool InstanceProver::proved(const Instance& instance) {
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  const verifier::ProofResult result = prover_.prove(instance.rule, options_);
+  verifier::ProofResult result;
+  bool replayed = false;
+  if (std::vector<std::string> axioms = axiom_names(instance.proof_axioms); !axioms.empty()) {
+    axioms.insert(axioms.end(), argument_swaps_.begin(), argument_swaps_.end());
+    verifier::ProofOptions replay = options_;
+    replay.only_axioms = std::move(axioms);
+    result = prover_.prove(instance.rule, replay);
+    replayed = result.status == verifier::ProofStatus::kProved;
+  }
+  if (!replayed) result = prover_.prove(instance.rule, options_);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const bool ok = result.status == verifier::ProofStatus::kProved;
   std::lock_guard lock(mutex_);
   ++stats_.proofs;
+  stats_.replayed += replayed;
   ++(ok ? stats_.proved : stats_.failed);
   stats_.proof_ms += ms;
   // TGR_DEBUG_INSTANCES=1: print every instance proof (why a rule never applies to a model).
   if (std::getenv("TGR_DEBUG_INSTANCES"))
-    std::fprintf(stderr, "instance %s in %.1f ms: %s | %s\n", ok ? "proved" : "NOT proved", ms, instance.text.c_str(),
+    std::fprintf(stderr, "instance %s in %.1f ms%s: %s | %s\n", ok ? "proved" : "NOT proved", ms,
+                 replayed ? " (replayed)" : "", instance.text.c_str(),
                  instance.shapes.c_str());
   cache_.emplace(std::move(key), ok);
   return ok;

@@ -144,6 +144,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
        {{"proved", proofs.proved},
         {"failed", proofs.failed},
         {"cache_hits", proofs.cache_hits},
+        {"replayed", proofs.replayed},
         {"corrected_partial", proofs.corrected},
         {"ms", six_digits(proofs.proof_ms)}}},
       {"folded_constant_nodes", fold.folded_nodes},

@@ -47,8 +47,9 @@ std::vector<RuleDirectionText> read_rule_directions(const std::string& path, Rul
       continue;
     }
     ++s.proved;
-    out.push_back({record.id, false, false, record.source + " => " + record.target, record.variables});
-    out.push_back({record.id, true, false, record.target + " => " + record.source, record.variables});
+    const std::string axioms = record.axioms.value_or("");
+    out.push_back({record.id, false, false, record.source + " => " + record.target, record.variables, 0, false, axioms});
+    out.push_back({record.id, true, false, record.target + " => " + record.source, record.variables, 0, false, axioms});
   }
   return out;
 }
@@ -143,6 +144,7 @@ std::vector<DirectedRule> build_directed_rules(const std::vector<RuleDirectionTe
     r.partial = d.partial;
     r.rule_set = d.rule_set;
     r.shipped = d.shipped;
+    r.proof_axioms = d.proof_axioms;
     r.text = d.text;
     parsed[i].expr = {};
     built[i] = std::move(r);

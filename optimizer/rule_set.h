@@ -36,6 +36,7 @@ struct DirectedRule {
   bool partial = false;  // a PET rule: applied with its correction (region-checked, not proved)
   size_t rule_set = 0;   // RuleDirectionText::rule_set of the direction it was built from
   bool shipped = false;  // RuleDirectionText::shipped
+  std::string proof_axioms;  // RuleDirectionText::proof_axioms
 };
 
 struct RuleLoadStats {
@@ -65,6 +66,11 @@ struct RuleDirectionText {
   // One of the rules shipped with tgr (whichever set it is counted in):
   // saturation runs these first.
   bool shipped = false;
+  // The axioms of the rule's proof (the database's `axioms` column, a JSON
+  // array of names; "" when none is stored): an instance's proof replays
+  // them first (InstanceProver). Initialised so that the brace
+  // initialisations that leave it out need not name it.
+  std::string proof_axioms{};
 };
 
 // The directions of the partial rules that carry a correction (left to right)

@@ -223,6 +223,48 @@ TEST(Instance, AnInstanceThatDoesNotHoldAtTheModelShapesIsNotProved) {
   EXPECT_EQ(instances.stats().failed, 2);
 }
 
+// Two convolutions of one input, each with a per-channel bias and relu,
+// the bias added after the convolution (as exporters write it; the shipped
+// rule #22 adds it first, so the match relies on add being commutative).
+Graph two_conv_bias_relu() {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 16, 9, 9});
+  for (int64_t c : {6, 10}) {
+    const ValueRef conv = g.apply("conv2d", {x, weight(g, {c, 16, 1, 1}, static_cast<uint64_t>(c))});
+    g.add_output(g.apply("relu", {g.apply("add", {conv, weight(g, {1, c, 1, 1}, static_cast<uint64_t>(c) + 1)})}));
+  }
+  return g;
+}
+
+TEST(Instance, AProofReplaysTheAxiomsOfTheRulesProofFirst) {
+  const DirectedRule* merge = nullptr;
+  for (const DirectedRule& r : default_rules())
+    if (r.id == 22 && !r.reversed) merge = &r;
+  ASSERT_NE(merge, nullptr);
+  ASSERT_NE(merge->proof_axioms.find("conv2d_concat_kernels"), std::string::npos) << merge->proof_axioms;
+  const Graph g = two_conv_bias_relu();
+  const auto matches = find_matches(GraphIndex(g), *merge);
+  ASSERT_FALSE(matches.empty());
+  auto inst = instantiate(g, *merge, matches[0]);
+  ASSERT_TRUE(inst);
+  EXPECT_EQ(inst->proof_axioms, merge->proof_axioms);
+  // The replay (the rule's axioms and add's argument swap) proves it.
+  InstanceProver replaying(prover(), proof_options());
+  EXPECT_TRUE(replaying.proved(*inst));
+  EXPECT_EQ(replaying.stats().replayed, 1);
+  // Axioms that cannot prove it: the full search still does.
+  inst->proof_axioms = R"(["relu_concat"])";
+  InstanceProver falling_back(prover(), proof_options());
+  EXPECT_TRUE(falling_back.proved(*inst));
+  EXPECT_EQ(falling_back.stats().replayed, 0);
+  EXPECT_EQ(falling_back.stats().proved, 1);
+  // No recorded axioms (or a value that is not a list of names): the full search.
+  inst->proof_axioms = "not json";
+  InstanceProver unrecorded(prover(), proof_options());
+  EXPECT_TRUE(unrecorded.proved(*inst));
+  EXPECT_EQ(unrecorded.stats().replayed, 0);
+}
+
 // --- search on model-shaped graphs -----------------------------------------------
 
 TEST(Search, AttentionProjectionsSharingAnInputMergeIntoOneMatmul) {
@@ -585,7 +627,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
                                       "unproved_instances", "matches_rejected_used_outside", "matches_rejected_cycle",
                                       "budget", "alpha", "timed_out", "stop_reason", "seconds"}));
   EXPECT_EQ(keys_of(j["proofs"]),
-            (std::vector<std::string>{"proved", "failed", "cache_hits", "corrected_partial", "ms"}));
+            (std::vector<std::string>{"proved", "failed", "cache_hits", "replayed", "corrected_partial", "ms"}));
   EXPECT_EQ(keys_of(j["seconds"]), (std::vector<std::string>{"import", "search", "export"}));
 
   EXPECT_EQ(j["target"], "onnxruntime-cpu");  // the default target

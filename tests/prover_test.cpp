@@ -100,6 +100,27 @@ TEST(Prover, TrueRuleWithoutItsAxiomIsUnknownWithAReason) {
   EXPECT_NE(r.reason.find("no proof"), std::string::npos) << r.reason;
 }
 
+TEST(Prover, ARestrictedSearchProvesWithTheAxiomsItIsGivenOnly) {
+  // Two convolutions of one input merged: the proof's own axioms suffice,
+  // and the search restricted to them visits fewer forms than the full one.
+  const std::string rule =
+      "(conv2d(i0, k0), conv2d(i0, k1)) => (split[axis=1, sizes=48x64](conv2d(i0, concat[axis=0](k0, k1))).0, "
+      "split[axis=1, sizes=48x64](conv2d(i0, concat[axis=0](k0, k1))).1)";
+  const Rule at_model_shapes = build_rule(rule, parse_shape_map("i0=1x192x35x35,k0=48x192x1x1,k1=64x192x1x1"));
+  ProofOptions options;
+  options.refute_trials = 0;
+  const ProofResult full = prover().prove(at_model_shapes, options);
+  ASSERT_EQ(full.status, ProofStatus::kProved) << full.reason;
+  options.only_axioms = full.axioms;
+  const ProofResult replay = prover().prove(at_model_shapes, options);
+  ASSERT_EQ(replay.status, ProofStatus::kProved) << replay.reason;
+  EXPECT_EQ(replay.axioms, full.axioms);
+  EXPECT_LT(replay.states, full.states);
+  // Without the axiom that splits a convolution's kernels, no proof.
+  options.only_axioms = {"split_concat"};
+  EXPECT_NE(prover().prove(at_model_shapes, options).status, ProofStatus::kProved);
+}
+
 TEST(Prover, ClosedTermsOfLayoutOperatorsAreEvaluated) {
   const ProofResult r = prove("concat[axis=0](ones[shape=2x4](), concat[axis=0](ones[shape=2x4](), w0)) => "
                               "concat[axis=0](ones[shape=4x4](), w0)",

@@ -72,7 +72,8 @@ class BidirectionalRewriteSearch {
  public:
   BidirectionalRewriteSearch(const RewriteSet& rewrites, const Rule& rule, const ProofOptions& options,
                              Clock::time_point deadline)
-      : rewrites_(rewrites), options_(options), deadline_(deadline) {
+      : rewrites_(rewrites), options_(options), deadline_(deadline),
+        only_axioms_(options.only_axioms.begin(), options.only_axioms.end()) {
     std::vector<ValueRef> vars;
     for (int32_t id : rule.source.inputs()) {
       const Node& n = rule.source.node(id);
@@ -315,6 +316,7 @@ class BidirectionalRewriteSearch {
     for (ValueRef v : subterms(outs)) {
       const std::string op_name = terms_.node(v.node).op->name;
       for (const Rewrite& rw : rewrites_.rooted_at(op_name)) {
+        if (!only_axioms_.empty() && !only_axioms_.count(rw.axiom->name)) continue;
         std::optional<AxiomInstance> inst = apply_rewrite(rw, terms_, v);
         if (!inst) continue;
         std::vector<int> used{record(std::move(*inst))};
@@ -350,6 +352,7 @@ class BidirectionalRewriteSearch {
   const RewriteSet& rewrites_;
   const ProofOptions& options_;
   Clock::time_point deadline_;
+  std::set<std::string> only_axioms_;  // ProofOptions::only_axioms; empty: all
   Graph terms_;
   std::vector<ValueRef> source_, target_;
   std::vector<ValueRef> source_folded_, target_folded_;

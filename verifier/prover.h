@@ -39,6 +39,13 @@ struct ProofOptions {
   int refute_trials = 3;       // random float64 inputs tried before searching
   uint64_t seed = 1;
   bool smt2 = false;           // keep the SMT-LIB 2 text of the final Z3 query in ProofResult::smt2
+  // When not empty: the search rewrites with these axioms only (by name).
+  // A replay: an instance of a stored rule at a model's shapes is first
+  // tried with the axioms of the rule's own proof, whose search is a small
+  // part of the full one (a merge of two convolutions: 5 axioms of 150).
+  // Z3 decides as always; a replay that fails says nothing, and the caller
+  // tries the full search.
+  std::vector<std::string> only_axioms;
 };
 
 struct ProofResult {
