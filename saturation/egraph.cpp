@@ -376,6 +376,9 @@ bool EGraph::reaches(ClassId from, ClassId to) const {
   from = find(from);
   to = find(to);
   if (from == to) return true;
+  // Nothing reads `to` (a class a rewrite has just made, say): nothing
+  // reaches it. Saves the walk below `from` for most of a rewrite's checks.
+  if (classes_[to].parents.empty()) return false;
   if (visit_mark_.size() < classes_.size()) visit_mark_.resize(classes_.size(), 0);
   if (++visit_epoch_ == 0) {  // wrapped: clear the marks
     std::fill(visit_mark_.begin(), visit_mark_.end(), 0);

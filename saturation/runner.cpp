@@ -440,6 +440,14 @@ RunnerStats Runner::run() {
     bool node_limit = false;
     for (size_t i = 0; i < work.size() && !node_limit; ++i) {
       if (!proved[i]) continue;
+      // Each union checks for the cycles it would close, a walk of the
+      // e-graph: thousands of applications to a large one take many
+      // seconds, so the time limit holds here too (what is left was proved
+      // but is not applied; the search stops at the end of this iteration).
+      if (out_of_time()) {
+        cut_short = true;
+        break;
+      }
       const optimizer::DirectedRule& rule = rules_[work[i].first];
       applications_.push_back(work[i].first);
       rewrites_.push_back(optimizer::start_record(rule));
