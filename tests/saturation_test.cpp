@@ -71,6 +71,25 @@ TEST(EGraph, HashConsingKeepsEachENodeOnce) {
   EXPECT_EQ(g.data(a).shapes, std::vector<Shape>{Shape({2, 3})});
 }
 
+TEST(EGraph, ReachesFollowsChildrenAcrossMergedClasses) {
+  EGraph g;
+  const ClassId x = g.add_input(input_node("x", {4}));
+  const ClassId y = g.add_input(input_node("y", {4}));
+  const ClassId rx = g.add_op(op("relu"), op("relu").make_params(), {x});
+  const ClassId ey = g.add_op(op("exp"), op("exp").make_params(), {y});
+  const ClassId top = g.add_op(op("add"), op("add").make_params(), {rx, rx});
+  EXPECT_TRUE(g.reaches(top, x));
+  EXPECT_FALSE(g.reaches(x, top));  // nothing reads top
+  EXPECT_FALSE(g.reaches(top, y));
+  EXPECT_FALSE(g.reaches(ey, x));
+  // exp(y) joins x's class: what reads that class now reaches y too.
+  g.merge(ey, x);
+  g.rebuild();
+  EXPECT_TRUE(g.reaches(top, y));
+  EXPECT_TRUE(g.reaches(rx, y));
+  EXPECT_FALSE(g.reaches(y, rx));
+}
+
 TEST(EGraph, CongruenceClosureMergesParentsOfMergedClassesAfterRebuild) {
   EGraph g;
   const ClassId x = g.add_input(input_node("x", {4}));
