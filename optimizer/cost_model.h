@@ -43,6 +43,10 @@ class CostModel {
   virtual double op_cost_us(const Graph& graph, const Node& node) = 0;
   // The predicted time of the graph's live operators, in microseconds.
   virtual double graph_cost(const Graph& graph);
+  // Per node of `graph`, op_cost_us in the graph (0 for inputs, constants
+  // and nodes computed from weights only). A model that costs nodes in
+  // their context (plan_cost_model.h) works that context out once here.
+  virtual std::vector<double> node_costs_us(const Graph& graph);
   virtual std::string describe() const = 0;
 };
 

@@ -49,11 +49,7 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 CostedGraph costed(const Graph& graph, CostModel& cost) {
-  CostedGraph out{graph, std::vector<double>(graph.nodes().size(), 0.0)};
-  const std::vector<bool> constant = constant_only_nodes(graph);
-  for (int32_t i : graph.topological_order())
-    if (graph.node(i).is_op() && !constant[i]) out.node_costs_us[i] = cost.op_cost_us(graph, graph.node(i));
-  return out;
+  return CostedGraph{graph, cost.node_costs_us(graph)};
 }
 
 // The summary's search line for the backtracking search.
