@@ -15,7 +15,8 @@
 // everything else. Bytes: every input and output read or written once, 4
 // bytes per element.
 //
-// MeasuredCostModel: the milliseconds stored in the rules database's
+// MeasuredCostModel (per operator; the tgr-gpu target now costs the
+// runtime's plan's steps instead, optimizer/plan_cost_model.h): the milliseconds stored in the rules database's
 // op_costs table for one device, by operator signature (ir/op_signature.h);
 // an operator with no measurement falls back to the analytic model, and the
 // model counts how many signatures it had to estimate. A reshape or split

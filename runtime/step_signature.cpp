@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "ir/op_signature.h"
 #include "ir/text.h"
@@ -31,8 +33,11 @@ std::string task_kind_name(Task::Kind kind) {
       return "conv";
     case Task::Kind::kAlias:
       return "alias";
-    default:  // a kind added to the planner and not named here yet: still its own signatures
-      return "kind" + std::to_string(static_cast<int>(kind));
+    default: {  // a kind added to the planner and not named here yet: still its own signatures
+      std::string name = "kind";
+      name += std::to_string(static_cast<int>(kind));
+      return name;
+    }
   }
 }
 
@@ -57,9 +62,15 @@ std::string step_signature(const Graph& graph, const Task& task) {
       }
       internal = true;
       sources += std::to_string(m);
-      if (n.inputs[i].output != 0) sources += "." + std::to_string(n.inputs[i].output);
+      if (n.inputs[i].output != 0) {
+        sources += '.';  // (not "." + to_string: GCC 12's -Wrestrict false positive)
+        sources += std::to_string(n.inputs[i].output);
+      }
     }
-    if (internal) s += "<" + sources;
+    if (internal) {
+      s += '<';
+      s += sources;
+    }
   }
   return s;
 }
@@ -137,7 +148,11 @@ Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task
     else if (v.node < static_cast<int32_t>(plan.folded.size()) && plan.folded[v.node])
       r = g.add_constant(dtype == DType::kFloat ? ConstantValue(random_tensor<float>(shape, seed++))
                                                 : ConstantValue(dtype, Tensor<int64_t>(shape)));
-    else r = g.add_input("in" + std::to_string(outside.size()), shape, dtype);
+    else {
+      std::string name = "in";
+      name += std::to_string(outside.size());
+      r = g.add_input(std::move(name), shape, dtype);
+    }
     outside.emplace(std::pair{v.node, v.output}, r);
     return r;
   };

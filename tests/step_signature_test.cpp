@@ -29,8 +29,8 @@ TEST(StepSignature, ConvBiasReluIsOneStepNamingItsNodesAndWiring) {
   const ExecutionPlan plan = make_execution_plan(g);
   ASSERT_EQ(plan.tasks.size(), 1u);
   EXPECT_EQ(step_signature(g, plan.tasks[0]),
-            "step conv: conv2d(float:1x8x7x5,float:4x8x3x3) ; add(float:1x4x5x3,float:1x4x1x1)<0,- ; "
-            "relu(float:1x4x5x3)<1");
+            "step conv: conv2d(float:1x8x7x5,float:4x8x3x3) ; add(float:1x4x7x5,float:1x4x1x1)<0,- ; "
+            "relu(float:1x4x7x5)<1");
   const ParsedStepSignature parsed = parse_step_signature(step_signature(g, plan.tasks[0]));
   EXPECT_EQ(parsed.kind, "conv");
   ASSERT_EQ(parsed.nodes.size(), 3u);

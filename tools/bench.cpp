@@ -179,7 +179,7 @@ void time_models(const Options& o, std::vector<Loaded*> models) {
 }
 
 // Predicted (the plan cost model over --db's step costs) against measured, and the achieved fraction of the limits.
-void print_predictions(const Options& o, const std::vector<Loaded*>& models) {
+void print_predictions(const Options& o, const std::string& name, const std::vector<Loaded*>& models) {
   std::vector<double> predicted;
   if (!o.db.empty()) {
     const std::string device = o.device.empty() ? models[0]->model->device_name() : o.device;
@@ -204,8 +204,7 @@ void print_predictions(const Options& o, const std::vector<Loaded*>& models) {
   }
   // One line for scripts: PREDICTED name original_ms optimized_ms (the predicted times; - without --db)
   if (!predicted.empty())
-    std::printf("PREDICTED %s %.4f %.4f\n", o.name.empty() ? std::filesystem::path(o.models[0]).stem().string().c_str() : o.name.c_str(),
-                predicted[0], predicted.back());
+    std::printf("PREDICTED %s %.4f %.4f\n", name.c_str(), predicted[0], predicted.back());
   std::fflush(stdout);
 }
 
@@ -220,11 +219,11 @@ int bench(const Options& o) {
   std::vector<Loaded*> timed{&original_model};
   if (has_opt) timed.push_back(&optimized_model);
   time_models(o, timed);
-  print_predictions(o, timed);
-  const Result& original = original_model.result;
-  const Result& optimized = optimized_model.result;
   std::string name = o.name;
   if (name.empty()) name = std::filesystem::path(o.models[0]).stem().string();
+  print_predictions(o, name, timed);
+  const Result& original = original_model.result;
+  const Result& optimized = optimized_model.result;
   const bool ok = original.ok && (!has_opt || optimized.ok);
   std::printf("\n%-18s | %11s | %12s | %7s | %10s | %9s | %s\n", "model", "original ms", "optimized ms", "speedup",
               "ops before", "ops after", "check");
