@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "ir/op_signature.h"
-#include "optimizer/cost_fit.h"
 #include "onnx/export_fusions.h"
+#include "optimizer/cost_fit.h"
 #include "rules_db/rules_db.h"
 
 namespace tgr::optimizer {

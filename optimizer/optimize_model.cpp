@@ -48,9 +48,7 @@ bool same_file(const std::string& a, const std::string& b) {
   return a == b || std::filesystem::equivalent(a, b, error);
 }
 
-CostedGraph costed(const Graph& graph, CostModel& cost) {
-  return CostedGraph{graph, cost.node_costs_us(graph)};
-}
+CostedGraph costed(const Graph& graph, CostModel& cost) { return CostedGraph{graph, cost.node_costs_us(graph)}; }
 
 // The summary's search line for the backtracking search.
 void print_backtracking(std::FILE* out, const OptimizeReport& report) {

@@ -13,8 +13,7 @@
 
 namespace tgr::optimizer {
 
-PlanCostModel::PlanCostModel(std::string device, std::unordered_map<std::string, double> costs,
-                             RooflineParams roofline)
+PlanCostModel::PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline)
     : device_(std::move(device)), costs_(std::move(costs)), roofline_(roofline) {
   fit_table();
 }

@@ -69,7 +69,7 @@ class PlanCostModel : public CostModel {
   double fitted_us(const std::string& signature) const;
 
   size_t measured_steps() const { return measured_steps_; }  // step rows in the table
-  size_t missing_steps() const;                             // distinct steps costed by the fallback
+  size_t missing_steps() const;                              // distinct steps costed by the fallback
 
  private:
   struct Fit {

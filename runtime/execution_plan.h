@@ -66,7 +66,6 @@ struct ExecutionPlan {
   int folded_nodes = 0, fused_nodes = 0;
   std::vector<char> folded;  // per node: computed at load (constants only), so never a task's
 
-
   const ValueSlot& slot(ValueRef v) const { return slots.at(v.node).at(v.output); }
 };
 

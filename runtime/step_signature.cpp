@@ -89,7 +89,8 @@ ParsedStepSignature parse_step_signature(std::string_view signature) {
     const std::string_view part = signature.substr(start, end - start);
     // The operator signature ends at its operand list's ')'; sources follow a '<'.
     const size_t close = part.rfind(')');
-    if (close == std::string_view::npos) throw ParseError(signature, start, "a node of a step is op(operands)[<sources]");
+    if (close == std::string_view::npos)
+      throw ParseError(signature, start, "a node of a step is op(operands)[<sources]");
     StepNodeSignature node;
     node.op_signature = std::string(part.substr(0, close + 1));
     // Operands: between the first '(' (parameters hold none) and the last ')', comma-separated.

@@ -33,8 +33,7 @@ Graph relu_of(int64_t n) { return build_graph("relu(x)", parse_shape_map("x=" + 
 TEST(PlanCostModel, MeasuredStepsAreSummedAndViewsAreFree) {
   const Graph g = build_graph("relu(add(conv2d(x, k), b))", parse_shape_map("x=1x8x7x5,k=4x8x3x3,b=1x4x1x1"));
   Graph with_view = g;  // and a reshape of the result: a view, no step
-  with_view.add_output(
-      with_view.apply("reshape", {with_view.outputs()[0]}, {{"shape", std::vector<int64_t>{4, 35}}}));
+  with_view.add_output(with_view.apply("reshape", {with_view.outputs()[0]}, {{"shape", std::vector<int64_t>{4, 35}}}));
   const std::vector<std::string> steps = steps_of(g);
   ASSERT_EQ(steps.size(), 1u);
   ASSERT_EQ(steps_of(with_view), steps);
@@ -92,8 +91,8 @@ BacktrackingResult search_two_convs(double merged_ms) {
   g.add_output(g.apply("concat", {g.apply("conv2d", {x, k0}), g.apply("conv2d", {x, k1})}, {{"axis", int64_t{1}}}));
   Graph merged;
   const ValueRef mx = merged.add_input("x", {1, 4, 8, 8});
-  const ValueRef mk =
-      merged.apply("concat", {weight(merged, {2, 4, 3, 3}, 1), weight(merged, {2, 4, 3, 3}, 2)}, {{"axis", int64_t{0}}});
+  const ValueRef mk = merged.apply("concat", {weight(merged, {2, 4, 3, 3}, 1), weight(merged, {2, 4, 3, 3}, 2)},
+                                   {{"axis", int64_t{0}}});
   merged.add_output(merged.apply("conv2d", {mx, mk}));
   const std::vector<std::string> original_steps = steps_of(g), merged_steps = steps_of(merged);
   EXPECT_EQ(original_steps.size(), 2u + 1u);

@@ -62,13 +62,13 @@ TEST(StepSignature, AViewIsAFreeStepAndWeightsAreNoStep) {
   int free = 0;
   for (const Task& t : plan.tasks) free += step_is_free(t);
   EXPECT_EQ(free, 1);
-  EXPECT_EQ(signatures(g, plan), (std::vector<std::string>{"step node: transpose(float:3x4)",
-                                                           "step node: matmul(float:4x3,float:3x4)"}));
+  EXPECT_EQ(signatures(g, plan),
+            (std::vector<std::string>{"step node: transpose(float:3x4)", "step node: matmul(float:4x3,float:3x4)"}));
 }
 
 TEST(StepSignature, TasksOnlyPlanHasTheFullPlansTasks) {
-  const Graph g =
-      build_graph("relu(add(add(conv2d(x, k), b), sigmoid(mul(z, z))))", parse_shape_map("x=1x8x7x5,k=4x8x1x1,b=4x1x1,z=1x4x7x5"));
+  const Graph g = build_graph("relu(add(add(conv2d(x, k), b), sigmoid(mul(z, z))))",
+                              parse_shape_map("x=1x8x7x5,k=4x8x1x1,b=4x1x1,z=1x4x7x5"));
   const ExecutionPlan full = make_execution_plan(g), tasks = tasks_only(g);
   EXPECT_EQ(signatures(g, full), signatures(g, tasks));
   EXPECT_TRUE(tasks.slots.empty());

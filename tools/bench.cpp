@@ -191,8 +191,8 @@ void print_predictions(const Options& o, const std::string& name, const std::vec
     }
     std::printf("  prediction: %s\n", cost->describe().c_str());
     if (models.size() > 1)
-      std::printf("  speedup: predicted %.3fx, measured %.3fx (predicted / measured %.3f)\n", predicted[0] / predicted[1],
-                  models[0]->result.ms / models[1]->result.ms,
+      std::printf("  speedup: predicted %.3fx, measured %.3fx (predicted / measured %.3f)\n",
+                  predicted[0] / predicted[1], models[0]->result.ms / models[1]->result.ms,
                   (predicted[0] / predicted[1]) / (models[0]->result.ms / models[1]->result.ms));
   }
   for (Loaded* l : models) {
@@ -203,8 +203,7 @@ void print_predictions(const Options& o, const std::string& name, const std::vec
                 kPeakFlops / 1e12, 100 * r.bytes / s / kPeakBandwidth, kPeakBandwidth / 1e12);
   }
   // One line for scripts: PREDICTED name original_ms optimized_ms (the predicted times; - without --db)
-  if (!predicted.empty())
-    std::printf("PREDICTED %s %.4f %.4f\n", name.c_str(), predicted[0], predicted.back());
+  if (!predicted.empty()) std::printf("PREDICTED %s %.4f %.4f\n", name.c_str(), predicted[0], predicted.back());
   std::fflush(stdout);
 }
 
