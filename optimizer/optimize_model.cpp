@@ -243,7 +243,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   report.default_rules = stats_by_set[kShippedRuleSet];
   report.import_seconds = seconds_since(t);
 
-  std::unique_ptr<CostModel> cost = make_cost_model(o.target, model.graph);
+  std::unique_ptr<CostModel> cost = make_cost_model(o.target);
   verifier::Prover prover(axioms::load_axioms(o.specs_dir));
   verifier::ProofOptions proof_options;
   proof_options.timeout_ms = o.proof_timeout_ms;

@@ -35,7 +35,7 @@ Target parse_target(std::string_view name) {
   throw std::invalid_argument("unknown target '" + std::string(name) + "' (the targets: " + names + ")");
 }
 
-std::unique_ptr<CostModel> make_cost_model(const TargetOptions& o, const Graph& model) {
+std::unique_ptr<CostModel> make_cost_model(const TargetOptions& o) {
   if (o.target != Target::kRoofline && o.costs_db.empty())
     throw std::invalid_argument("--target " + std::string(target_name(o.target)) +
                                 " reads measured costs, and no database holding them was given");

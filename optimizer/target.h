@@ -57,8 +57,7 @@ struct TargetOptions {
   std::string gpu_device = "H100";  // tgr-gpu: the device name calibrate stored its costs under
 };
 
-// The cost model of the target, prepared for `model` (the graph the search
-// starts from; a measured model fits or scales its fallback to it).
-std::unique_ptr<CostModel> make_cost_model(const TargetOptions& options, const Graph& model);
+// The cost model of the target (each fits its fallback to its own table).
+std::unique_ptr<CostModel> make_cost_model(const TargetOptions& options);
 
 }  // namespace tgr::optimizer

@@ -46,8 +46,11 @@ TEST(PlanCostModel, MeasuredStepsAreSummedAndViewsAreFree) {
   double sum = 0;
   for (double c : per_node) sum += c;
   EXPECT_NEAR(sum, 40.0, 1e-9);
-  for (const Node& n : g.nodes())
-    if (n.is_op() && n.op->name == "relu") EXPECT_LT(model.op_cost_us(g, n), 1.0);
+  for (const Node& n : g.nodes()) {
+    if (n.is_op() && n.op->name == "relu") {
+      EXPECT_LT(model.op_cost_us(g, n), 1.0);
+    }
+  }
 }
 
 TEST(PlanCostModel, AStepOfOneOperatorFallsBackToTheOperatorsRow) {

@@ -91,18 +91,18 @@ TEST(Target, EachTargetBuildsItsOwnCostModelFromItsOwnTable) {
   }
   TargetOptions o;
   o.costs_db = db.path();
-  auto ort = make_cost_model(o, g);
+  auto ort = make_cost_model(o);
   ASSERT_NE(dynamic_cast<OnnxRuntimeCostModel*>(ort.get()), nullptr);
   EXPECT_DOUBLE_EQ(ort->op_cost_us(g, first(g, "conv2d")), 250.0);
   o.target = Target::kTgrGpu;
   o.gpu_device = "test-gpu";
-  auto gpu = make_cost_model(o, g);
+  auto gpu = make_cost_model(o);
   ASSERT_NE(dynamic_cast<PlanCostModel*>(gpu.get()), nullptr);
   EXPECT_DOUBLE_EQ(gpu->graph_cost(g), 500.0);
   EXPECT_GT(gpu->op_cost_us(g, first(g, "conv2d")), 450.0);  // nearly all of the step: the bias and relu ride along
   EXPECT_LT(gpu->op_cost_us(g, first(g, "relu")), 25.0);
   o.target = Target::kRoofline;
-  auto roofline = make_cost_model(o, g);
+  auto roofline = make_cost_model(o);
   ASSERT_NE(dynamic_cast<AnalyticCostModel*>(roofline.get()), nullptr);
   EXPECT_NE(roofline->describe().find("roofline"), std::string::npos);
 }
