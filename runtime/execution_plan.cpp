@@ -76,7 +76,7 @@ struct Builder {
     for (int32_t i : order) {
       const Node& n = nodes[i];
       if (n.is_constant()) {
-        known[i] = {*n.constant};
+        if (options.place_values) known[i] = {*n.constant};  // a copy of the weights: only to place them
         continue;
       }
       if (!n.is_op()) continue;
