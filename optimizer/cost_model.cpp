@@ -58,6 +58,14 @@ double CostModel::graph_cost(const Graph& graph) {
   return total;
 }
 
+std::vector<double> CostModel::node_costs_us(const Graph& graph) {
+  std::vector<double> costs(graph.nodes().size(), 0.0);
+  const std::vector<bool> constant = constant_only_nodes(graph);
+  for (int32_t i : graph.topological_order())
+    if (graph.node(i).is_op() && !constant[i]) costs[i] = op_cost_us(graph, graph.node(i));
+  return costs;
+}
+
 // The operator's own counts (OpCost in ir/op_def.h); one per output element
 // and every operand moved once for an operator that states none
 // (tests/op_registry_test.cpp names such an operator).

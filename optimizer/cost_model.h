@@ -15,7 +15,8 @@
 // everything else. Bytes: every input and output read or written once, 4
 // bytes per element.
 //
-// MeasuredCostModel: the milliseconds stored in the rules database's
+// MeasuredCostModel (per operator; the tgr-gpu target now costs the
+// runtime's plan's steps instead, optimizer/plan_cost_model.h): the milliseconds stored in the rules database's
 // op_costs table for one device, by operator signature (ir/op_signature.h);
 // an operator with no measurement falls back to the analytic model, and the
 // model counts how many signatures it had to estimate. A reshape or split
@@ -43,6 +44,10 @@ class CostModel {
   virtual double op_cost_us(const Graph& graph, const Node& node) = 0;
   // The predicted time of the graph's live operators, in microseconds.
   virtual double graph_cost(const Graph& graph);
+  // Per node of `graph`, op_cost_us in the graph (0 for inputs, constants
+  // and nodes computed from weights only). A model that costs nodes in
+  // their context (plan_cost_model.h) works that context out once here.
+  virtual std::vector<double> node_costs_us(const Graph& graph);
   virtual std::string describe() const = 0;
 };
 

@@ -48,13 +48,7 @@ bool same_file(const std::string& a, const std::string& b) {
   return a == b || std::filesystem::equivalent(a, b, error);
 }
 
-CostedGraph costed(const Graph& graph, CostModel& cost) {
-  CostedGraph out{graph, std::vector<double>(graph.nodes().size(), 0.0)};
-  const std::vector<bool> constant = constant_only_nodes(graph);
-  for (int32_t i : graph.topological_order())
-    if (graph.node(i).is_op() && !constant[i]) out.node_costs_us[i] = cost.op_cost_us(graph, graph.node(i));
-  return out;
-}
+CostedGraph costed(const Graph& graph, CostModel& cost) { return CostedGraph{graph, cost.node_costs_us(graph)}; }
 
 // The summary's search line for the backtracking search.
 void print_backtracking(std::FILE* out, const OptimizeReport& report) {
@@ -250,7 +244,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   report.default_rules = stats_by_set[kShippedRuleSet];
   report.import_seconds = seconds_since(t);
 
-  std::unique_ptr<CostModel> cost = make_cost_model(o.target, model.graph);
+  std::unique_ptr<CostModel> cost = make_cost_model(o.target);
   verifier::Prover prover(axioms::load_axioms(o.specs_dir));
   verifier::ProofOptions proof_options;
   proof_options.timeout_ms = o.proof_timeout_ms;

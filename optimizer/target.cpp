@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "optimizer/onnxruntime_cost_model.h"
+#include "optimizer/plan_cost_model.h"
 
 namespace tgr::optimizer {
 
@@ -11,7 +12,7 @@ const std::vector<TargetInfo>& targets() {
       {Target::kOnnxRuntimeCpu, "onnxruntime-cpu",
        "ONNX Runtime on the CPU: operator times measured with ONNX Runtime (a table measured on the build machine "
        "ships with tgr; tools/calibrate_ort.py measures your own)"},
-      {Target::kTgrGpu, "tgr-gpu", "tgr's CUDA runtime: the op_costs `calibrate` measured for --device"},
+      {Target::kTgrGpu, "tgr-gpu", "tgr's CUDA runtime: its execution plan's steps, timed by `calibrate` on --device"},
       {Target::kRoofline, "roofline",
        "no runtime: an analytic H100 roofline (67 TFLOP/s, 3.35 TB/s, 3 us per operator)"},
   };
@@ -34,18 +35,15 @@ Target parse_target(std::string_view name) {
   throw std::invalid_argument("unknown target '" + std::string(name) + "' (the targets: " + names + ")");
 }
 
-std::unique_ptr<CostModel> make_cost_model(const TargetOptions& o, const Graph& model) {
+std::unique_ptr<CostModel> make_cost_model(const TargetOptions& o) {
   if (o.target != Target::kRoofline && o.costs_db.empty())
     throw std::invalid_argument("--target " + std::string(target_name(o.target)) +
                                 " reads measured costs, and no database holding them was given");
   switch (o.target) {
     case Target::kRoofline:
       return std::make_unique<AnalyticCostModel>();
-    case Target::kTgrGpu: {
-      auto measured = MeasuredCostModel::from_db(o.costs_db, o.gpu_device);
-      measured->scale_fallback_to(model);
-      return measured;
-    }
+    case Target::kTgrGpu:
+      return PlanCostModel::from_db(o.costs_db, o.gpu_device);
     case Target::kOnnxRuntimeCpu:
       return OnnxRuntimeCostModel::from_db(o.costs_db, std::string(kOnnxRuntimeCpuDevice));
   }

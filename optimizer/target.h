@@ -11,9 +11,12 @@
 //                    the build machine in the default rules database. The
 //                    default: the exported ONNX model is what a user runs, and
 //                    this is the runtime it is measured on out of the box.
-//   tgr-gpu          tgr's CUDA runtime: the op_costs `calibrate` measured on
-//                    a GPU (--device names it), by default in the rules
-//                    database.
+//   tgr-gpu          tgr's CUDA runtime: the steps of the runtime's execution
+//                    plan for the graph (a convolution with its bias and relu
+//                    is one step, an elementwise chain another), each timed
+//                    by `calibrate` on a GPU (--device names it) into the
+//                    op_costs table, by default the rules database's
+//                    (optimizer/plan_cost_model.h).
 //   roofline         an analytic model of no runtime: an H100's peak FLOP/s
 //                    and bandwidth per operator plus a launch overhead. It
 //                    rewards what a GPU gains from (1x1 kernels enlarged to
@@ -54,8 +57,7 @@ struct TargetOptions {
   std::string gpu_device = "H100";  // tgr-gpu: the device name calibrate stored its costs under
 };
 
-// The cost model of the target, prepared for `model` (the graph the search
-// starts from; a measured model fits or scales its fallback to it).
-std::unique_ptr<CostModel> make_cost_model(const TargetOptions& options, const Graph& model);
+// The cost model of the target (each fits its fallback to its own table).
+std::unique_ptr<CostModel> make_cost_model(const TargetOptions& options);
 
 }  // namespace tgr::optimizer

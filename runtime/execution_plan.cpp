@@ -76,7 +76,7 @@ struct Builder {
     for (int32_t i : order) {
       const Node& n = nodes[i];
       if (n.is_constant()) {
-        known[i] = {*n.constant};
+        if (options.place_values) known[i] = {*n.constant};  // a copy of the weights: only to place them
         continue;
       }
       if (!n.is_op()) continue;
@@ -84,14 +84,16 @@ struct Builder {
         if (s.size() > 8)
           throw std::invalid_argument(n.op->name + " (node " + std::to_string(i) + "): rank " + std::to_string(s.size()) +
                                       " is above the GPU runtime's limit of 8");
-      const bool all_known = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef in) { return !known[in.node].empty(); });
+      const bool all_known = std::all_of(n.inputs.begin(), n.inputs.end(),
+                                         [&](ValueRef in) { return nodes[in.node].is_constant() || folded[in.node]; });
       if (all_known) {
-        known[i] = fold(graph, n, known);
+        if (options.place_values) known[i] = fold(graph, n, known);
         folded[i] = 1;
         ++plan.folded_nodes;
       }
     }
     views = analyse_views(graph, folded);
+    plan.folded = folded;
   }
 
   // conv2d [+ add(bias per channel)] [+ add(residual) + relu] [+ relu]
@@ -321,7 +323,7 @@ ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options
   Builder b(graph, options);
   b.analyse();
   b.build_tasks();
-  b.place_values();
+  if (options.place_values) b.place_values();
   return std::move(b.plan);
 }
 

@@ -21,6 +21,10 @@ namespace tgr {
 
 struct PlanOptions {
   bool fuse = true;  // elementwise chains and conv + bias (+ residual) + relu
+  // false: the tasks only (what a cost model needs, runtime/step_signature.h):
+  // nodes computed at load are found but not evaluated, and no value is
+  // placed (slots, constants and the arena stay empty).
+  bool place_values = true;
 };
 
 // One kernel launch (or a few) of the runtime, covering one or more nodes.
@@ -60,6 +64,7 @@ struct ExecutionPlan {
   std::vector<int64_t> scratch_offsets;       // per task, in the arena (when scratch_bytes > 0)
   int64_t arena_bytes = 0, unshared_bytes = 0, weight_bytes = 0;
   int folded_nodes = 0, fused_nodes = 0;
+  std::vector<char> folded;  // per node: computed at load (constants only), so never a task's
 
   const ValueSlot& slot(ValueRef v) const { return slots.at(v.node).at(v.output); }
 };

@@ -11,8 +11,11 @@
 #include "ir/op_signature.h"
 #include "ir/text.h"
 #include "optimizer/onnxruntime_cost_model.h"
+#include "optimizer/plan_cost_model.h"
 #include "optimizer/target.h"
 #include "rules_db/rules_db.h"
+#include "runtime/execution_plan.h"
+#include "runtime/step_signature.h"
 #include "tests/optimizer_test_util.h"
 
 namespace tgr::optimizer {
@@ -79,22 +82,27 @@ TEST(Target, EachTargetBuildsItsOwnCostModelFromItsOwnTable) {
   const Graph g = conv_bias_relu(false);
   const std::string conv = op_signature(g, first(g, "conv2d"));
   CostsDb db(std::string(kOnnxRuntimeCpuDevice), {{conv, 0.25}});
+  // The GPU runtime runs the convolution, its bias and its relu as one step.
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 1u);
   {
     auto gpu = rules_db::RulesDb::open(db.path(), true);
-    gpu.put_op_cost("test-gpu", conv, 0.5);
+    gpu.put_op_cost("test-gpu", step_signature(g, plan.tasks[0]), 0.5);
   }
   TargetOptions o;
   o.costs_db = db.path();
-  auto ort = make_cost_model(o, g);
+  auto ort = make_cost_model(o);
   ASSERT_NE(dynamic_cast<OnnxRuntimeCostModel*>(ort.get()), nullptr);
   EXPECT_DOUBLE_EQ(ort->op_cost_us(g, first(g, "conv2d")), 250.0);
   o.target = Target::kTgrGpu;
   o.gpu_device = "test-gpu";
-  auto gpu = make_cost_model(o, g);
-  ASSERT_NE(dynamic_cast<MeasuredCostModel*>(gpu.get()), nullptr);
-  EXPECT_DOUBLE_EQ(gpu->op_cost_us(g, first(g, "conv2d")), 500.0);
+  auto gpu = make_cost_model(o);
+  ASSERT_NE(dynamic_cast<PlanCostModel*>(gpu.get()), nullptr);
+  EXPECT_DOUBLE_EQ(gpu->graph_cost(g), 500.0);
+  EXPECT_GT(gpu->op_cost_us(g, first(g, "conv2d")), 450.0);  // nearly all of the step: the bias and relu ride along
+  EXPECT_LT(gpu->op_cost_us(g, first(g, "relu")), 25.0);
   o.target = Target::kRoofline;
-  auto roofline = make_cost_model(o, g);
+  auto roofline = make_cost_model(o);
   ASSERT_NE(dynamic_cast<AnalyticCostModel*>(roofline.get()), nullptr);
   EXPECT_NE(roofline->describe().find("roofline"), std::string::npos);
 }

@@ -3,7 +3,12 @@
 // outputs), times CUDA-graph replays (CUDA events; both models in alternating
 // rounds, the median over rounds of each round's median; about --iters
 // replays each, after warm-up) and prints the comparison table; --profile adds the per-operator
-// time breakdown of each model.
+// time breakdown of each model. With --db, each model's predicted time too
+// (the tgr-gpu target's cost model, optimizer/plan_cost_model.h: the sum of
+// its plan's steps as `calibrate` measured them on this device), and the
+// predicted speedup against the measured one. Each model's FLOPs and bytes
+// (AnalyticCostModel's counts, over the operators its plan runs) over its
+// measured time give the fraction of the H100's float32 limits it achieves.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -12,9 +17,13 @@
 #include <filesystem>
 #include <map>
 
+#include "optimizer/cost_model.h"
+#include "optimizer/plan_cost_model.h"
 #include "runtime/cuda/device_info.h"
 #include "runtime/cuda/gpu_model.h"
+#include "runtime/execution_plan.h"
 #include "runtime/interpreter.h"
+#include "runtime/step_signature.h"
 #include "tools/cli_app.h"
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
@@ -31,13 +40,33 @@ struct Options {
   bool profile = false, no_graph = false, no_fuse = false;
   std::string name;
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
+  std::string db, device;                 // --db, --device: predicted times from measured step costs
 };
+
+// The H100 SXM's float32 limits without tensor cores (AnalyticCostModel's defaults).
+constexpr double kPeakFlops = 67e12, kPeakBandwidth = 3.35e12;
 
 struct Result {
   double ms = 0;
   int ops = 0;
   bool ok = true;
+  double flops = 0, bytes = 0;  // of the operators the plan runs (AnalyticCostModel's counts)
 };
+
+// FLOPs and bytes of the nodes of the steps `graph`'s plan launches (not
+// those computed at load, not views); bytes as if every operator moved its
+// operands once (a fused step moves fewer).
+void count_work(const Graph& graph, Result& r) {
+  PlanOptions options;
+  options.place_values = false;
+  for (const Task& t : make_execution_plan(graph, options).tasks) {
+    if (step_is_free(t)) continue;
+    for (int32_t n : t.nodes) {
+      r.flops += optimizer::AnalyticCostModel::flops(graph, graph.node(n));
+      r.bytes += optimizer::AnalyticCostModel::bytes(graph, graph.node(n));
+    }
+  }
+}
 
 double worst_error(const std::vector<ConstantValue>& actual, const std::vector<ConstantValue>& expected) {
   if (actual.size() != expected.size()) return INFINITY;
@@ -78,6 +107,7 @@ struct Loaded {
   std::string name, role;
   Result result;
   std::unique_ptr<gpu::GpuModel> model;
+  Graph graph;
 };
 
 Loaded load_and_check(const Options& o, const std::string& path, const std::string& role,
@@ -88,6 +118,7 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
   l.name = mc.name;
   r.ops = mc.graph.num_ops();
+  count_work(mc.graph, r);
   std::vector<ConstantValue> cpu;
   if (!cpu_reference) {
     cpu = evaluate_values<float>(mc.graph, mc.inputs);
@@ -115,6 +146,7 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   }
   std::printf("\n");
   std::fflush(stdout);
+  l.graph = std::move(mc.graph);
   return l;
 }
 
@@ -146,6 +178,35 @@ void time_models(const Options& o, std::vector<Loaded*> models) {
   std::fflush(stdout);
 }
 
+// Predicted (the plan cost model over --db's step costs) against measured, and the achieved fraction of the limits.
+void print_predictions(const Options& o, const std::string& name, const std::vector<Loaded*>& models) {
+  std::vector<double> predicted;
+  if (!o.db.empty()) {
+    const std::string device = o.device.empty() ? models[0]->model->device_name() : o.device;
+    auto cost = optimizer::PlanCostModel::from_db(o.db, device);
+    for (Loaded* l : models) {
+      predicted.push_back(cost->graph_cost(l->graph) / 1000.0);
+      std::printf("  predicted %s (%s): %.4f ms, measured %.4f ms (%.3fx)\n", l->name.c_str(), l->role.c_str(),
+                  predicted.back(), l->result.ms, predicted.back() / l->result.ms);
+    }
+    std::printf("  prediction: %s\n", cost->describe().c_str());
+    if (models.size() > 1)
+      std::printf("  speedup: predicted %.3fx, measured %.3fx (predicted / measured %.3f)\n",
+                  predicted[0] / predicted[1], models[0]->result.ms / models[1]->result.ms,
+                  (predicted[0] / predicted[1]) / (models[0]->result.ms / models[1]->result.ms));
+  }
+  for (Loaded* l : models) {
+    const Result& r = l->result;
+    const double s = r.ms / 1000.0;
+    std::printf("  achieved %s (%s): %.2f GFLOP, %.1f MB in %.4f ms: %.1f%% of %.0f TFLOP/s, %.1f%% of %.2f TB/s\n",
+                l->name.c_str(), l->role.c_str(), r.flops / 1e9, r.bytes / 1e6, r.ms, 100 * r.flops / s / kPeakFlops,
+                kPeakFlops / 1e12, 100 * r.bytes / s / kPeakBandwidth, kPeakBandwidth / 1e12);
+  }
+  // One line for scripts: PREDICTED name original_ms optimized_ms (the predicted times; - without --db)
+  if (!predicted.empty()) std::printf("PREDICTED %s %.4f %.4f\n", name.c_str(), predicted[0], predicted.back());
+  std::fflush(stdout);
+}
+
 int bench(const Options& o) {
   std::printf("%s\n", cuda_device_report().c_str());
   if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
@@ -157,10 +218,11 @@ int bench(const Options& o) {
   std::vector<Loaded*> timed{&original_model};
   if (has_opt) timed.push_back(&optimized_model);
   time_models(o, timed);
-  const Result& original = original_model.result;
-  const Result& optimized = optimized_model.result;
   std::string name = o.name;
   if (name.empty()) name = std::filesystem::path(o.models[0]).stem().string();
+  print_predictions(o, name, timed);
+  const Result& original = original_model.result;
+  const Result& optimized = optimized_model.result;
   const bool ok = original.ok && (!has_opt || optimized.ok);
   std::printf("\n%-18s | %11s | %12s | %7s | %10s | %9s | %s\n", "model", "original ms", "optimized ms", "speedup",
               "ops before", "ops after", "check");
@@ -198,6 +260,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph");
   app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");
   app.add_option("--name", o.name, "the model's name in the table (default: the file's stem)");
+  app.add_option("--db", o.db, "a database whose op_costs hold calibrate's step times: print predicted times too")
+      ->check(CLI::ExistingFile);
+  app.add_option("--device", o.device, "the op_costs device of --db (default: this GPU's name)");
   tgr::cli::add_input_shape_option(app, o.input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   return tgr::cli::guarded("bench", [&] { return tgr::bench(o); });

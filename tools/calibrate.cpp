@@ -1,20 +1,27 @@
-// `calibrate`: measures, on the GPU runtime, the cost of every distinct
-// operator signature of the given models and stores it in the op_costs table
-// of a database, keyed by device name and signature; signatures already
-// there are reused unless --force. What the measured cost model reads.
+// `calibrate`: measures, on the GPU runtime, the time of every distinct step
+// of the given models' execution plans (a step: what the runtime launches
+// for one task of its plan, a convolution with its fused bias and relu, an
+// elementwise chain, one operator; keyed by its step signature,
+// runtime/step_signature.h) and stores it in the op_costs table of a
+// database under the device's name; signatures already there are reused
+// unless --force. What the tgr-gpu target's cost model reads
+// (optimizer/plan_cost_model.h).
 //
-// Each signature is timed as a graph of --repeat copies of the operator on
-// inputs of its shapes, replayed as one CUDA graph (median of --iters after
-// warm-up, CUDA events), divided by the copies: launch overhead is shared.
+// Each step is timed as a graph of --repeat copies of it, fused as in the
+// model, replayed as one CUDA graph (median of --iters after warm-up, CUDA
+// events) and divided by the copies (runtime/cuda/step_timing.h). Per model
+// it then prints the plan's predicted time (the sum of its steps) against
+// the model's measured replay.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <map>
 
-#include "ir/op_signature.h"
 #include "rules_db/rules_db.h"
 #include "runtime/cuda/gpu_model.h"
-#include "runtime/interpreter.h"
+#include "runtime/cuda/step_timing.h"
+#include "runtime/execution_plan.h"
+#include "runtime/step_signature.h"
 #include "tools/cli_app.h"
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
@@ -32,57 +39,36 @@ struct Options {
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
 };
 
-// `repeat` copies of `node` over fresh inputs of its input shapes.
-Graph single_op_graph(const Graph& model, const Node& node, int repeat) {
-  Graph g;
-  std::vector<ValueRef> args;
-  for (size_t i = 0; i < node.inputs.size(); ++i)
-    args.push_back(g.add_input("in" + std::to_string(i), model.shape(node.inputs[i]), model.dtype(node.inputs[i])));
-  for (int r = 0; r < repeat; ++r)
-    for (ValueRef v : g.add_op(*node.op, node.params, args)) g.add_output(v);
-  return g;
-}
-
-std::vector<ConstantValue> inputs_for(const Graph& g) {
-  std::vector<ConstantValue> values;
-  uint64_t seed = 7;
-  for (int32_t i : g.inputs()) {
-    const Node& n = g.node(i);
-    if (n.output_dtypes[0] == DType::kFloat) values.emplace_back(random_tensor<float>(n.output_shapes[0], seed++));
-    else values.emplace_back(n.output_dtypes[0], Tensor<int64_t>(n.output_shapes[0]));  // index 0: always valid
-  }
-  return values;
-}
-
 int calibrate(const Options& o) {
   if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
   rules_db::RulesDb table = rules_db::RulesDb::open(o.db, true);  // the op_costs table
   std::string device;
   std::map<std::string, double> known;  // this device's stored costs, by signature
   int measured = 0, cached = 0;
+  gpu::StepTiming timing;
+  timing.copies = o.repeat;
+  timing.iters = o.iters;
   for (const std::string& path : o.models) {
     cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
     const Graph& g = mc.graph;
-    // Nodes computed at load (constants only) cost nothing at run time.
-    std::vector<char> constant(g.nodes().size(), 0);
-    std::map<std::string, int32_t> signatures;
-    for (int32_t i : g.topological_order()) {
-      const Node& n = g.node(i);
-      if (n.is_constant()) constant[i] = 1;
-      if (!n.is_op()) continue;
-      constant[i] = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef v) { return constant[v.node] != 0; });
-      if (!constant[i]) signatures.emplace(op_signature(g, n), i);
+    gpu::GpuModel whole = gpu::GpuModel::load(g);  // checks the runtime can run it, and times it below
+    if (device.empty()) {
+      device = whole.device_name();
+      for (const auto& [stored, ms] : table.op_costs(device)) known[stored] = ms;
     }
-    std::printf("%s: %d operators, %zu distinct signatures\n", mc.name.c_str(), g.num_ops(), signatures.size());
-    for (const auto& [sig, index] : signatures) {
-      const Node& n = g.node(index);
-      const Graph single = single_op_graph(g, n, n.op->name == "reshape" ? 1 : o.repeat);
-      gpu::GpuOptions options;
-      options.fuse = false;
-      if (device.empty()) {
-        device = gpu::GpuModel::load(single, options).device_name();
-        for (const auto& [stored, ms] : table.op_costs(device)) known[stored] = ms;
-      }
+    PlanOptions plan_options;
+    plan_options.place_values = false;  // the tasks are what is timed
+    const ExecutionPlan plan = make_execution_plan(g, plan_options);
+    std::map<std::string, size_t> steps;  // signature -> its first task
+    std::vector<std::string> plan_signatures;
+    for (size_t t = 0; t < plan.tasks.size(); ++t) {
+      if (step_is_free(plan.tasks[t])) continue;
+      plan_signatures.push_back(step_signature(g, plan.tasks[t]));
+      steps.emplace(plan_signatures.back(), t);
+    }
+    std::printf("%s: %d operators, %zu steps, %zu distinct step signatures\n", mc.name.c_str(), g.num_ops(),
+                plan_signatures.size(), steps.size());
+    for (const auto& [sig, t] : steps) {
       if (!o.force) {
         if (auto it = known.find(sig); it != known.end()) {
           ++cached;
@@ -90,20 +76,21 @@ int calibrate(const Options& o) {
           continue;
         }
       }
-      double ms = 0;
-      if (n.op->name != "reshape") {  // an alias: no work on the GPU
-        gpu::GpuModel model = gpu::GpuModel::load(single, options);
-        model.set_inputs(inputs_for(single));
-        ms = model.replay_ms(o.iters, 5) / o.repeat;
-      }
+      const double ms = gpu::measure_step_ms(g, plan, plan.tasks[t], timing);
       table.put_op_cost(device, sig, ms);
       known[sig] = ms;
       ++measured;
       std::printf("  %10.4f ms  measured  %s\n", ms, sig.c_str());
       std::fflush(stdout);
     }
+    double predicted = 0;
+    for (const std::string& sig : plan_signatures) predicted += known.at(sig);
+    whole.set_inputs(mc.inputs);
+    const double replay = whole.replay_ms(o.iters, 10);
+    std::printf("%s: predicted %.4f ms (the sum of its %zu steps), measured %.4f ms per CUDA-graph replay (%.3fx)\n",
+                mc.name.c_str(), predicted, plan_signatures.size(), replay, replay > 0 ? predicted / replay : 0.0);
   }
-  std::printf("device '%s': %d signatures measured, %d reused; the table holds %d for this device (%s)\n",
+  std::printf("device '%s': %d step signatures measured, %d reused; the table holds %d rows for this device (%s)\n",
               device.c_str(), measured, cached, static_cast<int>(table.op_costs(device).size()), o.db.c_str());
   return 0;
 }
@@ -112,7 +99,7 @@ int calibrate(const Options& o) {
 }  // namespace tgr
 
 int main(int argc, char** argv) {
-  CLI::App app{"calibrate: measure the GPU cost of each operator signature of models into the op_costs table",
+  CLI::App app{"calibrate: measure the GPU time of each step of models' execution plans into the op_costs table",
                "calibrate"};
   tgr::cli::setup(app);
   tgr::Options o;
@@ -120,8 +107,8 @@ int main(int argc, char** argv) {
   app.add_option("models", o.models, "ONNX models")->required()->check(CLI::ExistingFile);
   app.add_option("--test-data", o.test_data, "input shapes from this folder's input_K.pb (one model)")
       ->check(CLI::ExistingDirectory);
-  app.add_option("--iters", o.iters, "timed replays per signature (median)")->check(CLI::Range(1, 10000));
-  app.add_option("--repeat", o.repeat, "copies of the operator per replay")->check(CLI::Range(1, 64));
+  app.add_option("--iters", o.iters, "timed replays per step signature (median)")->check(CLI::Range(1, 10000));
+  app.add_option("--repeat", o.repeat, "copies of the step per replay")->check(CLI::Range(1, 64));
   app.add_flag("--force", o.force, "measure again signatures the table already holds");
   tgr::cli::add_input_shape_option(app, o.input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;

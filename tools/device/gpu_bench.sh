@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine, in one call: the GPU tests, then for each model: export
 # it with PyTorch (export_models.py: NAME.onnx and ONNX Runtime reference
-# outputs), measure its operator costs (calibrate), optimize it with the
-# measured costs when the bundle has an `optimize` that can, `bench` original
-# (and optimized) against the CPU reference with a per-operator profile, and
-# time PyTorch eager and torch.compile (peers.py); prints one table.
+# outputs), measure the steps of its execution plan (calibrate), optimize it
+# with the measured step costs (--target tgr-gpu) when the bundle has an
+# `optimize` that can, `bench` original (and optimized) against the CPU
+# reference with a per-operator profile and the predicted times, and time
+# PyTorch eager and torch.compile (peers.py); prints one table.
 #
 #   bash bundle/gpu/tools/device/gpu_bench.sh [MODEL ...]
 #   STAGES="tests bench" bash ...     (any of: tests export calibrate optimize bench peers)
@@ -48,12 +49,12 @@ for m in "${models[@]}"; do
     echo "== optimize $m (measured costs, device '${device:-none}')"
     cost=(--target roofline)
     [[ -n $device ]] && cost=(--target tgr-gpu --device "$device")
-    # The search can only take a merge whose merged kernel it can cost, and
-    # an unmeasured signature gets a scaled roofline guess. So first the
-    # signatures it could reach are measured: those of the model optimized
-    # with the analytic costs. Then two measured rounds: signatures the first
+    # The search can only take a merge whose merged step it can cost, and
+    # an unmeasured step gets a guess fitted to the measured ones. So first
+    # the steps it could reach are measured: those of the model optimized
+    # with the analytic costs. Then two measured rounds: steps the first
     # one creates that are still missing are measured, and the search runs
-    # again with every cost it can meet measured.
+    # again with every step it can meet measured.
     if [[ -n $device ]] && has calibrate &&
        "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --target roofline \
          "$work/$m.onnx" -o "$work/$m.candidates.onnx" > "$out/optimize_${m}_0.log" 2>&1; then
@@ -78,9 +79,11 @@ for m in "${models[@]}"; do
   fi
   if has bench; then
     echo "== bench $m"
+    predict=()
+    [[ -n ${device:-} ]] && predict=(--db "$work/rules.db" --device "$device")
     "$B/bin/bench" "$work/$m.onnx" "${opt[@]}" --test-data "$work/$m-testdata" --iters 200 --profile --name "$m" \
-      > "$out/bench_$m.log" 2>&1
-    grep -E "^(  check|  time|RESULT)|error" "$out/bench_$m.log"
+      "${predict[@]}" > "$out/bench_$m.log" 2>&1
+    grep -E "^(  check|  time|  predicted|  speedup|  achieved|RESULT|PREDICTED)|error" "$out/bench_$m.log"
   fi
 done
 if has peers; then
@@ -93,13 +96,15 @@ echo
 python3 - "$out" "${models[@]}" <<'PY'
 import sys, os, re
 out, models = sys.argv[1], sys.argv[2:]
-ours, peers = {}, {}
+ours, peers, predicted = {}, {}, {}
 for m in models:
     p = os.path.join(out, f"bench_{m}.log")
     if os.path.exists(p):
         for line in open(p):
             if line.startswith("RESULT "):
                 f = line.split(); ours[f[1]] = (float(f[2]), float(f[3]), f[4], f[5], f[6])
+            if line.startswith("PREDICTED "):
+                f = line.split(); predicted[f[1]] = (float(f[2]), float(f[3]))
 p = os.path.join(out, "peers.log")
 if os.path.exists(p):
     for line in open(p):
@@ -107,11 +112,12 @@ if os.path.exists(p):
         if len(f) == 4 and f[0] in models:
             try: peers[f[0]] = tuple(float(x) for x in f[1:])
             except ValueError: pass
-print(f"{'model':16} | {'tgr orig':>8} | {'tgr opt':>8} | {'speedup':>7} | {'ops':>9} | {'eager':>7} | {'compile':>7} | {'reduce-oh':>9} | {'vs eager':>8} | {'vs r-o':>7} | check")
+print(f"{'model':16} | {'tgr orig':>8} | {'tgr opt':>8} | {'speedup':>7} | {'pred orig':>9} | {'pred opt':>8} | {'pred spd':>8} | {'ops':>9} | {'eager':>7} | {'compile':>7} | {'reduce-oh':>9} | {'vs eager':>8} | {'vs r-o':>7} | check")
 for m in models:
     o = ours.get(m); pe = peers.get(m)
     if not o and not pe: continue
     orig, opt, ob, oa, ok = o if o else (float('nan'),) * 2 + ('-', '-', '-')
     e, c, r = pe if pe else (float('nan'),) * 3
-    print(f"{m:16} | {orig:8.3f} | {opt:8.3f} | {orig/opt:6.2f}x | {ob:>4}/{oa:<4} | {e:7.3f} | {c:7.3f} | {r:9.3f} | {e/opt:7.2f}x | {r/opt:6.2f}x | {ok}")
+    po, pp = predicted.get(m, (float('nan'),) * 2)
+    print(f"{m:16} | {orig:8.3f} | {opt:8.3f} | {orig/opt:6.3f}x | {po:9.3f} | {pp:8.3f} | {po/pp:7.3f}x | {ob:>4}/{oa:<4} | {e:7.3f} | {c:7.3f} | {r:9.3f} | {e/opt:7.2f}x | {r/opt:6.2f}x | {ok}")
 PY

@@ -1,0 +1,177 @@
+#include "optimizer/plan_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "ir/op_signature.h"
+#include "optimizer/cost_fit.h"
+#include "rules_db/rules_db.h"
+#include "runtime/step_signature.h"
+
+namespace tgr::optimizer {
+
+PlanCostModel::PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline)
+    : device_(std::move(device)), costs_(std::move(costs)), roofline_(roofline) {
+  fit_table();
+}
+
+std::unique_ptr<PlanCostModel> PlanCostModel::from_db(const std::string& db_path, const std::string& device) {
+  auto db = rules_db::RulesDb::open_read_only(db_path);
+  std::unordered_map<std::string, double> costs;
+  for (auto& [signature, ms] : db.op_costs(device)) costs.emplace(signature, ms);
+  return std::make_unique<PlanCostModel>(device, std::move(costs));
+}
+
+PlanCostModel::Features PlanCostModel::features_of(const std::string& signature) {
+  const ParsedStepSignature step = parse_step_signature(signature);
+  Features f;
+  f.kind = step.kind;
+  for (size_t k = 0; k < step.nodes.size(); ++k) {
+    const StepNodeSignature& ns = step.nodes[k];
+    const Graph g = graph_of_signature(ns.op_signature);
+    const Node& n = g.node(g.outputs()[0].node);
+    if (k == 0) f.first_op = n.op->name;
+    f.flops += AnalyticCostModel::flops(g, n);
+    f.bytes += AnalyticCostModel::bytes(g, n);
+    // A value passed inside the step is neither written to memory nor read back.
+    for (size_t i = 0; i < ns.source.size() && i < n.inputs.size(); ++i)
+      if (ns.source[i] >= 0) f.bytes -= 2 * 4.0 * static_cast<double>(num_elements(g.shape(n.inputs[i])));
+  }
+  f.bytes = std::max(f.bytes, 0.0);
+  return f;
+}
+
+void PlanCostModel::fit_table() {
+  std::map<std::string, std::vector<CostPoint>> groups;  // "kind:first_op", "kind", "" (all)
+  for (const auto& [signature, ms] : costs_) {
+    if (!signature.starts_with(kStepSignaturePrefix)) continue;
+    ++measured_steps_;
+    if (!(ms > 0)) continue;  // a step measured as free (an alias in isolation) says nothing of the slope
+    try {
+      const Features f = features_of(signature);
+      const CostPoint p{f.flops, f.bytes, ms};
+      groups[f.kind + ":" + f.first_op].push_back(p);
+      groups[f.kind].push_back(p);
+      groups[""].push_back(p);
+    } catch (const std::exception&) {
+      // A signature this build cannot read (an operator it lacks): measured, never fitted.
+    }
+  }
+  for (const auto& [key, points] : groups) {
+    if (points.size() < 3 && !(key.empty() && !points.empty())) continue;
+    const auto c = fit_nonnegative(points);
+    fits_[key] = {c[0], c[1], c[2]};
+  }
+}
+
+double PlanCostModel::fitted_us(const std::string& signature) const {
+  const Features f = features_of(signature);
+  for (const std::string& key : {f.kind + ":" + f.first_op, f.kind, std::string()}) {
+    auto it = fits_.find(key);
+    if (it != fits_.end()) return (it->second.a + it->second.b * f.flops + it->second.c * f.bytes) * 1000.0;
+  }
+  // Nothing measured: one launch at the roofline.
+  return std::max(f.flops / roofline_.peak_flops, f.bytes / roofline_.bandwidth) * 1e6 + roofline_.launch_us;
+}
+
+double PlanCostModel::step_us(const std::string& signature, bool* measured) {
+  {
+    std::shared_lock lock(cache_mutex_);
+    if (auto it = cache_.find(signature); it != cache_.end()) {
+      if (measured) *measured = it->second.second;
+      return it->second.first;
+    }
+  }
+  double us = 0;
+  bool from_table = true;
+  if (auto it = costs_.find(signature); it != costs_.end()) {
+    us = it->second * 1000.0;
+  } else {
+    const ParsedStepSignature step = parse_step_signature(signature);
+    auto op = step.nodes.size() == 1 ? costs_.find(step.nodes[0].op_signature) : costs_.end();
+    if (op != costs_.end()) {
+      us = op->second * 1000.0;
+    } else {
+      us = fitted_us(signature);
+      from_table = false;
+    }
+  }
+  std::unique_lock lock(cache_mutex_);
+  cache_.emplace(signature, std::pair{us, from_table});
+  if (!from_table) missing_.insert(signature);
+  if (measured) *measured = from_table;
+  return us;
+}
+
+ExecutionPlan PlanCostModel::plan_of(const Graph& graph) const {
+  PlanOptions options;
+  options.place_values = false;  // the tasks are all the cost needs
+  return make_execution_plan(graph, options);
+}
+
+std::vector<PlanCostModel::StepCost> PlanCostModel::plan_costs(const Graph& graph) {
+  const ExecutionPlan plan = plan_of(graph);
+  std::vector<StepCost> steps;
+  for (const Task& t : plan.tasks) {
+    if (step_is_free(t)) continue;
+    StepCost s;
+    s.signature = step_signature(graph, t);
+    s.nodes = t.nodes;
+    s.us = step_us(s.signature, &s.measured);
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+double PlanCostModel::graph_cost(const Graph& graph) {
+  ExecutionPlan plan;
+  try {
+    plan = plan_of(graph);
+  } catch (const std::invalid_argument&) {
+    return std::numeric_limits<double>::infinity();  // the runtime cannot run it (a rank above 8)
+  }
+  double total = 0;
+  for (const Task& t : plan.tasks)
+    if (!step_is_free(t)) total += step_us(step_signature(graph, t));
+  return total;
+}
+
+std::vector<double> PlanCostModel::node_costs_us(const Graph& graph) {
+  std::vector<double> costs(graph.nodes().size(), 0.0);
+  for (const StepCost& s : plan_costs(graph)) {
+    std::vector<double> flops;
+    double total = 0;
+    for (int32_t n : s.nodes) {
+      flops.push_back(AnalyticCostModel::flops(graph, graph.node(n)));
+      total += flops.back();
+    }
+    for (size_t k = 0; k < s.nodes.size(); ++k)
+      costs[s.nodes[k]] = total > 0 ? s.us * flops[k] / total : s.us / static_cast<double>(s.nodes.size());
+  }
+  return costs;
+}
+
+double PlanCostModel::op_cost_us(const Graph& graph, const Node& node) {
+  if (!node.is_op()) return 0;
+  const auto index = static_cast<size_t>(&node - graph.nodes().data());
+  return node_costs_us(graph).at(index);
+}
+
+size_t PlanCostModel::missing_steps() const {
+  std::shared_lock lock(cache_mutex_);
+  return missing_.size();
+}
+
+std::string PlanCostModel::describe() const {
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "the GPU runtime's plan, steps measured on '%s' (%zu step signatures in the table; fitted fallback "
+                "for %zu missing)",
+                device_.c_str(), measured_steps_, missing_steps());
+  return buf;
+}
+
+}  // namespace tgr::optimizer

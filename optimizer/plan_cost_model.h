@@ -1,0 +1,96 @@
+// The cost model of `optimize --target tgr-gpu` (optimizer/target.h): the
+// time of tgr's CUDA runtime running a graph, as the sum of the steps of
+// the runtime's execution plan for it (runtime/execution_plan.h, made on
+// the CPU), each the milliseconds `calibrate` measured for its step
+// signature (runtime/step_signature.h) on the device, in the op_costs table.
+// A convolution with its bias, residual and relu is one step, and so is a
+// chain of elementwise operators: a merge pays where the merged step is
+// measured faster than the steps it replaces, as the runtime will run it.
+// Alias steps (views) and nodes computed at load cost nothing.
+//
+// A step the table lacks costs, in order: the operator's own row (a step of
+// one node, timed alone by an older calibrate: the same kernel); a fit of
+// the table's steps, ms = a + b FLOPs + c bytes (optimizer/cost_fit.h),
+// fitted per kind and first operator ("conv:conv2d", "node:matmul") where
+// three steps of it are measured, else per kind ("elementwise"), else over
+// all steps; with no step measured, the H100 roofline per step (cost_model.h's
+// RooflineParams). A step's FLOPs are its nodes' (AnalyticCostModel::flops);
+// its bytes are its nodes' minus the values passed inside the step (written
+// and read once each, 4 bytes per element).
+//
+// Per node (op_cost_us, what equality saturation's extraction and the
+// report's per-node costs read): each node gets its step's cost in
+// proportion to its FLOPs among the step's nodes: in a convolution step the
+// convolution takes nearly all of it, a fused bias add or relu nearly
+// nothing; an elementwise chain is shared about evenly. An approximation:
+// the sum over a graph's nodes is graph_cost, but a node costed alone (as
+// extraction does, in a graph of that node only) is its own step, unfused.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "optimizer/cost_model.h"
+#include "runtime/execution_plan.h"
+
+namespace tgr::optimizer {
+
+class PlanCostModel : public CostModel {
+ public:
+  // `costs`: the op_costs rows of one device, signature -> milliseconds:
+  // step rows (step signatures) and operator rows alike.
+  PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline = {});
+  // Reads the op_costs of `device` in the database at `db_path`.
+  static std::unique_ptr<PlanCostModel> from_db(const std::string& db_path, const std::string& device);
+
+  double graph_cost(const Graph& graph) override;
+  double op_cost_us(const Graph& graph, const Node& node) override;
+  std::vector<double> node_costs_us(const Graph& graph) override;
+  std::string describe() const override;
+
+  // One step of a graph's plan and its predicted time.
+  struct StepCost {
+    std::string signature;
+    std::vector<int32_t> nodes;
+    double us = 0;
+    bool measured = false;  // a row of the table (the step's, or its one operator's)
+  };
+  // The runtime's plan for `graph` (tasks only; alias steps left out), costed.
+  std::vector<StepCost> plan_costs(const Graph& graph);
+
+  // The predicted time of one step signature, in microseconds; `measured` says whether from a table row.
+  double step_us(const std::string& signature, bool* measured = nullptr);
+  // The fallback's estimate for a step signature, in microseconds.
+  double fitted_us(const std::string& signature) const;
+
+  size_t measured_steps() const { return measured_steps_; }  // step rows in the table
+  size_t missing_steps() const;                              // distinct steps costed by the fallback
+
+ private:
+  struct Fit {
+    double a = 0, b = 0, c = 0;  // ms, ms per FLOP, ms per byte
+  };
+  struct Features {
+    std::string kind, first_op;
+    double flops = 0, bytes = 0;
+  };
+  static Features features_of(const std::string& signature);
+  void fit_table();
+  ExecutionPlan plan_of(const Graph& graph) const;
+
+  std::string device_;
+  std::unordered_map<std::string, double> costs_;
+  RooflineParams roofline_;
+  size_t measured_steps_ = 0;
+  std::unordered_map<std::string, Fit> fits_;  // by "kind:first_op" and by "kind"; "" for all steps
+  mutable std::shared_mutex cache_mutex_;
+  std::unordered_map<std::string, std::pair<double, bool>> cache_;  // signature -> (us, measured)
+  std::set<std::string> missing_;
+};
+
+}  // namespace tgr::optimizer

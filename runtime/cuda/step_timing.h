@@ -1,0 +1,32 @@
+// Timing one step of the GPU runtime's plan as the runtime runs it: what
+// `calibrate` stores per step signature (runtime/step_signature.h) and the
+// tgr-gpu target's cost model reads (optimizer/plan_cost_model.h).
+//
+// The step's graph (step_graph: --copies independent copies of the task's
+// nodes, weights as constants, values from other steps as inputs) is loaded
+// with fusion on, so each copy is planned, lowered and fused exactly as in
+// the model, captured as one CUDA graph, replayed (median of `iters` after
+// warm-up, CUDA events), and the time divided by the copies: the launch
+// overhead of a replay is shared as in a model's replay.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/execution_plan.h"
+
+namespace tgr::gpu {
+
+struct StepTiming {
+  int copies = 8;
+  int iters = 50;
+  int warmup = 5;
+};
+
+// Milliseconds of one run of `task` (a task of `plan`, `model`'s plan); 0 for a free step.
+double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task& task, const StepTiming& timing = {});
+
+// Inputs for a graph's inputs: random floats; integers 0 (always a valid index).
+std::vector<ConstantValue> timing_inputs(const Graph& graph);
+
+}  // namespace tgr::gpu

@@ -1,0 +1,180 @@
+#include "runtime/step_signature.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "ir/op_signature.h"
+#include "ir/text.h"
+#include "runtime/interpreter.h"
+
+namespace tgr {
+
+namespace {
+
+constexpr std::string_view kNodeSeparator = " ; ";
+
+// The index in `task.nodes` of the node computing `v`, or -1.
+int member_index(const Task& task, ValueRef v) {
+  auto it = std::find(task.nodes.begin(), task.nodes.end(), v.node);
+  return it == task.nodes.end() ? -1 : static_cast<int>(it - task.nodes.begin());
+}
+
+}  // namespace
+
+std::string task_kind_name(Task::Kind kind) {
+  switch (kind) {
+    case Task::Kind::kNode:
+      return "node";
+    case Task::Kind::kElementwise:
+      return "elementwise";
+    case Task::Kind::kConv:
+      return "conv";
+    case Task::Kind::kAlias:
+      return "alias";
+    default: {  // a kind added to the planner and not named here yet: still its own signatures
+      std::string name = "kind";
+      name += std::to_string(static_cast<int>(kind));
+      return name;
+    }
+  }
+}
+
+bool step_is_free(const Task& task) { return task.kind == Task::Kind::kAlias; }
+
+std::string step_signature(const Graph& graph, const Task& task) {
+  std::string s(kStepSignaturePrefix);
+  s += task_kind_name(task.kind);
+  s += ": ";
+  for (size_t k = 0; k < task.nodes.size(); ++k) {
+    const Node& n = graph.node(task.nodes[k]);
+    if (k) s += kNodeSeparator;
+    s += op_signature(graph, n);
+    std::string sources;
+    bool internal = false;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int m = member_index(task, n.inputs[i]);
+      if (i) sources += ",";
+      if (m < 0) {
+        sources += "-";
+        continue;
+      }
+      internal = true;
+      sources += std::to_string(m);
+      if (n.inputs[i].output != 0) {
+        sources += '.';  // (not "." + to_string: GCC 12's -Wrestrict false positive)
+        sources += std::to_string(n.inputs[i].output);
+      }
+    }
+    if (internal) {
+      s += '<';
+      s += sources;
+    }
+  }
+  return s;
+}
+
+ParsedStepSignature parse_step_signature(std::string_view signature) {
+  if (!signature.starts_with(kStepSignaturePrefix))
+    throw ParseError(signature, 0, "a step signature starts with 'step '");
+  const size_t colon = signature.find(": ");
+  if (colon == std::string_view::npos) throw ParseError(signature, 0, "a step signature is 'step KIND: NODES'");
+  ParsedStepSignature out;
+  out.kind = std::string(signature.substr(kStepSignaturePrefix.size(), colon - kStepSignaturePrefix.size()));
+  size_t start = colon + 2;
+  while (start <= signature.size()) {
+    size_t end = signature.find(kNodeSeparator, start);
+    if (end == std::string_view::npos) end = signature.size();
+    const std::string_view part = signature.substr(start, end - start);
+    // The operator signature ends at its operand list's ')'; sources follow a '<'.
+    const size_t close = part.rfind(')');
+    if (close == std::string_view::npos)
+      throw ParseError(signature, start, "a node of a step is op(operands)[<sources]");
+    StepNodeSignature node;
+    node.op_signature = std::string(part.substr(0, close + 1));
+    // Operands: between the first '(' (parameters hold none) and the last ')', comma-separated.
+    const size_t open = node.op_signature.find('(');
+    const size_t operands = open + 2 == node.op_signature.size()
+                                ? 0
+                                : 1 + std::count(node.op_signature.begin() + open, node.op_signature.end(), ',');
+    std::string_view rest = part.substr(close + 1);
+    if (rest.empty()) {
+      node.source.assign(operands, -1);
+      node.source_output.assign(operands, 0);
+    } else {
+      if (rest[0] != '<') throw ParseError(signature, start + close + 1, "expected '<' and the operands' sources");
+      rest.remove_prefix(1);
+      size_t p = 0;
+      while (p <= rest.size()) {
+        size_t q = rest.find(',', p);
+        if (q == std::string_view::npos) q = rest.size();
+        const std::string item(rest.substr(p, q - p));
+        if (item == "-") {
+          node.source.push_back(-1);
+          node.source_output.push_back(0);
+        } else {
+          try {
+            size_t used = 0;
+            const int m = std::stoi(item, &used);
+            int output = 0;
+            if (used < item.size() && item[used] == '.') output = std::stoi(item.substr(used + 1));
+            if (m < 0 || m >= static_cast<int>(out.nodes.size())) throw std::out_of_range("source");
+            node.source.push_back(m);
+            node.source_output.push_back(output);
+          } catch (const std::logic_error&) {
+            throw ParseError(signature, start + close + 2 + p, "an operand's source is '-' or an earlier node's index");
+          }
+        }
+        p = q + 1;
+      }
+    }
+    out.nodes.push_back(std::move(node));
+    start = end + kNodeSeparator.size();
+  }
+  return out;
+}
+
+Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies) {
+  Graph g;
+  std::map<std::pair<int32_t, int32_t>, ValueRef> outside;  // a value read from outside the task -> its node in g
+  uint64_t seed = 11;
+  auto outside_value = [&](ValueRef v) {
+    if (auto it = outside.find({v.node, v.output}); it != outside.end()) return it->second;
+    const Node& producer = model.node(v.node);
+    const Shape& shape = model.shape(v);
+    const DType dtype = model.dtype(v);
+    ValueRef r;
+    if (producer.is_constant()) r = g.add_constant(*producer.constant);
+    else if (v.node < static_cast<int32_t>(plan.folded.size()) && plan.folded[v.node])
+      r = g.add_constant(dtype == DType::kFloat ? ConstantValue(random_tensor<float>(shape, seed++))
+                                                : ConstantValue(dtype, Tensor<int64_t>(shape)));
+    else {
+      std::string name = "in";
+      name += std::to_string(outside.size());
+      r = g.add_input(std::move(name), shape, dtype);
+    }
+    outside.emplace(std::pair{v.node, v.output}, r);
+    return r;
+  };
+  for (int c = 0; c < copies; ++c) {
+    std::map<int32_t, std::vector<ValueRef>> inside;  // model node -> its outputs in g
+    for (int32_t m : task.nodes) {
+      const Node& n = model.node(m);
+      std::vector<ValueRef> args;
+      for (ValueRef in : n.inputs) {
+        auto it = inside.find(in.node);
+        args.push_back(it != inside.end() ? it->second.at(in.output) : outside_value(in));
+      }
+      std::vector<ValueRef> outs = g.add_op(*n.op, n.params, args);
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (g.shape(outs[k]) != n.output_shapes[k])
+          throw std::logic_error("step_graph: " + n.op->name + " has another shape alone than in the model");
+      inside.emplace(m, std::move(outs));
+    }
+    for (ValueRef v : inside.at(task.root())) g.add_output(v);
+  }
+  return g;
+}
+
+}  // namespace tgr

@@ -1,0 +1,69 @@
+// The signature of one step of the GPU runtime: what one Task of an
+// ExecutionPlan launches, as a string. The measured step costs (op_costs
+// rows that `calibrate` writes, read by the tgr-gpu target's
+// optimizer/plan_cost_model.h) are keyed by it, so it is defined once, here.
+//
+//   step conv: conv2d[pad=same](float:1x64x56x56,float:64x64x3x3) ; add(float:1x64x56x56,float:1x64x1x1)<0,- ;
+//   relu(float:1x64x56x56)<1
+//
+// "step ", the task's kind, then each node of the task in its order: the
+// operator's signature (ir/op_signature.h: operator, parameters, operand
+// types and shapes) and, when some operand is computed inside the task,
+// "<" and per operand the index of the task's node that computes it ("-":
+// read from outside the task; "2.1": output 1 of node 2). It is derived
+// from the task's kind and nodes alone, so a task kind added to the planner
+// has signatures with no change here (task_kind_name names it "kind7" until
+// it is given a name); the fused extras of a kind (a convolution's bias,
+// residual and relu) are its nodes.
+//
+// Alias tasks (every output a view, views.h) launch nothing and have no
+// signature (step_is_free); nodes computed at load are in no task.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/execution_plan.h"
+
+namespace tgr {
+
+// The prefix of every step signature: step rows share the op_costs table with
+// operator rows (ir/op_signature.h) and never collide with them.
+inline constexpr std::string_view kStepSignaturePrefix = "step ";
+
+// "node", "elementwise", "conv", "alias"; "kindN" for a kind without a name here.
+std::string task_kind_name(Task::Kind kind);
+
+// Whether the task launches nothing (all its outputs are views of its inputs).
+bool step_is_free(const Task& task);
+
+std::string step_signature(const Graph& graph, const Task& task);
+
+// A step signature read back: the kind's name and each node's operator
+// signature with the sources of its operands (-1: outside the task).
+struct StepNodeSignature {
+  std::string op_signature;
+  std::vector<int> source;         // per operand: the task's node index computing it, or -1
+  std::vector<int> source_output;  // per operand: which output of that node
+};
+struct ParsedStepSignature {
+  std::string kind;
+  std::vector<StepNodeSignature> nodes;
+};
+// Throws ParseError for a string that is not a step signature.
+ParsedStepSignature parse_step_signature(std::string_view signature);
+
+// What `calibrate` times for a task of `model`'s plan: `copies` independent
+// copies of the task's nodes. A value the task reads from outside is a graph
+// input, shared by the copies; a weight (a constant node) is that constant,
+// a value computed at load a constant of its type and shape (float: values
+// in [-0.5, 0.5), integers: zeros, always valid indices); each copy's last
+// node's outputs are graph outputs. Its plan (with fusion) has `copies`
+// tasks of the task's signature, so its replay time divided by `copies` is
+// the step's time with the launch overhead of one CUDA graph shared.
+// `plan` is `model`'s (its `folded`).
+Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies);
+
+}  // namespace tgr

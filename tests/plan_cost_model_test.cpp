@@ -1,0 +1,131 @@
+// The tgr-gpu target's cost model (optimizer/plan_cost_model.h): a graph
+// costs the measured steps of the GPU runtime's plan for it, a step the
+// table lacks a fit of the measured ones; the search takes a merge exactly
+// when its merged step is measured faster than the steps it replaces.
+#include <gtest/gtest.h>
+
+#include "ir/op_signature.h"
+#include "ir/text.h"
+#include "optimizer/backtracking_search.h"
+#include "optimizer/plan_cost_model.h"
+#include "runtime/execution_plan.h"
+#include "runtime/step_signature.h"
+#include "tests/optimizer_test_util.h"
+#include "verifier/axioms.h"
+
+namespace tgr::optimizer {
+namespace {
+
+using testing::count_ops;
+using testing::rules_of;
+using testing::weight;
+
+// The signatures of the steps of `g`'s plan that launch something, in order.
+std::vector<std::string> steps_of(const Graph& g) {
+  std::vector<std::string> out;
+  for (const Task& t : make_execution_plan(g).tasks)
+    if (!step_is_free(t)) out.push_back(step_signature(g, t));
+  return out;
+}
+
+Graph relu_of(int64_t n) { return build_graph("relu(x)", parse_shape_map("x=" + std::to_string(n))); }
+
+TEST(PlanCostModel, MeasuredStepsAreSummedAndViewsAreFree) {
+  const Graph g = build_graph("relu(add(conv2d(x, k), b))", parse_shape_map("x=1x8x7x5,k=4x8x3x3,b=1x4x1x1"));
+  Graph with_view = g;  // and a reshape of the result: a view, no step
+  with_view.add_output(with_view.apply("reshape", {with_view.outputs()[0]}, {{"shape", std::vector<int64_t>{4, 35}}}));
+  const std::vector<std::string> steps = steps_of(g);
+  ASSERT_EQ(steps.size(), 1u);
+  ASSERT_EQ(steps_of(with_view), steps);
+  PlanCostModel model("test-gpu", {{steps[0], 0.04}});
+  EXPECT_DOUBLE_EQ(model.graph_cost(g), 40.0);
+  EXPECT_DOUBLE_EQ(model.graph_cost(with_view), 40.0);
+  EXPECT_EQ(model.missing_steps(), 0u);
+  // Per node: the convolution's FLOPs dominate its step.
+  const std::vector<double> per_node = model.node_costs_us(g);
+  double sum = 0;
+  for (double c : per_node) sum += c;
+  EXPECT_NEAR(sum, 40.0, 1e-9);
+  for (const Node& n : g.nodes()) {
+    if (n.is_op() && n.op->name == "relu") {
+      EXPECT_LT(model.op_cost_us(g, n), 1.0);
+    }
+  }
+}
+
+TEST(PlanCostModel, AStepOfOneOperatorFallsBackToTheOperatorsRow) {
+  const Graph g = build_graph("matmul(x, w)", parse_shape_map("x=8x16,w=16x4"));
+  const Node& m = g.node(g.outputs()[0].node);
+  PlanCostModel model("test-gpu", {{op_signature(g, m), 0.007}});
+  EXPECT_DOUBLE_EQ(model.graph_cost(g), 7.0);
+  EXPECT_EQ(model.missing_steps(), 0u);
+}
+
+TEST(PlanCostModel, UnmeasuredStepsAreFittedToTheMeasuredOnesOfTheirKind) {
+  // relu steps measured at 2 us + 1 us per 4000 bytes (a linear law the fit must recover).
+  std::unordered_map<std::string, double> table;
+  auto law_ms = [](int64_t n) { return (2.0 + 8.0 * static_cast<double>(n) / 4000.0) / 1000.0; };
+  for (int64_t n : {1000, 4000, 16000, 64000}) table[steps_of(relu_of(n))[0]] = law_ms(n);
+  PlanCostModel model("test-gpu", table);
+  EXPECT_EQ(model.measured_steps(), 4u);
+  const Graph big = relu_of(256000);
+  EXPECT_NEAR(model.graph_cost(big), law_ms(256000) * 1000.0, 0.01 * law_ms(256000) * 1000.0);
+  EXPECT_EQ(model.missing_steps(), 1u);
+  EXPECT_NE(model.describe().find("1 missing"), std::string::npos) << model.describe();
+  // An operator with no measured step uses the fit of its kind's; an empty table, the roofline.
+  const Graph sig = build_graph("sigmoid(x)", parse_shape_map("x=64000"));
+  EXPECT_NEAR(model.graph_cost(sig), law_ms(64000) * 1000.0, 0.01 * law_ms(64000) * 1000.0);
+  PlanCostModel empty("test-gpu", {});
+  EXPECT_NEAR(empty.graph_cost(big), 3.0 + 256000 * 8 / 3.35e12 * 1e6, 1e-9);
+}
+
+const verifier::Prover& prover() {
+  static const verifier::Prover p(axioms::load_axioms(TGR_SPECS_DIR));
+  return p;
+}
+
+// Two convolutions of one input, concatenated: the rule merges them into one
+// convolution of concatenated weights (folded at load). Original: two conv
+// steps and a concat step; merged: one conv step.
+BacktrackingResult search_two_convs(double merged_ms) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 4, 8, 8});
+  const ValueRef k0 = weight(g, {2, 4, 3, 3}, 1), k1 = weight(g, {2, 4, 3, 3}, 2);
+  g.add_output(g.apply("concat", {g.apply("conv2d", {x, k0}), g.apply("conv2d", {x, k1})}, {{"axis", int64_t{1}}}));
+  Graph merged;
+  const ValueRef mx = merged.add_input("x", {1, 4, 8, 8});
+  const ValueRef mk = merged.apply("concat", {weight(merged, {2, 4, 3, 3}, 1), weight(merged, {2, 4, 3, 3}, 2)},
+                                   {{"axis", int64_t{0}}});
+  merged.add_output(merged.apply("conv2d", {mx, mk}));
+  const std::vector<std::string> original_steps = steps_of(g), merged_steps = steps_of(merged);
+  EXPECT_EQ(original_steps.size(), 2u + 1u);
+  EXPECT_EQ(merged_steps.size(), 1u);
+  std::unordered_map<std::string, double> table;
+  for (const std::string& s : original_steps) table[s] = 0.010;  // each conv 10 us (one signature), the concat 10 us
+  table[merged_steps[0]] = merged_ms;
+  PlanCostModel model("test-gpu", table);
+  EXPECT_DOUBLE_EQ(model.graph_cost(g), 30.0);
+  InstanceProver instances(prover(), [] {
+    verifier::ProofOptions o;
+    o.refute_trials = 0;
+    return o;
+  }());
+  BacktrackingOptions options;
+  options.alpha = 1.0;
+  options.timeout_s = 60;
+  const auto rules = rules_of({{"concat[axis=1](conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, concat[axis=0](k0, k1))",
+                                "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"}});
+  return backtracking_search(g, rules, model, instances, options);
+}
+
+TEST(PlanCostModel, TheSearchMergesExactlyWhenTheMergedStepIsMeasuredFaster) {
+  const BacktrackingResult faster = search_two_convs(0.012);  // 12 us against 30 us
+  EXPECT_EQ(count_ops(faster.best, "conv2d"), 1);
+  EXPECT_DOUBLE_EQ(faster.best_cost, 12.0);
+  const BacktrackingResult slower = search_two_convs(0.035);  // 35 us against 30 us
+  EXPECT_EQ(count_ops(slower.best, "conv2d"), 2);
+  EXPECT_DOUBLE_EQ(slower.best_cost, 30.0);
+}
+
+}  // namespace
+}  // namespace tgr::optimizer

@@ -1,0 +1,106 @@
+// Step signatures of the GPU runtime's plan (runtime/step_signature.h): what
+// one task launches, the key of the measured step costs; and the graph
+// `calibrate` times for a step. No GPU needed.
+#include <gtest/gtest.h>
+
+#include "ir/text.h"
+#include "runtime/execution_plan.h"
+#include "runtime/interpreter.h"
+#include "runtime/step_signature.h"
+
+namespace tgr {
+namespace {
+
+std::vector<std::string> signatures(const Graph& g, const ExecutionPlan& plan) {
+  std::vector<std::string> out;
+  for (const Task& t : plan.tasks)
+    if (!step_is_free(t)) out.push_back(step_signature(g, t));
+  return out;
+}
+
+ExecutionPlan tasks_only(const Graph& g) {
+  PlanOptions o;
+  o.place_values = false;
+  return make_execution_plan(g, o);
+}
+
+TEST(StepSignature, ConvBiasReluIsOneStepNamingItsNodesAndWiring) {
+  const Graph g = build_graph("relu(add(conv2d(x, k), b))", parse_shape_map("x=1x8x7x5,k=4x8x3x3,b=1x4x1x1"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  EXPECT_EQ(step_signature(g, plan.tasks[0]),
+            "step conv: conv2d(float:1x8x7x5,float:4x8x3x3) ; add(float:1x4x7x5,float:1x4x1x1)<0,- ; "
+            "relu(float:1x4x7x5)<1");
+  const ParsedStepSignature parsed = parse_step_signature(step_signature(g, plan.tasks[0]));
+  EXPECT_EQ(parsed.kind, "conv");
+  ASSERT_EQ(parsed.nodes.size(), 3u);
+  EXPECT_EQ(parsed.nodes[0].op_signature, "conv2d(float:1x8x7x5,float:4x8x3x3)");
+  EXPECT_EQ(parsed.nodes[0].source, (std::vector<int>{-1, -1}));
+  EXPECT_EQ(parsed.nodes[1].source, (std::vector<int>{0, -1}));
+  EXPECT_EQ(parsed.nodes[2].source, (std::vector<int>{1}));
+}
+
+TEST(StepSignature, ElementwiseChainIsOneStepAndUnfusedItIsThree) {
+  const Graph g = build_graph("mul(relu(add(x, y)), z)", parse_shape_map("x=4x6,y=4x6,z=4x6"));
+  EXPECT_EQ(signatures(g, make_execution_plan(g)),
+            (std::vector<std::string>{"step elementwise: add(float:4x6,float:4x6) ; relu(float:4x6)<0 ; "
+                                      "mul(float:4x6,float:4x6)<1,-"}));
+  PlanOptions unfused;
+  unfused.fuse = false;
+  EXPECT_EQ(signatures(g, make_execution_plan(g, unfused)),
+            (std::vector<std::string>{"step elementwise: add(float:4x6,float:4x6)", "step elementwise: relu(float:4x6)",
+                                      "step elementwise: mul(float:4x6,float:4x6)"}));
+}
+
+TEST(StepSignature, AViewIsAFreeStepAndWeightsAreNoStep) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {2, 6});
+  const ValueRef r = g.apply("reshape", {x}, {{"shape", std::vector<int64_t>{3, 4}}});
+  const ValueRef w = g.apply("relu", {g.add_constant(ConstantValue(random_tensor<float>({3, 4}, 1)))});  // at load
+  g.add_output(g.apply("matmul", {g.apply("transpose", {r}), w}));
+  const ExecutionPlan plan = tasks_only(g);
+  int free = 0;
+  for (const Task& t : plan.tasks) free += step_is_free(t);
+  EXPECT_EQ(free, 1);
+  EXPECT_EQ(signatures(g, plan),
+            (std::vector<std::string>{"step node: transpose(float:3x4)", "step node: matmul(float:4x3,float:3x4)"}));
+}
+
+TEST(StepSignature, TasksOnlyPlanHasTheFullPlansTasks) {
+  const Graph g = build_graph("relu(add(add(conv2d(x, k), b), sigmoid(mul(z, z))))",
+                              parse_shape_map("x=1x8x7x5,k=4x8x1x1,b=4x1x1,z=1x4x7x5"));
+  const ExecutionPlan full = make_execution_plan(g), tasks = tasks_only(g);
+  EXPECT_EQ(signatures(g, full), signatures(g, tasks));
+  EXPECT_TRUE(tasks.slots.empty());
+  EXPECT_EQ(full.folded, tasks.folded);
+}
+
+TEST(StepSignature, KindsWithoutANameStillHaveSignaturesAndMalformedOnesAreRejected) {
+  EXPECT_EQ(task_kind_name(static_cast<Task::Kind>(42)), "kind42");
+  EXPECT_THROW(parse_step_signature("conv2d(float:1x8x7x5,float:4x8x3x3)"), ParseError);
+  EXPECT_THROW(parse_step_signature("step conv: relu(float:4)<3"), ParseError);  // no earlier node 3
+  EXPECT_THROW(parse_step_signature("step conv: relu(float:4)x"), ParseError);
+}
+
+// What calibrate times: copies of the step, each planned as the same step.
+TEST(StepGraph, CopiesPlanAsTheSameStepWithWeightsAndLoadTimeValuesAsConstants) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 3, 6, 6});
+  const ValueRef k = g.add_constant(ConstantValue(random_tensor<float>({4, 3, 3, 3}, 2)));
+  const ValueRef b = g.apply("reshape", {g.add_constant(ConstantValue(random_tensor<float>({4}, 3)))},
+                             {{"shape", std::vector<int64_t>{1, 4, 1, 1}}});  // computed at load
+  const ValueRef conv = g.apply("relu", {g.apply("add", {g.apply("conv2d", {x, k}), b})});
+  g.add_output(g.apply("mul", {g.apply("sigmoid", {conv}), conv}));
+  const ExecutionPlan plan = tasks_only(g);
+  const std::vector<std::string> model_steps = signatures(g, plan);
+  ASSERT_EQ(model_steps.size(), 2u);
+  for (const Task& t : plan.tasks) {
+    const Graph step = step_graph(g, plan, t, 3);
+    EXPECT_EQ(step.inputs().size(), 1u);  // the weight and the folded bias are constants
+    EXPECT_EQ(signatures(step, make_execution_plan(step)), std::vector<std::string>(3, step_signature(g, t)));
+    EXPECT_EQ(step.outputs().size(), 3u);
+  }
+}
+
+}  // namespace
+}  // namespace tgr
