@@ -94,6 +94,18 @@ struct Builder {
     views = analyse_views(graph, folded);
   }
 
+  // When `add` adds something to the value of `from` (and its output has
+  // `from`'s shape `y`: no broadcast of that side): the other operand.
+  static std::optional<ValueRef> other_operand(const Node& add, int32_t from, const Shape& y) {
+    if (add.op != &known_ops::add() || add.output_shapes[0] != y) return std::nullopt;
+    if (add.inputs[0].node == from && add.inputs[1].node != from) return add.inputs[1];
+    if (add.inputs[1].node == from && add.inputs[0].node != from) return add.inputs[0];
+    return std::nullopt;
+  }
+
+  // A float operand any kernel, cuDNN and cuBLAS(Lt) included, may read.
+  bool plain_float(ValueRef v) const { return graph.dtype(v) == DType::kFloat && views.is_plain(v); }
+
   // conv2d [+ add(bias per channel)] [+ add(residual) + relu] [+ relu]
   void conv_task(int32_t c, Task& t) {
     t.kind = Task::Kind::kConv;
@@ -105,12 +117,7 @@ struct Builder {
       return;
     }
     if (!options.fuse) return;
-    auto other_operand = [&](const Node& add, int32_t from) -> std::optional<ValueRef> {
-      if (add.op != &known_ops::add() || add.output_shapes[0] != y) return std::nullopt;
-      if (add.inputs[0].node == from && add.inputs[1].node != from) return add.inputs[1];
-      if (add.inputs[1].node == from && add.inputs[0].node != from) return add.inputs[0];
-      return std::nullopt;
-    };
+    auto other_operand = [&](const Node& add, int32_t from) { return Builder::other_operand(add, from, y); };
     int32_t cur = c;
     if (auto next = only_consumer(cur)) {
       if (auto b = other_operand(graph.node(*next), cur)) {
@@ -143,6 +150,59 @@ struct Builder {
     }
   }
 
+  // matmul [+ reshape] [+ add(bias per column)] [+ add(residual)] [+ relu],
+  // when at least one of bias, residual, relu follows: a kProduct task (one
+  // cuBLASLt call whose epilogue adds the bias and applies the relu; the
+  // residual is its C matrix, beta = 1). The reshape (BERT's and ConvNeXt's
+  // Linear layers: [B*S, H] back to [B, S, H]) must keep the last axis and be
+  // a view, so the product's rows are the reshaped value's rows. Otherwise
+  // the matmul stays a task of its own (kNode) and nothing is claimed.
+  void product_task(int32_t mm, Task& t) {
+    t.nodes = {mm};
+    if (!options.fuse) return;
+    const int64_t columns = graph.node(mm).output_shapes[0][1];
+    std::vector<int32_t> members{mm};
+    int32_t cur = mm;
+    Task fused;
+    fused.kind = Task::Kind::kProduct;
+    if (auto next = only_consumer(cur)) {
+      const Node& r = graph.node(*next);
+      if (r.op->traits.view == ViewKind::kReshape && views.outputs_are_views(*next) && !r.output_shapes[0].empty() &&
+          r.output_shapes[0].back() == columns) {
+        members.push_back(*next);
+        cur = *next;
+      }
+    }
+    const Shape y = graph.node(cur).output_shapes[0];
+    if (auto next = only_consumer(cur)) {
+      if (auto b = other_operand(graph.node(*next), cur, y)) {
+        const Shape& bs = graph.shape(*b);
+        const bool per_column =
+            !bs.empty() && bs.size() <= y.size() && bs.back() == columns && num_elements(bs) == columns;
+        if (per_column && plain_float(*b)) {
+          fused.bias = *b;
+          members.push_back(*next);
+          cur = *next;
+        }
+      }
+    }
+    if (auto next = only_consumer(cur)) {
+      if (auto z = other_operand(graph.node(*next), cur, y); z && graph.shape(*z) == y && plain_float(*z)) {
+        fused.residual = *z;
+        members.push_back(*next);
+        cur = *next;
+      }
+    }
+    if (auto next = only_consumer(cur); next && graph.node(*next).op == &known_ops::relu()) {
+      fused.relu = true;
+      members.push_back(*next);
+      cur = *next;
+    }
+    if (!fused.bias && !fused.residual && !fused.relu) return;  // a reshape alone: it stays an alias
+    fused.nodes = std::move(members);
+    t = std::move(fused);
+  }
+
   void build_tasks() {
     const auto& nodes = graph.nodes();
     std::vector<Task> groups;
@@ -155,6 +215,8 @@ struct Builder {
       Task t;
       if (n.op == &known_ops::conv2d()) {
         conv_task(i, t);
+      } else if (n.op == &known_ops::matmul() && n.output_dtypes[0] == DType::kFloat) {
+        product_task(i, t);
       } else if (views.outputs_are_views(i)) {
         t.kind = Task::Kind::kAlias;  // every output a view: nothing to run
         t.nodes = {i};
@@ -196,7 +258,8 @@ struct Builder {
       } else {
         t.nodes = {i};
       }
-      if (t.kind == Task::Kind::kConv) plan.fused_nodes += static_cast<int>(t.nodes.size()) - 1;
+      if (t.kind == Task::Kind::kConv || t.kind == Task::Kind::kProduct)
+        plan.fused_nodes += static_cast<int>(t.nodes.size()) - 1;
       for (int32_t m : t.nodes) task_of[m] = static_cast<int>(groups.size());
       groups.push_back(std::move(t));
     }

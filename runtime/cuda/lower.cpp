@@ -159,6 +159,9 @@ Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index) {
       step.run = lower_conv(ctx, task, off >= 0 ? ctx.arena + off : nullptr);
       return step;
     }
+    case Task::Kind::kProduct:
+      step.run = lower_product(ctx, task);
+      return step;
     case Task::Kind::kNode: break;
   }
   const auto it = node_lowerings().find(n.op->name);

@@ -65,6 +65,7 @@ bool lowers_in_elementwise_program(std::string_view op);
 std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task);
 std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch);
 std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node);
+std::function<void()> lower_product(const LowerCtx& ctx, const Task& task);  // cuBLASLt with an epilogue
 std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_mixed(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node);

@@ -184,6 +184,41 @@ const OpCase kCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(Table, GpuOps, ::testing::ValuesIn(kCases));
 
+// Fusions across operator families (runtime/execution_plan.h), named
+// Fusion/GpuOps.MatchesTheCpuReference/N.
+const OpCase kFusionCases[] = {
+    // products with a cuBLASLt epilogue (Task::Kind::kProduct): bias per column, residual, relu
+    {"add(matmul(x, w), b)", "x=33x65,w=65x17,b=17", 1e-4},                                                    // 0
+    {"relu(add(b, matmul(x, w)))", "x=7x20,w=20x37,b=37", 1e-4},                                               // 1
+    {"add(matmul(x, w), b)", "x=1x768,w=768x3,b=3", 1e-4},                                                     // 2
+    {"add(add(reshape[shape=2x3x24](matmul(x, w)), b), z)", "x=6x16,w=16x24,b=24,z=2x3x24", 1e-4},             // 3
+    {"relu(add(add(reshape[shape=3x5x19](matmul(x, w)), b), z))", "x=15x33,w=33x19,b=1x1x19,z=3x5x19", 1e-4},  // 4
+    {"relu(matmul(x, w))", "x=9x13,w=13x11", 1e-4},                                                            // 5
+    {"add(matmul(x, w), z)", "x=9x13,w=13x11,z=9x11", 1e-4},                                                   // 6
+    {"add(matmul(split[axis=1, sizes=8x4](x).0, w), b)", "x=9x12,w=8x5,b=5", 1e-4},  // 7: strided A
+    {"add(matmul(x, w), b)", "x=5x7,w=7x3,b=5x1", 1e-4},                             // 8: per row: not fused
+    // transposes as views (runtime/views.h): read with strides by elementwise kernels and cuBLAS(Lt)
+    {"mul(transpose[perm=0x2x1x3](reshape[shape=2x5x4x8](x)), s)", "x=10x32,s=scalar"},  // 9
+    {"batch_matmul(q, reshape[shape=4x8x5](transpose[perm=0x2x3x1](reshape[shape=1x5x4x8](k))))", "q=4x5x8,k=5x32",
+     1e-4},  // 10: keys, op T
+    {"batch_matmul(p, reshape[shape=4x5x8](transpose[perm=0x2x1x3](reshape[shape=1x5x4x8](v))))", "p=4x5x5,v=5x32",
+     1e-4},  // 11: values, ld 32
+    {"batch_matmul(p, reshape[shape=8x5x8](transpose[perm=0x2x1x3](reshape[shape=2x5x4x8](v))))", "p=8x5x5,v=10x32",
+     1e-4},                                                                                  // 12: batch 2: copied
+    {"matmul(transpose(x), w)", "x=13x7,w=13x5", 1e-4},                                      // 13
+    {"matmul(x, transpose(w))", "x=7x13,w=5x13", 1e-4},                                      // 14
+    {"matmul(transpose(x), transpose(w))", "x=13x7,w=5x13", 1e-4},                           // 15
+    {"add(matmul(x, transpose(w)), b)", "x=7x13,w=5x13,b=5", 1e-4},                          // 16: cuBLASLt, op T
+    {"relu(add(matmul(transpose(x), w), b))", "x=13x7,w=13x5,b=5", 1e-4},                    // 17
+    {"batch_matmul(x, transpose[perm=0x2x1](y))", "x=3x7x9,y=3x5x9", 1e-4},                  // 18
+    {"matmul(transpose(x), w)", "x=1x7,w=1x5", 1e-4},                                        // 19: one row
+    {"add(transpose[perm=1x0](a), b)", "a=int64:3x4,b=int64:3", 0, 1, -50, 50},              // 20
+    {"(relu(transpose[perm=1x0](x)), transpose[perm=1x0](x))", "x=5x6"},                     // 21: output: copied
+    {"softmax[axis=1](transpose[perm=1x0](x))", "x=5x6", 1e-5, 4},                           // 22: copied
+    {"reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](z)))", "z=4x5x8"},  // 23: head merge
+};
+INSTANTIATE_TEST_SUITE_P(Fusion, GpuOps, ::testing::ValuesIn(kFusionCases));
+
 // Every operator of the table appears in some case above.
 TEST(GpuOpsCoverage, EveryOperatorHasACase) {
   std::string all;
