@@ -24,6 +24,20 @@ void add_operands(const Node& n, std::vector<Operand>& out) {
   }
 }
 
+// What a fused elementwise program computes in (runtime/cuda/lower_elementwise.cpp):
+// float when a node touches a float value (comparisons, is_nan and where over
+// floats included: their bools are 0 and 1); nodes of bools only (logical_not,
+// where over bools) join any program; int64 nodes run as programs of their own.
+enum class Domain { kFloat, kBool, kInt };
+Domain domain(const Graph& g, const Node& n) {
+  bool touches_float = n.output_dtypes[0] == DType::kFloat, touches_int = n.output_dtypes[0] == DType::kInt64;
+  for (ValueRef in : n.inputs) {
+    touches_float = touches_float || g.dtype(in) == DType::kFloat;
+    touches_int = touches_int || g.dtype(in) == DType::kInt64;
+  }
+  return touches_float ? Domain::kFloat : touches_int ? Domain::kInt : Domain::kBool;
+}
+
 // Folds a node whose inputs are all known: evaluates it alone on the CPU.
 std::vector<ConstantValue> fold(const Graph& graph, const Node& n, const std::vector<std::vector<ConstantValue>>& known) {
   Graph g;
@@ -226,12 +240,12 @@ struct Builder {
         add_operands(n, ops);
         int count = instructions(n);
         std::vector<int32_t> members;
-        if (options.fuse && n.output_dtypes[0] == DType::kFloat) {
+        if (options.fuse && domain(graph, n) != Domain::kInt) {
           for (ValueRef in : n.inputs) {
             const int g = task_of[in.node];
             if (g < 0 || groups[g].kind != Task::Kind::kElementwise || groups[g].root() != in.node) continue;
             if (!single_use(in.node) || nodes[in.node].output_shapes[0] != n.output_shapes[0]) continue;
-            if (nodes[in.node].output_dtypes[0] != DType::kFloat) continue;
+            if (domain(graph, nodes[in.node]) == Domain::kInt) continue;  // int64 nodes stay alone
             // Operands after merging: this node's minus the producer's output, plus the group's.
             std::vector<Operand> merged;
             for (const Operand& o : ops)

@@ -92,9 +92,9 @@ bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v,
 }  // namespace
 
 bool is_elementwise_kernel(const Node& node) {
-  // The fused program computes in one element type: operators with mixed
-  // kernels (comparisons, cast, where) are elementwise but run on their own.
-  return node.is_op() && node.op->traits.elementwise && !node.op->has_mixed_kernels();
+  // Comparisons, is_nan, logical_not, cast and where included: the program
+  // computes in float or int64 and converts on load and store.
+  return node.is_op() && node.op->traits.elementwise;
 }
 
 bool is_strided_copy(const Node& node) { return node.is_op() && node.op->traits.strided_copy; }

@@ -77,7 +77,7 @@ class ViewAnalysis {
 ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load);
 
 // Operators the runtime runs as (fused) elementwise kernels: OpTraits::elementwise
-// with single-type kernels.
+// (comparisons, is_nan, logical_not, cast and where among them).
 bool is_elementwise_kernel(const Node& node);
 // Operators the runtime runs as strided copies (OpTraits::strided_copy: transpose,
 // slice, expand, pad, enlarge, concat, split, reshape): they read inputs with any strides.

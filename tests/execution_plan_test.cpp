@@ -311,6 +311,40 @@ TEST(Views, UnalignedPiecesAreNotHandedToCublas) {
   EXPECT_TRUE(make_execution_plan(even).slot(piece(even, 1)).view);
 }
 
+// --- comparisons, is_nan, cast and where in elementwise programs ----------------------
+
+TEST(ExecutionPlan, IsNanAndWhereAfterSoftmaxAreOneProgram) {
+  // Attention's where(is_nan(p), 0, p) after each softmax.
+  const Graph g =
+      build_graph("where(is_nan(softmax[axis=1](x)), z, softmax[axis=1](x))", parse_shape_map("x=3x7,z=scalar"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  EXPECT_EQ(task_label(g, plan.tasks[1]), "is_nan+where");
+  EXPECT_EQ(plan.tasks[1].kind, Task::Kind::kElementwise);
+  EXPECT_EQ(plan.tasks[1].reads.size(), 2u);  // the softmax, z
+}
+
+TEST(ExecutionPlan, FloatComparisonsAndBoolLogicJoinFloatPrograms) {
+  const Graph g = build_graph("where(logical_not(less(x, y)), relu(x), cast[to=float](greater(y, x)))",
+                              parse_shape_map("x=4x9,y=9"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  EXPECT_EQ(plan.tasks[0].kind, Task::Kind::kElementwise);
+  EXPECT_EQ(plan.tasks[0].nodes.size(), 6u);
+}
+
+TEST(ExecutionPlan, Int64NodesRunAsProgramsOfTheirOwn) {
+  // less over int64 computes in int64; the float where after it reads its bools.
+  DTypeMap dtypes;
+  const ShapeMap shapes = parse_shape_map("a=int64:3x4,b=int64:4,x=3x4,y=4", &dtypes);
+  const Graph g = build_graph("where(less(a, b), x, y)", shapes, dtypes);
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  EXPECT_EQ(task_label(g, plan.tasks[0]), "less");
+  EXPECT_EQ(task_label(g, plan.tasks[1]), "where");
+  EXPECT_EQ(plan.tasks[0].kind, Task::Kind::kElementwise);
+}
+
 // --- transposes as views ------------------------------------------------------------
 
 const Task* task_of_op(const ExecutionPlan& plan, const Graph& g, const std::string& op) {

@@ -216,6 +216,20 @@ const OpCase kFusionCases[] = {
     {"(relu(transpose[perm=1x0](x)), transpose[perm=1x0](x))", "x=5x6"},                     // 21: output: copied
     {"softmax[axis=1](transpose[perm=1x0](x))", "x=5x6", 1e-5, 4},                           // 22: copied
     {"reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](z)))", "z=4x5x8"},  // 23: head merge
+    // comparisons, is_nan, logical_not, cast and where in elementwise programs
+    {"where(is_nan(log(x)), z, log(x))", "x=6x37,z=scalar"},                                   // 24
+    {"where(is_nan(softmax[axis=1](x)), z, softmax[axis=1](x))", "x=3x37,z=scalar", 1e-5, 4},  // 25
+    {"where(less(x, y), relu(x), y)", "x=4x9,y=9"},                                            // 26
+    {"where(logical_not(is_nan(log(x))), x, y)", "x=5x7,y=7"},                                 // 27
+    {"where(greater_equal(a, b), a, b)", "a=int64:3x4,b=int64:4", 0, 1, -9, 9},                // 28: int64
+    {"cast[to=float](less(x, y))", "x=3x5,y=5"},                                               // 29
+    {"cast[to=int64](mul(x, s))", "x=4x7,s=scalar", 0, 20},                                    // 30: truncates
+    {"cast[to=bool](relu(x))", "x=4x7"},                                                       // 31
+    {"logical_not(equal(a, b))", "a=int64:3x4,b=int64:4", 0, 1, 0, 3},                         // 32
+    {"add(cast[to=float](a), x)", "a=int64:3x4,x=4", 1e-6, 1, -100, 100},                      // 33
+    {"where(c, split[axis=1, sizes=3x5](x).1, y)", "c=bool:4x5,x=4x8,y=5"},                    // 34: strided
+    {"where(c, x, y)", "c=bool:2x1x4,x=2x3x4,y=4"},                                            // 35
+    {"where(logical_not(c), d, logical_not(d))", "c=bool:3x4,d=bool:4"},                       // 36: bools only
 };
 INSTANTIATE_TEST_SUITE_P(Fusion, GpuOps, ::testing::ValuesIn(kFusionCases));
 
