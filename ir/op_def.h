@@ -102,6 +102,8 @@ enum class ViewKind {
   kNone,
   kReshape,  // the same elements under a new shape (reshape); the analytic cost model takes it as free
   kPieces,   // pieces of the input along an axis (split); free in the analytic model only under TASO's assumption
+  kPermute,  // the input's axes permuted (transpose): a view only for readers that take strides; never free in
+             // the analytic model
 };
 
 // Typed properties of an operator that passes outside ir/ read instead of

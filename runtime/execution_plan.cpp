@@ -24,6 +24,20 @@ void add_operands(const Node& n, std::vector<Operand>& out) {
   }
 }
 
+// What a fused elementwise program computes in (runtime/cuda/lower_elementwise.cpp):
+// float when a node touches a float value (comparisons, is_nan and where over
+// floats included: their bools are 0 and 1); nodes of bools only (logical_not,
+// where over bools) join any program; int64 nodes run as programs of their own.
+enum class Domain { kFloat, kBool, kInt };
+Domain domain(const Graph& g, const Node& n) {
+  bool touches_float = n.output_dtypes[0] == DType::kFloat, touches_int = n.output_dtypes[0] == DType::kInt64;
+  for (ValueRef in : n.inputs) {
+    touches_float = touches_float || g.dtype(in) == DType::kFloat;
+    touches_int = touches_int || g.dtype(in) == DType::kInt64;
+  }
+  return touches_float ? Domain::kFloat : touches_int ? Domain::kInt : Domain::kBool;
+}
+
 // Folds a node whose inputs are all known: evaluates it alone on the CPU.
 std::vector<ConstantValue> fold(const Graph& graph, const Node& n, const std::vector<std::vector<ConstantValue>>& known) {
   Graph g;
@@ -96,6 +110,18 @@ struct Builder {
     plan.folded = folded;
   }
 
+  // When `add` adds something to the value of `from` (and its output has
+  // `from`'s shape `y`: no broadcast of that side): the other operand.
+  static std::optional<ValueRef> other_operand(const Node& add, int32_t from, const Shape& y) {
+    if (add.op != &known_ops::add() || add.output_shapes[0] != y) return std::nullopt;
+    if (add.inputs[0].node == from && add.inputs[1].node != from) return add.inputs[1];
+    if (add.inputs[1].node == from && add.inputs[0].node != from) return add.inputs[0];
+    return std::nullopt;
+  }
+
+  // A float operand any kernel, cuDNN and cuBLAS(Lt) included, may read.
+  bool plain_float(ValueRef v) const { return graph.dtype(v) == DType::kFloat && views.is_plain(v); }
+
   // conv2d [+ add(bias per channel)] [+ add(residual) + relu] [+ relu]
   void conv_task(int32_t c, Task& t) {
     t.kind = Task::Kind::kConv;
@@ -107,12 +133,7 @@ struct Builder {
       return;
     }
     if (!options.fuse) return;
-    auto other_operand = [&](const Node& add, int32_t from) -> std::optional<ValueRef> {
-      if (add.op != &known_ops::add() || add.output_shapes[0] != y) return std::nullopt;
-      if (add.inputs[0].node == from && add.inputs[1].node != from) return add.inputs[1];
-      if (add.inputs[1].node == from && add.inputs[0].node != from) return add.inputs[0];
-      return std::nullopt;
-    };
+    auto other_operand = [&](const Node& add, int32_t from) { return Builder::other_operand(add, from, y); };
     int32_t cur = c;
     if (auto next = only_consumer(cur)) {
       if (auto b = other_operand(graph.node(*next), cur)) {
@@ -145,6 +166,59 @@ struct Builder {
     }
   }
 
+  // matmul [+ reshape] [+ add(bias per column)] [+ add(residual)] [+ relu],
+  // when at least one of bias, residual, relu follows: a kProduct task (one
+  // cuBLASLt call whose epilogue adds the bias and applies the relu; the
+  // residual is its C matrix, beta = 1). The reshape (BERT's and ConvNeXt's
+  // Linear layers: [B*S, H] back to [B, S, H]) must keep the last axis and be
+  // a view, so the product's rows are the reshaped value's rows. Otherwise
+  // the matmul stays a task of its own (kNode) and nothing is claimed.
+  void product_task(int32_t mm, Task& t) {
+    t.nodes = {mm};
+    if (!options.fuse) return;
+    const int64_t columns = graph.node(mm).output_shapes[0][1];
+    std::vector<int32_t> members{mm};
+    int32_t cur = mm;
+    Task fused;
+    fused.kind = Task::Kind::kProduct;
+    if (auto next = only_consumer(cur)) {
+      const Node& r = graph.node(*next);
+      if (r.op->traits.view == ViewKind::kReshape && views.outputs_are_views(*next) && !r.output_shapes[0].empty() &&
+          r.output_shapes[0].back() == columns) {
+        members.push_back(*next);
+        cur = *next;
+      }
+    }
+    const Shape y = graph.node(cur).output_shapes[0];
+    if (auto next = only_consumer(cur)) {
+      if (auto b = other_operand(graph.node(*next), cur, y)) {
+        const Shape& bs = graph.shape(*b);
+        const bool per_column =
+            !bs.empty() && bs.size() <= y.size() && bs.back() == columns && num_elements(bs) == columns;
+        if (per_column && plain_float(*b)) {
+          fused.bias = *b;
+          members.push_back(*next);
+          cur = *next;
+        }
+      }
+    }
+    if (auto next = only_consumer(cur)) {
+      if (auto z = other_operand(graph.node(*next), cur, y); z && graph.shape(*z) == y && plain_float(*z)) {
+        fused.residual = *z;
+        members.push_back(*next);
+        cur = *next;
+      }
+    }
+    if (auto next = only_consumer(cur); next && graph.node(*next).op == &known_ops::relu()) {
+      fused.relu = true;
+      members.push_back(*next);
+      cur = *next;
+    }
+    if (!fused.bias && !fused.residual && !fused.relu) return;  // a reshape alone: it stays an alias
+    fused.nodes = std::move(members);
+    t = std::move(fused);
+  }
+
   void build_tasks() {
     const auto& nodes = graph.nodes();
     std::vector<Task> groups;
@@ -157,6 +231,8 @@ struct Builder {
       Task t;
       if (n.op == &known_ops::conv2d()) {
         conv_task(i, t);
+      } else if (n.op == &known_ops::matmul() && n.output_dtypes[0] == DType::kFloat) {
+        product_task(i, t);
       } else if (views.outputs_are_views(i)) {
         t.kind = Task::Kind::kAlias;  // every output a view: nothing to run
         t.nodes = {i};
@@ -166,12 +242,12 @@ struct Builder {
         add_operands(n, ops);
         int count = instructions(n);
         std::vector<int32_t> members;
-        if (options.fuse && n.output_dtypes[0] == DType::kFloat) {
+        if (options.fuse && domain(graph, n) != Domain::kInt) {
           for (ValueRef in : n.inputs) {
             const int g = task_of[in.node];
             if (g < 0 || groups[g].kind != Task::Kind::kElementwise || groups[g].root() != in.node) continue;
             if (!single_use(in.node) || nodes[in.node].output_shapes[0] != n.output_shapes[0]) continue;
-            if (nodes[in.node].output_dtypes[0] != DType::kFloat) continue;
+            if (domain(graph, nodes[in.node]) == Domain::kInt) continue;  // int64 nodes stay alone
             // Operands after merging: this node's minus the producer's output, plus the group's.
             std::vector<Operand> merged;
             for (const Operand& o : ops)
@@ -198,7 +274,8 @@ struct Builder {
       } else {
         t.nodes = {i};
       }
-      if (t.kind == Task::Kind::kConv) plan.fused_nodes += static_cast<int>(t.nodes.size()) - 1;
+      if (t.kind == Task::Kind::kConv || t.kind == Task::Kind::kProduct)
+        plan.fused_nodes += static_cast<int>(t.nodes.size()) - 1;
       for (int32_t m : t.nodes) task_of[m] = static_cast<int>(groups.size());
       groups.push_back(std::move(t));
     }

@@ -1,8 +1,8 @@
 // What the GPU runtime executes for a graph, decided without a GPU (so it is
 // tested anywhere): which nodes are computed once at load (constants and
 // everything that depends only on them), which nodes run together as one
-// kernel (chains of elementwise operators; a convolution with its bias,
-// residual add and relu), which are free (reshape: the same bytes), and where
+// kernel (chains of elementwise operators; a convolution or a matrix product
+// with its bias, residual add and relu), which are free (reshape: the same bytes), and where
 // each value lives (one arena, bytes shared by values whose lifetimes do not
 // overlap; see memory_plan.h; a reshape or split piece may be a view of
 // another value's bytes, see views.h).
@@ -20,7 +20,7 @@
 namespace tgr {
 
 struct PlanOptions {
-  bool fuse = true;  // elementwise chains and conv + bias (+ residual) + relu
+  bool fuse = true;  // elementwise chains; conv and matmul + bias (+ residual) + relu
   // false: the tasks only (what a cost model needs, runtime/step_signature.h):
   // nodes computed at load are found but not evaluated, and no value is
   // placed (slots, constants and the arena stay empty).
@@ -33,11 +33,16 @@ struct Task {
     kNode,         // one node, by its operator's kernel
     kElementwise,  // a chain of elementwise nodes in one kernel (maybe one node)
     kConv,         // conv2d, then optionally add(bias per channel), add(residual), relu
+    kProduct,      // matmul [+ reshape keeping the last axis], then add(bias per column) and/or
+                   // add(residual), optionally relu: one cuBLASLt call with an epilogue
     kAlias,        // reshape or split whose outputs are all views (views.h): no work
   };
   Kind kind = Kind::kNode;
   std::vector<int32_t> nodes;  // topological order; the last produces the task's output(s)
-  // kConv:
+  // kConv, kProduct: the fused bias (per channel / per column: a vector broadcast
+  // along the output's rows), residual (the output's shape) and relu. Members
+  // of `nodes` past the first are exactly the adds and relu (and, for
+  // kProduct, a reshape right after the matmul) that these fields describe.
   std::optional<ValueRef> bias, residual;
   bool relu = false;
   // Values of other tasks (or inputs, constants) the task reads.

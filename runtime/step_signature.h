@@ -12,8 +12,8 @@
 // "<" and per operand the index of the task's node that computes it ("-":
 // read from outside the task; "2.1": output 1 of node 2). It is derived
 // from the task's kind and nodes alone, so a task kind added to the planner
-// has signatures with no change here (task_kind_name names it "kind7" until
-// it is given a name); the fused extras of a kind (a convolution's bias,
+// has signatures with no other change here than its name (task_kind_name,
+// a switch the compiler checks for every kind); the fused extras of a kind (a convolution's bias,
 // residual and relu) are its nodes.
 //
 // Alias tasks (every output a view, views.h) launch nothing and have no
@@ -33,7 +33,7 @@ namespace tgr {
 // operator rows (ir/op_signature.h) and never collide with them.
 inline constexpr std::string_view kStepSignaturePrefix = "step ";
 
-// "node", "elementwise", "conv", "alias"; "kindN" for a kind without a name here.
+// "node", "elementwise", "conv", "product", "alias".
 std::string task_kind_name(Task::Kind kind);
 
 // Whether the task launches nothing (all its outputs are views of its inputs).

@@ -1,5 +1,6 @@
 #include "runtime/views.h"
 
+#include <numeric>
 #include <set>
 
 namespace tgr {
@@ -41,6 +42,21 @@ std::optional<std::vector<int64_t>> reshape_strides(const Shape& from, const std
   return out;
 }
 
+std::optional<CublasMatrix> cublas_matrix(const Shape& shape, const std::vector<int64_t>& strides) {
+  const size_t r = shape.size();
+  if (r < 2) return std::nullopt;
+  const int64_t rows = shape[r - 2], cols = shape[r - 1];
+  if (cols == 1 || strides[r - 1] == 1) {
+    const int64_t ld = rows == 1 ? cols : strides[r - 2];
+    if (ld >= cols) return CublasMatrix{false, ld};
+  }
+  if (rows == 1 || strides[r - 2] == 1) {
+    const int64_t ld = cols == 1 ? rows : strides[r - 1];
+    if (ld >= rows) return CublasMatrix{true, ld};
+  }
+  return std::nullopt;
+}
+
 bool is_row_major(const Shape& shape, const std::vector<int64_t>& strides) {
   const std::vector<int64_t> expected = row_major_strides(shape);
   for (size_t d = 0; d < shape.size(); ++d)
@@ -54,14 +70,11 @@ bool aligned16(const Graph& g, ValueRef v, const ValueLayout& l) {
   return l.offset * device_element_bytes(g.dtype(v)) % 16 == 0;
 }
 
-// A matrix operand of cuBLAS: unit stride along rows' elements, a leading
-// dimension no smaller than a row, and an aligned start.
+// A matrix operand of cuBLAS: rows or columns with unit stride (cublas_matrix)
+// and an aligned start.
 bool cublas_operand(const Graph& g, ValueRef v, const ValueLayout& l, size_t rank) {
   const Shape& s = g.shape(v);
-  if (s.size() != rank || !aligned16(g, v, l)) return false;
-  const bool unit = s[rank - 1] == 1 || l.strides[rank - 1] == 1;
-  const bool leading = s[rank - 2] == 1 || l.strides[rank - 2] >= s[rank - 1];
-  return unit && leading;
+  return s.size() == rank && aligned16(g, v, l) && cublas_matrix(s, l.strides).has_value();
 }
 
 // Whether `reader` can read its input `input` (the value v) laid out as `l`
@@ -79,9 +92,9 @@ bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v,
 }  // namespace
 
 bool is_elementwise_kernel(const Node& node) {
-  // The fused program computes in one element type: operators with mixed
-  // kernels (comparisons, cast, where) are elementwise but run on their own.
-  return node.is_op() && node.op->traits.elementwise && !node.op->has_mixed_kernels();
+  // Comparisons, is_nan, logical_not, cast and where included: the program
+  // computes in float or int64 and converts on load and store.
+  return node.is_op() && node.op->traits.elementwise;
 }
 
 bool is_strided_copy(const Node& node) { return node.is_op() && node.op->traits.strided_copy; }
@@ -135,16 +148,25 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
     for (int32_t i : order) {
       const Node& n = nodes[i];
       if (!may_be_view(n) || at_load[i]) continue;
-      const bool reshape = n.op->traits.view == ViewKind::kReshape;
+      const ViewKind kind = n.op->traits.view;
       const ValueLayout& in = a.layout(n.inputs[0]);
       for (size_t k = 0; k < n.output_shapes.size(); ++k) {
         const ValueRef out{i, static_cast<int32_t>(k)};
         ValueLayout& l = a.layouts_[i][k];
         l = own(out);
         if (refused.count({i, static_cast<int32_t>(k)})) continue;
-        if (reshape) {
+        if (kind == ViewKind::kReshape) {
           if (auto s = reshape_strides(graph.shape(n.inputs[0]), in.strides, n.output_shapes[0]))
             l = ValueLayout{in.source, in.offset, *s};
+        } else if (kind == ViewKind::kPermute) {
+          std::vector<int64_t> perm = n.params.get_ints("perm");
+          if (perm.empty()) {  // the default: the axes reversed
+            perm.resize(in.strides.size());
+            std::iota(perm.rbegin(), perm.rend(), 0);
+          }
+          std::vector<int64_t> strides(perm.size());
+          for (size_t d = 0; d < perm.size(); ++d) strides[d] = in.strides[perm[d]];
+          l = ValueLayout{in.source, in.offset, strides};
         } else {
           const int64_t axis = n.params.get_int("axis");
           int64_t start = 0;

@@ -37,6 +37,18 @@ bool is_row_major(const Shape& shape, const std::vector<int64_t>& strides);
 std::optional<std::vector<int64_t>> reshape_strides(const Shape& from, const std::vector<int64_t>& from_strides,
                                                     const Shape& to);
 
+// How cuBLAS reads the last two axes (rows x cols) of a value stored with
+// `strides`: row-major (unit stride along a row) with a leading dimension
+// (row stride) ld >= cols, or column-major (unit stride down a column: a
+// transposed view, read with CUBLAS_OP_T) with ld (column stride) >= rows.
+// nullopt when neither holds. Shared by the view analysis and the lowering
+// (runtime/cuda/lower_matmul.cpp), so the two cannot disagree.
+struct CublasMatrix {
+  bool column_major = false;
+  int64_t ld = 0;
+};
+std::optional<CublasMatrix> cublas_matrix(const Shape& shape, const std::vector<int64_t>& strides);
+
 // Where a value's elements are.
 struct ValueLayout {
   ValueRef source;               // the value whose bytes hold them (the value itself when it owns its bytes)
@@ -65,7 +77,7 @@ class ViewAnalysis {
 ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load);
 
 // Operators the runtime runs as (fused) elementwise kernels: OpTraits::elementwise
-// with single-type kernels.
+// (comparisons, is_nan, logical_not, cast and where among them).
 bool is_elementwise_kernel(const Node& node);
 // Operators the runtime runs as strided copies (OpTraits::strided_copy: transpose,
 // slice, expand, pad, enlarge, concat, split, reshape): they read inputs with any strides.

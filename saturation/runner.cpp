@@ -134,7 +134,9 @@ int kernel_delta(const optimizer::DirectedRule& rule, const PatternMatch& match,
       if (!node.is_op()) continue;
       constant[i] = static_cast<char>(
           std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueRef v) { return constant[v.node] != 0; }));
-      if (!constant[i] && node.op->traits.view == ViewKind::kNone) ++n;
+      // A transpose is a view only where its readers take strides, which a rule's graph does not show: a kernel.
+      const ViewKind view = node.op->traits.view;
+      if (!constant[i] && (view == ViewKind::kNone || view == ViewKind::kPermute)) ++n;
     }
     return n;
   };

@@ -112,6 +112,99 @@ TEST(ExecutionPlan, TwoConvChainsNeverClaimTheSameAdd) {
   EXPECT_TRUE(plan.tasks[1].residual && plan.tasks[1].relu);
 }
 
+// --- products with an epilogue (Task::Kind::kProduct) ---------------------------------
+
+TEST(ExecutionPlan, FusesAPerColumnBiasIntoTheProduct) {
+  // Gemm's form: the bias added straight to the product, on either side.
+  for (const char* expr : {"add(matmul(x, w), b)", "add(b, matmul(x, w))"}) {
+    const Graph g = build_graph(expr, parse_shape_map("x=5x16,w=16x24,b=24"));
+    const ExecutionPlan plan = make_execution_plan(g);
+    ASSERT_EQ(plan.tasks.size(), 1u) << expr;
+    const Task& t = plan.tasks[0];
+    EXPECT_EQ(t.kind, Task::Kind::kProduct) << expr;
+    ASSERT_TRUE(t.bias) << expr;
+    EXPECT_EQ(g.shape(*t.bias), Shape{24});
+    EXPECT_FALSE(t.residual || t.relu) << expr;
+    EXPECT_EQ(plan.fused_nodes, 1) << expr;
+  }
+}
+
+TEST(ExecutionPlan, FusesThroughTheReshapeOfALinearLayer) {
+  // BERT's Linear: [B*S, H] x [H, N], reshaped to [B, S, N], plus bias, residual, relu.
+  const Graph g = build_graph("relu(add(add(b, reshape[shape=2x3x24](matmul(x, w))), z))",
+                              parse_shape_map("x=6x16,w=16x24,b=1x1x24,z=2x3x24"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  const Task& t = plan.tasks[0];
+  EXPECT_EQ(t.kind, Task::Kind::kProduct);
+  EXPECT_EQ(task_label(g, t), "matmul+reshape+add+add+relu");
+  EXPECT_TRUE(t.bias && t.residual && t.relu);
+  EXPECT_EQ(g.shape(*t.residual), (Shape{2, 3, 24}));
+  // The task reads the operands, bias and residual; the product itself is never stored.
+  EXPECT_EQ(t.reads.size(), 4u);
+  EXPECT_EQ(plan.slot({t.nodes[0], 0}).home, ValueSlot::Home::kNone);
+}
+
+TEST(ExecutionPlan, ResidualOrReluAloneAlsoMakeAProductTask) {
+  const Graph g =
+      build_graph("(relu(matmul(x, w)), add(matmul(y, w), z))", parse_shape_map("x=5x16,y=5x16,w=16x8,z=5x8"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  const Task* relu = task_with(plan, g, "matmul+relu");
+  const Task* residual = task_with(plan, g, "matmul+add");
+  ASSERT_NE(relu, nullptr);
+  ASSERT_NE(residual, nullptr);
+  EXPECT_TRUE(relu->relu && !relu->bias && !relu->residual);
+  EXPECT_TRUE(residual->residual && !residual->bias && !residual->relu);
+}
+
+TEST(ExecutionPlan, OnlyAPerColumnBiasIsFusedIntoTheProduct) {
+  // Per row ([5, 1]: broadcast along columns) and broadcast over more axes
+  // than the product has: an elementwise add after a plain product.
+  for (const char* shapes : {"x=5x16,w=16x24,b=5x1", "x=5x16,w=16x24,b=3x1x24"}) {
+    const Graph g = build_graph("add(matmul(x, w), b)", parse_shape_map(shapes));
+    const ExecutionPlan plan = make_execution_plan(g);
+    ASSERT_NE(task_with(plan, g, "matmul"), nullptr) << shapes;
+    EXPECT_EQ(task_with(plan, g, "matmul")->kind, Task::Kind::kNode) << shapes;
+    EXPECT_NE(task_with(plan, g, "add"), nullptr) << shapes;
+  }
+  // A reshape that splits the columns: the bias is per new last axis, not per column.
+  const Graph g = build_graph("add(reshape[shape=5x4x6](matmul(x, w)), b)", parse_shape_map("x=5x16,w=16x24,b=6"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_EQ(task_with(plan, g, "matmul")->kind, Task::Kind::kNode);
+  EXPECT_EQ(task_with(plan, g, "reshape")->kind, Task::Kind::kAlias);
+  // batch_matmul: no epilogue fusion.
+  const Graph bg = build_graph("add(batch_matmul(x, w), b)", parse_shape_map("x=2x5x16,w=2x16x24,b=24"));
+  EXPECT_NE(task_with(make_execution_plan(bg), bg, "batch_matmul"), nullptr);
+}
+
+TEST(ExecutionPlan, AProductReadElsewhereIsNotFused) {
+  // The product (or the value after its bias) has a second reader: it must be stored.
+  const Graph g = build_graph("(add(matmul(x, w), b), relu(matmul(x, w)))", parse_shape_map("x=5x16,w=16x24,b=24"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_EQ(task_with(plan, g, "matmul")->kind, Task::Kind::kNode);
+  const Graph g2 = build_graph("(relu(add(matmul(x, w), b)), sigmoid(add(matmul(x, w), b)))",
+                               parse_shape_map("x=5x16,w=16x24,b=24"));
+  const ExecutionPlan plan2 = make_execution_plan(g2);
+  const Task* product = task_with(plan2, g2, "matmul+add");
+  ASSERT_NE(product, nullptr);
+  EXPECT_TRUE(product->bias && !product->relu);
+  // A graph output is stored as it is.
+  const Graph g3 = build_graph("(matmul(x, w), add(matmul(x, w), b))", parse_shape_map("x=5x16,w=16x24,b=24"));
+  EXPECT_EQ(task_with(make_execution_plan(g3), g3, "matmul")->kind, Task::Kind::kNode);
+  // Unfused plans keep every node apart.
+  const Graph g4 = build_graph("add(matmul(x, w), b)", parse_shape_map("x=5x16,w=16x24,b=24"));
+  EXPECT_EQ(make_execution_plan(g4, PlanOptions{false}).tasks.size(), 2u);
+}
+
+TEST(ExecutionPlan, AStridedBiasIsNotHandedToCublasLt) {
+  // The bias is the second piece of a [25] vector: a view 4 bytes in, not
+  // 16-byte aligned, so not plain: the add stays an elementwise step.
+  const Graph g =
+      build_graph("add(matmul(x, w), split[axis=0, sizes=1x24](v).1)", parse_shape_map("x=5x16,w=16x24,v=25"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_EQ(task_with(plan, g, "matmul")->kind, Task::Kind::kNode);
+}
+
 }  // namespace
 }  // namespace tgr
 
@@ -216,6 +309,124 @@ TEST(Views, UnalignedPiecesAreNotHandedToCublas) {
   EXPECT_FALSE(make_execution_plan(odd).slot(piece(odd, 1)).view);
   const Graph even = build_graph("matmul(split[axis=1, sizes=8x4](x).1, w)", parse_shape_map("x=6x12,w=4x3"));
   EXPECT_TRUE(make_execution_plan(even).slot(piece(even, 1)).view);
+}
+
+// --- comparisons, is_nan, cast and where in elementwise programs ----------------------
+
+TEST(ExecutionPlan, IsNanAndWhereAfterSoftmaxAreOneProgram) {
+  // Attention's where(is_nan(p), 0, p) after each softmax.
+  const Graph g =
+      build_graph("where(is_nan(softmax[axis=1](x)), z, softmax[axis=1](x))", parse_shape_map("x=3x7,z=scalar"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  EXPECT_EQ(task_label(g, plan.tasks[1]), "is_nan+where");
+  EXPECT_EQ(plan.tasks[1].kind, Task::Kind::kElementwise);
+  EXPECT_EQ(plan.tasks[1].reads.size(), 2u);  // the softmax, z
+}
+
+TEST(ExecutionPlan, FloatComparisonsAndBoolLogicJoinFloatPrograms) {
+  const Graph g = build_graph("where(logical_not(less(x, y)), relu(x), cast[to=float](greater(y, x)))",
+                              parse_shape_map("x=4x9,y=9"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  EXPECT_EQ(plan.tasks[0].kind, Task::Kind::kElementwise);
+  EXPECT_EQ(plan.tasks[0].nodes.size(), 6u);
+}
+
+TEST(ExecutionPlan, Int64NodesRunAsProgramsOfTheirOwn) {
+  // less over int64 computes in int64; the float where after it reads its bools.
+  DTypeMap dtypes;
+  const ShapeMap shapes = parse_shape_map("a=int64:3x4,b=int64:4,x=3x4,y=4", &dtypes);
+  const Graph g = build_graph("where(less(a, b), x, y)", shapes, dtypes);
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  EXPECT_EQ(task_label(g, plan.tasks[0]), "less");
+  EXPECT_EQ(task_label(g, plan.tasks[1]), "where");
+  EXPECT_EQ(plan.tasks[0].kind, Task::Kind::kElementwise);
+}
+
+// --- transposes as views ------------------------------------------------------------
+
+const Task* task_of_op(const ExecutionPlan& plan, const Graph& g, const std::string& op) {
+  for (const Task& t : plan.tasks)
+    for (int32_t n : t.nodes)
+      if (g.node(n).op->name == op) return &t;
+  return nullptr;
+}
+
+TEST(Views, CublasReadsRowsOrColumnsWithUnitStride) {
+  EXPECT_EQ(cublas_matrix({4, 6}, {6, 1})->ld, 6);
+  EXPECT_FALSE(cublas_matrix({4, 6}, {6, 1})->column_major);
+  EXPECT_TRUE(cublas_matrix({4, 6}, {1, 4})->column_major);  // a transposed 6x4
+  EXPECT_EQ(cublas_matrix({4, 6}, {1, 4})->ld, 4);
+  EXPECT_EQ(cublas_matrix({3, 4, 6}, {100, 1, 32})->ld, 32);
+  EXPECT_FALSE(cublas_matrix({4, 6}, {12, 2}));     // neither axis contiguous
+  EXPECT_FALSE(cublas_matrix({4, 6}, {4, 1}));      // rows overlap
+  EXPECT_FALSE(cublas_matrix({4, 6}, {1, 3}));      // columns overlap
+  EXPECT_EQ(cublas_matrix({1, 6}, {0, 1})->ld, 6);  // one row: any row stride
+}
+
+TEST(Views, AttentionHeadsAreTransposedInPlace) {
+  // BERT's query: [S, H] -> [1, S, heads, d] -> heads first, scaled (an
+  // elementwise kernel reads the transposed view); value: straight into the
+  // batched product (row stride H, batch stride d); key: transposed the
+  // other way (columns with unit stride: cuBLAS's transpose flag).
+  const Graph g = build_graph(
+      "batch_matmul(batch_matmul(reshape[shape=4x5x8](mul(transpose[perm=0x2x1x3](reshape[shape=1x5x4x8](q)), s)),"
+      " reshape[shape=4x8x5](transpose[perm=0x2x3x1](reshape[shape=1x5x4x8](k)))),"
+      " reshape[shape=4x5x8](transpose[perm=0x2x1x3](reshape[shape=1x5x4x8](v))))",
+      parse_shape_map("q=5x32,k=5x32,v=5x32,s=scalar"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  int transposes = 0;
+  for (const Task& t : plan.tasks) {
+    for (int32_t n : t.nodes)
+      if (g.node(n).op->name == "transpose") {
+        ++transposes;
+        EXPECT_EQ(t.kind, Task::Kind::kAlias) << "node " << n;
+        const ValueSlot& s = plan.slot({n, 0});
+        EXPECT_TRUE(s.view);
+        EXPECT_FALSE(s.strides.empty());
+      }
+  }
+  EXPECT_EQ(transposes, 3);
+  // What runs: the scaling, two products.
+  int running = 0;
+  for (const Task& t : plan.tasks) running += t.kind != Task::Kind::kAlias;
+  EXPECT_EQ(running, 3);
+}
+
+TEST(Views, ATransposeOfTheLastTwoAxesFeedsCublasDirectly) {
+  const Graph g = build_graph("add(matmul(x, transpose(w)), b)", parse_shape_map("x=7x13,w=5x13,b=5"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  EXPECT_EQ(plan.tasks[0].kind, Task::Kind::kAlias);
+  EXPECT_EQ(plan.tasks[1].kind, Task::Kind::kProduct);
+  EXPECT_EQ(plan.slot({plan.tasks[0].root(), 0}).strides, (std::vector<int64_t>{1, 13}));
+}
+
+TEST(Views, TransposesReadByKernelsWithoutStridesAreCopies) {
+  // softmax, a graph output, and a reshape that no strides can express
+  // (the merge of heads: [1, S, heads, d] back to [S, H]) read copies.
+  const Graph g = build_graph(
+      "(softmax[axis=2](transpose[perm=0x2x1](x)), transpose[perm=1x0](y),"
+      " reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](z))))",
+      parse_shape_map("x=2x3x4,y=3x4,z=4x5x8"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  int copies = 0, views = 0;
+  for (const Task& t : plan.tasks)
+    if (g.node(t.root()).op->name == "transpose") {
+      copies += t.kind == Task::Kind::kNode;
+      views += t.kind == Task::Kind::kAlias;
+    }
+  EXPECT_EQ(copies, 2);  // softmax's, the graph output
+  EXPECT_EQ(views, 1);   // the merge's
+  // The merge: the transpose is a view and the reshape copies from it.
+  const Task* reshape = nullptr;
+  for (const Task& t : plan.tasks)
+    if (g.node(t.root()).op->name == "reshape" && g.node(t.root()).output_shapes[0] == Shape{5, 32}) reshape = &t;
+  ASSERT_NE(reshape, nullptr);
+  EXPECT_EQ(reshape->kind, Task::Kind::kNode);
+  EXPECT_EQ(task_of_op(plan, g, "reshape")->kind, Task::Kind::kAlias);  // [4,5,8] -> [1,4,5,8]
 }
 
 }  // namespace

@@ -109,7 +109,8 @@ TEST(OpRegistry, Traits) {
     return out;
   };
   using V = std::vector<std::string>;
-  EXPECT_EQ(names_where([](const OpDef& op) { return op.traits.view != ViewKind::kNone; }), (V{"reshape", "split"}));
+  EXPECT_EQ(names_where([](const OpDef& op) { return op.traits.view != ViewKind::kNone; }),
+            (V{"reshape", "split", "transpose"}));
   EXPECT_EQ(names_where([](const OpDef& op) { return op.traits.strided_copy; }),
             (V{"concat", "enlarge", "expand", "pad", "reshape", "slice", "split", "transpose"}));
   EXPECT_EQ(names_where([](const OpDef& op) { return op.traits.moves_elements; }),

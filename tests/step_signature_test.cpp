@@ -75,8 +75,9 @@ TEST(StepSignature, TasksOnlyPlanHasTheFullPlansTasks) {
   EXPECT_EQ(full.folded, tasks.folded);
 }
 
-TEST(StepSignature, KindsWithoutANameStillHaveSignaturesAndMalformedOnesAreRejected) {
-  EXPECT_EQ(task_kind_name(static_cast<Task::Kind>(42)), "kind42");
+TEST(StepSignature, EveryKindHasItsNameAndMalformedSignaturesAreRejected) {
+  EXPECT_EQ(task_kind_name(Task::Kind::kProduct), "product");
+  EXPECT_EQ(task_kind_name(Task::Kind::kConv), "conv");
   EXPECT_THROW(parse_step_signature("conv2d(float:1x8x7x5,float:4x8x3x3)"), ParseError);
   EXPECT_THROW(parse_step_signature("step conv: relu(float:4)<3"), ParseError);  // no earlier node 3
   EXPECT_THROW(parse_step_signature("step conv: relu(float:4)x"), ParseError);

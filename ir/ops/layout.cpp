@@ -285,7 +285,7 @@ void register_layout_ops(OpTable& table) {
                    std::iota(reversed.rbegin(), reversed.rend(), 0);
                    if (p.get_ints("perm") == reversed) p.set("perm", std::vector<int64_t>{});
                  },
-             .traits = layout_traits(),
+             .traits = layout_traits(ViewKind::kPermute),
              .cost = per_output_element_cost()});
   table.add({.name = "concat",
              .summary = "join the inputs along an axis",

@@ -31,12 +31,14 @@ GpuContext::GpuContext() {
   TGR_GPU_CHECK(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH), where);
   cublas_workspace = DeviceBuffer(size_t{32} << 20, "cuBLAS workspace");
   TGR_GPU_CHECK(cublasSetWorkspace(cublas, cublas_workspace.data(), cublas_workspace.bytes()), where);
+  TGR_GPU_CHECK(cublasLtCreate(&cublaslt), where);
   TGR_GPU_CHECK(cudnnCreate(&cudnn), where);
   TGR_GPU_CHECK(cudnnSetStream(cudnn, stream), where);
 }
 
 GpuContext::~GpuContext() {
   if (cudnn) cudnnDestroy(cudnn);
+  if (cublaslt) cublasLtDestroy(cublaslt);
   if (cublas) cublasDestroy(cublas);
   if (stream) cudaStreamDestroy(stream);
 }

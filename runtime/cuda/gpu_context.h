@@ -1,8 +1,9 @@
-// The CUDA stream, cuBLAS and cuDNN handles and the shared workspaces of one
+// The CUDA stream, cuBLAS, cuBLASLt and cuDNN handles and the shared workspaces of one
 // loaded model. cuBLAS runs in its default math (no TF32); cuDNN convolutions
 // are set to FMA math (no TF32) where they are described (lower_conv.cpp).
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -37,8 +38,9 @@ struct GpuContext {
 
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
+  cublasLtHandle_t cublaslt = nullptr;  // products with an epilogue (bias, relu); shares cublas_workspace
   cudnnHandle_t cudnn = nullptr;
-  DeviceBuffer cublas_workspace;  // set on the handle, so graph capture needs no allocation
+  DeviceBuffer cublas_workspace;  // set on the handle (and given to cuBLASLt), so graph capture needs no allocation
   DeviceBuffer conv_workspace;    // the largest any chosen convolution algorithm needs
   size_t conv_workspace_needed = 0;
 };

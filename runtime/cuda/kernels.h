@@ -64,6 +64,17 @@ enum class EwOp : uint8_t {
   kCeil,
   kAddConst,  // a + p0
   kMulConst,  // a * p0
+  // Comparisons and logic: results 1 or 0 in the program's type (bools are 0/1).
+  kEqual,
+  kLess,
+  kGreater,
+  kLessEqual,
+  kGreaterEqual,
+  kIsNan,
+  kNot,      // a == 0
+  kNonZero,  // a != 0 (cast to bool)
+  kTrunc,    // toward zero (cast float to int64)
+  kWhere,    // a != 0 ? b : c
 };
 
 inline constexpr int kMaxEwInputs = 8;
@@ -72,7 +83,7 @@ inline constexpr int kMaxEwRegs = 24;
 
 struct EwInstr {
   EwOp op = EwOp::kAdd;
-  uint8_t dst = 0, a = 0, b = 0;
+  uint8_t dst = 0, a = 0, b = 0, c = 0;  // c: kWhere only
   float p0 = 0, p1 = 0;
 };
 
@@ -80,6 +91,7 @@ struct EwInput {
   const void* data = nullptr;
   bool contiguous = false;  // same shape as the output: offset = index
   Strides strides;          // otherwise: per output axis
+  bool int64 = false;       // stored as int64 (int64, bool) in a float program: converted on load
 };
 
 struct EwProgram {
@@ -89,21 +101,14 @@ struct EwProgram {
   int instrs = 0;
   EwInstr code[kMaxEwInstrs];
   int result = 0;
+  bool int64_out = false;  // a float program whose result is int64 or bool: stored as int64
 };
 
-void launch_ew_float(const EwProgram& program, float* out, cudaStream_t stream);
+// A program computing in float (its int64 and bool inputs converted on load;
+// out is float*, or int64_t* with int64_out) or in int64 (every input and the
+// output int64).
+void launch_ew_float(const EwProgram& program, void* out, cudaStream_t stream);
 void launch_ew_int64(const EwProgram& program, int64_t* out, cudaStream_t stream);
-
-// --- mixed element types ---------------------------------------------------------
-enum class CompareOp : uint8_t { kEqual, kLess, kGreater, kLessEqual, kGreaterEqual };
-// out (int64 0/1) = a OP b; a and b float or int64 (both the same), broadcast.
-void launch_compare(CompareOp op, bool int_inputs, const EwInput& a, const EwInput& b, const Dims& out_dims,
-                    int64_t* out, cudaStream_t stream);
-enum class CastKind : uint8_t { kFloatToInt, kFloatToBool, kIntToFloat, kIntToBool, kIsNan, kLogicalNot };
-void launch_cast(CastKind kind, const void* in, void* out, int64_t n, cudaStream_t stream);
-// out = cond ? x : y (cond int64; x, y float or int64 by elem_bytes 4 or 8).
-void launch_where(const EwInput& cond, const EwInput& x, const EwInput& y, const Dims& out_dims, int elem_bytes,
-                  void* out, cudaStream_t stream);
 
 // --- layout ------------------------------------------------------------------------
 // For every index of `iter`: dst[dst_offset + sum idx*dst_strides] =

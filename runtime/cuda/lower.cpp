@@ -92,18 +92,9 @@ const std::map<std::string, std::pair<const char*, NodeLowering>, std::less<>>& 
       {"concat", {"layout", lower_layout}},
       {"split", {"layout", lower_layout}},
       {"reshape", {"layout", lower_layout}},
-      // lower_mixed.cpp: mixed element types
-      {"equal", {"mixed", lower_mixed}},
-      {"less", {"mixed", lower_mixed}},
-      {"greater", {"mixed", lower_mixed}},
-      {"less_equal", {"mixed", lower_mixed}},
-      {"greater_equal", {"mixed", lower_mixed}},
-      {"is_nan", {"mixed", lower_mixed}},
-      {"logical_not", {"mixed", lower_mixed}},
-      {"cast", {"mixed", lower_mixed}},
-      {"where", {"mixed", lower_mixed}},
-      {"gather", {"mixed", lower_mixed}},
-      {"gather_elements", {"mixed", lower_mixed}},
+      // lower_index.cpp
+      {"gather", {"index", lower_index}},
+      {"gather_elements", {"index", lower_index}},
       // lower_normalization.cpp: own kernels
       {"softmax", {"normalization", lower_normalization}},
       {"layer_norm", {"normalization", lower_normalization}},
@@ -159,6 +150,9 @@ Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index) {
       step.run = lower_conv(ctx, task, off >= 0 ? ctx.arena + off : nullptr);
       return step;
     }
+    case Task::Kind::kProduct:
+      step.run = lower_product(ctx, task);
+      return step;
     case Task::Kind::kNode: break;
   }
   const auto it = node_lowerings().find(n.op->name);

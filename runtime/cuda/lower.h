@@ -51,7 +51,7 @@ Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index);
 
 // The lowering registry (lower.cpp), queryable without a GPU. The family
 // that lowers an operator: "elementwise" (a fused program), "conv",
-// "matmul", "layout", "mixed", "normalization"; "" when none does.
+// "matmul", "layout", "index", "normalization"; "" when none does.
 std::string lowering_family(std::string_view op);
 // The table's operators the GPU runtime lowers, in table order.
 std::vector<std::string> lowered_ops();
@@ -65,8 +65,9 @@ bool lowers_in_elementwise_program(std::string_view op);
 std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task);
 std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch);
 std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node);
+std::function<void()> lower_product(const LowerCtx& ctx, const Task& task);  // cuBLASLt with an epilogue
 std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node);
-std::function<void()> lower_mixed(const LowerCtx& ctx, int32_t node);
+std::function<void()> lower_index(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node);
 
 }  // namespace tgr::gpu

@@ -1,5 +1,9 @@
 // Elementwise tasks: one program (kernels.h, EwProgram) per chain of fused
-// elementwise nodes; int64 arithmetic runs the same program on integers.
+// elementwise nodes, comparisons, is_nan, logical_not, cast and where among
+// them (BERT's where(is_nan(p), 0, p) is one program). A program that touches
+// a float value computes in float (bools are 0 and 1; int64 and bool inputs
+// are converted on load, an int64 or bool result is stored as int64); one
+// that touches none runs the same program on int64.
 #include <algorithm>
 #include <map>
 
@@ -46,18 +50,40 @@ EwInput channel_input(const void* data, const Shape& out) {
   return e;
 }
 
+// Comparisons, logic and casts (any element types: they compute in the program's type).
+const std::map<std::string, EwOp, std::less<>>& logic_ops() {
+  static const std::map<std::string, EwOp, std::less<>> ops{{"equal", EwOp::kEqual},
+                                                            {"less", EwOp::kLess},
+                                                            {"greater", EwOp::kGreater},
+                                                            {"less_equal", EwOp::kLessEqual},
+                                                            {"greater_equal", EwOp::kGreaterEqual},
+                                                            {"is_nan", EwOp::kIsNan},
+                                                            {"logical_not", EwOp::kNot},
+                                                            {"where", EwOp::kWhere},
+                                                            {"cast", EwOp::kTrunc}};
+  return ops;
+}
+
+// The node touches a float value: its program computes in float.
+bool is_float_node(const Graph& g, const Node& n) {
+  if (n.output_dtypes[0] == DType::kFloat) return true;
+  return std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef v) { return g.dtype(v) == DType::kFloat; });
+}
+
 }  // namespace
 
 bool lowers_in_elementwise_program(std::string_view op) {
   // batch_norm expands into its own six instructions below.
-  return unary_ops().count(op) > 0 || binary_ops().count(op) > 0 || op == known_ops::batch_norm().name;
+  return unary_ops().count(op) > 0 || binary_ops().count(op) > 0 || logic_ops().count(op) > 0 ||
+         op == known_ops::batch_norm().name;
 }
 
 std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   const Graph& g = ctx.graph;
   const int32_t root = task.root();
   const Shape& out_shape = g.node(root).output_shapes[0];
-  const bool ints = g.node(root).output_dtypes[0] != DType::kFloat;
+  const bool ints =
+      std::none_of(task.nodes.begin(), task.nodes.end(), [&](int32_t m) { return is_float_node(g, g.node(m)); });
   const Where where = ctx.where(root);
   EwProgram p;
   p.out = dims_of(out_shape);
@@ -77,7 +103,9 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   for (size_t k = 0; k < operands.size(); ++k) {
     p.in[k] = operands[k].second ? channel_input(ctx.ptr(operands[k].first), out_shape)
                                  : view_input(ctx, operands[k].first, out_shape);
+    p.in[k].int64 = !ints && ctx.dtype(operands[k].first) != DType::kFloat;
   }
+  p.int64_out = !ints && g.node(root).output_dtypes[0] != DType::kFloat;
   std::map<int32_t, int> reg_of;  // member node -> its result register
   int next = p.inputs;
   auto reg = [&](int32_t m, size_t i) -> uint8_t {
@@ -87,16 +115,29 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
     const std::pair<ValueRef, bool> o{in, n.op->traits.channel_operands && i > 0};
     return static_cast<uint8_t>(std::find(operands.begin(), operands.end(), o) - operands.begin());
   };
-  auto emit = [&](EwOp op, uint8_t a, uint8_t b, float p0 = 0, float p1 = 0) -> uint8_t {
+  auto emit = [&](EwOp op, uint8_t a, uint8_t b, float p0 = 0, float p1 = 0, uint8_t c = 0) -> uint8_t {
     if (p.instrs >= kMaxEwInstrs || next >= kMaxEwRegs) fail(where, "elementwise program too long");
-    p.code[p.instrs++] = EwInstr{op, static_cast<uint8_t>(next), a, b, p0, p1};
+    p.code[p.instrs++] = EwInstr{op, static_cast<uint8_t>(next), a, b, c, p0, p1};
     return static_cast<uint8_t>(next++);
   };
   for (int32_t m : task.nodes) {
     const Node& n = g.node(m);
     const std::string& op = n.op->name;
     int r;
-    if (n.op == &known_ops::batch_norm()) {
+    if (auto logic = logic_ops().find(op); logic != logic_ops().end()) {
+      const DType from = g.dtype(n.inputs[0]), to = n.output_dtypes[0];
+      if (logic->second == EwOp::kWhere) {
+        r = emit(EwOp::kWhere, reg(m, 0), reg(m, 1), 0, 0, reg(m, 2));
+      } else if (logic->second != EwOp::kTrunc) {
+        r = n.inputs.size() == 2 ? emit(logic->second, reg(m, 0), reg(m, 1)) : emit(logic->second, reg(m, 0), 0);
+      } else if (to == DType::kBool && from != DType::kBool) {
+        r = emit(EwOp::kNonZero, reg(m, 0), 0);
+      } else if (to == DType::kInt64 && from == DType::kFloat) {
+        r = emit(EwOp::kTrunc, reg(m, 0), 0);
+      } else {
+        r = reg(m, 0);  // the same value in the program's type (int64 or bool to float, bool to int64, same type)
+      }
+    } else if (n.op == &known_ops::batch_norm()) {
       const float eps = static_cast<float>(n.params.get_float("epsilon"));
       const uint8_t x = reg(m, 0), scale = reg(m, 1), bias = reg(m, 2), mean = reg(m, 3), var = reg(m, 4);
       const uint8_t rs = emit(EwOp::kMul, emit(EwOp::kRsqrt, emit(EwOp::kAddConst, var, var, eps), 0), scale);
@@ -127,7 +168,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
       check_launch("elementwise (int64)", where);
     };
   return [p, out, gpu, where] {
-    launch_ew_float(p, static_cast<float*>(out), gpu->stream);
+    launch_ew_float(p, out, gpu->stream);
     check_launch("elementwise", where);
   };
 }

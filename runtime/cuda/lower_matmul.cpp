@@ -1,10 +1,65 @@
 // matmul and batch_matmul on cuBLAS (row-major C = A B computed as the
 // column-major C^T = B^T A^T; float32, default math: no TF32). A and B may be
-// strided views (runtime/views.h: unit inner stride), read through the
-// leading dimension and the batch stride.
+// strided views (runtime/views.h): rows with unit stride are read through the
+// leading dimension, columns with unit stride (a transposed view: BERT's keys
+// after transpose(0, 2, 3, 1)) through CUBLAS_OP_T, and the batch axis
+// through the batch stride.
+//
+// Product tasks (Task::Kind::kProduct: matmul + bias per column [+ residual]
+// [+ relu]) run as one cuBLASLt matmul: the bias and relu are its epilogue
+// (CUBLASLT_EPILOGUE_BIAS / RELU_BIAS / RELU), the residual its C matrix
+// (beta = 1). cuBLASLt's GELU epilogue is the tanh approximation, not ONNX's
+// erf GELU, so it is not used: a GELU after a product stays an elementwise
+// program.
+#include <memory>
+
 #include "runtime/cuda/lower.h"
 
 namespace tgr::gpu {
+namespace {
+
+// One operand as cuBLAS's column-major view of it: our row-major X (rows x
+// cols) is, column-major, X^T (cols x rows) with op N; a column-major
+// (transposed) X is read with op T.
+struct Operand {
+  cublasOperation_t op = CUBLAS_OP_N;
+  int ld = 0;
+  long long batch_stride = 0;
+  const float* data = nullptr;
+};
+
+Operand operand(const LowerCtx& ctx, ValueRef v, bool batched, const Where& where) {
+  const Shape& s = ctx.shape(v);
+  const Strides st = ctx.strides(v);
+  const std::vector<int64_t> strides(st.s, st.s + s.size());
+  const std::optional<CublasMatrix> m = cublas_matrix(s, strides);
+  if (!m) fail(where, "an operand's layout is not a matrix cuBLAS reads (the plan should have copied it)");
+  if (m->ld > INT32_MAX) fail(where, "leading dimension above 2^31");
+  Operand o;
+  o.op = m->column_major ? CUBLAS_OP_T : CUBLAS_OP_N;
+  o.ld = static_cast<int>(m->ld);
+  const size_t r = s.size();
+  o.batch_stride = batched ? strides[0] : s[r - 2] * s[r - 1];
+  o.data = static_cast<const float*>(ctx.ptr(v));
+  return o;
+}
+
+// cuBLASLt descriptors of one product, destroyed with the step.
+struct LtProduct {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  LtProduct() = default;
+  LtProduct(const LtProduct&) = delete;
+  LtProduct& operator=(const LtProduct&) = delete;
+  ~LtProduct() {
+    for (cublasLtMatrixLayout_t l : {a, b, c, d})
+      if (l) cublasLtMatrixLayoutDestroy(l);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+}  // namespace
 
 std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
   const Node& n = ctx.graph.node(node);
@@ -15,31 +70,89 @@ std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
   const int64_t batch = batched ? a[0] : 1;
   const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail(where, "matrix dimension above 2^31");
-  // Leading dimension (row stride) and batch stride of an operand of `rows` x `cols`.
-  auto layout = [&](ValueRef v, int64_t rows, int64_t cols) {
-    const Strides s = ctx.strides(v);
-    const size_t r = ctx.shape(v).size();
-    const int64_t ld = rows == 1 ? cols : s.s[r - 2];
-    const int64_t batch_stride = batched ? s.s[0] : rows * cols;
-    if (ld > INT32_MAX) fail(where, "leading dimension above 2^31");
-    return std::pair<int, long long>{static_cast<int>(ld), batch_stride};
-  };
-  const auto [lda, stride_a] = layout(n.inputs[0], M, K);
-  const auto [ldb, stride_b] = layout(n.inputs[1], K, N);
-  const float* pa = static_cast<const float*>(ctx.ptr(n.inputs[0]));
-  const float* pb = static_cast<const float*>(ctx.ptr(n.inputs[1]));
+  const Operand oa = operand(ctx, n.inputs[0], batched, where);
+  const Operand ob = operand(ctx, n.inputs[1], batched, where);
   float* pc = static_cast<float*>(ctx.ptr({node, 0}));
   GpuContext* gpu = &ctx.gpu;
   const int m = static_cast<int>(M), k = static_cast<int>(K), nn = static_cast<int>(N);
   return [=] {
     const float one = 1.f, zero = 0.f;
     if (batch == 1)
-      TGR_GPU_CHECK(cublasSgemm(gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, k, &one, pb, ldb, pa, lda, &zero, pc, nn),
-                    where);
+      TGR_GPU_CHECK(
+          cublasSgemm(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, oa.data, oa.ld, &zero, pc, nn), where);
     else
-      TGR_GPU_CHECK(cublasSgemmStridedBatched(gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, k, &one, pb, ldb, stride_b,
-                                              pa, lda, stride_a, &zero, pc, nn, M * N, static_cast<int>(batch)),
-                    where);
+      TGR_GPU_CHECK(
+          cublasSgemmStridedBatched(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, ob.batch_stride, oa.data,
+                                    oa.ld, oa.batch_stride, &zero, pc, nn, M * N, static_cast<int>(batch)),
+          where);
+  };
+}
+
+std::function<void()> lower_product(const LowerCtx& ctx, const Task& task) {
+  const Node& n = ctx.graph.node(task.nodes.front());
+  const Where where = ctx.where(task.root());
+  const Shape& a = ctx.shape(n.inputs[0]);
+  const Shape& b = ctx.shape(n.inputs[1]);
+  const int64_t M = a[0], K = a[1], N = b[1];
+  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail(where, "matrix dimension above 2^31");
+  const Operand oa = operand(ctx, n.inputs[0], false, where);
+  const Operand ob = operand(ctx, n.inputs[1], false, where);
+  float* pd = static_cast<float*>(ctx.ptr({task.root(), 0}));
+  const float* pc = task.residual ? static_cast<const float*>(ctx.ptr(*task.residual)) : pd;
+  const float beta = task.residual ? 1.f : 0.f;
+  GpuContext* gpu = &ctx.gpu;
+
+  auto lt = std::make_shared<LtProduct>();
+  TGR_GPU_CHECK(cublasLtMatmulDescCreate(&lt->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), where);  // no TF32
+  // Column-major: D^T (N x M) = op(B-side) (N x K) * op(A-side) (K x M).
+  auto set = [&](cublasLtMatmulDescAttributes_t attr, const void* value, size_t bytes) {
+    TGR_GPU_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, attr, value, bytes), where);
+  };
+  set(CUBLASLT_MATMUL_DESC_TRANSA, &ob.op, sizeof(ob.op));
+  set(CUBLASLT_MATMUL_DESC_TRANSB, &oa.op, sizeof(oa.op));
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (task.bias) epilogue = task.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  else if (task.relu) epilogue = CUBLASLT_EPILOGUE_RELU;
+  set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+  if (task.bias) {
+    // Per column of our row-major D = per row of cuBLAS's column-major D^T: the epilogue's bias vector.
+    const void* bias = ctx.ptr(*task.bias);
+    set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  }
+  // A stored matrix: rows x cols column-major with leading dimension ld.
+  auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t ld) {
+    TGR_GPU_CHECK(
+        cublasLtMatrixLayoutCreate(l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld), where);
+  };
+  const bool tb = ob.op == CUBLAS_OP_T, ta = oa.op == CUBLAS_OP_T;
+  layout(&lt->a, tb ? K : N, tb ? N : K, ob.ld);
+  layout(&lt->b, ta ? M : K, ta ? K : M, oa.ld);
+  layout(&lt->c, N, M, N);
+  layout(&lt->d, N, M, N);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  TGR_GPU_CHECK(cublasLtMatmulPreferenceCreate(&pref), where);
+  const size_t workspace_bytes = gpu->cublas_workspace.bytes();
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t pref_status = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes));
+  const cublasStatus_t status = pref_status != CUBLAS_STATUS_SUCCESS
+                                    ? pref_status
+                                    : cublasLtMatmulAlgoGetHeuristic(gpu->cublaslt, lt->desc, lt->a, lt->b, lt->c,
+                                                                     lt->d, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  TGR_GPU_CHECK(status, where);
+  if (found == 0) fail(where, "cuBLASLt has no algorithm for this product and epilogue");
+  lt->algo = result.algo;
+  void* workspace = gpu->cublas_workspace.data();
+  const void* pa = oa.data;
+  const void* pb = ob.data;
+  return [=] {
+    const float one = 1.f;
+    TGR_GPU_CHECK(cublasLtMatmul(gpu->cublaslt, lt->desc, &one, pb, lt->a, pa, lt->b, &beta, pc, lt->c, pd, lt->d,
+                                 &lt->algo, workspace, workspace_bytes, gpu->stream),
+                  where);
   };
 }
 

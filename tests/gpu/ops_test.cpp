@@ -184,6 +184,55 @@ const OpCase kCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(Table, GpuOps, ::testing::ValuesIn(kCases));
 
+// Fusions across operator families (runtime/execution_plan.h), named
+// Fusion/GpuOps.MatchesTheCpuReference/N.
+const OpCase kFusionCases[] = {
+    // products with a cuBLASLt epilogue (Task::Kind::kProduct): bias per column, residual, relu
+    {"add(matmul(x, w), b)", "x=33x65,w=65x17,b=17", 1e-4},                                                    // 0
+    {"relu(add(b, matmul(x, w)))", "x=7x20,w=20x37,b=37", 1e-4},                                               // 1
+    {"add(matmul(x, w), b)", "x=1x768,w=768x3,b=3", 1e-4},                                                     // 2
+    {"add(add(reshape[shape=2x3x24](matmul(x, w)), b), z)", "x=6x16,w=16x24,b=24,z=2x3x24", 1e-4},             // 3
+    {"relu(add(add(reshape[shape=3x5x19](matmul(x, w)), b), z))", "x=15x33,w=33x19,b=1x1x19,z=3x5x19", 1e-4},  // 4
+    {"relu(matmul(x, w))", "x=9x13,w=13x11", 1e-4},                                                            // 5
+    {"add(matmul(x, w), z)", "x=9x13,w=13x11,z=9x11", 1e-4},                                                   // 6
+    {"add(matmul(split[axis=1, sizes=8x4](x).0, w), b)", "x=9x12,w=8x5,b=5", 1e-4},  // 7: strided A
+    {"add(matmul(x, w), b)", "x=5x7,w=7x3,b=5x1", 1e-4},                             // 8: per row: not fused
+    // transposes as views (runtime/views.h): read with strides by elementwise kernels and cuBLAS(Lt)
+    {"mul(transpose[perm=0x2x1x3](reshape[shape=2x5x4x8](x)), s)", "x=10x32,s=scalar"},  // 9
+    {"batch_matmul(q, reshape[shape=4x8x5](transpose[perm=0x2x3x1](reshape[shape=1x5x4x8](k))))", "q=4x5x8,k=5x32",
+     1e-4},  // 10: keys, op T
+    {"batch_matmul(p, reshape[shape=4x5x8](transpose[perm=0x2x1x3](reshape[shape=1x5x4x8](v))))", "p=4x5x5,v=5x32",
+     1e-4},  // 11: values, ld 32
+    {"batch_matmul(p, reshape[shape=8x5x8](transpose[perm=0x2x1x3](reshape[shape=2x5x4x8](v))))", "p=8x5x5,v=10x32",
+     1e-4},                                                                                  // 12: batch 2: copied
+    {"matmul(transpose(x), w)", "x=13x7,w=13x5", 1e-4},                                      // 13
+    {"matmul(x, transpose(w))", "x=7x13,w=5x13", 1e-4},                                      // 14
+    {"matmul(transpose(x), transpose(w))", "x=13x7,w=5x13", 1e-4},                           // 15
+    {"add(matmul(x, transpose(w)), b)", "x=7x13,w=5x13,b=5", 1e-4},                          // 16: cuBLASLt, op T
+    {"relu(add(matmul(transpose(x), w), b))", "x=13x7,w=13x5,b=5", 1e-4},                    // 17
+    {"batch_matmul(x, transpose[perm=0x2x1](y))", "x=3x7x9,y=3x5x9", 1e-4},                  // 18
+    {"matmul(transpose(x), w)", "x=1x7,w=1x5", 1e-4},                                        // 19: one row
+    {"add(transpose[perm=1x0](a), b)", "a=int64:3x4,b=int64:3", 0, 1, -50, 50},              // 20
+    {"(relu(transpose[perm=1x0](x)), transpose[perm=1x0](x))", "x=5x6"},                     // 21: output: copied
+    {"softmax[axis=1](transpose[perm=1x0](x))", "x=5x6", 1e-5, 4},                           // 22: copied
+    {"reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](z)))", "z=4x5x8"},  // 23: head merge
+    // comparisons, is_nan, logical_not, cast and where in elementwise programs
+    {"where(is_nan(log(x)), z, log(x))", "x=6x37,z=scalar"},                                   // 24
+    {"where(is_nan(softmax[axis=1](x)), z, softmax[axis=1](x))", "x=3x37,z=scalar", 1e-5, 4},  // 25
+    {"where(less(x, y), relu(x), y)", "x=4x9,y=9"},                                            // 26
+    {"where(logical_not(is_nan(log(x))), x, y)", "x=5x7,y=7"},                                 // 27
+    {"where(greater_equal(a, b), a, b)", "a=int64:3x4,b=int64:4", 0, 1, -9, 9},                // 28: int64
+    {"cast[to=float](less(x, y))", "x=3x5,y=5"},                                               // 29
+    {"cast[to=int64](mul(x, s))", "x=4x7,s=scalar", 0, 20},                                    // 30: truncates
+    {"cast[to=bool](relu(x))", "x=4x7"},                                                       // 31
+    {"logical_not(equal(a, b))", "a=int64:3x4,b=int64:4", 0, 1, 0, 3},                         // 32
+    {"add(cast[to=float](a), x)", "a=int64:3x4,x=4", 1e-6, 1, -100, 100},                      // 33
+    {"where(c, split[axis=1, sizes=3x5](x).1, y)", "c=bool:4x5,x=4x8,y=5"},                    // 34: strided
+    {"where(c, x, y)", "c=bool:2x1x4,x=2x3x4,y=4"},                                            // 35
+    {"where(logical_not(c), d, logical_not(d))", "c=bool:3x4,d=bool:4"},                       // 36: bools only
+};
+INSTANTIATE_TEST_SUITE_P(Fusion, GpuOps, ::testing::ValuesIn(kFusionCases));
+
 // Every operator of the table appears in some case above.
 TEST(GpuOpsCoverage, EveryOperatorHasACase) {
   std::string all;
