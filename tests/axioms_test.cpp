@@ -163,7 +163,7 @@ TEST(Syntax, PickChoosesByIndexAndPrintsBack) {
   ASSERT_EQ(a.conditions.size(), 2u);
   EXPECT_EQ(to_text(a.conditions[0]), "R0 = pick(P1, P0, 1 - P0)");
   EXPECT_EQ(parse_error("axiom t[A]  # pick\n  vars a: any\n  where A = pick(0)\n  relu(a) = relu(a)\n").message(),
-            "expected ',' between the index and the choices of pick(i, t0, t1, ...)");
+            "expected ',' between the index and the choices of pick(i, t0, t1, ...), found ')'");
 }
 
 TEST(Syntax, ErrorsGiveFileLineAndColumn) {
@@ -384,6 +384,8 @@ TEST(WrongAxioms, TransposeCompositionInTheWrongOrderIsFalse) {
   EXPECT_GT(wrong.failed, 0u);
   EXPECT_LT(wrong.failed, wrong.admitted);  // commuting pairs (the identity, a permutation with itself) do hold
   EXPECT_TRUE(check_text(to_text(spec("transpose3_compose"))).holds());
+  // An index out of range is undefined: the assignment is not admitted.
+  EXPECT_EQ(check_text("axiom t  # out of range\n  vars a: any\n  where pick(1, 0) = 0\n  relu(a) = relu(a)\n").admitted, 0u);
 }
 
 TEST(WrongAxioms, EnlargeUnderValidPaddingIsFalse) {
