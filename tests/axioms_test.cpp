@@ -376,7 +376,8 @@ TEST(WrongAxioms, MatmulCommutativityIsFalse) {
 // is false for the permutations that do not commute, and validation says so.
 TEST(WrongAxioms, TransposeCompositionInTheWrongOrderIsFalse) {
   const AxiomReport wrong = check_text(
-      "axiom transpose3_compose_reversed[P0 in 0..2, P1 in 0..2, P2 in 0..2, Q0 in 0..2, Q1 in 0..2, Q2 in 0..2, R0, R1, R2]"
+      "axiom transpose3_compose_reversed[P0 in 0..2, P1 in 0..2, P2 in 0..2, Q0 in 0..2, Q1 in 0..2, Q2 in 0..2, R0, "
+      "R1, R2]"
       "  # wrong\n  vars a: any\n"
       "  where R0 = pick(P0, Q0, Q1, Q2), R1 = pick(P1, Q0, Q1, Q2), R2 = pick(P2, Q0, Q1, Q2)\n"
       "  transpose[perm=Q0xQ1xQ2](transpose[perm=P0xP1xP2](a)) = transpose[perm=R0xR1xR2](a)\n");
@@ -385,7 +386,8 @@ TEST(WrongAxioms, TransposeCompositionInTheWrongOrderIsFalse) {
   EXPECT_LT(wrong.failed, wrong.admitted);  // commuting pairs (the identity, a permutation with itself) do hold
   EXPECT_TRUE(check_text(to_text(spec("transpose3_compose"))).holds());
   // An index out of range is undefined: the assignment is not admitted.
-  EXPECT_EQ(check_text("axiom t  # out of range\n  vars a: any\n  where pick(1, 0) = 0\n  relu(a) = relu(a)\n").admitted, 0u);
+  EXPECT_EQ(
+      check_text("axiom t  # out of range\n  vars a: any\n  where pick(1, 0) = 0\n  relu(a) = relu(a)\n").admitted, 0u);
 }
 
 TEST(WrongAxioms, EnlargeUnderValidPaddingIsFalse) {

@@ -125,10 +125,11 @@ TEST(LayoutRules, APointwiseLinearOnNhwcIsAOneByOneConvolution) {
   const ValueRef y = g.apply("matmul", {rows, weight(g, {8, 32}, 1)});
   g.add_output(transpose(g, g.apply("reshape", {y}, {{"shape", std::vector<int64_t>{1, 5, 5, 32}}}), {0, 3, 1, 2}),
                "y");
-  const Graph conv = rewritten_once(g,
-                                    "reshape[shape=1x3x4x5](matmul(reshape[shape=12x2](transpose[perm=0x2x3x1](i0)), "
-                                    "w0)) => transpose[perm=0x2x3x1](conv2d(i0, reshape[shape=5x2x1x1](transpose(w0))))",
-                                    "i0=1x2x3x4,w0=2x5");
+  const Graph conv =
+      rewritten_once(g,
+                     "reshape[shape=1x3x4x5](matmul(reshape[shape=12x2](transpose[perm=0x2x3x1](i0)), "
+                     "w0)) => transpose[perm=0x2x3x1](conv2d(i0, reshape[shape=5x2x1x1](transpose(w0))))",
+                     "i0=1x2x3x4,w0=2x5");
   EXPECT_EQ(count_ops(conv, "matmul"), 0);
   EXPECT_EQ(count_ops(conv, "conv2d"), 1);
   expect_same_outputs(g, conv);
@@ -157,7 +158,8 @@ TEST(LayoutRules, ALinearsBiasMovesNextToItsProduct) {
   for (int32_t i : moved.topological_order()) {
     const Node& n = moved.node(i);
     if (n.is_op() && n.op->name == "add")
-      for (ValueRef in : n.inputs) bias_reads_product |= moved.node(in.node).is_op() && moved.node(in.node).op->name == "matmul";
+      for (ValueRef in : n.inputs)
+        bias_reads_product |= moved.node(in.node).is_op() && moved.node(in.node).op->name == "matmul";
   }
   EXPECT_TRUE(bias_reads_product);
   expect_same_outputs(g, moved);

@@ -16,8 +16,8 @@ namespace tgr::axioms {
 namespace {
 
 const std::set<std::string, std::less<>>& reserved_words() {
-  static const std::set<std::string, std::less<>> words{"axiom", "vars", "where", "in", "dim", "rank",
-                                                        "shape", "pick", "positive", "nonnegative"};
+  static const std::set<std::string, std::less<>> words{"axiom", "vars",  "where", "in",       "dim",
+                                                        "rank",  "shape", "pick",  "positive", "nonnegative"};
   return words;
 }
 
