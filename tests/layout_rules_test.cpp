@@ -140,6 +140,30 @@ TEST(LayoutRules, APointwiseLinearOnNhwcIsAOneByOneConvolution) {
   expect_same_outputs(g, cancelled);
 }
 
+// ConvNeXt's MLP without its norm, as imported: permute to NHWC, Linear,
+// relu, Linear, permute back. The search writes both Linear layers as 1 x 1
+// convolutions, moves the permute through relu and cancels the pair: the
+// block runs on NCHW without a transpose.
+TEST(LayoutRules, APointwiseMlpBetweenPermutesRunsOnNchwWithoutThem) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 8, 5, 5});
+  auto reshape = [&](ValueRef v, std::vector<int64_t> shape) {
+    return g.apply("reshape", {v}, {{"shape", std::move(shape)}});
+  };
+  const ValueRef nhwc = transpose(g, x, {0, 2, 3, 1});
+  const ValueRef hidden = g.apply(
+      "relu", {reshape(g.apply("matmul", {reshape(nhwc, {25, 8}), weight(g, {8, 32}, 1)}), {1, 5, 5, 32})});
+  const ValueRef out = reshape(g.apply("matmul", {reshape(hidden, {25, 32}), weight(g, {32, 8}, 2)}), {1, 5, 5, 8});
+  g.add_output(transpose(g, out, {0, 3, 1, 2}), "y");
+  double before = 0, after = 0;
+  const Graph best = optimized(g, &before, &after);
+  EXPECT_EQ(count_ops(best, "transpose"), 0);
+  EXPECT_EQ(count_ops(best, "matmul"), 0);
+  EXPECT_EQ(count_ops(best, "conv2d"), 2);
+  EXPECT_LT(after, before);
+  expect_same_outputs(g, best);
+}
+
 // A Linear of rank 3 imports as reshape(matmul(reshape(x), w)) and its bias
 // add after the outer reshape; the rule adds the bias next to the product,
 // where the exporter writes a Gemm and the GPU runtime fuses it.
