@@ -151,8 +151,8 @@ TEST(LayoutRules, APointwiseMlpBetweenPermutesRunsOnNchwWithoutThem) {
     return g.apply("reshape", {v}, {{"shape", std::move(shape)}});
   };
   const ValueRef nhwc = transpose(g, x, {0, 2, 3, 1});
-  const ValueRef hidden = g.apply(
-      "relu", {reshape(g.apply("matmul", {reshape(nhwc, {25, 8}), weight(g, {8, 32}, 1)}), {1, 5, 5, 32})});
+  const ValueRef hidden =
+      g.apply("relu", {reshape(g.apply("matmul", {reshape(nhwc, {25, 8}), weight(g, {8, 32}, 1)}), {1, 5, 5, 32})});
   const ValueRef out = reshape(g.apply("matmul", {reshape(hidden, {25, 32}), weight(g, {32, 8}, 2)}), {1, 5, 5, 8});
   g.add_output(transpose(g, out, {0, 3, 1, 2}), "y");
   double before = 0, after = 0;
