@@ -153,6 +153,19 @@ TEST(Syntax, ChainedComparisonsAndTermPrinting) {
   EXPECT_EQ(to_text(a.conditions[3]), "-A <= 0");
 }
 
+// pick(I, T0, T1, ...) is T_I: how a composed permutation is written; an
+// index out of range excludes the assignment.
+TEST(Syntax, PickChoosesByIndexAndPrintsBack) {
+  const Axiom a = parse_one(
+      "axiom t[P0 in 0..1, P1 in 0..1, R0]  # pick\n  vars a: any\n"
+      "  where R0 = pick(P1, P0, 1 - P0), pick(2, 0, 0) = 0\n"
+      "  transpose[perm=P0xP1](a) = transpose[perm=R0x1](a)\n");
+  ASSERT_EQ(a.conditions.size(), 2u);
+  EXPECT_EQ(to_text(a.conditions[0]), "R0 = pick(P1, P0, 1 - P0)");
+  EXPECT_EQ(parse_error("axiom t[A]  # pick\n  vars a: any\n  where A = pick(0)\n  relu(a) = relu(a)\n").message(),
+            "expected ',' between the index and the choices of pick(i, t0, t1, ...), found ')'");
+}
+
 TEST(Syntax, ErrorsGiveFileLineAndColumn) {
   struct Case {
     std::string text;
@@ -357,6 +370,24 @@ TEST(WrongAxioms, MatmulCommutativityIsFalse) {
   EXPECT_NE(text.find("instance: a=2x2, b=2x2"), std::string::npos) << text;
   EXPECT_NE(text.find("worst element: output 0 at ["), std::string::npos) << text;
   EXPECT_NE(text.find("inputs: a = ["), std::string::npos) << text;
+}
+
+// Composing permutations the wrong way round (Q[P[i]] instead of P[Q[i]])
+// is false for the permutations that do not commute, and validation says so.
+TEST(WrongAxioms, TransposeCompositionInTheWrongOrderIsFalse) {
+  const AxiomReport wrong = check_text(
+      "axiom transpose3_compose_reversed[P0 in 0..2, P1 in 0..2, P2 in 0..2, Q0 in 0..2, Q1 in 0..2, Q2 in 0..2, R0, "
+      "R1, R2]"
+      "  # wrong\n  vars a: any\n"
+      "  where R0 = pick(P0, Q0, Q1, Q2), R1 = pick(P1, Q0, Q1, Q2), R2 = pick(P2, Q0, Q1, Q2)\n"
+      "  transpose[perm=Q0xQ1xQ2](transpose[perm=P0xP1xP2](a)) = transpose[perm=R0xR1xR2](a)\n");
+  EXPECT_FALSE(wrong.holds());
+  EXPECT_GT(wrong.failed, 0u);
+  EXPECT_LT(wrong.failed, wrong.admitted);  // commuting pairs (the identity, a permutation with itself) do hold
+  EXPECT_TRUE(check_text(to_text(spec("transpose3_compose"))).holds());
+  // An index out of range is undefined: the assignment is not admitted.
+  EXPECT_EQ(
+      check_text("axiom t  # out of range\n  vars a: any\n  where pick(1, 0) = 0\n  relu(a) = relu(a)\n").admitted, 0u);
 }
 
 TEST(WrongAxioms, EnlargeUnderValidPaddingIsFalse) {

@@ -16,8 +16,8 @@ namespace tgr::axioms {
 namespace {
 
 const std::set<std::string, std::less<>>& reserved_words() {
-  static const std::set<std::string, std::less<>> words{"axiom", "vars", "where", "in", "dim", "rank",
-                                                        "shape", "positive", "nonnegative"};
+  static const std::set<std::string, std::less<>> words{"axiom", "vars",  "where", "in",       "dim",
+                                                        "rank",  "shape", "pick",  "positive", "nonnegative"};
   return words;
 }
 
@@ -440,7 +440,17 @@ class FileParser : public Scanner {
       return t;
     }
     const size_t at = pos_;
-    const std::string name = ident("a term (an integer, a parameter, dim(v, axis), rank(v) or shape(v))");
+    const std::string name = ident("a term (an integer, a parameter, dim(v, axis), rank(v), shape(v) or pick(i, ...))");
+    if (name == "pick") {  // pick(I, T0, T1, ...): T_I
+      expect("(", "after pick");
+      t.op = Term::Op::kPick;
+      t.args.push_back(term(ax));
+      do {
+        expect(",", "between the index and the choices of pick(i, t0, t1, ...)");
+        t.args.push_back(term(ax));
+      } while (!accept(")"));
+      return t;
+    }
     if (name == "dim" || name == "rank" || name == "shape") {
       expect("(", "after " + name);
       t.op = name == "dim" ? Term::Op::kDim : name == "rank" ? Term::Op::kRank : Term::Op::kShape;
@@ -714,6 +724,11 @@ std::string to_text(const Term& t) {
     case Term::Op::kDim: return "dim(" + t.name + ", " + to_text(t.args[0]) + ")";
     case Term::Op::kRank: return "rank(" + t.name + ")";
     case Term::Op::kShape: return "shape(" + t.name + ")";
+    case Term::Op::kPick: {
+      std::string s = "pick(";
+      for (size_t i = 0; i < t.args.size(); ++i) s += (i ? ", " : "") + to_text(t.args[i]);
+      return s + ")";
+    }
     case Term::Op::kNeg: return "-" + child(t.args[0], true);
     default: break;
   }

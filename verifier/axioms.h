@@ -10,13 +10,15 @@
 //   COND   := TERM CMP TERM {CMP TERM} | 'positive' '(' VAR ')' | 'nonnegative' '(' VAR ')'
 //   CMP    := '=' | '!=' | '<' | '<=' | '>' | '>='
 //   TERM   := INT | WORD | PARAM | 'dim' '(' VAR ',' TERM ')' | 'rank' '(' VAR ')' | 'shape' '(' VAR ')'
+//             | 'pick' '(' TERM ',' TERM {',' TERM} ')'
 //             | TERM ('+' | '-' | '*' | '/' | '%') TERM | '-' TERM | '(' TERM ')'
 //
 // Parameters are upper-case names (A, S1, KH); an operator parameter's value
 // may use them (`axis=A`, `sizes=S1xS2`, `kernel=KHxKW`, `shape=S`). A
 // parameter without a domain is defined by a condition `P = TERM` (the first
 // one with P alone on the left), or, when it is only ever an `axis=` value,
-// ranges over 0..3. An axiom claims its two sides are equal for every
+// ranges over 0..3. `pick(I, T0, T1, ...)` is T_I, undefined when I is out
+// of range (composed permutations: R0 = pick(Q0, P0, P1, P2)). An axiom claims its two sides are equal for every
 // assignment of variable shapes, parameter values and input values for
 // which the conditions hold and both sides type-check. Kinds and domains are
 // the small samples validation tries; they do not restrict the claim (a
@@ -68,11 +70,11 @@ struct ParamVar {
 
 // An integer-, list- or word-valued term of a condition.
 struct Term {
-  enum class Op { kInt, kWord, kParam, kDim, kRank, kShape, kAdd, kSub, kMul, kDiv, kMod, kNeg };
+  enum class Op { kInt, kWord, kParam, kDim, kRank, kShape, kPick, kAdd, kSub, kMul, kDiv, kMod, kNeg };
   Op op = Op::kInt;
   int64_t value = 0;      // kInt
   std::string name;       // kWord: the word; kParam: the parameter; kDim, kRank, kShape: the variable
-  std::vector<Term> args;  // kDim: the axis; binary operators: two; kNeg: one
+  std::vector<Term> args;  // kDim: the axis; kPick: the index, then the choices; binary operators: two; kNeg: one
 };
 
 struct Condition {

@@ -48,6 +48,11 @@ std::optional<ParamValue> ConditionEvaluator::eval(const Term& t, const Conditio
       if (!axis || *axis < 0 || *axis >= static_cast<int64_t>(s.size())) return std::nullopt;
       return ParamValue(s[*axis]);
     }
+    case Term::Op::kPick: {
+      auto index = as_int(eval(t.args[0], c));
+      if (!index || *index < 0 || *index + 1 >= static_cast<int64_t>(t.args.size())) return std::nullopt;
+      return eval(t.args[*index + 1], c);
+    }
     case Term::Op::kNeg: {
       auto a = as_int(eval(t.args[0], c));
       if (!a) return std::nullopt;
