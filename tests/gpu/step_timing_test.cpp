@@ -50,7 +50,7 @@ TEST(GpuStepTiming, EachStepOfAModelRunsAsCopiesOfItself) {
 
 TEST(GpuStepTiming, AStepTakesPositiveTimeAndAViewNone) {
   SKIP_WITHOUT_GPU();
-  const Graph g = build_graph("reshape[shape=8x900](relu(add(conv2d(x, k), b)))",
+  const Graph g = build_graph("reshape[shape=8x1024](relu(add(conv2d(x, k), b)))",
                               parse_shape_map("x=1x8x32x32,k=8x8x3x3,b=1x8x1x1"));
   const ExecutionPlan plan = tasks_of(g);
   int timed = 0;

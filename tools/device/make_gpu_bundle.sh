@@ -17,6 +17,12 @@ tools/bundle.sh "$dest" "${programs[@]/#/build/bin/}" > /dev/null
 # instance proofs read.
 cp build/default_rules.db "$dest/rules.db"
 cp -r specs "$dest/specs"
+# Laid out as an install (PREFIX/share/tgr, tools/data_paths.h), so that the
+# programs find their default rules and axioms without --specs or paths of
+# this machine.
+mkdir -p "$dest/share/tgr"
+cp build/default_rules.db "$dest/share/tgr/default_rules.db"
+cp -r specs "$dest/share/tgr/specs"
 mkdir -p "$dest/tools/device" "$dest/tests/data"
 cp tools/device/*.sh tools/device/*.py "$dest/tools/device/"
 cp -r tests/data/models "$dest/tests/data/"
