@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -333,6 +334,10 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
                                        uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop,
                                        util::Ranks& ranks) {
+  const auto began = std::chrono::steady_clock::now();
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   std::sort(kept.begin(), kept.end());
   // Classes: equal (world, key); members: distinct structures.
   std::vector<std::pair<size_t, size_t>> classes;
@@ -477,6 +482,8 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   std::vector<Candidate>().swap(mine);
   std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
 
+  stats.pairing_seconds = seconds_since(began);
+  const auto generalizing = std::chrono::steady_clock::now();
   // Generalization: a candidate that is another's instance (its variables
   // replaced by expressions, or two of them merged), or that puts a context
   // around both sides of a smaller one (which the position-wise supergraph
@@ -511,6 +518,7 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   stats.instances = out.size() - left;
   out.resize(left);
   stats.kept = out.size();
+  stats.generalization_seconds = seconds_since(generalizing);
   return out;
 }
 

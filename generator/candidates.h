@@ -27,6 +27,9 @@ struct CandidateStats {
   uint64_t float64_rejected = 0;   // field collisions that real arithmetic refutes
   uint64_t instances = 0;          // implied by another candidate: an instance, or a context around it
   uint64_t kept = 0;
+  // Where the time went (wall clock): building and pairing the classes with
+  // their pruning passes, then the generalization pass.
+  double pairing_seconds = 0, generalization_seconds = 0;
 };
 
 struct Candidate {

@@ -121,6 +121,10 @@ std::string GenerateReport::stats_json() const {
                                 {"inserted", inserted},
                                 {"already_in_database", found_stored},
                                 {"seconds", std::round(seconds * 100) / 100},  // centiseconds are enough
+                                {"enumeration_seconds", std::round(enumeration_seconds * 100) / 100},
+                                {"pairing_seconds", std::round(c.pairing_seconds * 100) / 100},
+                                {"generalization_seconds", std::round(c.generalization_seconds * 100) / 100},
+                                {"storing_seconds", std::round(storing_seconds * 100) / 100},
                                 {"peak_memory_mb", std::llround(peak_memory_mb)},
                                 {"ranks", ranks}}
       .dump();
@@ -274,6 +278,7 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop,
     }
     stopped = ranks.any(stop);
   }
+  report.enumeration_seconds = since(start);
   // Classes: one per graph outside the repeated classes, plus those.
   {
     std::vector<std::pair<uint8_t, uint64_t>> keys;
@@ -298,6 +303,7 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop,
   // Store in batches; the checkpoint counts what is stored, so a re-run
   // continues after it (the candidate list is the same for the same settings).
   int64_t index = report.already_stored;
+  const double storing_began = since(start);
   if (!stopped) {
     phase_began = since(start);
     to_store = candidates.size() - std::min<uint64_t>(candidates.size(), index);
@@ -327,6 +333,7 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop,
   }
   report.interrupted = stopped || stop || index < static_cast<int64_t>(candidates.size());
   report.seconds = since(start);
+  report.storing_seconds = report.seconds - storing_began;
   report.peak_memory_mb = std::max(report.peak_memory_mb, peak_memory_mb());
   db->finish_run(report.run, report.interrupted ? "interrupted" : "finished", report.stats_json());
   return report;

@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
                 (long long)r.inserted, (long long)r.found_stored, (long long)r.already_stored);
     std::printf("  time %.1f s, peak memory %.0f MB%s\n", r.seconds, r.peak_memory_mb,
                 r.ranks > 1 ? " (the largest rank's)" : "");
+    std::printf("    enumeration %.1f s, pairing and pruning %.1f s, generalization %.1f s, storing %.1f s\n",
+                r.enumeration_seconds, c.pairing_seconds, c.generalization_seconds, r.storing_seconds);
     if (r.interrupted) {
       std::printf("interrupted: what is stored is committed; run the same command again to continue\n");
       return 130;
