@@ -13,8 +13,8 @@
 
 #include "generator/implication.h"
 #include "ir/canonical.h"
-#include "runtime/interpreter.h"
 #include "ir/hash.h"
+#include "runtime/interpreter.h"
 
 namespace tgr::gen {
 namespace {
@@ -228,7 +228,6 @@ std::string generalization(const Candidate& c, const World& world, uint64_t seed
     return "{\"generalizes\":false,\"reason\":\"does not type-check on " + checked + "\"}";
   }
 }
-
 
 // The rank that keeps the texts equal to `text` (a share of the seen sets).
 int owner_of(const std::string& text, int ranks) { return static_cast<int>(mix64(fnv1a(text)) % ranks); }

@@ -201,7 +201,8 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop,
     const char* of_rank = ranks.size() > 1 ? " (rank 0)" : "";
     if (phase == 1) {
       const EnumerationCounters& c = *shown.load();
-      std::snprintf(line, sizeof line, "generate: pass 1 of 2: %llu graphs%s, %llu fingerprinted, %.0f graphs/s, %.1f s",
+      std::snprintf(line, sizeof line,
+                    "generate: pass 1 of 2: %llu graphs%s, %llu fingerprinted, %.0f graphs/s, %.1f s",
                     (unsigned long long)c.states.load(), of_rank, (unsigned long long)c.registered.load(),
                     c.states.load() / std::max(s, 1e-9), s);
     } else if (phase == 2) {
@@ -234,8 +235,8 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop,
       if ((stopped = ranks.any(stop))) break;
       tbb::enumerable_thread_specific<std::vector<std::vector<uint64_t>>> buffers(
           [n] { return std::vector<std::vector<uint64_t>>(n); });
-      enumerators[w].run_branches(round, [&](const GraphRecord& r) { buffers.local()[owner(r.key)].push_back(r.key); },
-                                  stop, counters);
+      enumerators[w].run_branches(
+          round, [&](const GraphRecord& r) { buffers.local()[owner(r.key)].push_back(r.key); }, stop, counters);
       std::vector<std::string> to(n);
       for (auto& buffer : buffers)
         for (int r = 0; r < n; ++r)
@@ -262,10 +263,14 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop,
         tbb::enumerable_thread_specific<std::vector<std::vector<GraphRecord>>> local(
             [n] { return std::vector<std::vector<GraphRecord>>(n); });
         // This rank's own keys are looked up here; the others', by their owner.
-        enumerators[w].run_branches(round, [&](const GraphRecord& r) {
-          const int to = owner(r.key);
-          if (to != ranks.rank() || std::binary_search(rep.begin(), rep.end(), r.key)) local.local()[to].push_back(r);
-        }, stop, again);
+        enumerators[w].run_branches(
+            round,
+            [&](const GraphRecord& r) {
+              const int to = owner(r.key);
+              if (to != ranks.rank() || std::binary_search(rep.begin(), rep.end(), r.key))
+                local.local()[to].push_back(r);
+            },
+            stop, again);
         std::vector<std::string> to(n);
         for (auto& buffer : local)
           for (int r = 0; r < n; ++r)

@@ -37,7 +37,7 @@ struct GenerateReport {
   int64_t already_stored = 0;  // candidates an earlier, interrupted invocation of this run stored
   double seconds = 0;
   double enumeration_seconds = 0, storing_seconds = 0;  // the two passes; storing (the rest: candidates.*_seconds)
-  double peak_memory_mb = 0;  // the largest of the ranks'
+  double peak_memory_mb = 0;                            // the largest of the ranks'
   std::string stats_json() const;
 };
 

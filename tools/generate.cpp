@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
   if (auto rc = ranks.parse(app, argc, argv)) return *rc;
   if (partial) {
     if (ranks->size() > 1) {
-      if (ranks->root()) std::fprintf(stderr, "generate: error: --partial runs as one process, not under mpirun -np %d\n", ranks->size());
+      if (ranks->root())
+        std::fprintf(stderr, "generate: error: --partial runs as one process, not under mpirun -np %d\n",
+                     ranks->size());
       return 2;
     }
     std::signal(SIGINT, on_interrupt);

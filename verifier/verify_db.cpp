@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "ir/hash.h"
 #include "util/progress.h"
@@ -149,7 +149,8 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
         for (int64_t id : o.ids) {
           auto r = db->get_rule(id);
           if (!r) throw std::runtime_error(o.db + ": no rule " + std::to_string(id));
-          if (r->kind != "full") throw std::runtime_error("rule " + std::to_string(id) + " is a partial rule (verify --check)");
+          if (r->kind != "full")
+            throw std::runtime_error("rule " + std::to_string(id) + " is a partial rule (verify --check)");
           work.push_back(std::move(*r));
         }
       }
@@ -248,7 +249,9 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
         for (const auto& res : results)
           if (res) {
             ++n_done;
-            (res->status == ProofStatus::kProved ? n_proved : res->status == ProofStatus::kRefuted ? n_refuted : n_unknown)++;
+            (res->status == ProofStatus::kProved    ? n_proved
+             : res->status == ProofStatus::kRefuted ? n_refuted
+                                                    : n_unknown)++;
           }
         done = report.taken + n_done;
         proved = report.proved + n_proved;
