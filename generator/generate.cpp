@@ -161,6 +161,7 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop,
         already = std::stoll(claimed.run.checkpoint.substr(9));
       claim = std::to_string(claimed.run.id) + " " + (claimed.resumed ? "1" : "0") + " " + std::to_string(already);
     } catch (const std::exception& e) {
+      if (ranks.size() == 1) throw;  // as it is: one process has no one to tell
       claim = std::string("!") + e.what();
     }
   }

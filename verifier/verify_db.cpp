@@ -162,7 +162,7 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
         util::append_text(shared, r.variables);
       }
     } catch (const std::exception& e) {
-      if (ranks.size() == 1) throw;
+      if (ranks.size() == 1) throw;  // as it is: one process has no one to tell
       shared = std::string("!") + e.what();
     }
   }
