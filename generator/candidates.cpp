@@ -3,13 +3,17 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_set>
 
 #include "generator/implication.h"
 #include "ir/canonical.h"
+#include "ir/hash.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::gen {
@@ -225,10 +229,114 @@ std::string generalization(const Candidate& c, const World& world, uint64_t seed
   }
 }
 
+// The rank that keeps the texts equal to `text` (a share of the seen sets).
+int owner_of(const std::string& text, int ranks) { return static_cast<int>(mix64(fnv1a(text)) % ranks); }
+
+// One pair's place in the order of the single-process run: its class's key,
+// then its place among this rank's pairs (every class of a key is on one
+// rank, so the pairs of other ranks never share the key).
+struct Place {
+  uint64_t key = 0;
+  uint64_t seq = 0;
+};
+
+// Which of this rank's `texts` (in this rank's order, at `places`) are the
+// first of their text in the whole run, in the single-process order: each
+// text goes to the rank that owns it, which sorts what arrives by place and
+// checks it against `seen`, its share of the texts seen so far.
+std::vector<char> first_of_their_text(util::Ranks& ranks, const std::vector<const std::string*>& texts,
+                                      const std::vector<Place>& places, std::unordered_set<std::string>& seen) {
+  const int n = ranks.size();
+  std::vector<std::string> to(n);
+  std::vector<std::vector<size_t>> sent(n);  // local indices, in the order sent to each rank
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const int r = owner_of(*texts[i], n);
+    util::append_bytes(to[r], places[i]);
+    util::append_text(to[r], *texts[i]);
+    sent[r].push_back(i);
+  }
+  const std::vector<std::string> from = ranks.exchange(std::move(to));
+  struct Arrival {
+    Place place;
+    int source;
+    size_t index;  // in the source's message
+    std::string text;
+  };
+  std::vector<Arrival> arrivals;
+  std::vector<size_t> counts(n, 0);
+  for (int r = 0; r < n; ++r) {
+    for (size_t at = 0; at < from[r].size();) {
+      Arrival a;
+      std::memcpy(&a.place, from[r].data() + at, sizeof a.place);
+      at += sizeof a.place;
+      uint64_t len = 0;
+      std::memcpy(&len, from[r].data() + at, sizeof len);
+      at += sizeof len;
+      a.text = from[r].substr(at, len);
+      at += len;
+      a.source = r;
+      a.index = counts[r]++;
+      arrivals.push_back(std::move(a));
+    }
+  }
+  std::sort(arrivals.begin(), arrivals.end(), [](const Arrival& x, const Arrival& y) {
+    return std::tie(x.place.key, x.place.seq) < std::tie(y.place.key, y.place.seq);
+  });
+  std::vector<std::string> replies(n);
+  for (int r = 0; r < n; ++r) replies[r].assign(counts[r], 0);
+  for (Arrival& a : arrivals) replies[a.source][a.index] = seen.insert(std::move(a.text)).second;
+  const std::vector<std::string> answers = ranks.exchange(std::move(replies));
+  std::vector<char> first(texts.size(), 0);
+  for (int r = 0; r < n; ++r)
+    for (size_t k = 0; k < sent[r].size(); ++k) first[sent[r][k]] = answers[r][k];
+  return first;
+}
+
+// Candidates as bytes, to gather them on every rank.
+std::string candidates_to_bytes(const std::vector<Candidate>& cs) {
+  std::string out;
+  for (const Candidate& c : cs) {
+    util::append_text(out, c.text);
+    util::append_text(out, c.canonical);
+    util::append_text(out, c.variables);
+    util::append_text(out, c.constraints);
+  }
+  return out;
+}
+void candidates_from_bytes(const std::string& bytes, std::vector<Candidate>& out) {
+  util::TextReader in(bytes);
+  while (!in.done()) {
+    Candidate c;
+    c.text = in.next();
+    c.canonical = in.next();
+    c.variables = in.next();
+    c.constraints = in.next();
+    out.push_back(std::move(c));
+  }
+}
+
+// The counters every rank adds to, summed.
+void sum_stats(util::Ranks& ranks, CandidateStats& s) {
+  for (uint64_t* v : {&s.classes, &s.class_graphs, &s.star_classes, &s.pairs, &s.trivial, &s.renaming, &s.commutative,
+                      &s.common_subgraph, &s.common_supergraph, &s.float64_rejected})
+    *v = ranks.sum(*v);
+}
+
 }  // namespace
 
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
                                        uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop) {
+  util::SingleProcess one;
+  return find_candidates(enumerators, std::move(kept), seed, stats, stop, one);
+}
+
+std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
+                                       uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop,
+                                       util::Ranks& ranks) {
+  const auto began = std::chrono::steady_clock::now();
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   std::sort(kept.begin(), kept.end());
   // Classes: equal (world, key); members: distinct structures.
   std::vector<std::pair<size_t, size_t>> classes;
@@ -250,15 +358,24 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
     for (size_t v = 0; v < enumerators[w].world().variables.size(); ++v)
       inputs[w].push_back(random_tensor<double>(enumerators[w].world().variables[v].shape, seed * 7919 + 104729 * w + v));
 
-  // Classes in chunks, in order: each chunk's members are built and paired
-  // in parallel, deduplicated in sequence against everything before it
-  // (deterministic), then the survivors are checked in parallel. Memory:
-  // one chunk's graphs plus the keys seen.
+  // Classes in chunks, in key order (the keys are spread evenly, so equal
+  // ranges of keys hold about as many classes): each chunk's members are
+  // built and paired in parallel, deduplicated against everything before it
+  // in the order of the keys (deterministic, and the same on any number of
+  // ranks: first_of_their_text), then the survivors are checked in
+  // parallel. Memory: one chunk's graphs plus the keys seen (shared among
+  // the ranks).
   std::unordered_set<std::string> rename_seen, full_seen;
   std::vector<std::pair<PairInfo, size_t>> live;  // survivors, with their class
-  const size_t chunk = 2048;
-  for (size_t first = 0; first < classes.size() && !stop; first += chunk) {
-    const size_t last = std::min(classes.size(), first + chunk);
+  const uint64_t all_classes = ranks.sum(classes.size());
+  const uint64_t chunks = std::max<uint64_t>(1, all_classes / (2048 * static_cast<uint64_t>(ranks.size())));
+  const uint64_t keys_per_chunk = std::numeric_limits<uint64_t>::max() / chunks;
+  auto chunk_of = [&](uint64_t key) { return std::min(chunks - 1, key / keys_per_chunk); };
+  size_t first = 0;
+  bool stopped = false;
+  for (uint64_t chunk = 0; chunk < chunks && !(stopped = ranks.any(stop)); ++chunk) {
+    size_t last = first;
+    while (last < classes.size() && chunk_of(kept[classes[last].first].key) == chunk) ++last;
     std::vector<std::vector<Member>> members(last - first);
     std::vector<std::vector<PairInfo>> pairs(last - first);
     tbb::parallel_for(first, last, [&](size_t c) {
@@ -287,17 +404,43 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
           pairs[c - first].push_back(std::move(info));
         }
     });
-    std::vector<std::pair<PairInfo*, size_t>> fresh;
+    // The passes that compare pairs with every earlier pair: equal up to
+    // variable names, then up to commutative argument order.
+    std::vector<std::pair<PairInfo*, size_t>> nontrivial;
+    std::vector<Place> places;
     for (size_t c = first; c < last; ++c) {
       stats.class_graphs += members[c - first].size();
       stats.star_classes += members[c - first].size() > kAllPairsUpTo;
       for (PairInfo& p : pairs[c - first]) {
         ++stats.pairs;
-        if (p.trivial) ++stats.trivial;
-        else if (!rename_seen.insert(p.rename_key).second) ++stats.renaming;
-        else if (!full_seen.insert(p.full_key).second) ++stats.commutative;
-        else fresh.emplace_back(&p, c);
+        if (p.trivial) {
+          ++stats.trivial;
+          continue;
+        }
+        nontrivial.emplace_back(&p, c);
+        places.push_back({kept[classes[c].first].key, places.size()});
       }
+    }
+    std::vector<const std::string*> texts;
+    for (auto [p, c] : nontrivial) texts.push_back(&p->rename_key);
+    const std::vector<char> new_name = first_of_their_text(ranks, texts, places, rename_seen);
+    std::vector<std::pair<PairInfo*, size_t>> named;
+    std::vector<Place> named_places;
+    texts.clear();
+    for (size_t i = 0; i < nontrivial.size(); ++i) {
+      if (!new_name[i]) {
+        ++stats.renaming;
+        continue;
+      }
+      named.push_back(nontrivial[i]);
+      named_places.push_back(places[i]);
+      texts.push_back(&nontrivial[i].first->full_key);
+    }
+    const std::vector<char> new_rule = first_of_their_text(ranks, texts, named_places, full_seen);
+    std::vector<std::pair<PairInfo*, size_t>> fresh;
+    for (size_t i = 0; i < named.size(); ++i) {
+      if (new_rule[i]) fresh.push_back(named[i]);
+      else ++stats.commutative;
     }
     tbb::parallel_for(size_t{0}, fresh.size(), [&](size_t i) {
       auto [p, c] = fresh[i];
@@ -315,35 +458,56 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
       else if (!p->float64_equal) ++stats.float64_rejected;
       else live.emplace_back(std::move(*p), c);
     }
+    first = last;
   }
-  if (stop) return {};
+  sum_stats(ranks, stats);
+  if (stopped) return {};
+  std::unordered_set<std::string>().swap(rename_seen);
+  std::unordered_set<std::string>().swap(full_seen);
 
-  std::vector<Candidate> out;
+  std::vector<Candidate> mine;
   std::vector<const World*> world_of;
   for (auto& [p, c] : live) {
     world_of.push_back(&enumerators[kept[classes[c].first].world].world());
-    out.push_back({p.text, p.full_key, variables_of(p.full_key, *world_of.back()), ""});
+    mine.push_back({p.text, p.full_key, variables_of(p.full_key, *world_of.back()), ""});
   }
-  tbb::parallel_for(size_t{0}, out.size(),
-                    [&](size_t i) { out[i].constraints = generalization(out[i], *world_of[i], seed); });
+  tbb::parallel_for(size_t{0}, mine.size(),
+                    [&](size_t i) { mine[i].constraints = generalization(mine[i], *world_of[i], seed); });
+  // Every rank gets every candidate: the generalization pass compares each
+  // with all others. No two share a canonical text (full_seen), so the order
+  // is the same everywhere.
+  std::vector<Candidate> out;
+  for (const std::string& bytes : ranks.all_gather(candidates_to_bytes(mine))) candidates_from_bytes(bytes, out);
+  std::vector<Candidate>().swap(mine);
   std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
 
+  stats.pairing_seconds = seconds_since(began);
+  const auto generalizing = std::chrono::steady_clock::now();
   // Generalization: a candidate that is another's instance (its variables
   // replaced by expressions, or two of them merged), or that puts a context
   // around both sides of a smaller one (which the position-wise supergraph
   // pass misses when commutative arguments are listed in another order), is
   // implied by it. Both relations make the implying rule strictly smaller
-  // or more general, so no two candidates drop each other.
+  // or more general, so no two candidates drop each other. Each rank
+  // explains every size()-th candidate; the ones found implied are gathered.
   ImplicationIndex index;
   for (size_t i = 0; i < out.size(); ++i) index.add(static_cast<int64_t>(i), out[i].canonical, out[i].variables);
-  std::vector<char> instance(out.size(), 0);
-  tbb::parallel_for(size_t{0}, out.size(), [&](size_t i) {
+  const size_t step = static_cast<size_t>(ranks.size()), offset = static_cast<size_t>(ranks.rank());
+  std::vector<char> implied((out.size() + step - 1 - offset) / step, 0);
+  tbb::parallel_for(size_t{0}, implied.size(), [&](size_t k) {
     if (stop) return;
-    instance[i] =
+    const size_t i = offset + k * step;
+    implied[k] =
         index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution", "common supergraph"})
             .has_value();
   });
-  if (stop) return {};
+  if (ranks.any(stop)) return {};
+  std::string mine_implied;
+  for (size_t k = 0; k < implied.size(); ++k)
+    if (implied[k]) util::append_bytes(mine_implied, static_cast<uint64_t>(offset + k * step));
+  std::vector<char> instance(out.size(), 0);
+  for (const std::string& bytes : ranks.all_gather(std::move(mine_implied)))
+    for (uint64_t i : util::from_bytes<uint64_t>(bytes)) instance.at(i) = 1;
   size_t left = 0;
   for (size_t i = 0; i < out.size(); ++i)
     if (!instance[i]) {
@@ -353,6 +517,7 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
   stats.instances = out.size() - left;
   out.resize(left);
   stats.kept = out.size();
+  stats.generalization_seconds = seconds_since(generalizing);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "generator/enumerator.h"
+#include "util/ranks.h"
 
 namespace tgr::gen {
 
@@ -26,6 +27,9 @@ struct CandidateStats {
   uint64_t float64_rejected = 0;   // field collisions that real arithmetic refutes
   uint64_t instances = 0;          // implied by another candidate: an instance, or a context around it
   uint64_t kept = 0;
+  // Where the time went (wall clock): building and pairing the classes with
+  // their pruning passes, then the generalization pass.
+  double pairing_seconds = 0, generalization_seconds = 0;
 };
 
 struct Candidate {
@@ -48,5 +52,12 @@ struct Candidate {
 // Returns early (with an incomplete list) when `stop` is set.
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
                                        uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop);
+// The same as one of several ranks: `kept` holds every graph of the classes
+// this rank owns (all of a key's graphs on one rank); the pruning passes see
+// the pairs in the same order as one process does, and every rank returns
+// the same list, the one a single process returns. `stats` are the totals.
+std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
+                                       uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop,
+                                       util::Ranks& ranks);
 
 }  // namespace tgr::gen

@@ -392,15 +392,33 @@ Enumerator::Enumerator(const World& world, uint8_t world_index, int max_ops, uin
 
 void Enumerator::run(const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop,
                      EnumerationCounters& counters) const {
+  std::vector<size_t> all(branches());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  run_branches(all, sink, stop, counters);
+}
+
+size_t Enumerator::branches() const {
+  const std::function<void(const GraphRecord&)> none = [](const GraphRecord&) {};
+  const std::atomic<bool> no_stop{false};
+  EnumerationCounters unused;
+  DepthFirstEnumeration top(world_, world_index_, max_ops_, variable_values_, none, no_stop, unused);
+  return top.first_ops().size() + 1;
+}
+
+void Enumerator::run_branches(const std::vector<size_t>& branches, const std::function<void(const GraphRecord&)>& sink,
+                              const std::atomic<bool>& stop, EnumerationCounters& counters) const {
   if (world_.variables.size() + static_cast<size_t>(max_ops_) * 2 > 250)
     throw std::invalid_argument("too many variables for the enumerator");
   DepthFirstEnumeration top(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
-  top.emit_variables();
-  std::vector<OpRef> firsts = top.first_ops();
-  tbb::parallel_for(size_t{0}, firsts.size(), [&](size_t i) {
+  const std::vector<OpRef> firsts = top.first_ops();
+  tbb::parallel_for(size_t{0}, branches.size(), [&](size_t i) {
     if (stop.load(std::memory_order_relaxed)) return;
-    DepthFirstEnumeration branch(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
-    branch.run_branch(firsts[i]);
+    if (branches[i] == firsts.size()) {
+      DepthFirstEnumeration(world_, world_index_, max_ops_, variable_values_, sink, stop, counters).emit_variables();
+    } else {
+      DepthFirstEnumeration branch(world_, world_index_, max_ops_, variable_values_, sink, stop, counters);
+      branch.run_branch(firsts.at(branches[i]));
+    }
   });
 }
 

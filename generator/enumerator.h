@@ -55,6 +55,14 @@ class Enumerator {
   void run(const std::function<void(const GraphRecord&)>& sink, const std::atomic<bool>& stop,
            EnumerationCounters& counters) const;
 
+  // The same work in independent branches, to share among processes: branch
+  // i < branches() - 1 holds every graph whose first operator is the i-th
+  // valid one; the last, the graphs of variables alone. Running each branch
+  // once (in any order, anywhere) gives every graph once.
+  size_t branches() const;
+  void run_branches(const std::vector<size_t>& branches, const std::function<void(const GraphRecord&)>& sink,
+                    const std::atomic<bool>& stop, EnumerationCounters& counters) const;
+
   // The IR graph of a record (outputs in record order).
   Graph to_graph(const GraphRecord& record) const;
 

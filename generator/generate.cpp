@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "rules_db/rules_db.h"
@@ -81,8 +83,18 @@ class RepeatedKeys {
   std::vector<uint64_t> repeated_;
 };
 
-// About 16 filter bits per graph expected at this size.
-int filter_bits(int max_ops) { return max_ops <= 2 ? 22 : max_ops == 3 ? 26 : max_ops == 4 ? 31 : 34; }
+// About 16 filter bits per graph expected at this size, on one of `ranks`
+// ranks (each sees its share of the keys).
+int filter_bits(int max_ops, int ranks) {
+  int bits = max_ops <= 2 ? 22 : max_ops == 3 ? 26 : max_ops == 4 ? 31 : 34;
+  for (int r = ranks; r > 1 && bits > 20; r /= 2) --bits;
+  return bits;
+}
+
+// The enumeration's branches of a world go in this many rounds on each
+// rank, each followed by an exchange: what one round buffers is a part of
+// the pass, not all of it.
+constexpr size_t kRounds = 16;
 
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -109,35 +121,66 @@ std::string GenerateReport::stats_json() const {
                                 {"inserted", inserted},
                                 {"already_in_database", found_stored},
                                 {"seconds", std::round(seconds * 100) / 100},  // centiseconds are enough
-                                {"peak_memory_mb", std::llround(peak_memory_mb)}}
+                                {"enumeration_seconds", std::round(enumeration_seconds * 100) / 100},
+                                {"pairing_seconds", std::round(c.pairing_seconds * 100) / 100},
+                                {"generalization_seconds", std::round(c.generalization_seconds * 100) / 100},
+                                {"storing_seconds", std::round(storing_seconds * 100) / 100},
+                                {"peak_memory_mb", std::llround(peak_memory_mb)},
+                                {"ranks", ranks}}
       .dump();
 }
 
 GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop) {
+  util::SingleProcess one;
+  return generate(o, stop, one);
+}
+
+GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop, util::Ranks& ranks) {
   const auto start = std::chrono::steady_clock::now();
   GenerateReport report;
+  report.ranks = ranks.size();
   const Space space = load_space(o.space);
   report.space = space.name;
   const std::vector<World> worlds = build_worlds({o.ops, o.vars_per_kind, "", &space});
   std::vector<Enumerator> enumerators;
   for (size_t w = 0; w < worlds.size(); ++w) enumerators.emplace_back(worlds[w], static_cast<uint8_t>(w), o.max_ops, o.seed);
 
-  rules_db::RulesDb db = rules_db::RulesDb::open(o.db, true);
-  const std::string settings = settings_json(o, space);
-  // A second generate on this database waits for no one: it refuses while
-  // another process executes a generate run (it would join that run).
-  const rules_db::ClaimedRun claimed = db.claim_run("generate", settings, {"generate"});
-  report.run = claimed.run.id;
-  db.set_run_space(report.run, space.text);  // what the rules were generated from
-  if (claimed.resumed) {
-    report.resumed = true;
-    if (claimed.run.checkpoint.rfind("inserted=", 0) == 0)
-      report.already_stored = std::stoll(claimed.run.checkpoint.substr(9));
+  // Rank 0 alone opens the database; the others learn the run from it (or
+  // its error, which every rank then reports as its own).
+  std::optional<rules_db::RulesDb> db;
+  std::string claim;  // "RUN RESUMED ALREADY_STORED", or "!" and the error
+  if (ranks.root()) {
+    try {
+      db.emplace(rules_db::RulesDb::open(o.db, true));
+      // A second generate on this database waits for no one: it refuses while
+      // another process executes a generate run (it would join that run).
+      const rules_db::ClaimedRun claimed = db->claim_run("generate", settings_json(o, space), {"generate"});
+      db->set_run_space(claimed.run.id, space.text);  // what the rules were generated from
+      int64_t already = 0;
+      if (claimed.resumed && claimed.run.checkpoint.rfind("inserted=", 0) == 0)
+        already = std::stoll(claimed.run.checkpoint.substr(9));
+      claim = std::to_string(claimed.run.id) + " " + (claimed.resumed ? "1" : "0") + " " + std::to_string(already);
+    } catch (const std::exception& e) {
+      if (ranks.size() == 1) throw;  // as it is: one process has no one to tell
+      claim = std::string("!") + e.what();
+    }
+  }
+  claim = ranks.broadcast(claim);
+  if (claim.rfind('!', 0) == 0) throw util::AgreedError(claim.substr(1));
+  {
+    std::istringstream in(claim);
+    int resumed = 0;
+    in >> report.run >> resumed >> report.already_stored;
+    report.resumed = resumed != 0;
   }
 
   // Pass 1: every fingerprint; the classes with two or more graphs.
   // Pass 2: the same enumeration again, keeping only those classes' graphs,
   // so memory follows what is kept, not what is enumerated.
+  // Each rank enumerates every size()-th branch (Enumerator::branches) and
+  // sends each graph's key (pass 1) and record (pass 2) to the rank that
+  // owns the key, so that each class is gathered on one rank; the branches
+  // go in rounds, to bound what is in flight.
   EnumerationCounters counters, again;
   std::atomic<EnumerationCounters*> shown{&counters};
   std::atomic<int> phase{1};  // 1, 2: enumeration passes; 3: pairing; 4: storing
@@ -153,17 +196,19 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
                   rate > 0 && total > done ? (total - done) / rate : 0.0);
     return std::string(text);
   };
-  util::Progress progress(o.progress, [&] {
+  util::Progress progress(o.progress && ranks.root(), [&] {
     char line[320];
     const double s = since(start);
+    const char* of_rank = ranks.size() > 1 ? " (rank 0)" : "";
     if (phase == 1) {
       const EnumerationCounters& c = *shown.load();
-      std::snprintf(line, sizeof line, "generate: pass 1 of 2: %llu graphs, %llu fingerprinted, %.0f graphs/s, %.1f s",
-                    (unsigned long long)c.states.load(), (unsigned long long)c.registered.load(),
+      std::snprintf(line, sizeof line,
+                    "generate: pass 1 of 2: %llu graphs%s, %llu fingerprinted, %.0f graphs/s, %.1f s",
+                    (unsigned long long)c.states.load(), of_rank, (unsigned long long)c.registered.load(),
                     c.states.load() / std::max(s, 1e-9), s);
     } else if (phase == 2) {
-      std::snprintf(line, sizeof line, "generate: pass 2 of 2: %s, %.1f s",
-                    done_of(again.states.load(), pass_total.load(), "graphs").c_str(), s);
+      std::snprintf(line, sizeof line, "generate: pass 2 of 2: %s%s, %.1f s",
+                    done_of(again.states.load(), pass_total.load(), "graphs").c_str(), of_rank, s);
     } else if (phase == 3) {
       std::snprintf(line, sizeof line, "generate: pairing and pruning, %.1f s", s);
     } else {
@@ -172,64 +217,107 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
     }
     return std::string(line);
   });
-  std::vector<std::vector<uint64_t>> repeated(enumerators.size());  // per world, sorted
-  for (size_t w = 0; w < enumerators.size() && !stop; ++w) {
-    RepeatedKeys filter(filter_bits(o.max_ops));
-    tbb::enumerable_thread_specific<std::vector<uint64_t>> buffers;
-    const size_t flush_at = 1 << 16;
-    enumerators[w].run([&](const GraphRecord& r) {
-      std::vector<uint64_t>& buffer = buffers.local();
-      buffer.push_back(r.key);
-      if (buffer.size() >= flush_at) {
-        filter.add(buffer);
-        buffer.clear();
-      }
-    }, stop, counters);
-    for (auto& buffer : buffers) filter.add(buffer);
+  const int n = ranks.size();
+  auto owner = [n](uint64_t key) { return static_cast<int>(mix64(key) % n); };
+  // This rank's branches of world w, in rounds (every rank runs as many).
+  auto rounds_of = [&](size_t w) {
+    const size_t branches = enumerators[w].branches();
+    const size_t per_rank = (branches + n - 1) / n;
+    const size_t per_round = std::max<size_t>(1, (per_rank + kRounds - 1) / kRounds);
+    std::vector<std::vector<size_t>> rounds((per_rank + per_round - 1) / per_round);
+    for (size_t b = ranks.rank(); b < branches; b += n) rounds[(b / n) / per_round].push_back(b);
+    return rounds;
+  };
+  bool stopped = false;
+  std::vector<std::vector<uint64_t>> repeated(enumerators.size());  // per world, this rank's keys, sorted
+  for (size_t w = 0; w < enumerators.size() && !stopped; ++w) {
+    RepeatedKeys filter(filter_bits(o.max_ops, n));
+    for (const auto& round : rounds_of(w)) {
+      if ((stopped = ranks.any(stop))) break;
+      tbb::enumerable_thread_specific<std::vector<std::vector<uint64_t>>> buffers(
+          [n] { return std::vector<std::vector<uint64_t>>(n); });
+      enumerators[w].run_branches(
+          round, [&](const GraphRecord& r) { buffers.local()[owner(r.key)].push_back(r.key); }, stop, counters);
+      std::vector<std::string> to(n);
+      for (auto& buffer : buffers)
+        for (int r = 0; r < n; ++r)
+          for (uint64_t key : buffer[r]) util::append_bytes(to[r], key);
+      buffers.clear();
+      // The keys arrive in the order of the ranks, so which are repeated
+      // does not depend on the scheduling.
+      for (const std::string& keys : ranks.exchange(std::move(to))) filter.add(util::from_bytes<uint64_t>(keys));
+    }
     repeated[w] = filter.take();
   }
-  report.enumerated = counters.states.load();
-  report.registered = counters.registered.load();
+  report.enumerated = ranks.sum(counters.states.load());
+  report.registered = ranks.sum(counters.registered.load());
   std::vector<GraphRecord> kept;  // pass 2 also counts the distinct classes exactly
-  if (!stop) {
+  if (!stopped) {
     phase_began = since(start);
     shown = &again;
     pass_total = counters.states.load();
     phase = 2;
-    for (size_t w = 0; w < enumerators.size() && !stop; ++w) {
-      tbb::enumerable_thread_specific<std::vector<GraphRecord>> local;
+    for (size_t w = 0; w < enumerators.size() && !stopped; ++w) {
       const auto& rep = repeated[w];
-      enumerators[w].run([&](const GraphRecord& r) {
-        if (std::binary_search(rep.begin(), rep.end(), r.key)) local.local().push_back(r);
-      }, stop, again);
-      for (auto& v : local) kept.insert(kept.end(), v.begin(), v.end());
+      for (const auto& round : rounds_of(w)) {
+        if ((stopped = ranks.any(stop))) break;
+        tbb::enumerable_thread_specific<std::vector<std::vector<GraphRecord>>> local(
+            [n] { return std::vector<std::vector<GraphRecord>>(n); });
+        // This rank's own keys are looked up here; the others', by their owner.
+        enumerators[w].run_branches(
+            round,
+            [&](const GraphRecord& r) {
+              const int to = owner(r.key);
+              if (to != ranks.rank() || std::binary_search(rep.begin(), rep.end(), r.key))
+                local.local()[to].push_back(r);
+            },
+            stop, again);
+        std::vector<std::string> to(n);
+        for (auto& buffer : local)
+          for (int r = 0; r < n; ++r)
+            for (const GraphRecord& record : buffer[r]) util::append_bytes(to[r], record);
+        local.clear();
+        for (const std::string& records : ranks.exchange(std::move(to)))
+          for (const GraphRecord& r : util::from_bytes<GraphRecord>(records))
+            if (std::binary_search(rep.begin(), rep.end(), r.key)) kept.push_back(r);
+      }
     }
+    stopped = ranks.any(stop);
   }
+  report.enumeration_seconds = since(start);
   // Classes: one per graph outside the repeated classes, plus those.
   {
     std::vector<std::pair<uint8_t, uint64_t>> keys;
     for (const GraphRecord& r : kept) keys.emplace_back(r.world, r.key);
     std::sort(keys.begin(), keys.end());
     const uint64_t distinct = static_cast<uint64_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
-    report.fingerprints = report.registered - kept.size() + distinct;
+    report.fingerprints = report.registered - ranks.sum(kept.size()) + ranks.sum(distinct);
   }
   std::vector<Candidate> candidates;
-  if (!stop) {
+  if (!stopped) {
     phase = 3;
-    candidates = find_candidates(enumerators, std::move(kept), o.seed, report.candidates, stop);
+    candidates = find_candidates(enumerators, std::move(kept), o.seed, report.candidates, stop, ranks);
+    stopped = ranks.any(stop);
+  }
+  report.peak_memory_mb = ranks.max(peak_memory_mb());
+  if (!ranks.root()) {  // rank 0 stores
+    report.interrupted = stopped;
+    report.seconds = since(start);
+    return report;
   }
 
   // Store in batches; the checkpoint counts what is stored, so a re-run
   // continues after it (the candidate list is the same for the same settings).
   int64_t index = report.already_stored;
-  if (!stop) {
+  const double storing_began = since(start);
+  if (!stopped) {
     phase_began = since(start);
     to_store = candidates.size() - std::min<uint64_t>(candidates.size(), index);
     phase = 4;
   }
   const size_t batch = 500;
   int64_t taken = 0;  // candidates this invocation stored or found stored
-  while (!stop && index < static_cast<int64_t>(candidates.size())) {
+  while (!stopped && !stop && index < static_cast<int64_t>(candidates.size())) {
     if (o.stop_after >= 0 && taken >= o.stop_after) break;
     std::vector<rules_db::RuleRecord> records;
     for (size_t k = 0; k < batch && index + static_cast<int64_t>(k) < static_cast<int64_t>(candidates.size()); ++k) {
@@ -241,18 +329,19 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
       r.constraints = c.constraints;
       records.push_back(std::move(r));
     }
-    const int fresh = db.insert_rules(records);  // rules already in the database are skipped
+    const int fresh = db->insert_rules(records);  // rules already in the database are skipped
     index += static_cast<int64_t>(records.size());
     taken += static_cast<int64_t>(records.size());
     stored = static_cast<uint64_t>(taken);
     report.inserted += fresh;
     report.found_stored += static_cast<int64_t>(records.size()) - fresh;
-    db.set_checkpoint(report.run, "inserted=" + std::to_string(index));
+    db->set_checkpoint(report.run, "inserted=" + std::to_string(index));
   }
-  report.interrupted = stop || index < static_cast<int64_t>(candidates.size());
+  report.interrupted = stopped || stop || index < static_cast<int64_t>(candidates.size());
   report.seconds = since(start);
-  report.peak_memory_mb = peak_memory_mb();
-  db.finish_run(report.run, report.interrupted ? "interrupted" : "finished", report.stats_json());
+  report.storing_seconds = report.seconds - storing_began;
+  report.peak_memory_mb = std::max(report.peak_memory_mb, peak_memory_mb());
+  db->finish_run(report.run, report.interrupted ? "interrupted" : "finished", report.stats_json());
   return report;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "generator/candidates.h"
+#include "util/ranks.h"
 
 namespace tgr::gen {
 
@@ -24,6 +25,7 @@ struct GenerateOptions {
 
 struct GenerateReport {
   int64_t run = 0;
+  int ranks = 1;      // processes that shared the work (mpirun -np)
   std::string space;  // the space's name
   bool resumed = false, interrupted = false;
   uint64_t enumerated = 0;      // graphs built, every size
@@ -34,10 +36,18 @@ struct GenerateReport {
   int64_t found_stored = 0;    // candidates this invocation found already in the database (an earlier run's)
   int64_t already_stored = 0;  // candidates an earlier, interrupted invocation of this run stored
   double seconds = 0;
-  double peak_memory_mb = 0;
+  double enumeration_seconds = 0, storing_seconds = 0;  // the two passes; storing (the rest: candidates.*_seconds)
+  double peak_memory_mb = 0;                            // the largest of the ranks'
   std::string stats_json() const;
 };
 
 GenerateReport generate(const GenerateOptions& options, const std::atomic<bool>& stop);
+// The same run shared among `ranks` (mpirun; docs/mpi.md): each enumerates a
+// share of the graphs, each fingerprint class is gathered on the rank that
+// owns its key, and rank 0 alone opens the database and stores the same
+// rules a single process stores. Every rank returns the totals; only rank
+// 0's report has the storing counts. An error rank 0 meets opening the
+// database is thrown on every rank as util::AgreedError.
+GenerateReport generate(const GenerateOptions& options, const std::atomic<bool>& stop, util::Ranks& ranks);
 
 }  // namespace tgr::gen

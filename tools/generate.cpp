@@ -9,6 +9,7 @@
 #include "generator/partial.h"
 #include "tools/cli_app.h"
 #include "tools/cli_common.h"
+#include "tools/ranks_main.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -19,6 +20,8 @@ void on_interrupt(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun: the ranks of one run (docs/mpi.md); otherwise one process.
+  tgr::cli::ProgramRanks ranks(argc, argv, on_interrupt);
   CLI::App app{"generate: enumerate operator graphs, fingerprint them in a prime field, and store candidate rules",
                "generate"};
   tgr::cli::setup(app);
@@ -40,8 +43,14 @@ int main(int argc, char** argv) {
   bool partial = false;
   app.add_flag("--partial", partial,
                "partially equivalent rules (PET): mutants of small source programs, region-checked, with corrections");
-  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
+  if (auto rc = ranks.parse(app, argc, argv)) return *rc;
   if (partial) {
+    if (ranks->size() > 1) {
+      if (ranks->root())
+        std::fprintf(stderr, "generate: error: --partial runs as one process, not under mpirun -np %d\n",
+                     ranks->size());
+      return 2;
+    }
     std::signal(SIGINT, on_interrupt);
     return tgr::cli::guarded("generate", [&] {
       tgr::gen::PartialOptions p;
@@ -66,11 +75,15 @@ int main(int argc, char** argv) {
     pos = comma + 1;
   }
   std::signal(SIGINT, on_interrupt);
-  return tgr::cli::guarded("generate", [&] {
-    const tgr::gen::GenerateReport r = tgr::gen::generate(o, g_stop);
+  return ranks.guarded("generate", [&] {
+    if (!ranks->root()) o.progress = false;
+    const tgr::gen::GenerateReport r = tgr::gen::generate(o, g_stop, *ranks);
+    if (!ranks->root()) return r.interrupted ? 130 : 0;  // rank 0 reports
     const auto& c = r.candidates;
-    std::printf("generate: run %lld%s, space %s, --max-ops %d\n", (long long)r.run, r.resumed ? " (resumed)" : "",
+    std::printf("generate: run %lld%s, space %s, --max-ops %d", (long long)r.run, r.resumed ? " (resumed)" : "",
                 r.space.c_str(), o.max_ops);
+    if (r.ranks > 1) std::printf(", %d ranks", r.ranks);
+    std::printf("\n");
     std::printf("  graphs enumerated          %llu\n", (unsigned long long)r.enumerated);
     std::printf("  connected graphs           %llu\n", (unsigned long long)r.registered);
     std::printf("  fingerprint classes        %llu (%llu with two or more graphs, %llu graphs in them)\n",
@@ -90,7 +103,10 @@ int main(int argc, char** argv) {
     pass("instance of another", c.instances);
     std::printf("  stored                     %lld new, %lld already in the database (%lld before this invocation)\n",
                 (long long)r.inserted, (long long)r.found_stored, (long long)r.already_stored);
-    std::printf("  time %.1f s, peak memory %.0f MB\n", r.seconds, r.peak_memory_mb);
+    std::printf("  time %.1f s, peak memory %.0f MB%s\n", r.seconds, r.peak_memory_mb,
+                r.ranks > 1 ? " (the largest rank's)" : "");
+    std::printf("    enumeration %.1f s, pairing and pruning %.1f s, generalization %.1f s, storing %.1f s\n",
+                r.enumeration_seconds, c.pairing_seconds, c.generalization_seconds, r.storing_seconds);
     if (r.interrupted) {
       std::printf("interrupted: what is stored is committed; run the same command again to continue\n");
       return 130;

@@ -15,6 +15,7 @@ PACKAGES=(
   coinor-libcbc-dev
   graphviz chromium
   python3-dev python3-venv pybind11-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -34,6 +34,7 @@
 #include "tools/cli_app.h"
 #include "tools/cli_common.h"
 #include "tools/data_paths.h"
+#include "tools/ranks_main.h"
 #include "tools/verify_check.h"
 #include "verifier/axioms.h"
 #include "verifier/prover.h"
@@ -110,11 +111,15 @@ int prove_command(const std::string& specs, const std::string& text, const std::
   return 3;
 }
 
-int verify_db_command(const tgr::verifier::VerifyDbOptions& o) {
+int verify_db_command(tgr::verifier::VerifyDbOptions o, tgr::util::Ranks& ranks) {
   using namespace tgr::verifier;
   std::signal(SIGINT, on_interrupt);
-  const VerifyDbReport r = verify_db(o, g_stop);
-  std::printf("verify: run %lld, %s\n", static_cast<long long>(r.run), o.db.c_str());
+  if (!ranks.root()) o.progress = false;
+  const VerifyDbReport r = verify_db(o, g_stop, ranks);
+  if (!ranks.root()) return r.interrupted ? 130 : 0;  // rank 0 reports
+  std::printf("verify: run %lld, %s", static_cast<long long>(r.run), o.db.c_str());
+  if (ranks.size() > 1) std::printf(", %d ranks", ranks.size());
+  std::printf("\n");
   std::printf("  rules taken      %zu\n", r.taken);
   std::printf("  proved           %zu\n", r.proved);
   std::printf("  refuted          %zu\n", r.refuted);
@@ -141,6 +146,8 @@ int verify_db_command(const tgr::verifier::VerifyDbOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun: the ranks of one --db run (docs/mpi.md); otherwise one process.
+  tgr::cli::ProgramRanks ranks(argc, argv, on_interrupt);
   CLI::App app{"verify: prove candidate rules with Z3 from the operator axioms (specs/), and check axioms", "verify"};
   tgr::cli::setup(app);
   std::string specs = tgr::cli::default_specs_dir();
@@ -192,7 +199,14 @@ int main(int argc, char** argv) {
   db_opt->excludes(prove_opt)->excludes(check_opt)->excludes(check_rule_opt);
   prove_opt->excludes(check_opt)->excludes(check_rule_opt);
   check_opt->excludes(check_rule_opt);
-  if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
+  if (auto rc = ranks.parse(app, argc, argv)) return *rc;
+  if (ranks->size() > 1 && (db_options.db.empty() || recheck)) {
+    if (ranks->root())
+      std::fprintf(stderr,
+                   "verify: error: only verify --db runs under mpirun (here -np %d); run the others as one process\n",
+                   ranks->size());
+    return 2;
+  }
   proof.seed = check_options.seed;
   proof.smt2 = !smt2_path.empty();
 
@@ -213,7 +227,7 @@ int main(int argc, char** argv) {
                  " when there is none)\n");
     return 2;
   }
-  return tgr::cli::guarded("verify", [&] {
+  return ranks.guarded("verify", [&] {
     if (check_axioms) return check_axioms_command(specs, check_options, only);
     if (!prove_text.empty()) return prove_command(specs, prove_text, shapes_text, proof, smt2_path);
     if (recheck) {
@@ -224,6 +238,6 @@ int main(int argc, char** argv) {
       return r.differing.empty() ? 0 : 1;
     }
     db_options.specs = specs;
-    return verify_db_command(db_options);
+    return verify_db_command(db_options, *ranks);
   });
 }

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "ir/hash.h"
 #include "util/progress.h"
@@ -71,34 +73,121 @@ std::string VerifyDbReport::stats_json() const {
 }
 
 VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop) {
+  util::SingleProcess one;
+  return verify_db(o, stop, one);
+}
+
+namespace {
+
+// What the ranks send rank 0: a rule's place in the work list and its outcome.
+std::string result_to_bytes(size_t index, const ProofResult& r) {
+  std::string out;
+  util::append_bytes(out, static_cast<uint64_t>(index));
+  util::append_bytes(out, static_cast<int32_t>(r.status));
+  util::append_bytes(out, r.ms);
+  util::append_text(out, nlohmann::json(r.axioms).dump());
+  util::append_text(out, nlohmann::json(r.instances).dump());
+  util::append_text(out, r.counterexample);
+  util::append_text(out, r.reason);
+  return out;
+}
+
+void results_from_bytes(const std::string& bytes, size_t first, std::vector<std::optional<ProofResult>>& results) {
+  for (size_t at = 0; at < bytes.size();) {
+    uint64_t index = 0;
+    int32_t status = 0;
+    ProofResult r;
+    std::memcpy(&index, bytes.data() + at, sizeof index);
+    at += sizeof index;
+    std::memcpy(&status, bytes.data() + at, sizeof status);
+    at += sizeof status;
+    std::memcpy(&r.ms, bytes.data() + at, sizeof r.ms);
+    at += sizeof r.ms;
+    auto text = [&] {
+      uint64_t n = 0;
+      std::memcpy(&n, bytes.data() + at, sizeof n);
+      at += sizeof n;
+      std::string t = bytes.substr(at, n);
+      at += n;
+      return t;
+    };
+    r.status = static_cast<ProofStatus>(status);
+    r.axioms = nlohmann::json::parse(text()).get<std::vector<std::string>>();
+    r.instances = nlohmann::json::parse(text()).get<std::vector<std::string>>();
+    r.counterexample = text();
+    r.reason = text();
+    results.at(index - first) = std::move(r);
+  }
+}
+
+}  // namespace
+
+VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop, util::Ranks& ranks) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<axioms::Axiom> axioms = axioms::load_axioms(o.specs);
   const Prover prover(axioms);
-  rules_db::RulesDb db = rules_db::RulesDb::open(o.db, false);
-  // Claimed before the candidates are read: while a generate run is still
-  // storing rules, verify would prove a part of them (or none) and call it done.
   VerifyDbReport report;
-  report.run = db.claim_run("verify", settings_json(o), {"generate", "verify"}, axioms_hash(axioms)).run.id;
-
+  // Rank 0 alone opens the database; it sends every rank the work list (or
+  // its error, which every rank then throws).
+  std::optional<rules_db::RulesDb> db;
   std::vector<rules_db::RuleRecord> work;
-  if (o.ids.empty()) {
-    work = db.list_rules("candidate");
-    if (o.retry_unknown) {
-      auto unknown = db.list_rules("unknown");
-      work.insert(work.end(), unknown.begin(), unknown.end());
-      std::sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-    }
-  } else {
-    for (int64_t id : o.ids) {
-      auto r = db.get_rule(id);
-      if (!r) throw std::runtime_error(o.db + ": no rule " + std::to_string(id));
-      if (r->kind != "full") throw std::runtime_error("rule " + std::to_string(id) + " is a partial rule (verify --check)");
-      work.push_back(std::move(*r));
+  std::string shared;  // the run id and the work: ids, rules and variables; or "!" and the error
+  if (ranks.root()) {
+    try {
+      db.emplace(rules_db::RulesDb::open(o.db, false));
+      // Claimed before the candidates are read: while a generate run is still
+      // storing rules, verify would prove a part of them (or none) and call it done.
+      report.run = db->claim_run("verify", settings_json(o), {"generate", "verify"}, axioms_hash(axioms)).run.id;
+      if (o.ids.empty()) {
+        work = db->list_rules("candidate");
+        if (o.retry_unknown) {
+          auto unknown = db->list_rules("unknown");
+          work.insert(work.end(), unknown.begin(), unknown.end());
+          std::sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+        }
+      } else {
+        for (int64_t id : o.ids) {
+          auto r = db->get_rule(id);
+          if (!r) throw std::runtime_error(o.db + ": no rule " + std::to_string(id));
+          if (r->kind != "full")
+            throw std::runtime_error("rule " + std::to_string(id) + " is a partial rule (verify --check)");
+          work.push_back(std::move(*r));
+        }
+      }
+      util::append_bytes(shared, report.run);
+      for (const auto& r : work) {
+        util::append_bytes(shared, r.id);
+        util::append_text(shared, r.source);
+        util::append_text(shared, r.target);
+        util::append_text(shared, r.variables);
+      }
+    } catch (const std::exception& e) {
+      if (ranks.size() == 1) throw;  // as it is: one process has no one to tell
+      shared = std::string("!") + e.what();
     }
   }
+  shared = ranks.broadcast(std::move(shared));
+  if (shared.rfind('!', 0) == 0) throw util::AgreedError(shared.substr(1));
+  if (!ranks.root()) {
+    std::memcpy(&report.run, shared.data(), sizeof report.run);
+    const std::string rest = shared.substr(sizeof report.run);
+    for (size_t at = 0; at < rest.size();) {
+      rules_db::RuleRecord r;
+      std::memcpy(&r.id, rest.data() + at, sizeof r.id);
+      at += sizeof r.id;
+      const std::string texts = rest.substr(at);  // three texts follow
+      util::TextReader in(texts);
+      r.source = in.next();
+      r.target = in.next();
+      r.variables = in.next();
+      at += 3 * sizeof(uint64_t) + r.source.size() + r.target.size() + r.variables.size();
+      work.push_back(std::move(r));
+    }
+  }
+  std::string().swap(shared);
 
   std::atomic<size_t> done{0}, proved{0}, refuted{0}, unknown{0};
-  util::Progress progress(o.progress, [&] {
+  util::Progress progress(o.progress && ranks.root(), [&] {
     char line[200];
     std::snprintf(line, sizeof line, "verify: %zu/%zu rules: %zu proved, %zu refuted, %zu unknown; %.0f s", done.load(),
                   work.size(), proved.load(), refuted.load(), unknown.load(),
@@ -106,15 +195,22 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
     return std::string(line);
   });
 
+  // Batches of kBatch rules per rank: rank r proves every size()-th rule of
+  // the batch, rank 0 gathers the outcomes and commits them.
   std::map<std::string, size_t> uses, reasons;
-  constexpr size_t kBatch = 256;  // rules per committed transaction
-  for (size_t begin = 0; begin < work.size() && !report.interrupted; begin += kBatch) {
-    const size_t end = std::min(work.size(), begin + kBatch);
+  constexpr size_t kBatch = 256;  // rules per rank per committed transaction
+  const size_t step = static_cast<size_t>(ranks.size()), batch = kBatch * step;
+  bool stopped = false;
+  for (size_t begin = 0; begin < work.size() && !stopped; begin += batch) {
+    const size_t end = std::min(work.size(), begin + batch);
+    std::vector<size_t> mine;
+    for (size_t i = begin + static_cast<size_t>(ranks.rank()); i < end; i += step) mine.push_back(i);
     std::vector<std::optional<ProofResult>> results(end - begin);
     tbb::parallel_for(
-        tbb::blocked_range<size_t>(begin, end, 1),
+        tbb::blocked_range<size_t>(0, mine.size(), 1),
         [&](const tbb::blocked_range<size_t>& range) {
-          for (size_t i = range.begin(); i != range.end(); ++i) {
+          for (size_t k = range.begin(); k != range.end(); ++k) {
+            const size_t i = mine[k];
             if (stop.load() || (o.stop_after >= 0 && i >= static_cast<size_t>(o.stop_after))) return;
             const rules_db::RuleRecord& r = work[i];
             ProofResult result;
@@ -139,11 +235,40 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
           }
         },
         tbb::simple_partitioner());
+    stopped = ranks.any(stop.load());
+    if (ranks.size() > 1) {
+      std::string outcomes;
+      if (!ranks.root())
+        for (size_t i : mine)
+          if (results[i - begin]) outcomes += result_to_bytes(i, *results[i - begin]);
+      const std::vector<std::string> all = ranks.all_gather(std::move(outcomes));
+      if (ranks.root()) {
+        for (int r = 1; r < ranks.size(); ++r) results_from_bytes(all[r], begin, results);
+        // The progress line counts every rank's outcomes.
+        size_t n_done = 0, n_proved = 0, n_refuted = 0, n_unknown = 0;
+        for (const auto& res : results)
+          if (res) {
+            ++n_done;
+            (res->status == ProofStatus::kProved    ? n_proved
+             : res->status == ProofStatus::kRefuted ? n_refuted
+                                                    : n_unknown)++;
+          }
+        done = report.taken + n_done;
+        proved = report.proved + n_proved;
+        refuted = report.refuted + n_refuted;
+        unknown = report.unknown + n_unknown;
+      }
+    }
+    if (!ranks.root()) {
+      for (size_t i : mine) report.taken += results[i - begin].has_value();
+      stopped = ranks.any(stopped);
+      continue;
+    }
     std::vector<rules_db::RuleRecord> updates;
     for (size_t i = begin; i < end; ++i) {
       const auto& result = results[i - begin];
       if (!result) {
-        report.interrupted = true;
+        stopped = true;
         continue;
       }
       rules_db::RuleRecord r = work[i];
@@ -163,7 +288,13 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
         ++reasons[reason_kind(result->reason)];
       }
     }
-    db.update_rules(updates);
+    db->update_rules(updates);
+    stopped = ranks.any(stopped);
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ranks.root()) {
+    report.interrupted = stopped;
+    return report;
   }
   report.remaining = work.size() - report.taken;
   report.interrupted = report.remaining > 0;
@@ -171,8 +302,7 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
   std::stable_sort(report.axiom_uses.begin(), report.axiom_uses.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [why, n] : reasons) report.unknown_reasons.emplace_back(why, n);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  db.finish_run(report.run, report.interrupted ? "interrupted" : "finished", report.stats_json());
+  db->finish_run(report.run, report.interrupted ? "interrupted" : "finished", report.stats_json());
   return report;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rules_db/rules_db.h"
+#include "util/ranks.h"
 #include "verifier/prover.h"
 
 namespace tgr::verifier {
@@ -43,6 +44,12 @@ struct VerifyDbReport {
 };
 
 VerifyDbReport verify_db(const VerifyDbOptions& options, const std::atomic<bool>& stop);
+// The same shared among `ranks` (mpirun; docs/mpi.md): rank 0 alone opens
+// the database and sends the rules out; each rank proves every size()-th
+// rule of each batch; rank 0 commits the batch. The database ends as one
+// process leaves it. Only rank 0's report has the counts. An error rank 0
+// meets opening the database is thrown on every rank as util::AgreedError.
+VerifyDbReport verify_db(const VerifyDbOptions& options, const std::atomic<bool>& stop, util::Ranks& ranks);
 
 // Every 'proved' rule evaluated again in float64 on fresh random inputs (a
 // check on the axioms and the prover: a proved rule must never differ).
