@@ -538,8 +538,9 @@ void import_gemm(Ctx& c) {
 // reads are summed first (reduce_sum), then operands are contracted two at a
 // time as one batch_matmul (batch letters, left letters, contracted letters,
 // right letters, after transposes and reshapes), and the result is
-// transposed to the output's order. A letter repeated within an operand (a
-// diagonal) and an ellipsis whose dimensions would broadcast are errors.
+// transposed to the output's order. A letter repeated within an operand
+// takes the diagonal first (broadcast_and_diagonals), axes of size 1
+// broadcast; a letter repeated in the output is an error.
 struct Labelled {
   ValueRef v;
   std::string labels;  // one letter per axis
@@ -596,6 +597,52 @@ Labelled contract(Ctx& c, const Labelled& a, const Labelled& b, const std::strin
   return {c.reshape(y, shape), labels};
 }
 
+// An operand's axes of size 1 whose letters are larger elsewhere are
+// expanded (broadcasting), and each letter repeated within the operand is
+// replaced by its diagonal: the repeated axes moved last and flattened,
+// then the elements i * (1 + n + ... + n^(k-1)) gathered (a trace is the sum
+// of a diagonal, which the caller makes).
+Labelled broadcast_and_diagonals(Ctx& c, Labelled t, const std::map<char, int64_t>& size) {
+  Shape full;
+  for (char l : t.labels) full.push_back(size.at(l));
+  if (full != c.shape(t.v)) t.v = c.emit("expand", {t.v}, {{"shape", Ints(full)}});
+  for (size_t d = 0; d < t.labels.size(); ++d) {
+    const char l = t.labels[d];
+    if (t.labels.find(l, d + 1) == std::string::npos) continue;
+    std::string rest;  // the other letters, in order
+    int copies = 0;
+    for (char m : t.labels) {
+      if (m == l) ++copies;
+      else rest += m;
+    }
+    const int64_t n = size.at(l);
+    // Transpose: the other letters in order, then every copy of l.
+    Ints perm;
+    for (size_t k = 0; k < t.labels.size(); ++k)
+      if (t.labels[k] != l) perm.push_back(static_cast<int64_t>(k));
+    for (size_t k = 0; k < t.labels.size(); ++k)
+      if (t.labels[k] == l) perm.push_back(static_cast<int64_t>(k));
+    Ints identity(perm.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    ValueRef v = perm == identity ? t.v : c.emit("transpose", {t.v}, {{"perm", perm}});
+    Shape flat;
+    for (char m : rest) flat.push_back(size.at(m));
+    int64_t cells = 1, stride = 0;
+    for (int k = 0; k < copies; ++k) {
+      stride += cells;
+      cells *= n;
+    }
+    flat.push_back(cells);
+    Ints index(n);
+    for (int64_t i = 0; i < n; ++i) index[i] = i * stride;
+    v = c.emit("gather", {c.reshape(v, flat), c.constant(int_tensor({n}, index))},
+               {{"axis", static_cast<int64_t>(rest.size())}});
+    t = {v, rest + l};
+    d = static_cast<size_t>(-1);  // the labels changed: look again from the start
+  }
+  return t;
+}
+
 void import_einsum(Ctx& c) {
   std::string eq;
   for (char ch : c.attr_string("equation", ""))
@@ -639,17 +686,20 @@ void import_einsum(Ctx& c) {
       const char l = labels[d];
       if (!std::isalpha(static_cast<unsigned char>(l)) && !std::isdigit(static_cast<unsigned char>(l)))
         c.fail("equation '" + eq + "' has an unexpected character '" + std::string(1, l) + "'");
-      if (labels.find(l) != d)
-        c.fail("the letter '" + std::string(1, l) + "' repeats within an operand (a diagonal); not supported");
       const int64_t n = c.shape(v)[d];
       auto [it, fresh] = size.emplace(l, n);
-      if (!fresh && it->second != n)
+      if (fresh || it->second == n) continue;
+      // A letter of size 1 in one place broadcasts (ellipses, NumPy's rule);
+      // within one operand (a diagonal) the sizes must be equal.
+      if (labels.find(l) != d || (it->second != 1 && n != 1))
         c.fail("the letter '" + std::string(1, l) + "' has sizes " + std::to_string(it->second) + " and " +
-               std::to_string(n) + " (broadcasting is not supported)");
+               std::to_string(n));
+      it->second = std::max(it->second, n);
     }
     operands.push_back({v, labels});
     all += labels;
   }
+  for (Labelled& t : operands) t = broadcast_and_diagonals(c, t, size);
   std::string out;
   if (arrow != std::string::npos) {
     out = expand(eq.substr(arrow + 2), ellipsis_rank);
@@ -661,8 +711,10 @@ void import_einsum(Ctx& c) {
     std::sort(once.begin(), once.end());
     out += once;
   }
-  for (char l : out)
-    if (!size.count(l)) c.fail("the output letter '" + std::string(1, l) + "' names no input axis");
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (!size.count(out[d])) c.fail("the output letter '" + std::string(1, out[d]) + "' names no input axis");
+    if (out.find(out[d]) != d) c.fail("the output letter '" + std::string(1, out[d]) + "' repeats; not supported");
+  }
   // What must survive operand k: the output's letters and those of later operands.
   auto needed_after = [&](size_t k) {
     std::string keep = out;
@@ -1091,6 +1143,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Shape", import_shape},
       {"Range", import_range},
       {"Pad", import_pad},
+      {"Resize", import_resize},
   };
   return table;
 }
