@@ -989,6 +989,48 @@ void import_pad(Ctx& c) {
   c.set_output(0, c.emit("pad", {x}, {{"pads", pads}, {"value", value}}));
 }
 
+// CumSum as a prefix sum by doubling: y += y shifted by 1, 2, 4, ... along
+// the axis (a slice padded with zeros in front), about log2(n) rounds of
+// slice, pad and add; exact on integers (RoBERTa numbers its positions by a
+// cumulative sum of the token mask) and a reordered sum on floats.
+// `exclusive` shifts by one more; `reverse` sums from the end (reversed
+// before and after by a slice of step -1).
+void import_cumsum(Ctx& c) {
+  ValueRef x = c.input(0);
+  const Shape s = c.shape(x);
+  const int64_t rank = c.rank(x);
+  if (rank == 0) c.fail("input is a scalar (rank 0): no axis to sum along");
+  const Ints axis_value = c.constant_ints(1, "axis");
+  if (axis_value.size() != 1) c.fail("axis must hold one value");
+  const int64_t axis = c.axis(axis_value[0], rank), n = s[axis];
+  const bool reverse = c.attr_int("reverse", 0) != 0, exclusive = c.attr_int("exclusive", 0) != 0;
+  Ints begin(rank, 0), full(s.begin(), s.end()), steps(rank, 1);
+  auto flip = [&](ValueRef v) {
+    Ints starts = begin, ends = full, st = steps;
+    starts[axis] = n - 1;
+    ends[axis] = -1;
+    st[axis] = -1;
+    return c.emit("slice", {v}, {{"starts", starts}, {"ends", ends}, {"steps", st}});
+  };
+  // v shifted toward the end of the axis by k, zeros in front.
+  auto shift = [&](ValueRef v, int64_t k) {
+    Ints ends = full, pads(2 * rank, 0);
+    ends[axis] = n - k;
+    pads[axis] = k;
+    const ValueRef kept = c.emit("slice", {v}, {{"starts", begin}, {"ends", ends}, {"steps", steps}});
+    return c.emit("pad", {kept}, {{"pads", pads}, {"value", 0.0}});
+  };
+  if (n == 0) {
+    c.set_output(0, x);
+    return;
+  }
+  if (reverse) x = flip(x);
+  ValueRef y = x;
+  for (int64_t k = 1; k < n; k *= 2) y = c.emit("add", {y, shift(y, k)});
+  if (exclusive) y = shift(y, 1);
+  c.set_output(0, reverse ? flip(y) : y);
+}
+
 void import_gather(Ctx& c) {
   const ValueRef data = c.input(0);
   c.set_output(0, c.emit("gather", {data, c.input(1)}, {{"axis", c.axis(c.attr_int("axis", 0), c.rank(data))}}));
@@ -1144,6 +1186,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Range", import_range},
       {"Pad", import_pad},
       {"Resize", import_resize},
+      {"CumSum", import_cumsum},
   };
   return table;
 }

@@ -818,6 +818,19 @@ def einsum():
     case("einsum_broadcast_op13", "...ij,...jk->...ik", (2, 1, 3, 4), (1, 5, 4, 2))
 
 
+def cumsum():
+    """CumSum (RoBERTa's position ids: a cumulative sum of the token mask)."""
+    def case(name, opset, x, axis, out_type=F, **attrs):
+        add(name, opset, [node("CumSum", ["x", "axis"], ["y"], **attrs)], [("x", x)], [("y", out_type)],
+            inits=[("axis", i64(axis))])
+
+    r = rng_for("cumsum")
+    case("cumsum_float_op13", 13, randn(r, 2, 7, 3), 1)
+    case("cumsum_int64_last_axis_op14", 14, r.integers(-5, 6, (2, 13)), -1, out_type=I64)
+    case("cumsum_exclusive_reverse_op13", 13, randn(r, 5, 4), 0, exclusive=1, reverse=1)
+    case("cumsum_reverse_op13", 13, randn(r, 3, 9), 1, reverse=1)
+
+
 def resize():
     """Resize in the forms exporters write (issue 16): nearest with each
     rounding, linear and cubic with each coordinate transformation, scales or
@@ -1043,7 +1056,7 @@ def main():
 
     for fn in (elementwise, softmax, normalization, conv, gemm, matmul, pooling,
                reductions, shape_ops, gather, logic, cast, constants, folding, exporter_ops,
-               windows, einsum, resize, special):
+               windows, einsum, resize, cumsum, special):
         fn()
 
     ops_root = os.path.join(args.out_root, "onnx_ops")

@@ -59,8 +59,8 @@ TEST_P(GpuModels, MatchReferenceOutputsAndTheInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Bundled, GpuModels, ::testing::Values("squeezenet1_1", "bert_tiny"));
 
-// ONNX operators the importer lowers onto gathers, products and sums
-// (Resize, Einsum's diagonals and broadcasting): the per-operator cases of
+// ONNX operators the importer lowers onto gathers, slices, products and
+// sums (Resize, CumSum, Einsum's diagonals): the per-operator cases of
 // tests/data/onnx_ops on the GPU against ONNX Runtime's outputs.
 class GpuOnnxCases : public ::testing::TestWithParam<std::string> {};
 
@@ -84,7 +84,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "resize_linear_asymmetric_op13", "resize_linear_1d_op13", "resize_linear_axes_op18",
                       "resize_linear_half_pixel_symmetric_op19", "resize_cubic_align_corners_op13",
                       "resize_cubic_pytorch_half_pixel_op13", "resize_cubic_exclude_outside_op18",
-                      "einsum_diagonal_op13", "einsum_trace_op13", "einsum_triple_diagonal_op13"));
+                      "einsum_diagonal_op13", "einsum_trace_op13", "einsum_triple_diagonal_op13",
+                      "cumsum_float_op13", "cumsum_int64_last_axis_op14", "cumsum_exclusive_reverse_op13"));
 
 TEST(GpuProfile, StepTimesCoverTheModel) {
   SKIP_WITHOUT_GPU();

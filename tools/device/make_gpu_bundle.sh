@@ -23,5 +23,5 @@ cp tools/device/*.sh tools/device/*.py "$dest/tools/device/"
 cp -r tests/data/models "$dest/tests/data/"
 # The ONNX cases gpu_tests runs (GpuOnnxCases: operators lowered at import).
 mkdir -p "$dest/tests/data/onnx_ops"
-cp -r tests/data/onnx_ops/resize_* tests/data/onnx_ops/einsum_* "$dest/tests/data/onnx_ops/"
+cp -r tests/data/onnx_ops/resize_* tests/data/onnx_ops/einsum_* tests/data/onnx_ops/cumsum_* "$dest/tests/data/onnx_ops/"
 du -sh "$dest"
