@@ -56,7 +56,8 @@ float source_coordinate(const std::string& mode, float x, float scale, int64_t i
 
 int64_t nearest_index(const std::string& mode, float x) {
   if (mode == "round_prefer_floor")
-    return static_cast<int64_t>(x == static_cast<float>(static_cast<int64_t>(x)) + 0.5f ? std::floor(x) : std::round(x));
+    return static_cast<int64_t>(x == static_cast<float>(static_cast<int64_t>(x)) + 0.5f ? std::floor(x)
+                                                                                        : std::round(x));
   if (mode == "round_prefer_ceil") return static_cast<int64_t>(std::round(x));
   if (mode == "floor") return static_cast<int64_t>(std::floor(x));
   return static_cast<int64_t>(std::ceil(x));  // ceil
@@ -113,9 +114,8 @@ std::vector<Tap> axis_taps(const Settings& s, int64_t in, int64_t out, float sca
   }
   // Taps of zero weight everywhere read nothing (linear and cubic at integer
   // coordinates, as in a resize by an integer factor with asymmetric).
-  std::erase_if(taps, [](const Tap& t) {
-    return std::all_of(t.weight.begin(), t.weight.end(), [](float w) { return w == 0; });
-  });
+  std::erase_if(
+      taps, [](const Tap& t) { return std::all_of(t.weight.begin(), t.weight.end(), [](float w) { return w == 0; }); });
   return taps;
 }
 
@@ -125,7 +125,9 @@ ValueRef resize_axis(ImportContext& c, ValueRef x, int64_t axis, const std::vect
   const int64_t in = c.shape(x)[axis], out = static_cast<int64_t>(taps.at(0).index.size());
   Ints identity(in);
   std::iota(identity.begin(), identity.end(), 0);
-  auto all = [](const std::vector<float>& w, float v) { return std::all_of(w.begin(), w.end(), [v](float e) { return e == v; }); };
+  auto all = [](const std::vector<float>& w, float v) {
+    return std::all_of(w.begin(), w.end(), [v](float e) { return e == v; });
+  };
   if (taps.size() == 1 && taps[0].index == identity && all(taps[0].weight, 1)) return x;
   Shape weight_shape(c.rank(x) - axis, 1);
   weight_shape[0] = out;
@@ -199,7 +201,8 @@ void import_resize(ImportContext& c) {
       if (!(f > 0)) c.fail("scale " + std::to_string(f) + " is not positive");
       scale[axes[i]] = f;
       out[axes[i]] = static_cast<int64_t>(f * static_cast<float>(in[axes[i]]));
-      if (out[axes[i]] <= 0) c.fail("scale " + std::to_string(f) + " leaves axis " + std::to_string(axes[i]) + " empty");
+      if (out[axes[i]] <= 0)
+        c.fail("scale " + std::to_string(f) + " leaves axis " + std::to_string(axes[i]) + " empty");
     }
   }
   c.check_elements(out);

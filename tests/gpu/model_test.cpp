@@ -84,8 +84,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "resize_linear_asymmetric_op13", "resize_linear_1d_op13", "resize_linear_axes_op18",
                       "resize_linear_half_pixel_symmetric_op19", "resize_cubic_align_corners_op13",
                       "resize_cubic_pytorch_half_pixel_op13", "resize_cubic_exclude_outside_op18",
-                      "einsum_diagonal_op13", "einsum_trace_op13", "einsum_triple_diagonal_op13",
-                      "cumsum_float_op13", "cumsum_int64_last_axis_op14", "cumsum_exclusive_reverse_op13"));
+                      "einsum_diagonal_op13", "einsum_trace_op13", "einsum_triple_diagonal_op13", "cumsum_float_op13",
+                      "cumsum_int64_last_axis_op14", "cumsum_exclusive_reverse_op13"));
 
 TEST(GpuProfile, StepTimesCoverTheModel) {
   SKIP_WITHOUT_GPU();
