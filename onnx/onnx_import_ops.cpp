@@ -49,6 +49,10 @@ OperatorImporter unary(const char* op) {
   return [op](Ctx& c) { c.set_output(0, c.emit(op, {c.input(0)})); };
 }
 
+// Reciprocal: 1 / x (the dynamo exporter writes RMS normalisation's rsqrt as
+// Reciprocal(Sqrt(x))).
+void import_reciprocal(Ctx& c) { c.set_output(0, c.emit("div", {c.constant(scalar_float(1)), c.input(0)})); }
+
 void import_pow(Ctx& c) { c.set_output(0, c.emit("pow", {c.input(0), as_float(c, c.input(1))})); }
 
 void import_leaky_relu(Ctx& c) {
@@ -1121,6 +1125,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Max", select_chain("greater")},
       {"Gelu", import_gelu},
       {"Sqrt", unary("sqrt")},
+      {"Reciprocal", import_reciprocal},
       {"Exp", unary("exp")},
       {"Log", unary("log")},
       {"Neg", unary("neg")},

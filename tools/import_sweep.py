@@ -13,8 +13,10 @@ decoders at small configurations (random weights). Exporters: `legacy`
 Each case lives in OUT/<model>.<exporter>.op<opset>/ (model.onnx, its external
 data if any, test_data/ with input_K.pb and output_K.pb); an existing
 model.onnx with its test data is not exported again. Export and ONNX
-Runtime run in a child process per case (a crash or a hang there is that
-case's error, with a time limit); results go to OUT/results.json, so that a
+Runtime run in this process (an exception is that case's error), or with
+--isolate in a child process per case (a crash or a hang there too, with a
+time limit; slower: each child imports torch again); `run` always runs as a
+child with a time limit. Results go to OUT/results.json, so that a
 sweep can be resumed (`--rerun-failed` runs the failed cases again,
 `--rerun` all of them).
 
@@ -133,7 +135,14 @@ def build_model(name, exporter, opset):
         size = 299
     elif name == "googlenet":
         kwargs = dict(init_weights=True, aux_logits=False)
-    return torchvision.models.get_model(name, weights=None, **kwargs), (torch.randn(1, 3, size, size),)
+    model = torchvision.models.get_model(name, weights=None, **kwargs)
+    # A weight initialised to zeros (the ViTs' classification head) would
+    # make every output equal to the bias: random, so that outputs say something.
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and not p.any():
+                torch.nn.init.normal_(p, std=0.02)
+    return model, (torch.randn(1, 3, size, size),)
 
 
 def export_case(name, exporter, opset, case_dir):
@@ -190,7 +199,7 @@ def run_case(args, name, exporter, opset):
     case_dir = os.path.join(args.out, f"{name}.{exporter}.op{opset}")
     os.makedirs(case_dir, exist_ok=True)
     t0 = time.time()
-    if not os.path.exists(os.path.join(case_dir, "exported")):
+    if not os.path.exists(os.path.join(case_dir, "exported")) and args.isolate:
         cmd = [sys.executable, os.path.abspath(__file__), "--export-one", name, exporter, str(opset), case_dir]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.export_timeout)
@@ -198,6 +207,15 @@ def run_case(args, name, exporter, opset):
             return {"status": "export", "message": f"export timed out after {args.export_timeout} s"}
         if p.returncode != 0:
             return {"status": "export", "message": last_error_line(p.stderr + p.stdout)}
+    elif not os.path.exists(os.path.join(case_dir, "exported")):
+        try:
+            export_case(name, exporter, opset, case_dir)
+        except Exception as e:  # the exporter's (or ONNX Runtime's) error is this case's result
+            lines = [ln for ln in str(e).splitlines() if ln.strip()]
+            return {"status": "export", "message": f"{type(e).__name__}: {lines[0] if lines else ''}"}
+        finally:
+            import gc
+            gc.collect()
     t_export = time.time() - t0
     if args.export_only:
         return None
@@ -213,12 +231,15 @@ def run_case(args, name, exporter, opset):
     errors = [ln for ln in out.splitlines() if "relative L2 error" in ln]
     if errors:
         result["errors"] = [" ".join(e.split()) for e in errors]
+    with open(os.path.join(case_dir, "exported")) as f:
+        result["written_opset"] = int(f.read().split()[1])
     if p.returncode == 0:
         result.update(status="ok", message="ok")
     elif "FAIL" in out and errors:
         result.update(status="accuracy", message="; ".join(e for e in result["errors"] if not e.endswith(" ok")))
     else:
-        result.update(status="run", message=last_error_line(out))
+        message = last_error_line(out)
+        result.update(status="run", message=message[len("run: error: "):] if message.startswith("run: error: ") else message)
     return result
 
 
@@ -240,7 +261,10 @@ def print_table(results, out=sys.stdout):
         row = [m]
         for e, o in combos:
             r = results.get(f"{m}|{e}|{o}")
-            row.append("" if r is None else ("ok" if r["status"] == "ok" else f"{r['status']}: {r['message']}"))
+            cell = "" if r is None else ("ok" if r["status"] == "ok" else f"{r['status']}: {r['message']}")
+            if r is not None and r.get("written_opset", o) != o:
+                cell += f" (opset {r['written_opset']} written)"
+            row.append(cell)
         print("| " + " | ".join(c.replace("|", "/") for c in row) + " |", file=out)
     counts = {}
     for r in results.values():
@@ -260,6 +284,8 @@ def main():
     ap.add_argument("--run-timeout", type=int, default=1800)
     ap.add_argument("--rerun", action="store_true", help="run cases that have a result again")
     ap.add_argument("--rerun-failed", action="store_true", help="run failed cases again")
+    ap.add_argument("--isolate", action="store_true",
+                    help="export each case in a child process (with --export-timeout), not in this one")
     ap.add_argument("--export-only", action="store_true", help="export (and keep export failures) without running")
     ap.add_argument("--table", action="store_true", help="print the table of OUT/results.json and exit")
     ap.add_argument("--export-one", nargs=4, metavar=("MODEL", "EXPORTER", "OPSET", "DIR"), help=argparse.SUPPRESS)

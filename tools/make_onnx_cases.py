@@ -818,6 +818,11 @@ def einsum():
     case("einsum_broadcast_op13", "...ij,...jk->...ik", (2, 1, 3, 4), (1, 5, 4, 2))
 
 
+def reciprocal():
+    r = rng_for("reciprocal")
+    unary("reciprocal_op13", 13, "Reciprocal", positive(r, 3, 4) * np.sign(randn(r, 3, 4)))
+
+
 def cumsum():
     """CumSum (RoBERTa's position ids: a cumulative sum of the token mask)."""
     def case(name, opset, x, axis, out_type=F, **attrs):
@@ -1056,7 +1061,7 @@ def main():
 
     for fn in (elementwise, softmax, normalization, conv, gemm, matmul, pooling,
                reductions, shape_ops, gather, logic, cast, constants, folding, exporter_ops,
-               windows, einsum, resize, cumsum, special):
+               windows, einsum, resize, cumsum, reciprocal, special):
         fn()
 
     ops_root = os.path.join(args.out_root, "onnx_ops")
