@@ -1035,6 +1035,56 @@ void import_cumsum(Ctx& c) {
   c.set_output(0, reverse ? flip(y) : y);
 }
 
+// ScatterND (reduction none) with constant indices: each output element is
+// either an element of `updates` (where an index writes it) or of `data`, so
+// out = where(written, gather(updates flattened, source), data) with the
+// mask `written` and the map `source` computed here. Swin's shifted-window
+// attention mask is built this way (then everything is constant and folds).
+// Repeated indices: the last write wins, as in ONNX Runtime.
+void import_scatter_nd(Ctx& c) {
+  const ValueRef data = c.input(0), updates = c.input(2);
+  if (c.attr_string("reduction", "none") != "none")
+    c.fail("reduction '" + c.attr_string("reduction", "") + "' is not supported");
+  const ConstantValue* indices = c.constant_input(1);
+  if (!indices || indices->is_float()) c.fail("indices must be a constant int64 tensor");
+  const Shape& ds = c.shape(data);
+  const Shape& is = indices->shape();
+  const int64_t rank = c.rank(data);
+  if (is.empty() || is.back() < 1 || is.back() > rank)
+    c.fail("indices " + shape_to_string(is) + " do not index data " + shape_to_string(ds));
+  const int64_t k = is.back();
+  Shape expected(is.begin(), is.end() - 1);
+  expected.insert(expected.end(), ds.begin() + k, ds.end());
+  if (c.shape(updates) != expected)
+    c.fail("updates " + shape_to_string(c.shape(updates)) + " should be " + shape_to_string(expected));
+  const int64_t slice = num_elements(Shape(ds.begin() + k, ds.end()));
+  const int64_t count = num_elements(Shape(is.begin(), is.end() - 1));
+  c.check_elements(ds);
+  Ints source(num_elements(ds), 0), written(num_elements(ds), 0);
+  for (int64_t u = 0; u < count; ++u) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t i = indices->ints.data[u * k + j];
+      if (i < 0) i += ds[j];
+      if (i < 0 || i >= ds[j])
+        c.fail("index " + std::to_string(indices->ints.data[u * k + j]) + " out of range for axis " +
+               std::to_string(j) + " of size " + std::to_string(ds[j]));
+      offset = offset * ds[j] + i;
+    }
+    for (int64_t e = 0; e < slice; ++e) {
+      source[offset * slice + e] = u * slice + e;
+      written[offset * slice + e] = 1;
+    }
+  }
+  if (count * slice == 0) {
+    c.set_output(0, data);
+    return;
+  }
+  const ValueRef flat = c.reshape(updates, {count * slice});
+  const ValueRef picked = c.emit("gather", {flat, c.constant(int_tensor(ds, std::move(source)))}, {{"axis", int64_t{0}}});
+  c.set_output(0, c.emit("where", {c.constant(int_tensor(ds, std::move(written), DType::kBool)), picked, data}));
+}
+
 void import_gather(Ctx& c) {
   const ValueRef data = c.input(0);
   c.set_output(0, c.emit("gather", {data, c.input(1)}, {{"axis", c.axis(c.attr_int("axis", 0), c.rank(data))}}));
@@ -1192,6 +1242,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Pad", import_pad},
       {"Resize", import_resize},
       {"CumSum", import_cumsum},
+      {"ScatterND", import_scatter_nd},
   };
   return table;
 }

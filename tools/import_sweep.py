@@ -24,6 +24,7 @@ usage:
   nice python3 tools/import_sweep.py --out build/import_sweep --models hf --exporters legacy,dynamo --opsets 13,18
   nice python3 tools/import_sweep.py --out build/import_sweep --models torchvision --exporters legacy --opsets 18
   python3 tools/import_sweep.py --out build/import_sweep --table       # the table of what has been run
+  python3 tools/import_sweep.py --out DIR1,DIR2 --table                # several sweeps' results in one table
 Options: --models takes `torchvision`, `hf`, `all` or a comma-separated list of names.
 Requires torch, torchvision, transformers, onnx, onnxruntime, onnxscript (for dynamo).
 """
@@ -296,11 +297,14 @@ def main():
         export_case(name, exporter, int(opset), case_dir)
         return 0
 
+    if args.table:  # --out may name several sweeps (comma-separated); later ones win
+        merged = {}
+        for out in args.out.split(","):
+            merged.update(load_results(os.path.join(out, "results.json")))
+        print_table(merged)
+        return 0
     results_path = os.path.join(args.out, "results.json")
     results = load_results(results_path)
-    if args.table:
-        print_table(results)
-        return 0
     if args.models == "torchvision":
         models = torchvision_models(args.out)
     elif args.models == "hf":

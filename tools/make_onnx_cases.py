@@ -818,6 +818,20 @@ def einsum():
     case("einsum_broadcast_op13", "...ij,...jk->...ik", (2, 1, 3, 4), (1, 5, 4, 2))
 
 
+def scatter_nd():
+    """ScatterND with constant indices (Swin's attention mask), data and updates computed."""
+    r = rng_for("scatter_nd")
+    add("scatter_nd_slices_op13", 13, [node("ScatterND", ["x", "idx", "u"], ["y"])],
+        [("x", randn(r, 4, 3, 2)), ("u", randn(r, 2, 3, 2))], ["y"], inits=[("idx", i64([[2], [0]]))])
+    r = rng_for("scatter_nd_elements")
+    add("scatter_nd_elements_op16", 16, [node("ScatterND", ["x", "idx", "u"], ["y"])],
+        [("x", randn(r, 3, 4)), ("u", randn(r, 3))], ["y"], inits=[("idx", i64([[0, 1], [2, -1], [1, 0]]))])
+    r = rng_for("scatter_nd_int")
+    add("scatter_nd_int64_op18", 18, [node("ScatterND", ["x", "idx", "u"], ["y"])],
+        [("x", r.integers(0, 9, (2, 2, 3))), ("u", r.integers(0, 9, (1, 3)))], [("y", I64)],
+        inits=[("idx", i64([[1, 0]]))])
+
+
 def reciprocal():
     r = rng_for("reciprocal")
     unary("reciprocal_op13", 13, "Reciprocal", positive(r, 3, 4) * np.sign(randn(r, 3, 4)))
@@ -1061,7 +1075,7 @@ def main():
 
     for fn in (elementwise, softmax, normalization, conv, gemm, matmul, pooling,
                reductions, shape_ops, gather, logic, cast, constants, folding, exporter_ops,
-               windows, einsum, resize, cumsum, reciprocal, special):
+               windows, einsum, resize, cumsum, reciprocal, scatter_nd, special):
         fn()
 
     ops_root = os.path.join(args.out_root, "onnx_ops")
