@@ -1081,7 +1081,8 @@ void import_scatter_nd(Ctx& c) {
     return;
   }
   const ValueRef flat = c.reshape(updates, {count * slice});
-  const ValueRef picked = c.emit("gather", {flat, c.constant(int_tensor(ds, std::move(source)))}, {{"axis", int64_t{0}}});
+  const ValueRef picked =
+      c.emit("gather", {flat, c.constant(int_tensor(ds, std::move(source)))}, {{"axis", int64_t{0}}});
   c.set_output(0, c.emit("where", {c.constant(int_tensor(ds, std::move(written), DType::kBool)), picked, data}));
 }
 
