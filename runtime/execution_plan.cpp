@@ -84,8 +84,7 @@ struct Builder {
         if (s.size() > 8)
           throw std::invalid_argument(n.op->name + " (node " + std::to_string(i) + "): rank " + std::to_string(s.size()) +
                                       " is above the GPU runtime's limit of 8");
-      const bool all_known =
-          std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef in) { return !known[in.node].empty(); });
+      const bool all_known = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef in) { return !known[in.node].empty(); });
       if (all_known) {
         known[i] = fold(graph, n, known);
         folded[i] = 1;

@@ -38,7 +38,7 @@ struct ProofOptions {
   size_t extra_ops = 3;        // forms may have this many more operators than the larger side
   int refute_trials = 3;       // random float64 inputs tried before searching
   uint64_t seed = 1;
-  bool smt2 = false;  // keep the SMT-LIB 2 text of the final Z3 query in ProofResult::smt2
+  bool smt2 = false;           // keep the SMT-LIB 2 text of the final Z3 query in ProofResult::smt2
 };
 
 struct ProofResult {
