@@ -95,6 +95,8 @@ class ImportContext {
 };
 
 using OperatorImporter = std::function<void(ImportContext&)>;
+// Resize (onnx_import_resize.cpp: a lowering onto gather, mul and add).
+void import_resize(ImportContext& c);
 // The table of ONNX operator importers (onnx_import_ops.cpp), by op_type.
 const std::map<std::string, OperatorImporter>& operator_importers();
 

@@ -49,6 +49,10 @@ OperatorImporter unary(const char* op) {
   return [op](Ctx& c) { c.set_output(0, c.emit(op, {c.input(0)})); };
 }
 
+// Reciprocal: 1 / x (the dynamo exporter writes RMS normalisation's rsqrt as
+// Reciprocal(Sqrt(x))).
+void import_reciprocal(Ctx& c) { c.set_output(0, c.emit("div", {c.constant(scalar_float(1)), c.input(0)})); }
+
 void import_pow(Ctx& c) { c.set_output(0, c.emit("pow", {c.input(0), as_float(c, c.input(1))})); }
 
 void import_leaky_relu(Ctx& c) {
@@ -538,8 +542,9 @@ void import_gemm(Ctx& c) {
 // reads are summed first (reduce_sum), then operands are contracted two at a
 // time as one batch_matmul (batch letters, left letters, contracted letters,
 // right letters, after transposes and reshapes), and the result is
-// transposed to the output's order. A letter repeated within an operand (a
-// diagonal) and an ellipsis whose dimensions would broadcast are errors.
+// transposed to the output's order. A letter repeated within an operand
+// takes the diagonal first (broadcast_and_diagonals), axes of size 1
+// broadcast; a letter repeated in the output is an error.
 struct Labelled {
   ValueRef v;
   std::string labels;  // one letter per axis
@@ -596,6 +601,52 @@ Labelled contract(Ctx& c, const Labelled& a, const Labelled& b, const std::strin
   return {c.reshape(y, shape), labels};
 }
 
+// An operand's axes of size 1 whose letters are larger elsewhere are
+// expanded (broadcasting), and each letter repeated within the operand is
+// replaced by its diagonal: the repeated axes moved last and flattened,
+// then the elements i * (1 + n + ... + n^(k-1)) gathered (a trace is the sum
+// of a diagonal, which the caller makes).
+Labelled broadcast_and_diagonals(Ctx& c, Labelled t, const std::map<char, int64_t>& size) {
+  Shape full;
+  for (char l : t.labels) full.push_back(size.at(l));
+  if (full != c.shape(t.v)) t.v = c.emit("expand", {t.v}, {{"shape", Ints(full)}});
+  for (size_t d = 0; d < t.labels.size(); ++d) {
+    const char l = t.labels[d];
+    if (t.labels.find(l, d + 1) == std::string::npos) continue;
+    std::string rest;  // the other letters, in order
+    int copies = 0;
+    for (char m : t.labels) {
+      if (m == l) ++copies;
+      else rest += m;
+    }
+    const int64_t n = size.at(l);
+    // Transpose: the other letters in order, then every copy of l.
+    Ints perm;
+    for (size_t k = 0; k < t.labels.size(); ++k)
+      if (t.labels[k] != l) perm.push_back(static_cast<int64_t>(k));
+    for (size_t k = 0; k < t.labels.size(); ++k)
+      if (t.labels[k] == l) perm.push_back(static_cast<int64_t>(k));
+    Ints identity(perm.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    ValueRef v = perm == identity ? t.v : c.emit("transpose", {t.v}, {{"perm", perm}});
+    Shape flat;
+    for (char m : rest) flat.push_back(size.at(m));
+    int64_t cells = 1, stride = 0;
+    for (int k = 0; k < copies; ++k) {
+      stride += cells;
+      cells *= n;
+    }
+    flat.push_back(cells);
+    Ints index(n);
+    for (int64_t i = 0; i < n; ++i) index[i] = i * stride;
+    v = c.emit("gather", {c.reshape(v, flat), c.constant(int_tensor({n}, index))},
+               {{"axis", static_cast<int64_t>(rest.size())}});
+    t = {v, rest + l};
+    d = static_cast<size_t>(-1);  // the labels changed: look again from the start
+  }
+  return t;
+}
+
 void import_einsum(Ctx& c) {
   std::string eq;
   for (char ch : c.attr_string("equation", ""))
@@ -639,17 +690,20 @@ void import_einsum(Ctx& c) {
       const char l = labels[d];
       if (!std::isalpha(static_cast<unsigned char>(l)) && !std::isdigit(static_cast<unsigned char>(l)))
         c.fail("equation '" + eq + "' has an unexpected character '" + std::string(1, l) + "'");
-      if (labels.find(l) != d)
-        c.fail("the letter '" + std::string(1, l) + "' repeats within an operand (a diagonal); not supported");
       const int64_t n = c.shape(v)[d];
       auto [it, fresh] = size.emplace(l, n);
-      if (!fresh && it->second != n)
+      if (fresh || it->second == n) continue;
+      // A letter of size 1 in one place broadcasts (ellipses, NumPy's rule);
+      // within one operand (a diagonal) the sizes must be equal.
+      if (labels.find(l) != d || (it->second != 1 && n != 1))
         c.fail("the letter '" + std::string(1, l) + "' has sizes " + std::to_string(it->second) + " and " +
-               std::to_string(n) + " (broadcasting is not supported)");
+               std::to_string(n));
+      it->second = std::max(it->second, n);
     }
     operands.push_back({v, labels});
     all += labels;
   }
+  for (Labelled& t : operands) t = broadcast_and_diagonals(c, t, size);
   std::string out;
   if (arrow != std::string::npos) {
     out = expand(eq.substr(arrow + 2), ellipsis_rank);
@@ -661,8 +715,10 @@ void import_einsum(Ctx& c) {
     std::sort(once.begin(), once.end());
     out += once;
   }
-  for (char l : out)
-    if (!size.count(l)) c.fail("the output letter '" + std::string(1, l) + "' names no input axis");
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (!size.count(out[d])) c.fail("the output letter '" + std::string(1, out[d]) + "' names no input axis");
+    if (out.find(out[d]) != d) c.fail("the output letter '" + std::string(1, out[d]) + "' repeats; not supported");
+  }
   // What must survive operand k: the output's letters and those of later operands.
   auto needed_after = [&](size_t k) {
     std::string keep = out;
@@ -937,6 +993,99 @@ void import_pad(Ctx& c) {
   c.set_output(0, c.emit("pad", {x}, {{"pads", pads}, {"value", value}}));
 }
 
+// CumSum as a prefix sum by doubling: y += y shifted by 1, 2, 4, ... along
+// the axis (a slice padded with zeros in front), about log2(n) rounds of
+// slice, pad and add; exact on integers (RoBERTa numbers its positions by a
+// cumulative sum of the token mask) and a reordered sum on floats.
+// `exclusive` shifts by one more; `reverse` sums from the end (reversed
+// before and after by a slice of step -1).
+void import_cumsum(Ctx& c) {
+  ValueRef x = c.input(0);
+  const Shape s = c.shape(x);
+  const int64_t rank = c.rank(x);
+  if (rank == 0) c.fail("input is a scalar (rank 0): no axis to sum along");
+  const Ints axis_value = c.constant_ints(1, "axis");
+  if (axis_value.size() != 1) c.fail("axis must hold one value");
+  const int64_t axis = c.axis(axis_value[0], rank), n = s[axis];
+  const bool reverse = c.attr_int("reverse", 0) != 0, exclusive = c.attr_int("exclusive", 0) != 0;
+  Ints begin(rank, 0), full(s.begin(), s.end()), steps(rank, 1);
+  auto flip = [&](ValueRef v) {
+    Ints starts = begin, ends = full, st = steps;
+    starts[axis] = n - 1;
+    ends[axis] = -1;
+    st[axis] = -1;
+    return c.emit("slice", {v}, {{"starts", starts}, {"ends", ends}, {"steps", st}});
+  };
+  // v shifted toward the end of the axis by k, zeros in front.
+  auto shift = [&](ValueRef v, int64_t k) {
+    Ints ends = full, pads(2 * rank, 0);
+    ends[axis] = n - k;
+    pads[axis] = k;
+    const ValueRef kept = c.emit("slice", {v}, {{"starts", begin}, {"ends", ends}, {"steps", steps}});
+    return c.emit("pad", {kept}, {{"pads", pads}, {"value", 0.0}});
+  };
+  if (n == 0) {
+    c.set_output(0, x);
+    return;
+  }
+  if (reverse) x = flip(x);
+  ValueRef y = x;
+  for (int64_t k = 1; k < n; k *= 2) y = c.emit("add", {y, shift(y, k)});
+  if (exclusive) y = shift(y, 1);
+  c.set_output(0, reverse ? flip(y) : y);
+}
+
+// ScatterND (reduction none) with constant indices: each output element is
+// either an element of `updates` (where an index writes it) or of `data`, so
+// out = where(written, gather(updates flattened, source), data) with the
+// mask `written` and the map `source` computed here. Swin's shifted-window
+// attention mask is built this way (then everything is constant and folds).
+// Repeated indices: the last write wins, as in ONNX Runtime.
+void import_scatter_nd(Ctx& c) {
+  const ValueRef data = c.input(0), updates = c.input(2);
+  if (c.attr_string("reduction", "none") != "none")
+    c.fail("reduction '" + c.attr_string("reduction", "") + "' is not supported");
+  const ConstantValue* indices = c.constant_input(1);
+  if (!indices || indices->is_float()) c.fail("indices must be a constant int64 tensor");
+  const Shape& ds = c.shape(data);
+  const Shape& is = indices->shape();
+  const int64_t rank = c.rank(data);
+  if (is.empty() || is.back() < 1 || is.back() > rank)
+    c.fail("indices " + shape_to_string(is) + " do not index data " + shape_to_string(ds));
+  const int64_t k = is.back();
+  Shape expected(is.begin(), is.end() - 1);
+  expected.insert(expected.end(), ds.begin() + k, ds.end());
+  if (c.shape(updates) != expected)
+    c.fail("updates " + shape_to_string(c.shape(updates)) + " should be " + shape_to_string(expected));
+  const int64_t slice = num_elements(Shape(ds.begin() + k, ds.end()));
+  const int64_t count = num_elements(Shape(is.begin(), is.end() - 1));
+  c.check_elements(ds);
+  Ints source(num_elements(ds), 0), written(num_elements(ds), 0);
+  for (int64_t u = 0; u < count; ++u) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t i = indices->ints.data[u * k + j];
+      if (i < 0) i += ds[j];
+      if (i < 0 || i >= ds[j])
+        c.fail("index " + std::to_string(indices->ints.data[u * k + j]) + " out of range for axis " +
+               std::to_string(j) + " of size " + std::to_string(ds[j]));
+      offset = offset * ds[j] + i;
+    }
+    for (int64_t e = 0; e < slice; ++e) {
+      source[offset * slice + e] = u * slice + e;
+      written[offset * slice + e] = 1;
+    }
+  }
+  if (count * slice == 0) {
+    c.set_output(0, data);
+    return;
+  }
+  const ValueRef flat = c.reshape(updates, {count * slice});
+  const ValueRef picked =
+      c.emit("gather", {flat, c.constant(int_tensor(ds, std::move(source)))}, {{"axis", int64_t{0}}});
+  c.set_output(0, c.emit("where", {c.constant(int_tensor(ds, std::move(written), DType::kBool)), picked, data}));
+}
+
 void import_gather(Ctx& c) {
   const ValueRef data = c.input(0);
   c.set_output(0, c.emit("gather", {data, c.input(1)}, {{"axis", c.axis(c.attr_int("axis", 0), c.rank(data))}}));
@@ -1027,6 +1176,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Max", select_chain("greater")},
       {"Gelu", import_gelu},
       {"Sqrt", unary("sqrt")},
+      {"Reciprocal", import_reciprocal},
       {"Exp", unary("exp")},
       {"Log", unary("log")},
       {"Neg", unary("neg")},
@@ -1091,6 +1241,9 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Shape", import_shape},
       {"Range", import_range},
       {"Pad", import_pad},
+      {"Resize", import_resize},
+      {"CumSum", import_cumsum},
+      {"ScatterND", import_scatter_nd},
   };
   return table;
 }

@@ -145,16 +145,42 @@ TEST(OnnxImport, EinsumBecomesProducts) {
   EXPECT_EQ(counts.count("reduce_sum"), 0u);
   counts = op_counts(import_model_file(model("einsum_three_operands_op13")).graph);
   EXPECT_EQ(counts.count("matmul") + counts.count("batch_matmul"), 2u);
-  // A diagonal is not a product.
+  // A diagonal is a gather of the flattened repeated axes; a trace sums it.
+  counts = op_counts(import_model_file(model("einsum_trace_op13")).graph);
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"reshape", 1}, {"gather", 1}, {"reduce_sum", 1}}));
+  // A letter repeated in the output is not a product of the inputs.
   onnx::ModelProto m = load_model(model("einsum_transpose_sum_op13"));
-  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_s("iik->ki");
+  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_s("ijk->kk");
   try {
     import_model(m);
     ADD_FAILURE() << "expected an error";
   } catch (const OnnxError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("node 'einsum_0' (Einsum, opset 13): the letter 'i' repeats within an operand"),
-        std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("node 'einsum_0' (Einsum, opset 13): the output letter 'k' repeats"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Resize becomes per-axis gathers with constant indices (nearest), weighted
+// by constant factors and summed (linear: two taps, cubic: four); axes of
+// scale 1 cost nothing. Unsupported attributes are errors naming the node.
+TEST(OnnxImport, ResizeBecomesGathersAndWeightedSums) {
+  auto counts = op_counts(import_model_file(model("resize_nearest_asymmetric_floor_op13")).graph);
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"gather", 2}}));
+  counts = op_counts(import_model_file(model("resize_linear_align_corners_op13")).graph);
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"gather", 4}, {"mul", 4}, {"add", 2}}));
+  counts = op_counts(import_model_file(model("resize_cubic_align_corners_op13")).graph);
+  EXPECT_EQ(counts.at("gather"), 8);
+  onnx::ModelProto m = load_model(model("resize_linear_align_corners_op13"));
+  for (auto& a : *m.mutable_graph()->mutable_node(0)->mutable_attribute())
+    if (a.name() == "coordinate_transformation_mode") a.set_s("tf_crop_and_resize");
+  try {
+    import_model(m);
+    ADD_FAILURE() << "expected an error";
+  } catch (const OnnxError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'resize_0' (Resize, opset 13): coordinate_transformation_mode "
+                                         "'tf_crop_and_resize' is not supported"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -188,7 +214,7 @@ TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_GE(supported_onnx_operators().size(), 76u);
+  EXPECT_GE(supported_onnx_operators().size(), 80u);
 }
 
 }  // namespace

@@ -810,6 +810,91 @@ def einsum():
     case("einsum_ellipsis_op13", "...ij,...jk->...ik", (2, 3, 4, 5), (2, 3, 5, 2))
     case("einsum_outer_op13", "ij,kl->ljik", (2, 3), (4, 2))
     case("einsum_three_operands_op13", "bn,anm,bm->ba", (2, 3), (4, 3, 5), (2, 5))
+    # Diagonals (a letter repeated within an operand), a trace, broadcasting.
+    case("einsum_diagonal_op13", "ii->i", (4, 4))
+    case("einsum_trace_op13", "ii", (3, 3))
+    case("einsum_batch_diagonal_product_op13", "bii,bij->bj", (2, 3, 3), (2, 3, 4))
+    case("einsum_triple_diagonal_op13", "jiii->ij", (2, 3, 3, 3))
+    case("einsum_broadcast_op13", "...ij,...jk->...ik", (2, 1, 3, 4), (1, 5, 4, 2))
+
+
+def scatter_nd():
+    """ScatterND with constant indices (Swin's attention mask), data and updates computed."""
+    r = rng_for("scatter_nd")
+    add("scatter_nd_slices_op13", 13, [node("ScatterND", ["x", "idx", "u"], ["y"])],
+        [("x", randn(r, 4, 3, 2)), ("u", randn(r, 2, 3, 2))], ["y"], inits=[("idx", i64([[2], [0]]))])
+    r = rng_for("scatter_nd_elements")
+    add("scatter_nd_elements_op16", 16, [node("ScatterND", ["x", "idx", "u"], ["y"])],
+        [("x", randn(r, 3, 4)), ("u", randn(r, 3))], ["y"], inits=[("idx", i64([[0, 1], [2, -1], [1, 0]]))])
+    r = rng_for("scatter_nd_int")
+    add("scatter_nd_int64_op18", 18, [node("ScatterND", ["x", "idx", "u"], ["y"])],
+        [("x", r.integers(0, 9, (2, 2, 3))), ("u", r.integers(0, 9, (1, 3)))], [("y", I64)],
+        inits=[("idx", i64([[1, 0]]))])
+
+
+def reciprocal():
+    r = rng_for("reciprocal")
+    unary("reciprocal_op13", 13, "Reciprocal", positive(r, 3, 4) * np.sign(randn(r, 3, 4)))
+
+
+def cumsum():
+    """CumSum (RoBERTa's position ids: a cumulative sum of the token mask)."""
+    def case(name, opset, x, axis, out_type=F, **attrs):
+        add(name, opset, [node("CumSum", ["x", "axis"], ["y"], **attrs)], [("x", x)], [("y", out_type)],
+            inits=[("axis", i64(axis))])
+
+    r = rng_for("cumsum")
+    case("cumsum_float_op13", 13, randn(r, 2, 7, 3), 1)
+    case("cumsum_int64_last_axis_op14", 14, r.integers(-5, 6, (2, 13)), -1, out_type=I64)
+    case("cumsum_exclusive_reverse_op13", 13, randn(r, 5, 4), 0, exclusive=1, reverse=1)
+    case("cumsum_reverse_op13", 13, randn(r, 3, 9), 1, reverse=1)
+
+
+def resize():
+    """Resize in the forms exporters write (issue 16): nearest with each
+    rounding, linear and cubic with each coordinate transformation, scales or
+    sizes, opset 18's axes, 1-D (N x C x L). (ONNX Runtime has no int64 Resize.)"""
+    def case(name, opset, x_shape, scales=None, sizes=None, **attrs):
+        r = rng_for(name)
+        x = randn(r, *x_shape)
+        inits = [("roi", np.zeros(0, np.float32))]
+        ins = ["x", "roi"]
+        inits.append(("scales", f32(scales if scales is not None else [])))
+        ins.append("scales")
+        if sizes is not None:
+            inits.append(("sizes", i64(sizes)))
+            ins.append("sizes")
+        add(name, opset, [node("Resize", ins, ["y"], **attrs)], [("x", x)], ["y"], inits=inits)
+
+    # PyTorch's nearest (legacy exporter: asymmetric, floor) and nearest-exact (half_pixel, round_prefer_floor).
+    case("resize_nearest_asymmetric_floor_op13", 13, (1, 2, 3, 4), scales=[1, 1, 2, 2], mode="nearest",
+         coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    case("resize_nearest_half_pixel_op13", 13, (1, 2, 5, 4), sizes=[1, 2, 7, 9])
+    case("resize_nearest_round_prefer_ceil_op18", 18, (2, 1, 6, 5), scales=[1, 1, 0.5, 1.7],
+         nearest_mode="round_prefer_ceil")
+    case("resize_nearest_ceil_align_corners_op13", 13, (1, 3, 4, 4), sizes=[1, 3, 7, 3],
+         coordinate_transformation_mode="align_corners", nearest_mode="ceil")
+    # PyTorch's bilinear: pytorch_half_pixel (legacy) or half_pixel (dynamo); align_corners=True.
+    case("resize_linear_pytorch_half_pixel_op13", 13, (1, 2, 4, 5), scales=[1, 1, 2, 2], mode="linear",
+         coordinate_transformation_mode="pytorch_half_pixel")
+    case("resize_linear_pytorch_half_pixel_to_one_op13", 13, (1, 2, 4, 5), sizes=[1, 2, 1, 3], mode="linear",
+         coordinate_transformation_mode="pytorch_half_pixel")
+    case("resize_linear_half_pixel_down_op18", 18, (1, 2, 9, 7), sizes=[1, 2, 4, 5], mode="linear")
+    case("resize_linear_align_corners_op13", 13, (2, 3, 4, 3), sizes=[2, 3, 7, 8], mode="linear",
+         coordinate_transformation_mode="align_corners")
+    case("resize_linear_asymmetric_op13", 13, (1, 1, 5, 6), scales=[1, 1, 1.5, 0.6], mode="linear",
+         coordinate_transformation_mode="asymmetric")
+    case("resize_linear_1d_op13", 13, (1, 3, 7), scales=[1, 1, 2.5], mode="linear")
+    case("resize_linear_axes_op18", 18, (1, 2, 5, 6), sizes=[9, 4], mode="linear", axes=[2, 3])
+    case("resize_linear_half_pixel_symmetric_op19", 19, (1, 1, 4, 6), scales=[1, 1, 1.7, 0.6], mode="linear",
+         coordinate_transformation_mode="half_pixel_symmetric")
+    # PyTorch's bicubic (a = -0.75), and exclude_outside with a = -0.5.
+    case("resize_cubic_align_corners_op13", 13, (1, 2, 4, 5), sizes=[1, 2, 8, 7], mode="cubic",
+         coordinate_transformation_mode="align_corners", cubic_coeff_a=-0.75)
+    case("resize_cubic_pytorch_half_pixel_op13", 13, (1, 1, 6, 6), scales=[1, 1, 1.5, 0.5], mode="cubic",
+         coordinate_transformation_mode="pytorch_half_pixel", cubic_coeff_a=-0.75)
+    case("resize_cubic_exclude_outside_op18", 18, (1, 2, 5, 5), scales=[1, 1, 2, 2], mode="cubic",
+         exclude_outside=1, cubic_coeff_a=-0.5)
 
 
 def windows():
@@ -990,7 +1075,7 @@ def main():
 
     for fn in (elementwise, softmax, normalization, conv, gemm, matmul, pooling,
                reductions, shape_ops, gather, logic, cast, constants, folding, exporter_ops,
-               windows, einsum, special):
+               windows, einsum, resize, cumsum, reciprocal, scatter_nd, special):
         fn()
 
     ops_root = os.path.join(args.out_root, "onnx_ops")

@@ -1,6 +1,6 @@
 // Whole models on the GPU: the bundled squeezenet1_1 and bert_tiny against
 // their reference outputs (ONNX Runtime) and the CPU interpreter; memory plan
-// and fusion statistics (label `gpu`).
+// and fusion statistics; ONNX cases of lowered operators (label `gpu`).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -58,6 +58,34 @@ TEST_P(GpuModels, MatchReferenceOutputsAndTheInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Bundled, GpuModels, ::testing::Values("squeezenet1_1", "bert_tiny"));
+
+// ONNX operators the importer lowers onto gathers, slices, products and
+// sums (Resize, CumSum, Einsum's diagonals): the per-operator cases of
+// tests/data/onnx_ops on the GPU against ONNX Runtime's outputs.
+class GpuOnnxCases : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuOnnxCases, MatchOnnxRuntime) {
+  SKIP_WITHOUT_GPU();
+  const char* env = std::getenv("TGR_TEST_DATA");
+  const std::string dir = std::string(env ? env : TGR_TEST_DATA) + "/onnx_ops/" + GetParam() + "/";
+  const Graph graph = onnx_io::import_model_file(dir + "model.onnx").graph;
+  const std::vector<ConstantValue> inputs{onnx_io::read_tensor_file(dir + "test_data_set_0/input_0.pb").value};
+  const std::vector<ConstantValue> expected{onnx_io::read_tensor_file(dir + "test_data_set_0/output_0.pb").value};
+  gpu::GpuModel model = gpu::GpuModel::load(graph);
+  test::expect_outputs_match(model.run(inputs), expected, 1e-5, GetParam() + " vs ONNX Runtime");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lowered, GpuOnnxCases,
+    ::testing::Values("resize_nearest_asymmetric_floor_op13", "resize_nearest_half_pixel_op13",
+                      "resize_nearest_round_prefer_ceil_op18", "resize_nearest_ceil_align_corners_op13",
+                      "resize_linear_pytorch_half_pixel_op13", "resize_linear_pytorch_half_pixel_to_one_op13",
+                      "resize_linear_half_pixel_down_op18", "resize_linear_align_corners_op13",
+                      "resize_linear_asymmetric_op13", "resize_linear_1d_op13", "resize_linear_axes_op18",
+                      "resize_linear_half_pixel_symmetric_op19", "resize_cubic_align_corners_op13",
+                      "resize_cubic_pytorch_half_pixel_op13", "resize_cubic_exclude_outside_op18",
+                      "einsum_diagonal_op13", "einsum_trace_op13", "einsum_triple_diagonal_op13", "cumsum_float_op13",
+                      "cumsum_int64_last_axis_op14", "cumsum_exclusive_reverse_op13"));
 
 TEST(GpuProfile, StepTimesCoverTheModel) {
   SKIP_WITHOUT_GPU();

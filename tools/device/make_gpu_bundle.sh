@@ -3,7 +3,8 @@
 # machine needs into one folder, to carry there with the `run` tool:
 #   tools/device/make_gpu_bundle.sh bundle/gpu
 # DEST gets bin/ and lib/ (tools/bundle.sh), the device scripts (tools/device/)
-# and the bundled test models (tests/data/models). On the GPU machine:
+# and the bundled test models (tests/data/models, and the ONNX cases gpu_tests
+# reads). On the GPU machine:
 #   bash DEST/tools/device/gpu_bench.sh          (tests, export, calibrate, bench, peers)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,4 +27,7 @@ cp -r specs "$dest/share/tgr/specs"
 mkdir -p "$dest/tools/device" "$dest/tests/data"
 cp tools/device/*.sh tools/device/*.py "$dest/tools/device/"
 cp -r tests/data/models "$dest/tests/data/"
+# The ONNX cases gpu_tests runs (GpuOnnxCases: operators lowered at import).
+mkdir -p "$dest/tests/data/onnx_ops"
+cp -r tests/data/onnx_ops/resize_* tests/data/onnx_ops/einsum_* tests/data/onnx_ops/cumsum_* "$dest/tests/data/onnx_ops/"
 du -sh "$dest"
