@@ -245,8 +245,7 @@ bool InstanceProver::proved(const Instance& instance) {
   // TGR_DEBUG_INSTANCES=1: print every instance proof (why a rule never applies to a model).
   if (std::getenv("TGR_DEBUG_INSTANCES"))
     std::fprintf(stderr, "instance %s in %.1f ms%s: %s | %s\n", ok ? "proved" : "NOT proved", ms,
-                 replayed ? " (replayed)" : "", instance.text.c_str(),
-                 instance.shapes.c_str());
+                 replayed ? " (replayed)" : "", instance.text.c_str(), instance.shapes.c_str());
   cache_.emplace(std::move(key), ok);
   return ok;
 }

@@ -48,7 +48,7 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
 
 struct InstanceProofStats {
   int64_t proofs = 0, proved = 0, failed = 0, cache_hits = 0;
-  int64_t replayed = 0;  // proved by the replay of the rule's axioms (counted in `proved` too)
+  int64_t replayed = 0;   // proved by the replay of the rule's axioms (counted in `proved` too)
   int64_t corrected = 0;  // partial-rule instances accepted on the region checker's word
   double proof_ms = 0;
 };

@@ -48,7 +48,8 @@ std::vector<RuleDirectionText> read_rule_directions(const std::string& path, Rul
     }
     ++s.proved;
     const std::string axioms = record.axioms.value_or("");
-    out.push_back({record.id, false, false, record.source + " => " + record.target, record.variables, 0, false, axioms});
+    out.push_back(
+        {record.id, false, false, record.source + " => " + record.target, record.variables, 0, false, axioms});
     out.push_back({record.id, true, false, record.target + " => " + record.source, record.variables, 0, false, axioms});
   }
   return out;

@@ -72,7 +72,9 @@ class BidirectionalRewriteSearch {
  public:
   BidirectionalRewriteSearch(const RewriteSet& rewrites, const Rule& rule, const ProofOptions& options,
                              Clock::time_point deadline)
-      : rewrites_(rewrites), options_(options), deadline_(deadline),
+      : rewrites_(rewrites),
+        options_(options),
+        deadline_(deadline),
         only_axioms_(options.only_axioms.begin(), options.only_axioms.end()) {
     std::vector<ValueRef> vars;
     for (int32_t id : rule.source.inputs()) {
