@@ -265,15 +265,10 @@ std::vector<char> first_of_their_text(util::Ranks& ranks, const std::vector<cons
   std::vector<Arrival> arrivals;
   std::vector<size_t> counts(n, 0);
   for (int r = 0; r < n; ++r) {
-    for (size_t at = 0; at < from[r].size();) {
+    for (util::TextReader in(from[r]); !in.done();) {
       Arrival a;
-      std::memcpy(&a.place, from[r].data() + at, sizeof a.place);
-      at += sizeof a.place;
-      uint64_t len = 0;
-      std::memcpy(&len, from[r].data() + at, sizeof len);
-      at += sizeof len;
-      a.text = from[r].substr(at, len);
-      at += len;
+      a.place = in.value<Place>();
+      a.text = in.next();
       a.source = r;
       a.index = counts[r]++;
       arrivals.push_back(std::move(a));

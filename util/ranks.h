@@ -75,14 +75,21 @@ inline void append_text(std::string& out, const std::string& text) {
   append_bytes(out, static_cast<uint64_t>(text.size()));
   out += text;
 }
+// Reads back, in order, what append_bytes and append_text wrote.
 class TextReader {
  public:
   explicit TextReader(const std::string& bytes) : bytes_(bytes) {}
   bool done() const { return at_ == bytes_.size(); }
+  template <class T>
+  T value() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T v{};
+    std::memcpy(&v, bytes_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
   std::string next() {
-    uint64_t n = 0;
-    std::memcpy(&n, bytes_.data() + at_, sizeof n);
-    at_ += sizeof n;
+    const auto n = value<uint64_t>();
     std::string s = bytes_.substr(at_, n);
     at_ += n;
     return s;

@@ -93,29 +93,15 @@ std::string result_to_bytes(size_t index, const ProofResult& r) {
 }
 
 void results_from_bytes(const std::string& bytes, size_t first, std::vector<std::optional<ProofResult>>& results) {
-  for (size_t at = 0; at < bytes.size();) {
-    uint64_t index = 0;
-    int32_t status = 0;
+  for (util::TextReader in(bytes); !in.done();) {
+    const auto index = in.value<uint64_t>();
     ProofResult r;
-    std::memcpy(&index, bytes.data() + at, sizeof index);
-    at += sizeof index;
-    std::memcpy(&status, bytes.data() + at, sizeof status);
-    at += sizeof status;
-    std::memcpy(&r.ms, bytes.data() + at, sizeof r.ms);
-    at += sizeof r.ms;
-    auto text = [&] {
-      uint64_t n = 0;
-      std::memcpy(&n, bytes.data() + at, sizeof n);
-      at += sizeof n;
-      std::string t = bytes.substr(at, n);
-      at += n;
-      return t;
-    };
-    r.status = static_cast<ProofStatus>(status);
-    r.axioms = nlohmann::json::parse(text()).get<std::vector<std::string>>();
-    r.instances = nlohmann::json::parse(text()).get<std::vector<std::string>>();
-    r.counterexample = text();
-    r.reason = text();
+    r.status = static_cast<ProofStatus>(in.value<int32_t>());
+    r.ms = in.value<double>();
+    r.axioms = nlohmann::json::parse(in.next()).get<std::vector<std::string>>();
+    r.instances = nlohmann::json::parse(in.next()).get<std::vector<std::string>>();
+    r.counterexample = in.next();
+    r.reason = in.next();
     results.at(index - first) = std::move(r);
   }
 }
