@@ -20,23 +20,9 @@ using testing::count_ops;
 using testing::directions_of;
 using testing::weight;
 
-const verifier::Prover& prover() {
-  static const verifier::Prover p(axioms::load_axioms(TGR_SPECS_DIR));
-  return p;
-}
-
-verifier::ProofOptions proof_options() {
-  verifier::ProofOptions o;
-  o.refute_trials = 0;
-  return o;
-}
-
-// The default rules (build/default_rules.db): rules/default.rules and
-// rules/extra.rules, proved when the database was built.
-const std::vector<DirectedRule>& default_rules() {
-  static const std::vector<DirectedRule> rules = load_rules(TGR_DEFAULT_RULES);
-  return rules;
-}
+using testing::default_rules;
+using testing::proof_options;
+using testing::prover;
 
 void expect_same_outputs(const Graph& a, const Graph& b) { testing::expect_same_outputs(a, b, 1e-4); }
 

@@ -26,21 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const verifier::Prover& prover() {
-  static const verifier::Prover p(axioms::load_axioms(TGR_SPECS_DIR));
-  return p;
-}
-
-verifier::ProofOptions proof_options() {
-  verifier::ProofOptions o;
-  o.refute_trials = 0;
-  return o;
-}
-
-const std::vector<DirectedRule>& default_rules() {
-  static const std::vector<DirectedRule> rules = load_rules(TGR_DEFAULT_RULES);
-  return rules;
-}
+using testing::default_rules;
+using testing::proof_options;
+using testing::prover;
 
 using testing::count_ops;
 using testing::directions_of;

@@ -13,8 +13,34 @@
 #include "ir/graph.h"
 #include "optimizer/rule_set.h"
 #include "runtime/interpreter.h"
+#include "verifier/axioms.h"
+#include "verifier/prover.h"
 
 namespace tgr::optimizer::testing {
+
+// The prover over the specs' axioms, one per test program (the test
+// programs that include this header define TGR_SPECS_DIR).
+inline const verifier::Prover& prover() {
+  static const verifier::Prover p(axioms::load_axioms(TGR_SPECS_DIR));
+  return p;
+}
+
+// Instance proofs as optimize makes them: no refutation trials first.
+inline verifier::ProofOptions proof_options() {
+  verifier::ProofOptions o;
+  o.refute_trials = 0;
+  return o;
+}
+
+#ifdef TGR_DEFAULT_RULES
+// The default rules (build/default_rules.db: rules/default.rules and
+// rules/extra.rules, proved when the database was built), for the test
+// programs that define TGR_DEFAULT_RULES.
+inline const std::vector<DirectedRule>& default_rules() {
+  static const std::vector<DirectedRule> rules = load_rules(TGR_DEFAULT_RULES);
+  return rules;
+}
+#endif
 
 // The applicable directions of the rule "SRC => DST" at the generator's
 // shapes `shapes` ("x0=2x4,w0=4x4"), built as load_rules builds a database's.

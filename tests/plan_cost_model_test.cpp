@@ -79,11 +79,6 @@ TEST(PlanCostModel, UnmeasuredStepsAreFittedToTheMeasuredOnesOfTheirKind) {
   EXPECT_NEAR(empty.graph_cost(big), 3.0 + 256000 * 8 / 3.35e12 * 1e6, 1e-9);
 }
 
-const verifier::Prover& prover() {
-  static const verifier::Prover p(axioms::load_axioms(TGR_SPECS_DIR));
-  return p;
-}
-
 // Two convolutions of one input, concatenated: the rule merges them into one
 // convolution of concatenated weights (folded at load). Original: two conv
 // steps and a concat step; merged: one conv step.
@@ -105,11 +100,7 @@ BacktrackingResult search_two_convs(double merged_ms) {
   table[merged_steps[0]] = merged_ms;
   PlanCostModel model("test-gpu", table);
   EXPECT_DOUBLE_EQ(model.graph_cost(g), 30.0);
-  InstanceProver instances(prover(), [] {
-    verifier::ProofOptions o;
-    o.refute_trials = 0;
-    return o;
-  }());
+  InstanceProver instances(testing::prover(), testing::proof_options());
   BacktrackingOptions options;
   options.alpha = 1.0;
   options.timeout_s = 60;

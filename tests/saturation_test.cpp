@@ -29,16 +29,8 @@ namespace {
 
 using optimizer::DirectedRule;
 
-const verifier::Prover& prover() {
-  static const verifier::Prover p(axioms::load_axioms(TGR_SPECS_DIR));
-  return p;
-}
-
-verifier::ProofOptions proof_options() {
-  verifier::ProofOptions o;
-  o.refute_trials = 0;
-  return o;
-}
+using optimizer::testing::proof_options;
+using optimizer::testing::prover;
 
 using optimizer::testing::count_ops;
 using optimizer::testing::rules_of;
