@@ -68,8 +68,7 @@ std::optional<CublasMatrix> cublas_matrix(const Shape& shape, const std::vector<
 
 std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
                                                            const std::vector<int64_t>& strides) {
-  if (!node.is_op() || node.op != &layer_norm_op() || graph.shape(node.inputs[1]).size() != 1)
-    return std::nullopt;
+  if (!node.is_op() || node.op != &layer_norm_op() || graph.shape(node.inputs[1]).size() != 1) return std::nullopt;
   const Shape& shape = graph.shape(node.inputs[0]);
   if (shape.size() < 2 || strides.size() != shape.size() || num_elements(shape) == 0) return std::nullopt;
   ChannelStridedRows r;
@@ -91,7 +90,7 @@ std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, c
     }
     if (a < axes.size()) return std::nullopt;
   }
-  if (r.positions < 2) return std::nullopt;
+  if (r.positions < kMinStridedPositions) return std::nullopt;
   return r;
 }
 

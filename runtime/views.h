@@ -60,11 +60,13 @@ std::optional<CublasMatrix> cublas_matrix(const Shape& shape, const std::vector<
 struct ChannelStridedRows {
   int64_t batches = 1, batch_stride = 0, positions = 1, channels = 1, channel_stride = 1;
 };
+inline constexpr int64_t kMinStridedPositions = 8;
 // How the GPU's layer norm (runtime/cuda/kernels_norm.cu) reads input 0 of
 // `node` stored with `strides` when that is not row-major: nullopt unless
 // `node` is a layer_norm over the last axis alone and the layout is
-// ChannelStridedRows with at least two positions (with one, a copy is
-// cheaper than a block per row). Shared by the view analysis and the lowering
+// ChannelStridedRows with at least kMinStridedPositions positions (the kernel
+// reads 32 positions a warp: with fewer, most lanes idle and a copy to
+// row-major is no slower). Shared by the view analysis and the lowering
 // (runtime/cuda/lower_normalization.cpp), so the two cannot disagree.
 std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
                                                            const std::vector<int64_t>& strides);

@@ -438,8 +438,8 @@ const Node& node_of_op(const Graph& g, const std::string& op) {
 }
 
 TEST(Views, LayerNormReadsChannelsStridedOverContiguousPositions) {
-  const Graph g = build_graph("layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)",
-                              parse_shape_map("x=2x9x5x7,s=9,c=9"));
+  const Graph g =
+      build_graph("layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", parse_shape_map("x=2x9x5x7,s=9,c=9"));
   const Node& ln = node_of_op(g, "layer_norm");
   // permute(0,2,3,1) of 2x9x5x7: positions 5*7 with unit stride, channels 35 apart.
   const auto r = layer_norm_strided_input(g, ln, {315, 7, 1, 35});
@@ -453,17 +453,19 @@ TEST(Views, LayerNormReadsChannelsStridedOverContiguousPositions) {
   // (no positions in unit stride: the row kernel's).
   EXPECT_FALSE(layer_norm_strided_input(g, ln, {315, 1, 7, 35}));
   EXPECT_FALSE(layer_norm_strided_input(g, ln, {315, 63, 9, 1}));
+  // Fewer positions than kMinStridedPositions: 7 in unit stride, then 10 rows of them 100 apart.
+  EXPECT_FALSE(layer_norm_strided_input(g, ln, {500, 100, 1, 7}));
   // Batch axes merge into one block when they are contiguous among themselves.
-  const Graph rank5 = build_graph("layer_norm[axis=4](transpose[perm=0x1x3x4x2](x), s, c)",
-                                  parse_shape_map("x=2x3x9x5x7,s=9,c=9"));
+  const Graph rank5 =
+      build_graph("layer_norm[axis=4](transpose[perm=0x1x3x4x2](x), s, c)", parse_shape_map("x=2x3x9x5x7,s=9,c=9"));
   const Node& ln5 = node_of_op(rank5, "layer_norm");
   const auto r5 = layer_norm_strided_input(rank5, ln5, {945, 315, 7, 1, 35});
   ASSERT_TRUE(r5);
   EXPECT_EQ(r5->batches, 6);
   EXPECT_EQ(r5->batch_stride, 315);
   EXPECT_FALSE(layer_norm_strided_input(rank5, ln5, {1000, 315, 7, 1, 35}));
-  const Graph two_axes = build_graph("layer_norm[axis=2](transpose[perm=0x2x3x1](x), s, c)",
-                                     parse_shape_map("x=2x9x5x7,s=7x9,c=7x9"));
+  const Graph two_axes =
+      build_graph("layer_norm[axis=2](transpose[perm=0x2x3x1](x), s, c)", parse_shape_map("x=2x9x5x7,s=7x9,c=7x9"));
   EXPECT_FALSE(layer_norm_strided_input(two_axes, node_of_op(two_axes, "layer_norm"), {315, 7, 1, 35}));
   // Another operator never.
   const Graph sm = build_graph("softmax[axis=3](transpose[perm=0x2x3x1](x))", parse_shape_map("x=2x9x5x7"));

@@ -29,8 +29,8 @@ constexpr int kRowsPerThread = S == 1 ? 4 : 2;
 constexpr int kMaxThreads = 256;
 
 template <int K, int S>
-__global__ void depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual,
-                               float* y, DepthwiseGeometry geo, int tiles_x, bool relu) {
+__global__ void depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
+                               DepthwiseGeometry geo, int tiles_x, bool relu) {
   constexpr int kRows = kRowsPerThread<S>;
   // Sizes within a plane fit 32 bits (depthwise_kernel_fits).
   const int in_h = static_cast<int>(geo.in_h), in_w = static_cast<int>(geo.in_w);
@@ -115,8 +115,7 @@ DepthwiseLaunch depthwise_launch(const DepthwiseGeometry& g) {
   const int tile_w = g.out_w <= 8 ? 8 : g.out_w <= 16 ? 16 : 32;
   const int groups = static_cast<int>(std::min<int64_t>(8, (g.out_h + kRows - 1) / kRows));
   const int tile_h = groups * kRows;
-  const int64_t planes_per_block =
-      std::max<int64_t>(1, std::min<int64_t>(g.planes, kMaxThreads / (tile_w * groups)));
+  const int64_t planes_per_block = std::max<int64_t>(1, std::min<int64_t>(g.planes, kMaxThreads / (tile_w * groups)));
   l.tiles_x = static_cast<int>((g.out_w + tile_w - 1) / tile_w);
   const int tiles_y = static_cast<int>((g.out_h + tile_h - 1) / tile_h);
   l.block = dim3(tile_w, groups, static_cast<unsigned>(planes_per_block));
@@ -152,13 +151,26 @@ void launch_depthwise_conv(const float* x, const float* weight, const float* bia
   // outputs: 32 x 21 x 9 floats) is 24 KB, within the 48 KB a block may use
   // without opting in.
   switch (g.kernel * 10 + g.stride) {
-    case 31: launch<3, 1>(x, weight, bias, residual, y, g, relu, stream); break;
-    case 32: launch<3, 2>(x, weight, bias, residual, y, g, relu, stream); break;
-    case 51: launch<5, 1>(x, weight, bias, residual, y, g, relu, stream); break;
-    case 52: launch<5, 2>(x, weight, bias, residual, y, g, relu, stream); break;
-    case 71: launch<7, 1>(x, weight, bias, residual, y, g, relu, stream); break;
-    case 72: launch<7, 2>(x, weight, bias, residual, y, g, relu, stream); break;
-    default: break;  // depthwise_kernel_fits said no: never called
+    case 31:
+      launch<3, 1>(x, weight, bias, residual, y, g, relu, stream);
+      break;
+    case 32:
+      launch<3, 2>(x, weight, bias, residual, y, g, relu, stream);
+      break;
+    case 51:
+      launch<5, 1>(x, weight, bias, residual, y, g, relu, stream);
+      break;
+    case 52:
+      launch<5, 2>(x, weight, bias, residual, y, g, relu, stream);
+      break;
+    case 71:
+      launch<7, 1>(x, weight, bias, residual, y, g, relu, stream);
+      break;
+    case 72:
+      launch<7, 2>(x, weight, bias, residual, y, g, relu, stream);
+      break;
+    default:
+      break;  // depthwise_kernel_fits said no: never called
   }
 }
 

@@ -98,8 +98,8 @@ __device__ float sum_over_channel_threads(float v, float (*partial)[kLnPositions
 __global__ void layer_norm_strided(const float* x, const float* scale, const float* bias, float* out,
                                    int64_t position_tiles, int64_t batch_stride, int64_t positions, int64_t channels,
                                    int64_t channel_stride, float eps) {
-  __shared__ float partial[32][kLnPositions];      // [threadIdx.y][position]
-  __shared__ float tile[32][kLnPositions + 1];     // [channel in chunk][position]; +1: no bank conflicts
+  __shared__ float partial[32][kLnPositions];   // [threadIdx.y][position]
+  __shared__ float tile[32][kLnPositions + 1];  // [channel in chunk][position]; +1: no bank conflicts
   const int64_t b = blockIdx.x / position_tiles;
   const int64_t p0 = (blockIdx.x % position_tiles) * kLnPositions;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y), ny = static_cast<int>(blockDim.y);

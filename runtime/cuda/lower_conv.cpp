@@ -247,8 +247,8 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       const float one = 1.f, zero = 0.f;
       TGR_GPU_CHECK(cublasSgemmStridedBatched(gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one,
                                               static_cast<const float*>(x), hw, int64_t{cin} * hw,
-                                              static_cast<const float*>(weight), cin, 0, &zero,
-                                              static_cast<float*>(y), hw, int64_t{kout} * hw, batch),
+                                              static_cast<const float*>(weight), cin, 0, &zero, static_cast<float*>(y),
+                                              hw, int64_t{kout} * hw, batch),
                     where);
       if (has_epilogue) {
         launch_ew_float(epilogue, static_cast<float*>(y), gpu->stream);
@@ -270,8 +270,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
     const float* residual_f = static_cast<const float*>(residual);
     other = [=] {
       launch_depthwise_conv(static_cast<const float*>(x), static_cast<const float*>(weight),
-                            static_cast<const float*>(bias), residual_f, static_cast<float*>(y), dw, relu,
-                            gpu->stream);
+                            static_cast<const float*>(bias), residual_f, static_cast<float*>(y), dw, relu, gpu->stream);
       check_launch("depthwise conv", where);
       (void)zeros;  // the bias when relu had none: kept alive with the step
     };

@@ -59,24 +59,24 @@ const ConvNextCase kDepthwiseCases[] = {
     {"add(conv2d(x, k), b)", "x=1x384x14x14,k=384x1x7x7,b=1x384x1x1"},  // 2
     {"add(conv2d(x, k), b)", "x=2x768x7x7,k=768x1x7x7,b=768x1x1"},      // 3
     // kernels 3 and 5, no bias, relu, odd planes
-    {"conv2d(x, k)", "x=1x3x7x7,k=3x1x3x3"},                                  // 4
-    {"conv2d(x, k)", "x=2x5x13x9,k=5x1x5x5"},                                 // 5
-    {"conv2d[act=relu](x, k)", "x=1x16x9x11,k=16x1x3x3"},                     // 6
-    {"relu(add(conv2d(x, k), b))", "x=2x32x17x23,k=32x1x5x5,b=32x1x1"},       // 7
+    {"conv2d(x, k)", "x=1x3x7x7,k=3x1x3x3"},                                                // 4
+    {"conv2d(x, k)", "x=2x5x13x9,k=5x1x5x5"},                                               // 5
+    {"conv2d[act=relu](x, k)", "x=1x16x9x11,k=16x1x3x3"},                                   // 6
+    {"relu(add(conv2d(x, k), b))", "x=2x32x17x23,k=32x1x5x5,b=32x1x1"},                     // 7
     {"relu(add(add(conv2d(x, k), b), z))", "x=1x8x12x12,k=8x1x3x3,b=1x8x1x1,z=1x8x12x12"},  // 8: residual
     // wide and tall planes (several tiles each way)
-    {"conv2d(x, k)", "x=1x4x9x100,k=4x1x3x3"},   // 9
-    {"conv2d(x, k)", "x=2x4x70x5,k=4x1x7x7"},    // 10
-    {"conv2d(x, k)", "x=1x3x56x56,k=3x1x7x7"},   // 11
+    {"conv2d(x, k)", "x=1x4x9x100,k=4x1x3x3"},  // 9
+    {"conv2d(x, k)", "x=2x4x70x5,k=4x1x7x7"},   // 10
+    {"conv2d(x, k)", "x=1x3x56x56,k=3x1x7x7"},  // 11
     // stride 2: "same" on an even plane pads asymmetrically
-    {"conv2d[stride=2x2](x, k)", "x=1x24x56x56,k=24x1x3x3"},                        // 12
-    {"add(conv2d[stride=2x2](x, k), b)", "x=2x40x15x15,k=40x1x5x5,b=1x40x1x1"},     // 13
-    {"conv2d[stride=2x2](x, k)", "x=1x6x7x7,k=6x1x7x7"},                            // 14
+    {"conv2d[stride=2x2](x, k)", "x=1x24x56x56,k=24x1x3x3"},                         // 12
+    {"add(conv2d[stride=2x2](x, k), b)", "x=2x40x15x15,k=40x1x5x5,b=1x40x1x1"},      // 13
+    {"conv2d[stride=2x2](x, k)", "x=1x6x7x7,k=6x1x7x7"},                             // 14
     {"relu(add(conv2d[stride=2x2](x, k), b))", "x=1x64x33x20,k=64x1x7x7,b=64x1x1"},  // 15
     // explicit padding: none, asymmetric
-    {"conv2d[pad=valid](x, k)", "x=1x5x10x9,k=5x1x7x7"},      // 16
-    {"conv2d[pad=1x2x3x0](x, k)", "x=1x6x8x8,k=6x1x5x5"},     // 17
-    {"conv2d[pad=0x3x1x2](x, k)", "x=2x7x11x6,k=7x1x7x7"},    // 18
+    {"conv2d[pad=valid](x, k)", "x=1x5x10x9,k=5x1x7x7"},    // 16
+    {"conv2d[pad=1x2x3x0](x, k)", "x=1x6x8x8,k=6x1x5x5"},   // 17
+    {"conv2d[pad=0x3x1x2](x, k)", "x=2x7x11x6,k=7x1x7x7"},  // 18
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuDepthwiseConv, ::testing::ValuesIn(kDepthwiseCases));
 
@@ -103,11 +103,11 @@ const ConvNextCase kLayerNormCases[] = {
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x384x14x14,s=384,c=384", 1e-5},  // 2
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=2x768x7x7,s=768,c=768", 1e-5},    // 3
     // channels and positions not multiples of 32 (the tile), few channels
-    {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x5x3x3,s=5,c=5", 1e-5},      // 4
-    {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=2x40x9x11,s=40,c=40", 1e-5},  // 5
-    {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=3x33x5x7,s=33,c=33", 1e-5},   // 6
+    {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x5x3x3,s=5,c=5", 1e-5},         // 4
+    {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=2x40x9x11,s=40,c=40", 1e-5},     // 5
+    {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=3x33x5x7,s=33,c=33", 1e-5},      // 6
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x100x1x33,s=100,c=100", 1e-5},  // 7
-    {"layer_norm[axis=2](transpose[perm=0x2x1](x), s, c)", "x=4x65x70,s=65,c=65", 1e-5},          // 8: rank 3
+    {"layer_norm[axis=2](transpose[perm=0x2x1](x), s, c)", "x=4x65x70,s=65,c=65", 1e-5},         // 8: rank 3
     // a ConvNeXt block's start: depthwise conv with bias, permute, layer norm
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](add(conv2d(x, k), b)), s, c)",
      "x=2x96x28x28,k=96x1x7x7,b=1x96x1x1,s=96,c=96", 1e-4},  // 9
