@@ -5,6 +5,15 @@
 
 namespace tgr {
 
+namespace {
+// The table's layer_norm, recognised by identity (as known_ops in ir/op_def.h
+// names the others).
+const OpDef& layer_norm_op() {
+  static const OpDef& op = OpTable::instance().get("layer_norm");
+  return op;
+}
+}  // namespace
+
 int64_t device_element_bytes(DType t) { return t == DType::kFloat ? 4 : 8; }
 
 std::optional<std::vector<int64_t>> reshape_strides(const Shape& from, const std::vector<int64_t>& from_strides,
@@ -57,6 +66,34 @@ std::optional<CublasMatrix> cublas_matrix(const Shape& shape, const std::vector<
   return std::nullopt;
 }
 
+std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
+                                                           const std::vector<int64_t>& strides) {
+  if (!node.is_op() || node.op != &layer_norm_op() || graph.shape(node.inputs[1]).size() != 1) return std::nullopt;
+  const Shape& shape = graph.shape(node.inputs[0]);
+  if (shape.size() < 2 || strides.size() != shape.size() || num_elements(shape) == 0) return std::nullopt;
+  ChannelStridedRows r;
+  r.channels = shape.back();
+  r.channel_stride = strides.back();
+  // The axes before the last that are not 1, innermost first: a run of them
+  // contiguous from stride 1 (the positions), then one more block (the batches).
+  std::vector<std::pair<int64_t, int64_t>> axes;  // (size, stride)
+  for (size_t d = shape.size() - 1; d-- > 0;)
+    if (shape[d] != 1) axes.emplace_back(shape[d], strides[d]);
+  size_t a = 0;
+  while (a < axes.size() && axes[a].second == r.positions) r.positions *= axes[a++].first;
+  if (a < axes.size()) {
+    r.batch_stride = axes[a].second;
+    int64_t next = axes[a].second;
+    while (a < axes.size() && axes[a].second == next) {
+      r.batches *= axes[a].first;
+      next *= axes[a++].first;
+    }
+    if (a < axes.size()) return std::nullopt;
+  }
+  if (r.positions < kMinStridedPositions) return std::nullopt;
+  return r;
+}
+
 bool is_row_major(const Shape& shape, const std::vector<int64_t>& strides) {
   const std::vector<int64_t> expected = row_major_strides(shape);
   for (size_t d = 0; d < shape.size(); ++d)
@@ -86,6 +123,8 @@ bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v,
   if (is_strided_copy(reader)) return true;
   if (reads_cublas_operands(*reader.op))
     return cublas_operand(g, v, l, reader.op == &known_ops::batch_matmul() ? 3 : 2);
+  if (reader.op == &layer_norm_op() && input == 0)  // its row kernel needs no alignment
+    return is_row_major(g.shape(v), l.strides) || layer_norm_strided_input(g, reader, l.strides).has_value();
   return false;
 }
 

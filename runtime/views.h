@@ -8,7 +8,10 @@
 //   - layout operators (transpose, slice, expand, pad, enlarge, concat, split,
 //     and a reshape that cannot be a view: all are strided copies),
 //   - matmul and batch_matmul, through cuBLAS's leading dimensions, when the
-//     innermost stride is 1.
+//     innermost stride is 1,
+//   - layer_norm over the last axis, when the other axes are contiguous
+//     positions and the normalized axis is strided (layer_norm_strided_input:
+//     ConvNeXt's permute(0,2,3,1) of an NCHW tensor, read in place).
 // A view some reader cannot take is not a view: the split (or reshape)
 // copies that value. Graph outputs are always row-major.
 //
@@ -48,6 +51,25 @@ struct CublasMatrix {
   int64_t ld = 0;
 };
 std::optional<CublasMatrix> cublas_matrix(const Shape& shape, const std::vector<int64_t>& strides);
+
+// A layer norm input laid out as x[b * batch_stride + p + c * channel_stride]
+// for batch b < batches, position p < positions (unit stride: read coalesced
+// along positions), channel c < channels (the normalized last axis). A
+// permute(0,2,3,1) of an NCHW tensor is one: batches N (stride C*H*W),
+// positions H*W, channels C (stride H*W).
+struct ChannelStridedRows {
+  int64_t batches = 1, batch_stride = 0, positions = 1, channels = 1, channel_stride = 1;
+};
+inline constexpr int64_t kMinStridedPositions = 8;
+// How the GPU's layer norm (runtime/cuda/kernels_norm.cu) reads input 0 of
+// `node` stored with `strides` when that is not row-major: nullopt unless
+// `node` is a layer_norm over the last axis alone and the layout is
+// ChannelStridedRows with at least kMinStridedPositions positions (the kernel
+// reads 32 positions a warp: with fewer, most lanes idle and a copy to
+// row-major is no slower). Shared by the view analysis and the lowering
+// (runtime/cuda/lower_normalization.cpp), so the two cannot disagree.
+std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
+                                                           const std::vector<int64_t>& strides);
 
 // Where a value's elements are.
 struct ValueLayout {

@@ -429,5 +429,90 @@ TEST(Views, TransposesReadByKernelsWithoutStridesAreCopies) {
   EXPECT_EQ(task_of_op(plan, g, "reshape")->kind, Task::Kind::kAlias);  // [4,5,8] -> [1,4,5,8]
 }
 
+// --- layer norm over a permuted input (ConvNeXt) -------------------------------------
+
+const Node& node_of_op(const Graph& g, const std::string& op) {
+  for (const Node& n : g.nodes())
+    if (n.is_op() && n.op->name == op) return n;
+  throw std::logic_error("no " + op);
+}
+
+TEST(Views, LayerNormReadsChannelsStridedOverContiguousPositions) {
+  const Graph g =
+      build_graph("layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", parse_shape_map("x=2x9x5x7,s=9,c=9"));
+  const Node& ln = node_of_op(g, "layer_norm");
+  // permute(0,2,3,1) of 2x9x5x7: positions 5*7 with unit stride, channels 35 apart.
+  const auto r = layer_norm_strided_input(g, ln, {315, 7, 1, 35});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->batches, 2);
+  EXPECT_EQ(r->batch_stride, 315);
+  EXPECT_EQ(r->positions, 35);
+  EXPECT_EQ(r->channels, 9);
+  EXPECT_EQ(r->channel_stride, 35);
+  // Positions not contiguous (permute(0,3,2,1): columns first); row-major
+  // (no positions in unit stride: the row kernel's).
+  EXPECT_FALSE(layer_norm_strided_input(g, ln, {315, 1, 7, 35}));
+  EXPECT_FALSE(layer_norm_strided_input(g, ln, {315, 63, 9, 1}));
+  // Fewer positions than kMinStridedPositions: 7 in unit stride, then 10 rows of them 100 apart.
+  EXPECT_FALSE(layer_norm_strided_input(g, ln, {500, 100, 1, 7}));
+  // Batch axes merge into one block when they are contiguous among themselves.
+  const Graph rank5 =
+      build_graph("layer_norm[axis=4](transpose[perm=0x1x3x4x2](x), s, c)", parse_shape_map("x=2x3x9x5x7,s=9,c=9"));
+  const Node& ln5 = node_of_op(rank5, "layer_norm");
+  const auto r5 = layer_norm_strided_input(rank5, ln5, {945, 315, 7, 1, 35});
+  ASSERT_TRUE(r5);
+  EXPECT_EQ(r5->batches, 6);
+  EXPECT_EQ(r5->batch_stride, 315);
+  EXPECT_FALSE(layer_norm_strided_input(rank5, ln5, {1000, 315, 7, 1, 35}));
+  const Graph two_axes =
+      build_graph("layer_norm[axis=2](transpose[perm=0x2x3x1](x), s, c)", parse_shape_map("x=2x9x5x7,s=7x9,c=7x9"));
+  EXPECT_FALSE(layer_norm_strided_input(two_axes, node_of_op(two_axes, "layer_norm"), {315, 7, 1, 35}));
+  // Another operator never.
+  const Graph sm = build_graph("softmax[axis=3](transpose[perm=0x2x3x1](x))", parse_shape_map("x=2x9x5x7"));
+  EXPECT_FALSE(layer_norm_strided_input(sm, node_of_op(sm, "softmax"), {315, 7, 1, 35}));
+}
+
+TEST(Views, ConvNextsPermuteBeforeLayerNormIsAView) {
+  // A ConvNeXt block's start: depthwise 7x7 convolution with its bias,
+  // permute(0,2,3,1), layer norm over channels: the permute runs nothing and
+  // the layer norm reads the convolution's NCHW output in place.
+  const Graph g = build_graph("layer_norm[axis=3](transpose[perm=0x2x3x1](add(conv2d(x, k), b)), s, c)",
+                              parse_shape_map("x=2x96x56x56,k=96x1x7x7,b=1x96x1x1,s=96,c=96"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 3u);
+  EXPECT_EQ(plan.tasks[0].kind, Task::Kind::kConv);
+  EXPECT_TRUE(plan.tasks[0].bias.has_value());
+  EXPECT_EQ(task_label(g, plan.tasks[1]), "transpose");
+  EXPECT_EQ(plan.tasks[1].kind, Task::Kind::kAlias);
+  EXPECT_EQ(task_label(g, plan.tasks[2]), "layer_norm");
+  EXPECT_EQ(plan.tasks[2].kind, Task::Kind::kNode);
+  const ValueSlot& permuted = plan.slot({plan.tasks[1].root(), 0});
+  EXPECT_TRUE(permuted.view);
+  EXPECT_EQ(permuted.strides, (std::vector<int64_t>{96 * 3136, 56, 1, 3136}));
+  EXPECT_EQ(permuted.offset, plan.slot({plan.tasks[0].root(), 0}).offset);
+  // No copy anywhere: the arena holds the inputs (x, and here k, b, s, c;
+  // 256-byte aligned), the convolution's output and the layer norm's.
+  const int64_t plane_bytes = int64_t{2} * 96 * 56 * 56 * 4, kernel_bytes = 96 * 49 * 4;
+  EXPECT_EQ(plan.unshared_bytes, 3 * plane_bytes + (kernel_bytes + 255) / 256 * 256 + 3 * 512);
+}
+
+TEST(Views, PermutesLayerNormCannotReadAreCopies) {
+  // Copied: a layer norm over two axes; positions not in unit stride
+  // (permute(0,3,2,1)). A view: 1x1 planes, where the permute is row-major.
+  const Graph g = build_graph(
+      "(layer_norm[axis=2](transpose[perm=0x2x3x1](x), s2, c2), layer_norm[axis=3](transpose[perm=0x3x2x1](x), s, c),"
+      " layer_norm[axis=3](transpose[perm=0x2x3x1](y), t, d))",
+      parse_shape_map("x=2x9x5x7,s2=7x9,c2=7x9,s=9,c=9,y=3x4x1x1,t=4,d=4"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  int copies = 0, views = 0;
+  for (const Task& t : plan.tasks)
+    if (g.node(t.root()).op->name == "transpose") {
+      copies += t.kind == Task::Kind::kNode;
+      views += t.kind == Task::Kind::kAlias;
+    }
+  EXPECT_EQ(copies, 2);
+  EXPECT_EQ(views, 1);
+}
+
 }  // namespace
 }  // namespace tgr

@@ -85,6 +85,7 @@ GpuModel GpuModel::load(const Graph& graph, const GpuOptions& options) {
                     (Where{"upload", static_cast<int>(i), nodes[i].name}));
     }
   LowerCtx ctx{m->graph, m->plan, *m->gpu, m->arena.data(), m->weights.data(), options.conv_workspace_limit};
+  ctx.conv_choice = options.conv_choice;
   for (size_t t = 0; t < m->plan.tasks.size(); ++t) {
     Step s = lower_task(ctx, m->plan.tasks[t], t);
     if (s.run) m->steps.push_back(std::move(s));

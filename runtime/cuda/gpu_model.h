@@ -18,10 +18,18 @@
 
 namespace tgr::gpu {
 
+// Which implementation runs a convolution that has one besides cuDNN (a 1x1
+// convolution as a product on cuBLAS, a depthwise one on the runtime's own
+// kernel, runtime/cuda/kernels_conv.cu): the faster of the two, timed at
+// load on the real shapes (the default), or always cuDNN, or always the
+// other one where it applies (tests pin one to check each).
+enum class ConvChoice { kFaster, kCudnn, kOther };
+
 struct GpuOptions {
   bool cuda_graph = true;  // capture the model as one CUDA graph and replay it
   bool fuse = true;        // elementwise chains; conv + bias (+ residual) + relu
   size_t conv_workspace_limit = size_t{256} << 20;
+  ConvChoice conv_choice = ConvChoice::kFaster;
 };
 
 struct ModelStats {

@@ -138,6 +138,12 @@ void launch_delay(int64_t cycles, cudaStream_t stream);
 void launch_softmax(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
 void launch_layer_norm(const float* x, const float* scale, const float* bias, float* out, int64_t rows, int64_t n,
                        float epsilon, cudaStream_t stream);
+// The same over the last axis of a strided input (runtime/views.h
+// ChannelStridedRows): x[b * batch_stride + p + c * channel_stride] for
+// b < batches, p < positions, c < channels; out row-major [batches, positions, channels].
+void launch_layer_norm_strided(const float* x, const float* scale, const float* bias, float* out, int64_t batches,
+                               int64_t batch_stride, int64_t positions, int64_t channels, int64_t channel_stride,
+                               float epsilon, cudaStream_t stream);
 // Sums (means, maxima, minima) over the axes where `reduced` is set (out has
 // the kept axes, in order).
 enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin };
@@ -156,6 +162,24 @@ struct PoolGeometry {
 void launch_reduce_rows(const float* x, float* out, int64_t rows, int64_t n, ReduceKind kind, cudaStream_t stream);
 void launch_avgpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream);
 void launch_maxpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream);
+
+// --- convolution --------------------------------------------------------------------
+// A depthwise convolution (groups = input channels = output channels, so
+// weight [C, 1, K, K]) of NCHW float planes, dilation 1; padding may be
+// asymmetric (bottom and right follow from out_h and out_w).
+struct DepthwiseGeometry {
+  int64_t planes = 0;    // N * C
+  int64_t channels = 0;  // C: plane p is channel p % C
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel = 0, stride = 1;  // square
+  int64_t pad_top = 0, pad_left = 0;
+};
+// Whether launch_depthwise_conv takes the geometry: kernel 3, 5 or 7,
+// stride 1 or 2, planes within 32-bit indices.
+bool depthwise_kernel_fits(const DepthwiseGeometry& g);
+// y = [relu](conv(x, weight) [+ bias[c]] [+ residual]); bias and residual may be null.
+void launch_depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
+                           const DepthwiseGeometry& g, bool relu, cudaStream_t stream);
 
 // --- indexing -----------------------------------------------------------------------
 // out[o, k, i] = data[o, wrap(indices[k]), i]; an index out of range reads 0.

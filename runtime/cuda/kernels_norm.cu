@@ -72,6 +72,66 @@ __global__ void layer_norm_rows(const float* x, const float* scale, const float*
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) dst[k] = (row[k] - mean) * r * scale[k] + bias[k];
 }
 
+// Layer norm of rows whose channels are strided and whose positions are
+// contiguous (runtime/views.h ChannelStridedRows: a permute(0,2,3,1) of an
+// NCHW tensor read in place): x[b * batch_stride + p + c * channel_stride],
+// out[(b * positions + p) * channels + c] row-major. A block takes 32
+// positions of one batch: threadIdx.x is the position (a warp reads 32
+// consecutive floats of one channel: coalesced), threadIdx.y starts a
+// channel and steps by blockDim.y (8, 16 or 32: it divides 32). Mean and
+// variance are two passes over the input (the second from cache), each
+// summed over threadIdx.y through `partial`. The output is written 32
+// channels at a time through `tile`, transposed, so that a warp writes 32
+// consecutive channels of one position (coalesced too).
+constexpr int kLnPositions = 32;
+
+// The sum over threadIdx.y of v, for this thread's position (every thread gets it).
+__device__ float sum_over_channel_threads(float v, float (*partial)[kLnPositions]) {
+  __syncthreads();  // `partial` may still be read by the previous sum
+  partial[threadIdx.y][threadIdx.x] = v;
+  __syncthreads();
+  float total = 0.f;
+  for (unsigned k = 0; k < blockDim.y; ++k) total += partial[k][threadIdx.x];
+  return total;
+}
+
+__global__ void layer_norm_strided(const float* x, const float* scale, const float* bias, float* out,
+                                   int64_t position_tiles, int64_t batch_stride, int64_t positions, int64_t channels,
+                                   int64_t channel_stride, float eps) {
+  __shared__ float partial[32][kLnPositions];   // [threadIdx.y][position]
+  __shared__ float tile[32][kLnPositions + 1];  // [channel in chunk][position]; +1: no bank conflicts
+  const int64_t b = blockIdx.x / position_tiles;
+  const int64_t p0 = (blockIdx.x % position_tiles) * kLnPositions;
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y), ny = static_cast<int>(blockDim.y);
+  const bool valid = p0 + tx < positions;
+  const float* src = x + b * batch_stride + p0 + tx;  // read only when valid
+  float s = 0.f;
+  if (valid)
+    for (int64_t c = ty; c < channels; c += ny) s += src[c * channel_stride];
+  const float mean = sum_over_channel_threads(s, partial) / static_cast<float>(channels);
+  float v = 0.f;
+  if (valid)
+    for (int64_t c = ty; c < channels; c += ny) {
+      const float d = src[c * channel_stride] - mean;
+      v += d * d;
+    }
+  const float var = sum_over_channel_threads(v, partial) / static_cast<float>(channels);
+  const float r = 1.f / sqrtf(var + eps);
+  float* dst = out + (b * positions + p0) * channels;  // row of position p0
+  for (int64_t c0 = 0; c0 < channels; c0 += 32) {
+    for (int k = ty; k < 32; k += ny) {  // this thread's position, channels c0 + k
+      const int64_t c = c0 + k;
+      if (valid && c < channels) tile[k][tx] = (src[c * channel_stride] - mean) * r * scale[c] + bias[c];
+    }
+    __syncthreads();
+    for (int k = ty; k < 32; k += ny) {  // position p0 + k, channel c0 + tx
+      const int64_t c = c0 + tx;
+      if (p0 + k < positions && c < channels) dst[k * channels + c] = tile[tx][k];
+    }
+    __syncthreads();  // the tile is rewritten by the next chunk
+  }
+}
+
 // One thread per output element, looping over the reduced sub-box.
 // Maxima and minima propagate NaN, as the CPU reference does.
 template <class T>
@@ -166,6 +226,19 @@ void launch_layer_norm(const float* x, const float* scale, const float* bias, fl
                        float epsilon, cudaStream_t stream) {
   const int threads = n >= 1024 ? 512 : n >= 256 ? 256 : 128;
   layer_norm_rows<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, scale, bias, out, n, epsilon);
+}
+
+void launch_layer_norm_strided(const float* x, const float* scale, const float* bias, float* out, int64_t batches,
+                               int64_t batch_stride, int64_t positions, int64_t channels, int64_t channel_stride,
+                               float epsilon, cudaStream_t stream) {
+  if (batches * positions * channels == 0) return;
+  const int64_t tiles = (positions + kLnPositions - 1) / kLnPositions;
+  const int64_t blocks = batches * tiles;
+  // Fewer blocks (small planes, as ConvNeXt's 7 x 7): more threads per block,
+  // so that each walks fewer channels.
+  const unsigned ny = blocks >= 256 ? 8 : blocks >= 64 ? 16 : 32;
+  layer_norm_strided<<<static_cast<unsigned>(blocks), dim3(kLnPositions, ny), 0, stream>>>(
+      x, scale, bias, out, tiles, batch_stride, positions, channels, channel_stride, epsilon);
 }
 
 void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, ReduceKind kind, bool int64,

@@ -11,6 +11,7 @@
 
 #include "runtime/cuda/gpu_context.h"
 #include "runtime/cuda/gpu_error.h"
+#include "runtime/cuda/gpu_model.h"
 #include "runtime/cuda/kernels.h"
 #include "runtime/execution_plan.h"
 
@@ -29,6 +30,7 @@ struct LowerCtx {
   char* arena = nullptr;
   char* weights = nullptr;
   size_t conv_workspace_limit = 0;
+  ConvChoice conv_choice = ConvChoice::kFaster;
 
   void* ptr(ValueRef v) const;
   // Element strides of a value as the plan stores it (row-major unless a strided view).

@@ -2,7 +2,9 @@
 // TF32), with the bias, residual and relu of its task fused through
 // cudnnConvolutionBiasActivationForward where the task ends in relu. The
 // algorithm is chosen by measurement (cudnnFindConvolutionForwardAlgorithm)
-// once per convolution signature and cached for the process. Asymmetric
+// once per convolution signature and cached for the process. 1x1
+// convolutions may run on cuBLAS and depthwise ones on the runtime's own
+// kernel instead (kernels_conv.cu), where that measured faster at load. Asymmetric
 // padding (cuDNN pads symmetrically) is applied by copying the input into a
 // zeroed, padded scratch buffer first.
 #include <algorithm>
@@ -44,8 +46,9 @@ std::map<std::string, AlgoChoice>& algo_cache() {
 
 int to_int(int64_t v) { return static_cast<int>(v); }
 
-// 1x1 convolutions: whether cuBLAS beat cuDNN, per signature and epilogue.
-std::map<std::string, bool>& gemm_choice() {
+// Convolutions with another implementation (cuBLAS for 1x1, the depthwise
+// kernel): whether it beat cuDNN, per signature and epilogue.
+std::map<std::string, bool>& other_choice() {
   static std::map<std::string, bool> cache;
   return cache;
 }
@@ -225,42 +228,68 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       if (bias) TGR_GPU_CHECK(cudnnAddTensor(gpu->cudnn, &one, d->bias, bias, &one, d->y, y), where);
     }
   };
-  // A 1x1 convolution with unit stride and no padding is a matrix product per
-  // image: Y[K, HW] = W[K, C] X[C, HW] on cuBLAS, then one elementwise
-  // epilogue. Whichever of the two is faster here (measured at load) runs.
+  // Besides cuDNN, a convolution may have another implementation: a 1x1
+  // convolution with unit stride and no padding is a matrix product per
+  // image (Y[K, HW] = W[K, C] X[C, HW] on cuBLAS, then one elementwise
+  // epilogue); a depthwise one runs on the runtime's own kernel (bias,
+  // residual and relu inside). Whichever of the two is faster here (measured
+  // at load on the real shapes) runs, unless the options pin one.
+  std::function<void()> other;
   const bool pointwise = w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
                          w.dilation_h == 1 && w.dilation_w == 1 && w.pad_top == 0 && w.pad_left == 0 &&
                          w.pad_bottom == 0 && w.pad_right == 0 && geo.groups == 1;
-  if (!pointwise) return via_cudnn;
-  const bool has_epilogue = bias || residual || relu;
-  const EwProgram epilogue = epilogue_program(y, ys, bias, residual, relu);
-  const int hw = to_int(w.out_h * w.out_w), cin = to_int(geo.in_channels), kout = to_int(geo.out_channels);
-  const int batch = to_int(geo.batch);
-  std::function<void()> via_gemm = [=] {
-    const float one = 1.f, zero = 0.f;
-    TGR_GPU_CHECK(cublasSgemmStridedBatched(gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one,
-                                            static_cast<const float*>(x), hw, int64_t{cin} * hw,
-                                            static_cast<const float*>(weight), cin, 0, &zero, static_cast<float*>(y),
-                                            hw, int64_t{kout} * hw, batch),
-                  where);
-    if (has_epilogue) {
-      launch_ew_float(epilogue, static_cast<float*>(y), gpu->stream);
-      check_launch("conv epilogue", where);
-    }
-  };
+  if (pointwise) {
+    const bool has_epilogue = bias || residual || relu;
+    const EwProgram epilogue = epilogue_program(y, ys, bias, residual, relu);
+    const int hw = to_int(w.out_h * w.out_w), cin = to_int(geo.in_channels), kout = to_int(geo.out_channels);
+    const int batch = to_int(geo.batch);
+    other = [=] {
+      const float one = 1.f, zero = 0.f;
+      TGR_GPU_CHECK(cublasSgemmStridedBatched(gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one,
+                                              static_cast<const float*>(x), hw, int64_t{cin} * hw,
+                                              static_cast<const float*>(weight), cin, 0, &zero, static_cast<float*>(y),
+                                              hw, int64_t{kout} * hw, batch),
+                    where);
+      if (has_epilogue) {
+        launch_ew_float(epilogue, static_cast<float*>(y), gpu->stream);
+        check_launch("conv epilogue", where);
+      }
+      (void)zeros;  // the epilogue's bias when relu had none: kept alive with the step
+    };
+  }
+  DepthwiseGeometry dw;
+  dw.planes = geo.batch * geo.in_channels;
+  dw.channels = geo.in_channels;
+  dw.in_h = w.in_h, dw.in_w = w.in_w, dw.out_h = w.out_h, dw.out_w = w.out_w;
+  dw.kernel = w.kernel_h, dw.stride = w.stride_h, dw.pad_top = w.pad_top, dw.pad_left = w.pad_left;
+  const bool depthwise = geo.groups == geo.in_channels && geo.out_channels == geo.in_channels &&
+                         w.kernel_h == w.kernel_w && w.stride_h == w.stride_w && w.dilation_h == 1 &&
+                         w.dilation_w == 1 && depthwise_kernel_fits(dw);
+  if (depthwise) {
+    // The unpadded input: the kernel pads (symmetrically or not) as it loads.
+    const float* residual_f = static_cast<const float*>(residual);
+    other = [=] {
+      launch_depthwise_conv(static_cast<const float*>(x), static_cast<const float*>(weight),
+                            static_cast<const float*>(bias), residual_f, static_cast<float*>(y), dw, relu, gpu->stream);
+      check_launch("depthwise conv", where);
+      (void)zeros;  // the bias when relu had none: kept alive with the step
+    };
+  }
+  if (!other || ctx.conv_choice == ConvChoice::kCudnn) return via_cudnn;
+  if (ctx.conv_choice == ConvChoice::kOther) return other;
   const std::string choice_key = key + (bias ? ",b" : "") + (residual ? ",z" : "") + (relu ? ",r" : "");
   {
     std::lock_guard<std::mutex> lock(cache_mutex);
-    auto it = gemm_choice().find(choice_key);
-    if (it != gemm_choice().end()) return it->second ? via_gemm : via_cudnn;
+    auto it = other_choice().find(choice_key);
+    if (it != other_choice().end()) return it->second ? other : via_cudnn;
   }
   if (gpu->conv_workspace.bytes() < gpu->conv_workspace_needed)
     gpu->conv_workspace = DeviceBuffer(gpu->conv_workspace_needed, "convolution workspace");
   const double cudnn_ms = time_ms(via_cudnn, gpu->stream, where);
-  const double gemm_ms = time_ms(via_gemm, gpu->stream, where);
+  const double other_ms = time_ms(other, gpu->stream, where);
   std::lock_guard<std::mutex> lock(cache_mutex);
-  gemm_choice()[choice_key] = gemm_ms < cudnn_ms;
-  return gemm_ms < cudnn_ms ? via_gemm : via_cudnn;
+  other_choice()[choice_key] = other_ms < cudnn_ms;
+  return other_ms < cudnn_ms ? other : via_cudnn;
 }
 
 }  // namespace tgr::gpu

@@ -30,6 +30,16 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
     const float eps = static_cast<float>(n.params.get_float("epsilon"));
     const float* scale = static_cast<const float*>(ctx.ptr(n.inputs[1]));
     const float* bias = static_cast<const float*>(ctx.ptr(n.inputs[2]));
+    if (!ctx.row_major(n.inputs[0])) {  // a strided view the analysis let it read (views.h)
+      const auto layout = layer_norm_strided_input(ctx.graph, n, ctx.plan.slot(n.inputs[0]).strides);
+      if (!layout) fail(where, "the input's strides are not ones the layer norm kernel reads");
+      const ChannelStridedRows r = *layout;
+      return [=] {
+        launch_layer_norm_strided(static_cast<const float*>(in), scale, bias, static_cast<float*>(out), r.batches,
+                                  r.batch_stride, r.positions, r.channels, r.channel_stride, eps, gpu->stream);
+        check_launch("layer_norm", where);
+      };
+    }
     return [=] {
       if (rows == 0) return;
       launch_layer_norm(static_cast<const float*>(in), scale, bias, static_cast<float*>(out), rows, len, eps,
