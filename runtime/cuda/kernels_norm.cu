@@ -75,33 +75,39 @@ __global__ void layer_norm_rows(const float* x, const float* scale, const float*
 // Layer norm of rows whose channels are strided and whose positions are
 // contiguous (runtime/views.h ChannelStridedRows: a permute(0,2,3,1) of an
 // NCHW tensor read in place): x[b * batch_stride + p + c * channel_stride],
-// out[(b * positions + p) * channels + c] row-major. A block takes 32
-// positions of one batch: threadIdx.x is the position (a warp reads 32
-// consecutive floats of one channel: coalesced), threadIdx.y starts a
-// channel and steps by blockDim.y (8, 16 or 32: it divides 32). Mean and
-// variance are two passes over the input (the second from cache), each
-// summed over threadIdx.y through `partial`. The output is written 32
-// channels at a time through `tile`, transposed, so that a warp writes 32
-// consecutive channels of one position (coalesced too).
-constexpr int kLnPositions = 32;
+// out[(b * positions + p) * channels + c] row-major. A block of
+// kLnThreads threads takes `tile` consecutive positions of one batch (tile a
+// power of two up to 32): threadIdx.x is the position within the tile (a
+// warp reads `tile` consecutive floats of each of 32 / tile channels),
+// threadIdx.y starts a channel and steps by blockDim.y = kLnThreads / tile.
+// The launch picks the tile so that there are enough blocks to fill the GPU:
+// 32 positions per block left ConvNeXt's 14 x 14 stage (196 positions, 384
+// channels) with 7 blocks on 132 multiprocessors, 17 us per layer norm on
+// the H100. Mean and variance are two passes over the input (the second
+// from cache), each summed over threadIdx.y through `partial`. The output
+// is written 32 channels at a time through `staged`, transposed, so that
+// consecutive threads write consecutive channels of one position.
+constexpr int kLnThreads = 256;
+constexpr int kLnMaxTile = 32;
 
 // The sum over threadIdx.y of v, for this thread's position (every thread gets it).
-__device__ float sum_over_channel_threads(float v, float (*partial)[kLnPositions]) {
+__device__ float sum_over_channel_threads(float v, float* partial) {
   __syncthreads();  // `partial` may still be read by the previous sum
-  partial[threadIdx.y][threadIdx.x] = v;
+  partial[threadIdx.y * blockDim.x + threadIdx.x] = v;
   __syncthreads();
   float total = 0.f;
-  for (unsigned k = 0; k < blockDim.y; ++k) total += partial[k][threadIdx.x];
+  for (unsigned k = 0; k < blockDim.y; ++k) total += partial[k * blockDim.x + threadIdx.x];
   return total;
 }
 
 __global__ void layer_norm_strided(const float* x, const float* scale, const float* bias, float* out,
                                    int64_t position_tiles, int64_t batch_stride, int64_t positions, int64_t channels,
                                    int64_t channel_stride, float eps) {
-  __shared__ float partial[32][kLnPositions];   // [threadIdx.y][position]
-  __shared__ float tile[32][kLnPositions + 1];  // [channel in chunk][position]; +1: no bank conflicts
+  __shared__ float partial[kLnThreads];                 // [threadIdx.y][threadIdx.x]
+  __shared__ float staged[32][kLnMaxTile + 1];          // [channel in chunk][position]; +1: no bank conflicts
+  const int tile = static_cast<int>(blockDim.x);
   const int64_t b = blockIdx.x / position_tiles;
-  const int64_t p0 = (blockIdx.x % position_tiles) * kLnPositions;
+  const int64_t p0 = (blockIdx.x % position_tiles) * tile;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y), ny = static_cast<int>(blockDim.y);
   const bool valid = p0 + tx < positions;
   const float* src = x + b * batch_stride + p0 + tx;  // read only when valid
@@ -118,17 +124,19 @@ __global__ void layer_norm_strided(const float* x, const float* scale, const flo
   const float var = sum_over_channel_threads(v, partial) / static_cast<float>(channels);
   const float r = 1.f / sqrtf(var + eps);
   float* dst = out + (b * positions + p0) * channels;  // row of position p0
+  const int thread = ty * tile + tx, threads = ny * tile;
   for (int64_t c0 = 0; c0 < channels; c0 += 32) {
     for (int k = ty; k < 32; k += ny) {  // this thread's position, channels c0 + k
       const int64_t c = c0 + k;
-      if (valid && c < channels) tile[k][tx] = (src[c * channel_stride] - mean) * r * scale[c] + bias[c];
+      if (valid && c < channels) staged[k][tx] = (src[c * channel_stride] - mean) * r * scale[c] + bias[c];
     }
     __syncthreads();
-    for (int k = ty; k < 32; k += ny) {  // position p0 + k, channel c0 + tx
-      const int64_t c = c0 + tx;
-      if (p0 + k < positions && c < channels) dst[k * channels + c] = tile[tx][k];
+    for (int i = thread; i < 32 * tile; i += threads) {  // position p0 + i / 32, channel c0 + i % 32
+      const int k = i / 32;
+      const int64_t c = c0 + i % 32;
+      if (p0 + k < positions && c < channels) dst[k * channels + c] = staged[i % 32][k];
     }
-    __syncthreads();  // the tile is rewritten by the next chunk
+    __syncthreads();  // `staged` is rewritten by the next chunk
   }
 }
 
@@ -232,13 +240,17 @@ void launch_layer_norm_strided(const float* x, const float* scale, const float* 
                                int64_t batch_stride, int64_t positions, int64_t channels, int64_t channel_stride,
                                float epsilon, cudaStream_t stream) {
   if (batches * positions * channels == 0) return;
-  const int64_t tiles = (positions + kLnPositions - 1) / kLnPositions;
+  // The widest tile (best coalesced) that still gives about two blocks per
+  // multiprocessor of an H100 (132); at batch 1 the tensors sit in L2, where
+  // narrower reads cost little.
+  constexpr int64_t kBlocksWanted = 264;
+  int tile = kLnMaxTile;
+  while (tile > 1 && batches * ((positions + tile - 1) / tile) < kBlocksWanted) tile /= 2;
+  const int64_t tiles = (positions + tile - 1) / tile;
   const int64_t blocks = batches * tiles;
-  // Fewer blocks (small planes, as ConvNeXt's 7 x 7): more threads per block,
-  // so that each walks fewer channels.
-  const unsigned ny = blocks >= 256 ? 8 : blocks >= 64 ? 16 : 32;
-  layer_norm_strided<<<static_cast<unsigned>(blocks), dim3(kLnPositions, ny), 0, stream>>>(
-      x, scale, bias, out, tiles, batch_stride, positions, channels, channel_stride, epsilon);
+  layer_norm_strided<<<static_cast<unsigned>(blocks), dim3(static_cast<unsigned>(tile), kLnThreads / tile), 0,
+                       stream>>>(x, scale, bias, out, tiles, batch_stride, positions, channels, channel_stride,
+                                 epsilon);
 }
 
 void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, ReduceKind kind, bool int64,
