@@ -57,6 +57,16 @@ std::optional<CublasMatrix> cublas_matrix(const Shape& shape, const std::vector<
   return std::nullopt;
 }
 
+std::optional<CublasOutput> cublas_output(const Shape& shape, const std::vector<int64_t>& strides) {
+  const size_t r = shape.size();
+  if (r != 2 && r != 3) return std::nullopt;
+  const int64_t rows = shape[r - 2], cols = shape[r - 1];
+  if (cols != 1 && strides[r - 1] != 1) return std::nullopt;
+  const int64_t ld = rows == 1 ? cols : strides[r - 2];
+  if (ld < cols) return std::nullopt;
+  return CublasOutput{ld, r == 3 ? strides[0] : 0};
+}
+
 bool is_row_major(const Shape& shape, const std::vector<int64_t>& strides) {
   const std::vector<int64_t> expected = row_major_strides(shape);
   for (size_t d = 0; d < shape.size(); ++d)
@@ -89,6 +99,72 @@ bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v,
   return false;
 }
 
+// The permutation of a transpose (the default: the axes reversed).
+std::vector<int64_t> permutation(const Node& n, size_t rank) {
+  std::vector<int64_t> perm = n.params.get_ints("perm");
+  if (perm.empty()) {
+    perm.resize(rank);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  return perm;
+}
+
+using Readers = std::vector<std::vector<std::vector<std::pair<int32_t, size_t>>>>;  // [node][output] -> (reader, input)
+
+// Where a batch_matmul's output is written when it is placed (views.h): the
+// chain of values from it, each the only input of one reshape or transpose
+// (none a graph output before the last), ends at a value that owns
+// row-major bytes; the product's strides are those under which the chain
+// reads them. Only when reading forward from a row-major product some
+// reshape of the chain would copy (the head merge), and cuBLAS can write
+// those strides (cublas_output).
+std::optional<ValueLayout> written_through(const Graph& g, const Readers& readers,
+                                           const std::vector<std::vector<char>>& is_output, int32_t product) {
+  std::vector<ValueRef> chain{{product, 0}};
+  for (;;) {
+    const ValueRef v = chain.back();
+    if (is_output[v.node][v.output] || readers[v.node][v.output].size() != 1) break;
+    const Node& reader = g.node(readers[v.node][v.output][0].first);
+    const ViewKind kind = reader.is_op() ? reader.op->traits.view : ViewKind::kNone;
+    if (kind != ViewKind::kReshape && kind != ViewKind::kPermute) break;
+    chain.push_back({readers[v.node][v.output][0].first, 0});
+  }
+  // Forward from a row-major product: does some reshape copy?
+  bool copies = false;
+  std::vector<int64_t> strides = row_major_strides(g.shape(chain[0]));
+  for (size_t k = 1; k < chain.size() && !copies; ++k) {
+    const Node& n = g.node(chain[k].node);
+    if (n.op->traits.view == ViewKind::kReshape) {
+      const auto s = reshape_strides(g.shape(chain[k - 1]), strides, g.shape(chain[k]));
+      copies = !s;
+      if (s) strides = *s;
+    } else {
+      const std::vector<int64_t> perm = permutation(n, strides.size());
+      std::vector<int64_t> out(perm.size());
+      for (size_t d = 0; d < perm.size(); ++d) out[d] = strides[perm[d]];
+      strides = out;
+    }
+  }
+  if (!copies) return std::nullopt;
+  // Backward from the end, row-major: the strides of each value before it.
+  strides = row_major_strides(g.shape(chain.back()));
+  for (size_t k = chain.size() - 1; k > 0; --k) {
+    const Node& n = g.node(chain[k].node);
+    if (n.op->traits.view == ViewKind::kReshape) {
+      const auto s = reshape_strides(g.shape(chain[k]), strides, g.shape(chain[k - 1]));
+      if (!s) return std::nullopt;
+      strides = *s;
+    } else {
+      const std::vector<int64_t> perm = permutation(n, strides.size());
+      std::vector<int64_t> in(perm.size());
+      for (size_t d = 0; d < perm.size(); ++d) in[perm[d]] = strides[d];
+      strides = in;
+    }
+  }
+  if (!cublas_output(g.shape(chain[0]), strides)) return std::nullopt;
+  return ValueLayout{chain.back(), 0, strides};
+}
+
 }  // namespace
 
 bool is_elementwise_kernel(const Node& node) {
@@ -108,10 +184,16 @@ bool ViewAnalysis::is_plain(ValueRef v) const {
   return is_row_major(graph_->shape(v), l.strides) && aligned16(*graph_, v, l);
 }
 
-bool ViewAnalysis::outputs_are_views(int32_t node) const {
-  if (layouts_.at(node).empty()) return false;
-  for (size_t k = 0; k < layouts_.at(node).size(); ++k)
-    if (!is_view({node, static_cast<int32_t>(k)})) return false;
+bool ViewAnalysis::runs_nothing(int32_t node) const {
+  const Node& n = graph_->node(node);
+  if (layouts_.at(node).empty() || !may_be_view(n)) return false;  // a product written in place still runs
+  for (size_t k = 0; k < layouts_.at(node).size(); ++k) {
+    const ValueRef v{node, static_cast<int32_t>(k)};
+    if (is_view(v)) continue;
+    // Written in place by a product upstream: the input reads this value's bytes.
+    if (layout(n.inputs[0]).source == v) continue;
+    return false;
+  }
   return true;
 }
 
@@ -127,7 +209,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
       a.layouts_[i].push_back(own({static_cast<int32_t>(i), static_cast<int32_t>(k)}));
 
   // Readers of each value: (node, input index); graph outputs.
-  std::vector<std::vector<std::vector<std::pair<int32_t, size_t>>>> readers(nodes.size());
+  Readers readers(nodes.size());
   std::vector<std::vector<char>> is_output(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     readers[i].resize(nodes[i].output_shapes.size());
@@ -139,6 +221,12 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
       readers[in.node][in.output].emplace_back(i, k);
     }
   for (ValueRef v : graph.outputs()) is_output[v.node][v.output] = 1;
+
+  // Products written through a permutation into a later value's bytes.
+  for (int32_t i : order)
+    if (!at_load[i] && nodes[i].is_op() && nodes[i].op == &known_ops::batch_matmul() &&
+        nodes[i].output_dtypes[0] == DType::kFloat)
+      if (auto placed = written_through(graph, readers, is_output, i)) a.layouts_[i][0] = *placed;
 
   // Views are proposed forward; a view some reader cannot take is refused
   // (it owns its bytes: its producer copies) and the proposal is redone, since
@@ -159,11 +247,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
           if (auto s = reshape_strides(graph.shape(n.inputs[0]), in.strides, n.output_shapes[0]))
             l = ValueLayout{in.source, in.offset, *s};
         } else if (kind == ViewKind::kPermute) {
-          std::vector<int64_t> perm = n.params.get_ints("perm");
-          if (perm.empty()) {  // the default: the axes reversed
-            perm.resize(in.strides.size());
-            std::iota(perm.rbegin(), perm.rend(), 0);
-          }
+          const std::vector<int64_t> perm = permutation(n, in.strides.size());
           std::vector<int64_t> strides(perm.size());
           for (size_t d = 0; d < perm.size(); ++d) strides[d] = in.strides[perm[d]];
           l = ValueLayout{in.source, in.offset, strides};
@@ -185,6 +269,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
         for (const auto& [r, input] : readers[i][k]) ok = ok && takes_strides(graph, nodes[r], input, v, l);
         if (!ok) {
           refused.insert({i, static_cast<int32_t>(k)});
+          if (!may_be_view(nodes[i])) a.layouts_[i][k] = own(v);  // a placed product: row-major after all
           changed = true;
         }
       }
