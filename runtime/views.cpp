@@ -177,6 +177,22 @@ bool is_strided_copy(const Node& node) { return node.is_op() && node.op->traits.
 
 bool may_be_view(const Node& node) { return node.is_op() && node.op->traits.view != ViewKind::kNone; }
 
+std::optional<int64_t> constant_gather_index(const Graph& graph, const Node& node) {
+  static const OpDef& gather = OpTable::instance().get("gather");
+  if (!node.is_op() || node.op != &gather) return std::nullopt;
+  const Node& indices = graph.node(node.inputs[1].node);
+  if (!indices.is_constant() || indices.constant->is_float() || indices.constant->ints.data.size() != 1)
+    return std::nullopt;
+  const int64_t size = graph.shape(node.inputs[0]).at(node.params.get_int("axis"));
+  const int64_t index = indices.constant->ints.data[0];
+  if (index < -size || index >= size) return std::nullopt;  // the kernel reports it
+  return index < 0 ? index + size : index;
+}
+
+bool may_be_view(const Graph& graph, const Node& node) {
+  return may_be_view(node) || constant_gather_index(graph, node).has_value();
+}
+
 bool reads_cublas_operands(const OpDef& op) { return &op == &known_ops::matmul() || &op == &known_ops::batch_matmul(); }
 
 bool ViewAnalysis::is_plain(ValueRef v) const {
@@ -186,7 +202,7 @@ bool ViewAnalysis::is_plain(ValueRef v) const {
 
 bool ViewAnalysis::runs_nothing(int32_t node) const {
   const Node& n = graph_->node(node);
-  if (layouts_.at(node).empty() || !may_be_view(n)) return false;  // a product written in place still runs
+  if (layouts_.at(node).empty() || !may_be_view(*graph_, n)) return false;  // a product written in place still runs
   for (size_t k = 0; k < layouts_.at(node).size(); ++k) {
     const ValueRef v{node, static_cast<int32_t>(k)};
     if (is_view(v)) continue;
@@ -235,15 +251,25 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
   for (bool changed = true; changed;) {
     for (int32_t i : order) {
       const Node& n = nodes[i];
-      if (!may_be_view(n) || at_load[i]) continue;
+      if (!may_be_view(graph, n) || at_load[i]) continue;
       const ViewKind kind = n.op->traits.view;
+      const std::optional<int64_t> picked = constant_gather_index(graph, n);
       const ValueLayout& in = a.layout(n.inputs[0]);
       for (size_t k = 0; k < n.output_shapes.size(); ++k) {
         const ValueRef out{i, static_cast<int32_t>(k)};
         ValueLayout& l = a.layouts_[i][k];
         l = own(out);
         if (refused.count({i, static_cast<int32_t>(k)})) continue;
-        if (kind == ViewKind::kReshape) {
+        if (picked) {
+          // The slice at the index: its axis dropped (a scalar index) or
+          // kept as size-1 axes (an index of shape [1], [1, 1]...).
+          const size_t axis = static_cast<size_t>(n.params.get_int("axis"));
+          const size_t index_rank = graph.shape(n.inputs[1]).size();
+          std::vector<int64_t> strides(in.strides.begin(), in.strides.begin() + axis);
+          strides.insert(strides.end(), index_rank, in.strides[axis]);
+          strides.insert(strides.end(), in.strides.begin() + axis + 1, in.strides.end());
+          l = ValueLayout{in.source, in.offset + *picked * in.strides[axis], strides};
+        } else if (kind == ViewKind::kReshape) {
           if (auto s = reshape_strides(graph.shape(n.inputs[0]), in.strides, n.output_shapes[0]))
             l = ValueLayout{in.source, in.offset, *s};
         } else if (kind == ViewKind::kPermute) {
@@ -266,10 +292,14 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
         if (!a.is_view(v) || a.is_plain(v)) continue;
         const ValueLayout& l = a.layout(v);
         bool ok = !is_output[i][k] || is_row_major(graph.shape(v), l.strides);
-        for (const auto& [r, input] : readers[i][k]) ok = ok && takes_strides(graph, nodes[r], input, v, l);
+        for (const auto& [r, input] : readers[i][k]) {
+          // A gather of one constant index takes strides while it is a view itself (its kernel does not).
+          const bool gather_view = constant_gather_index(graph, nodes[r]) && !refused.count({r, 0});
+          ok = ok && (gather_view || takes_strides(graph, nodes[r], input, v, l));
+        }
         if (!ok) {
           refused.insert({i, static_cast<int32_t>(k)});
-          if (!may_be_view(nodes[i])) a.layouts_[i][k] = own(v);  // a placed product: row-major after all
+          if (!may_be_view(graph, nodes[i])) a.layouts_[i][k] = own(v);  // a placed product: row-major after all
           changed = true;
         }
       }

@@ -110,6 +110,14 @@ bool is_elementwise_kernel(const Node& node);
 bool is_strided_copy(const Node& node);
 // Operators whose outputs may be views of their input (OpTraits::view: reshape and split).
 bool may_be_view(const Node& node);
+// A gather of one constant index along an axis (ViT's query, key and value
+// picked from one [3, S, B, E] tensor, its class token picked from the
+// sequence) reads one slice of its input: it may be a view, at that slice's
+// offset, like a piece of a split. The index (wrapped when negative), or
+// nullopt for any other node.
+std::optional<int64_t> constant_gather_index(const Graph& graph, const Node& node);
+// may_be_view, or a gather of one constant index.
+bool may_be_view(const Graph& graph, const Node& node);
 // Operators run on cuBLAS (matmul, batch_matmul), which read strided operands
 // through leading dimensions when the innermost stride is 1.
 bool reads_cublas_operands(const OpDef& op);

@@ -576,5 +576,51 @@ TEST(Views, AProductReadTwiceOrLeftAsAnOutputIsNotPlaced) {
 }
 
 
+// --- gathers of one constant index ----------------------------------------------------
+
+// x [3, 5, 8] -> relu, then gathers along axis 1 of the constant indices given.
+std::pair<Graph, std::vector<ValueRef>> gathers_of(std::vector<int64_t> indices) {
+  Graph g;
+  const ValueRef t = g.apply("relu", {g.add_input("x", {3, 5, 8})}, {});
+  std::vector<ValueRef> picked;
+  for (int64_t k : indices) {
+    const ValueRef index = g.add_constant(ConstantValue(DType::kInt64, Tensor<int64_t>(Shape{}, {k})));
+    picked.push_back(g.apply("gather", {t, index}, {{"axis", int64_t{1}}}));
+  }
+  return {std::move(g), picked};
+}
+
+TEST(Views, AGatherOfOneConstantIndexIsASlice) {
+  // ViT's query, key and value picked from one tensor: views at the slice's offset.
+  auto [g, picked] = gathers_of({0, 2, -2});
+  g.add_output(g.apply("add", {picked[0], picked[1]}, {}));
+  g.add_output(g.apply("softmax", {picked[2]}, {{"axis", int64_t{1}}}));
+  const ExecutionPlan plan = make_execution_plan(g);
+  const ValueSlot& source = plan.slot(g.node(picked[0].node).inputs[0]);
+  EXPECT_TRUE(plan.slot(picked[0]).view);
+  EXPECT_EQ(plan.slot(picked[0]).offset, source.offset);
+  EXPECT_EQ(plan.slot(picked[0]).strides, (std::vector<int64_t>{40, 1}));
+  EXPECT_TRUE(plan.slot(picked[1]).view);
+  EXPECT_EQ(plan.slot(picked[1]).offset, source.offset + 2 * 8 * 4);
+  // Index -2 is 3; softmax needs row-major bytes: that gather runs its kernel.
+  EXPECT_FALSE(plan.slot(picked[2]).view);
+  EXPECT_EQ(running_steps(plan, g), (std::vector<std::string>{"relu", "gather", "add", "softmax"}));
+}
+
+TEST(Views, AGatherThatCopiesTakesNoStridedInput) {
+  // The gather's own kernel reads row-major bytes: a strided input of a
+  // gather that is not a view is copied first.
+  Graph g;
+  const ValueRef t = g.apply("transpose", {g.apply("relu", {g.add_input("x", {5, 3, 8})}, {})},
+                             {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  const ValueRef index = g.add_constant(ConstantValue(DType::kInt64, Tensor<int64_t>(Shape{}, {1})));
+  const ValueRef picked = g.apply("gather", {t, index}, {{"axis", int64_t{0}}});
+  g.add_output(g.apply("softmax", {picked}, {{"axis", int64_t{1}}}));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_FALSE(plan.slot(picked).view);
+  EXPECT_FALSE(plan.slot(t).view);
+  EXPECT_EQ(running_steps(plan, g), (std::vector<std::string>{"relu", "transpose", "gather", "softmax"}));
+}
+
 }  // namespace
 }  // namespace tgr

@@ -266,6 +266,47 @@ const OpCase kAttentionCases[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Attention, GpuOps, ::testing::ValuesIn(kAttentionCases));
 
+// Gathers of one constant index (runtime/views.h): ViT's query, key and value
+// picked from one [3, S, 1, E] tensor are views at offsets of E floats,
+// read with strides by an elementwise program and by cuBLAS; one read by
+// softmax runs the gather's kernel on a copy of the transposed input.
+Graph picked_qkv(bool with_softmax) {
+  const int64_t S = 7, E = 12;
+  Graph g;
+  const ValueRef packed = g.apply("relu", {g.add_input("x", {S, 3 * E})}, {});
+  const ValueRef heads = g.apply("transpose", {g.apply("reshape", {packed}, {{"shape", std::vector<int64_t>{S, 1, 3, E}}})},
+                                 {{"perm", std::vector<int64_t>{2, 0, 1, 3}}});  // [3, S, 1, E]
+  std::vector<ValueRef> qkv;
+  for (int64_t k : {0, 1, -1}) {
+    const ValueRef index = g.add_constant(ConstantValue(DType::kInt64, Tensor<int64_t>(Shape{}, {k})));
+    qkv.push_back(g.apply("gather", {heads, index}, {{"axis", int64_t{0}}}));  // [S, 1, E]
+  }
+  g.add_output(g.apply("add", {g.apply("mul", {qkv[0], qkv[1]}, {}), qkv[2]}, {}));
+  const ValueRef v = g.apply("reshape", {qkv[2]}, {{"shape", std::vector<int64_t>{1, S, E}}});
+  const ValueRef k = g.apply("reshape", {qkv[1]}, {{"shape", std::vector<int64_t>{1, S, E}}});
+  g.add_output(g.apply("batch_matmul", {v, g.apply("transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}})}, {}));
+  if (with_softmax) g.add_output(g.apply("softmax", {qkv[0]}, {{"axis", int64_t{2}}}));
+  return g;
+}
+
+TEST(GpuViews, GathersOfOneConstantIndexMatchTheCpuReference) {
+  SKIP_WITHOUT_GPU();
+  for (bool with_softmax : {false, true}) {
+    const Graph g = picked_qkv(with_softmax);
+    const std::vector<ConstantValue> inputs = test::random_values(g, 3);
+    const std::vector<ConstantValue> expected = evaluate_values<float>(g, inputs);
+    for (bool fuse : {true, false}) {
+      gpu::GpuOptions options;
+      options.fuse = fuse;
+      options.cuda_graph = fuse;
+      gpu::GpuModel model = gpu::GpuModel::load(g, options);
+      const std::string what = std::string(with_softmax ? "with softmax" : "views only") + (fuse ? ", fused" : ", unfused");
+      expect_outputs_match(model.run(inputs), expected, 1e-4, what);
+      expect_outputs_match(model.run(inputs), expected, 1e-4, what + " (second run)");
+    }
+  }
+}
+
 // Every operator of the table appears in some case above.
 TEST(GpuOpsCoverage, EveryOperatorHasACase) {
   std::string all;
