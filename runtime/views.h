@@ -1,5 +1,6 @@
-// Values the GPU runtime does not copy. A reshape, and each piece of a split,
-// is handed to its readers as a view of the bytes of the value it comes from:
+// Values the GPU runtime does not copy. A reshape, each piece of a split, a
+// transpose and a gather of one constant index (constant_gather_index) is
+// handed to its readers as a view of the bytes of the value it comes from:
 // an element offset and one stride per axis. A split along channels of a
 // batch-1 NCHW tensor gives row-major pieces that anything may read; a split
 // along the last axis of a matrix (BERT's merged Q/K/V product) gives strided

@@ -39,9 +39,9 @@ inline AttentionBlock attention_block(int64_t B, int64_t H, int64_t S, int64_t D
   const bool seq_first = merge == HeadMerge::kSequenceFirst;
   // Rows of q, k, v split into heads, as [B, S, H, D] or [S, B, H, D].
   const std::string split = "reshape[shape=" + (seq_first ? x({S, B, H, D}) : x({B, S, H, D})) + "]";
-  const std::string to_heads = seq_first ? "1x2x0x3" : "0x2x1x3";      // -> [B, H, S, D]
-  const std::string to_keys_t = seq_first ? "1x2x3x0" : "0x2x3x1";     // -> [B, H, D, S]
-  const std::string from_heads = seq_first ? "2x0x1x3" : "0x2x1x3";    // [B, H, S, D] ->
+  const std::string to_heads = seq_first ? "1x2x0x3" : "0x2x1x3";    // -> [B, H, S, D]
+  const std::string to_keys_t = seq_first ? "1x2x3x0" : "0x2x3x1";   // -> [B, H, D, S]
+  const std::string from_heads = seq_first ? "2x0x1x3" : "0x2x1x3";  // [B, H, S, D] ->
   auto heads = [&](const std::string& v, const std::string& perm, const std::string& shape) {
     return "reshape[shape=" + shape + "](transpose[perm=" + perm + "](" + split + "(" + v + ")))";
   };
@@ -49,9 +49,8 @@ inline AttentionBlock attention_block(int64_t B, int64_t H, int64_t S, int64_t D
   const std::string kt = heads("k", to_keys_t, x({B * H, D, S}));
   const std::string v = heads("v", to_heads, x({B * H, S, D}));
   const std::string o = "batch_matmul(softmax[axis=2](batch_matmul(" + q + ", " + kt + ")), " + v + ")";
-  const std::string merged =
-      "reshape[shape=" + x({B * S, E}) + "](transpose[perm=" + from_heads + "](reshape[shape=" + x({B, H, S, D}) +
-      "](" + o + ")))";
+  const std::string merged = "reshape[shape=" + x({B * S, E}) + "](transpose[perm=" + from_heads +
+                             "](reshape[shape=" + x({B, H, S, D}) + "](" + o + ")))";
   const std::string rows = x({B * S, E});
   return {"add(matmul(" + merged + ", w), b)",
           "q=" + rows + ",k=" + rows + ",v=" + rows + ",w=" + x({E, E}) + ",b=" + std::to_string(E)};

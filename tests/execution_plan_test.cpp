@@ -438,9 +438,9 @@ TEST(Views, CublasWritesRowsWithUnitStride) {
   EXPECT_EQ(cublas_output({4, 6}, {6, 1})->ld, 6);
   EXPECT_EQ(cublas_output({4, 5, 8}, {8, 32, 1})->ld, 32);  // 4 heads of 5 x 8 merged into rows of 32
   EXPECT_EQ(cublas_output({4, 5, 8}, {8, 32, 1})->batch_stride, 8);
-  EXPECT_EQ(cublas_output({1, 6}, {0, 1})->ld, 6);  // one row: any row stride
-  EXPECT_FALSE(cublas_output({4, 6}, {1, 4}));      // column-major: cuBLAS's C is never transposed
-  EXPECT_FALSE(cublas_output({4, 6}, {4, 1}));      // rows overlap
+  EXPECT_EQ(cublas_output({1, 6}, {0, 1})->ld, 6);             // one row: any row stride
+  EXPECT_FALSE(cublas_output({4, 6}, {1, 4}));                 // column-major: cuBLAS's C is never transposed
+  EXPECT_FALSE(cublas_output({4, 6}, {4, 1}));                 // rows overlap
   EXPECT_FALSE(cublas_output({2, 4, 5, 6}, {120, 30, 6, 1}));  // rank 4: no product's output
 }
 
@@ -476,9 +476,9 @@ std::vector<std::string> running_steps(const ExecutionPlan& plan, const Graph& g
 TEST(Views, TheHeadMergeOfOneBatchIsWrittenByTheProduct) {
   // [H=4, S=5, D=8] -> [1, 4, 5, 8] -> [1, 5, 4, 8] -> [5, 32]: the product
   // writes head h's 5 x 8 block at column 8h of rows 32 long.
-  const Graph g = build_graph(
-      "relu(reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](batch_matmul(p, v)))))",
-      parse_shape_map("p=4x5x5,v=4x5x8"));
+  const Graph g =
+      build_graph("relu(reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](batch_matmul(p, v)))))",
+                  parse_shape_map("p=4x5x5,v=4x5x8"));
   const ExecutionPlan plan = make_execution_plan(g);
   EXPECT_EQ(running_steps(plan, g), (std::vector<std::string>{"batch_matmul", "relu"}));
   const ValueRef product = attention_output(g);
@@ -501,9 +501,9 @@ TEST(Views, TheHeadMergeOfOneBatchIsWrittenByTheProduct) {
 
 TEST(Views, TheMergeOfABatchOfTwoStillCopies) {
   // Batch-first, B = 2: the product's batch index b*4 + h is no single stride of [2, 5, 32].
-  const Graph g = build_graph(
-      "relu(reshape[shape=2x5x32](transpose[perm=0x2x1x3](reshape[shape=2x4x5x8](batch_matmul(p, v)))))",
-      parse_shape_map("p=8x5x5,v=8x5x8"));
+  const Graph g =
+      build_graph("relu(reshape[shape=2x5x32](transpose[perm=0x2x1x3](reshape[shape=2x4x5x8](batch_matmul(p, v)))))",
+                  parse_shape_map("p=8x5x5,v=8x5x8"));
   const ExecutionPlan plan = make_execution_plan(g);
   EXPECT_EQ(running_steps(plan, g), (std::vector<std::string>{"batch_matmul", "reshape", "relu"}));
   EXPECT_FALSE(plan.slot(attention_output(g)).view);
@@ -571,10 +571,10 @@ TEST(Views, AProductReadTwiceOrLeftAsAnOutputIsNotPlaced) {
   ASSERT_NE(merge, nullptr);
   EXPECT_EQ(merge->kind, Task::Kind::kNode);  // the copy
   // A transpose that stays a view is no reason to place the product (no copy to save).
-  const Graph no_copy = build_graph("relu(transpose[perm=0x2x1](batch_matmul(p, v)))", parse_shape_map("p=4x5x5,v=4x5x8"));
+  const Graph no_copy =
+      build_graph("relu(transpose[perm=0x2x1](batch_matmul(p, v)))", parse_shape_map("p=4x5x5,v=4x5x8"));
   EXPECT_FALSE(make_execution_plan(no_copy).slot(attention_output(no_copy)).view);
 }
-
 
 // --- gathers of one constant index ----------------------------------------------------
 

@@ -79,7 +79,8 @@ std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
   // (N x M) with leading dimension ldc: usually N, larger when written in place.
   const ValueRef out{node, 0};
   const Strides cs = ctx.strides(out);
-  const std::optional<CublasOutput> oc = cublas_output(ctx.shape(out), std::vector<int64_t>(cs.s, cs.s + ctx.shape(out).size()));
+  const std::optional<CublasOutput> oc =
+      cublas_output(ctx.shape(out), std::vector<int64_t>(cs.s, cs.s + ctx.shape(out).size()));
   if (!oc) fail(where, "the output's layout is not one cuBLAS writes (the plan should not have placed it so)");
   if (oc->ld > INT32_MAX) fail(where, "leading dimension above 2^31");
   const int ldc = static_cast<int>(oc->ld);
@@ -91,7 +92,8 @@ std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
     const float one = 1.f, zero = 0.f;
     if (batch == 1)
       TGR_GPU_CHECK(
-          cublasSgemm(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, oa.data, oa.ld, &zero, pc, ldc), where);
+          cublasSgemm(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, oa.data, oa.ld, &zero, pc, ldc),
+          where);
     else
       TGR_GPU_CHECK(
           cublasSgemmStridedBatched(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, ob.batch_stride, oa.data,

@@ -240,7 +240,8 @@ const OpCase kFusionCases[] = {
      "p=6x3x5,v=6x5x7", 1e-4},  // 39: sequence-first, B = 2: ldc 42, batch stride 7 (28 bytes)
     {"relu(reshape[shape=2x5x32](transpose[perm=0x2x1x3](reshape[shape=2x4x5x8](batch_matmul(p, v)))))",
      "p=8x5x5,v=8x5x8", 1e-4},  // 40: batch-first, B = 2: copied
-    {"relu(reshape[shape=3x36](transpose[perm=0x2x1x3](reshape[shape=1x12x3x3](batch_matmul(p, transpose[perm=0x2x1](v))))))",
+    {"relu(reshape[shape=3x36](transpose[perm=0x2x1x3](reshape[shape=1x12x3x3](batch_matmul(p, "
+     "transpose[perm=0x2x1](v))))))",
      "p=12x3x9,v=12x3x9", 1e-4},  // 41: 12 heads, keys-like operand through op T
 };
 INSTANTIATE_TEST_SUITE_P(Fusion, GpuOps, ::testing::ValuesIn(kFusionCases));
@@ -274,8 +275,9 @@ Graph picked_qkv(bool with_softmax) {
   const int64_t S = 7, E = 12;
   Graph g;
   const ValueRef packed = g.apply("relu", {g.add_input("x", {S, 3 * E})}, {});
-  const ValueRef heads = g.apply("transpose", {g.apply("reshape", {packed}, {{"shape", std::vector<int64_t>{S, 1, 3, E}}})},
-                                 {{"perm", std::vector<int64_t>{2, 0, 1, 3}}});  // [3, S, 1, E]
+  const ValueRef heads =
+      g.apply("transpose", {g.apply("reshape", {packed}, {{"shape", std::vector<int64_t>{S, 1, 3, E}}})},
+              {{"perm", std::vector<int64_t>{2, 0, 1, 3}}});  // [3, S, 1, E]
   std::vector<ValueRef> qkv;
   for (int64_t k : {0, 1, -1}) {
     const ValueRef index = g.add_constant(ConstantValue(DType::kInt64, Tensor<int64_t>(Shape{}, {k})));
@@ -300,7 +302,8 @@ TEST(GpuViews, GathersOfOneConstantIndexMatchTheCpuReference) {
       options.fuse = fuse;
       options.cuda_graph = fuse;
       gpu::GpuModel model = gpu::GpuModel::load(g, options);
-      const std::string what = std::string(with_softmax ? "with softmax" : "views only") + (fuse ? ", fused" : ", unfused");
+      const std::string what =
+          std::string(with_softmax ? "with softmax" : "views only") + (fuse ? ", fused" : ", unfused");
       expect_outputs_match(model.run(inputs), expected, 1e-4, what);
       expect_outputs_match(model.run(inputs), expected, 1e-4, what + " (second run)");
     }
