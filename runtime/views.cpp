@@ -129,25 +129,27 @@ std::optional<ValueLayout> written_through(const Graph& g, const Readers& reader
     if (kind != ViewKind::kReshape && kind != ViewKind::kPermute) break;
     chain.push_back({readers[v.node][v.output][0].first, 0});
   }
-  // Forward from a row-major product: does some reshape copy?
-  bool copies = false;
-  std::vector<int64_t> strides = row_major_strides(g.shape(chain[0]));
-  for (size_t k = 1; k < chain.size() && !copies; ++k) {
-    const Node& n = g.node(chain[k].node);
-    if (n.op->traits.view == ViewKind::kReshape) {
-      const auto s = reshape_strides(g.shape(chain[k - 1]), strides, g.shape(chain[k]));
-      copies = !s;
-      if (s) strides = *s;
-    } else {
-      const std::vector<int64_t> perm = permutation(n, strides.size());
-      std::vector<int64_t> out(perm.size());
-      for (size_t d = 0; d < perm.size(); ++d) out[d] = strides[perm[d]];
-      strides = out;
+  // The strides of the chain's last value read forward from the product's
+  // (as the analysis will), nullopt where some reshape must copy.
+  auto forward = [&](std::vector<int64_t> strides) -> std::optional<std::vector<int64_t>> {
+    for (size_t k = 1; k < chain.size(); ++k) {
+      const Node& n = g.node(chain[k].node);
+      if (n.op->traits.view == ViewKind::kReshape) {
+        const auto s = reshape_strides(g.shape(chain[k - 1]), strides, g.shape(chain[k]));
+        if (!s) return std::nullopt;
+        strides = *s;
+      } else {
+        const std::vector<int64_t> perm = permutation(n, strides.size());
+        std::vector<int64_t> out(perm.size());
+        for (size_t d = 0; d < perm.size(); ++d) out[d] = strides[perm[d]];
+        strides = out;
+      }
     }
-  }
-  if (!copies) return std::nullopt;
+    return strides;
+  };
+  if (forward(row_major_strides(g.shape(chain[0])))) return std::nullopt;  // nothing copies: nothing to gain
   // Backward from the end, row-major: the strides of each value before it.
-  strides = row_major_strides(g.shape(chain.back()));
+  std::vector<int64_t> strides = row_major_strides(g.shape(chain.back()));
   for (size_t k = chain.size() - 1; k > 0; --k) {
     const Node& n = g.node(chain[k].node);
     if (n.op->traits.view == ViewKind::kReshape) {
@@ -162,6 +164,10 @@ std::optional<ValueLayout> written_through(const Graph& g, const Readers& reader
     }
   }
   if (!cublas_output(g.shape(chain[0]), strides)) return std::nullopt;
+  // Read forward again, the chain must end row-major in its own bytes, or
+  // its last reshape would copy those bytes onto themselves.
+  const auto end = forward(strides);
+  if (!end || !is_row_major(g.shape(chain.back()), *end)) return std::nullopt;
   return ValueLayout{chain.back(), 0, strides};
 }
 
