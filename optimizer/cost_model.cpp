@@ -123,9 +123,9 @@ ViewAnalysis runtime_views(const Graph& graph, const std::vector<bool>& constant
 
 double MeasuredCostModel::op_cost_us(const Graph& graph, const Node& node) {
   if (!node.is_op()) return 0;
-  if (may_be_view(node)) {  // the analysis is of the whole graph: only for the operators it concerns
+  if (may_be_view(graph, node)) {  // the analysis is of the whole graph: only for the operators it concerns
     const auto index = static_cast<int32_t>(&node - graph.nodes().data());
-    if (runtime_views(graph, constant_only_nodes(graph)).outputs_are_views(index)) return 0;
+    if (runtime_views(graph, constant_only_nodes(graph)).runs_nothing(index)) return 0;
   }
   return lookup_us(graph, node);
 }
@@ -136,7 +136,7 @@ double MeasuredCostModel::graph_cost(const Graph& graph) {
   double total = 0;
   for (int32_t i : graph.topological_order()) {
     const Node& n = graph.node(i);
-    if (constant[i] || !n.is_op() || views.outputs_are_views(i)) continue;
+    if (constant[i] || !n.is_op() || views.runs_nothing(i)) continue;
     total += lookup_us(graph, n);
   }
   return total;

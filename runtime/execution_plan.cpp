@@ -183,7 +183,7 @@ struct Builder {
     fused.kind = Task::Kind::kProduct;
     if (auto next = only_consumer(cur)) {
       const Node& r = graph.node(*next);
-      if (r.op->traits.view == ViewKind::kReshape && views.outputs_are_views(*next) && !r.output_shapes[0].empty() &&
+      if (r.op->traits.view == ViewKind::kReshape && views.runs_nothing(*next) && !r.output_shapes[0].empty() &&
           r.output_shapes[0].back() == columns) {
         members.push_back(*next);
         cur = *next;
@@ -233,7 +233,7 @@ struct Builder {
         conv_task(i, t);
       } else if (n.op == &known_ops::matmul() && n.output_dtypes[0] == DType::kFloat) {
         product_task(i, t);
-      } else if (views.outputs_are_views(i)) {
+      } else if (views.runs_nothing(i)) {
         t.kind = Task::Kind::kAlias;  // every output a view: nothing to run
         t.nodes = {i};
       } else if (is_elementwise_kernel(n)) {
@@ -344,11 +344,16 @@ struct Builder {
       lives.back().last = last_step;  // inputs stay for the next replay
       plan.slots[in][0].home = ValueSlot::Home::kInput;
     }
+    // A value's bytes are taken by the first task that writes into them: its
+    // own, or a product written in place upstream (views.h), whose output
+    // is a view of a value computed later.
     for (size_t s = 0; s < plan.tasks.size(); ++s) {
       const Task& t = plan.tasks[s];
       for (size_t k = 0; k < nodes[t.root()].output_shapes.size(); ++k) {
-        const ValueRef v{t.root(), static_cast<int32_t>(k)};
-        if (!views.is_view(v)) define(v, static_cast<int>(s));
+        const ValueRef r = root({t.root(), static_cast<int32_t>(k)});
+        if (index[r.node][r.output] < 0 && plan.slots[r.node][r.output].home == ValueSlot::Home::kNone &&
+            known[r.node].empty() && !folded[r.node])
+          define(r, static_cast<int>(s));
       }
     }
     auto extend = [&](ValueRef v, int step) {

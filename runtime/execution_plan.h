@@ -58,7 +58,8 @@ struct ValueSlot {
   int64_t offset = 0;      // kInput, kArena: in the arena; kConstant: in the weights buffer
   int64_t bytes = 0;
   int constant = -1;       // kConstant: index into ExecutionPlan::constants
-  bool view = false;       // the bytes are another value's (views.h); its producer writes nothing
+  bool view = false;       // the bytes are another value's (views.h); its producer writes nothing, except
+                           // a product written in place into a later value's bytes
   std::vector<int64_t> strides;  // elements per axis when not row-major; empty: row-major
 };
 

@@ -94,6 +94,16 @@ std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, c
   return r;
 }
 
+std::optional<CublasOutput> cublas_output(const Shape& shape, const std::vector<int64_t>& strides) {
+  const size_t r = shape.size();
+  if (r != 2 && r != 3) return std::nullopt;
+  const int64_t rows = shape[r - 2], cols = shape[r - 1];
+  if (cols != 1 && strides[r - 1] != 1) return std::nullopt;
+  const int64_t ld = rows == 1 ? cols : strides[r - 2];
+  if (ld < cols) return std::nullopt;
+  return CublasOutput{ld, r == 3 ? strides[0] : 0};
+}
+
 bool is_row_major(const Shape& shape, const std::vector<int64_t>& strides) {
   const std::vector<int64_t> expected = row_major_strides(shape);
   for (size_t d = 0; d < shape.size(); ++d)
@@ -128,6 +138,78 @@ bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v,
   return false;
 }
 
+// The permutation of a transpose (the default: the axes reversed).
+std::vector<int64_t> permutation(const Node& n, size_t rank) {
+  std::vector<int64_t> perm = n.params.get_ints("perm");
+  if (perm.empty()) {
+    perm.resize(rank);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  return perm;
+}
+
+using Readers = std::vector<std::vector<std::vector<std::pair<int32_t, size_t>>>>;  // [node][output] -> (reader, input)
+
+// Where a batch_matmul's output is written when it is placed (views.h): the
+// chain of values from it, each the only input of one reshape or transpose
+// (none a graph output before the last), ends at a value that owns
+// row-major bytes; the product's strides are those under which the chain
+// reads them. Only when reading forward from a row-major product some
+// reshape of the chain would copy (the head merge), and cuBLAS can write
+// those strides (cublas_output).
+std::optional<ValueLayout> written_through(const Graph& g, const Readers& readers,
+                                           const std::vector<std::vector<char>>& is_output, int32_t product) {
+  std::vector<ValueRef> chain{{product, 0}};
+  for (;;) {
+    const ValueRef v = chain.back();
+    if (is_output[v.node][v.output] || readers[v.node][v.output].size() != 1) break;
+    const Node& reader = g.node(readers[v.node][v.output][0].first);
+    const ViewKind kind = reader.is_op() ? reader.op->traits.view : ViewKind::kNone;
+    if (kind != ViewKind::kReshape && kind != ViewKind::kPermute) break;
+    chain.push_back({readers[v.node][v.output][0].first, 0});
+  }
+  // The strides of the chain's last value read forward from the product's
+  // (as the analysis will), nullopt where some reshape must copy.
+  auto forward = [&](std::vector<int64_t> strides) -> std::optional<std::vector<int64_t>> {
+    for (size_t k = 1; k < chain.size(); ++k) {
+      const Node& n = g.node(chain[k].node);
+      if (n.op->traits.view == ViewKind::kReshape) {
+        const auto s = reshape_strides(g.shape(chain[k - 1]), strides, g.shape(chain[k]));
+        if (!s) return std::nullopt;
+        strides = *s;
+      } else {
+        const std::vector<int64_t> perm = permutation(n, strides.size());
+        std::vector<int64_t> out(perm.size());
+        for (size_t d = 0; d < perm.size(); ++d) out[d] = strides[perm[d]];
+        strides = out;
+      }
+    }
+    return strides;
+  };
+  if (forward(row_major_strides(g.shape(chain[0])))) return std::nullopt;  // nothing copies: nothing to gain
+  // Backward from the end, row-major: the strides of each value before it.
+  std::vector<int64_t> strides = row_major_strides(g.shape(chain.back()));
+  for (size_t k = chain.size() - 1; k > 0; --k) {
+    const Node& n = g.node(chain[k].node);
+    if (n.op->traits.view == ViewKind::kReshape) {
+      const auto s = reshape_strides(g.shape(chain[k]), strides, g.shape(chain[k - 1]));
+      if (!s) return std::nullopt;
+      strides = *s;
+    } else {
+      const std::vector<int64_t> perm = permutation(n, strides.size());
+      std::vector<int64_t> in(perm.size());
+      for (size_t d = 0; d < perm.size(); ++d) in[perm[d]] = strides[d];
+      strides = in;
+    }
+  }
+  if (!cublas_output(g.shape(chain[0]), strides)) return std::nullopt;
+  // Read forward again, the chain must end row-major in its own bytes, or
+  // its last reshape would copy those bytes onto themselves.
+  const auto end = forward(strides);
+  if (!end || !is_row_major(g.shape(chain.back()), *end)) return std::nullopt;
+  return ValueLayout{chain.back(), 0, strides};
+}
+
 }  // namespace
 
 bool is_elementwise_kernel(const Node& node) {
@@ -140,6 +222,22 @@ bool is_strided_copy(const Node& node) { return node.is_op() && node.op->traits.
 
 bool may_be_view(const Node& node) { return node.is_op() && node.op->traits.view != ViewKind::kNone; }
 
+std::optional<int64_t> constant_gather_index(const Graph& graph, const Node& node) {
+  static const OpDef& gather = OpTable::instance().get("gather");
+  if (!node.is_op() || node.op != &gather) return std::nullopt;
+  const Node& indices = graph.node(node.inputs[1].node);
+  if (!indices.is_constant() || indices.constant->is_float() || indices.constant->ints.data.size() != 1)
+    return std::nullopt;
+  const int64_t size = graph.shape(node.inputs[0]).at(node.params.get_int("axis"));
+  const int64_t index = indices.constant->ints.data[0];
+  if (index < -size || index >= size) return std::nullopt;  // the kernel reports it
+  return index < 0 ? index + size : index;
+}
+
+bool may_be_view(const Graph& graph, const Node& node) {
+  return may_be_view(node) || constant_gather_index(graph, node).has_value();
+}
+
 bool reads_cublas_operands(const OpDef& op) { return &op == &known_ops::matmul() || &op == &known_ops::batch_matmul(); }
 
 bool ViewAnalysis::is_plain(ValueRef v) const {
@@ -147,10 +245,16 @@ bool ViewAnalysis::is_plain(ValueRef v) const {
   return is_row_major(graph_->shape(v), l.strides) && aligned16(*graph_, v, l);
 }
 
-bool ViewAnalysis::outputs_are_views(int32_t node) const {
-  if (layouts_.at(node).empty()) return false;
-  for (size_t k = 0; k < layouts_.at(node).size(); ++k)
-    if (!is_view({node, static_cast<int32_t>(k)})) return false;
+bool ViewAnalysis::runs_nothing(int32_t node) const {
+  const Node& n = graph_->node(node);
+  if (layouts_.at(node).empty() || !may_be_view(*graph_, n)) return false;  // a product written in place still runs
+  for (size_t k = 0; k < layouts_.at(node).size(); ++k) {
+    const ValueRef v{node, static_cast<int32_t>(k)};
+    if (is_view(v)) continue;
+    // Written in place by a product upstream: the input reads this value's bytes.
+    if (layout(n.inputs[0]).source == v) continue;
+    return false;
+  }
   return true;
 }
 
@@ -166,7 +270,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
       a.layouts_[i].push_back(own({static_cast<int32_t>(i), static_cast<int32_t>(k)}));
 
   // Readers of each value: (node, input index); graph outputs.
-  std::vector<std::vector<std::vector<std::pair<int32_t, size_t>>>> readers(nodes.size());
+  Readers readers(nodes.size());
   std::vector<std::vector<char>> is_output(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     readers[i].resize(nodes[i].output_shapes.size());
@@ -179,6 +283,12 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
     }
   for (ValueRef v : graph.outputs()) is_output[v.node][v.output] = 1;
 
+  // Products written through a permutation into a later value's bytes.
+  for (int32_t i : order)
+    if (!at_load[i] && nodes[i].is_op() && nodes[i].op == &known_ops::batch_matmul() &&
+        nodes[i].output_dtypes[0] == DType::kFloat)
+      if (auto placed = written_through(graph, readers, is_output, i)) a.layouts_[i][0] = *placed;
+
   // Views are proposed forward; a view some reader cannot take is refused
   // (it owns its bytes: its producer copies) and the proposal is redone, since
   // views of it are now views of row-major bytes. Refusals only grow.
@@ -186,23 +296,29 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
   for (bool changed = true; changed;) {
     for (int32_t i : order) {
       const Node& n = nodes[i];
-      if (!may_be_view(n) || at_load[i]) continue;
+      if (!may_be_view(graph, n) || at_load[i]) continue;
       const ViewKind kind = n.op->traits.view;
+      const std::optional<int64_t> picked = constant_gather_index(graph, n);
       const ValueLayout& in = a.layout(n.inputs[0]);
       for (size_t k = 0; k < n.output_shapes.size(); ++k) {
         const ValueRef out{i, static_cast<int32_t>(k)};
         ValueLayout& l = a.layouts_[i][k];
         l = own(out);
         if (refused.count({i, static_cast<int32_t>(k)})) continue;
-        if (kind == ViewKind::kReshape) {
+        if (picked) {
+          // The slice at the index: its axis dropped (a scalar index) or
+          // kept as size-1 axes (an index of shape [1], [1, 1]...).
+          const size_t axis = static_cast<size_t>(n.params.get_int("axis"));
+          const size_t index_rank = graph.shape(n.inputs[1]).size();
+          std::vector<int64_t> strides(in.strides.begin(), in.strides.begin() + axis);
+          strides.insert(strides.end(), index_rank, in.strides[axis]);
+          strides.insert(strides.end(), in.strides.begin() + axis + 1, in.strides.end());
+          l = ValueLayout{in.source, in.offset + *picked * in.strides[axis], strides};
+        } else if (kind == ViewKind::kReshape) {
           if (auto s = reshape_strides(graph.shape(n.inputs[0]), in.strides, n.output_shapes[0]))
             l = ValueLayout{in.source, in.offset, *s};
         } else if (kind == ViewKind::kPermute) {
-          std::vector<int64_t> perm = n.params.get_ints("perm");
-          if (perm.empty()) {  // the default: the axes reversed
-            perm.resize(in.strides.size());
-            std::iota(perm.rbegin(), perm.rend(), 0);
-          }
+          const std::vector<int64_t> perm = permutation(n, in.strides.size());
           std::vector<int64_t> strides(perm.size());
           for (size_t d = 0; d < perm.size(); ++d) strides[d] = in.strides[perm[d]];
           l = ValueLayout{in.source, in.offset, strides};
@@ -221,9 +337,14 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
         if (!a.is_view(v) || a.is_plain(v)) continue;
         const ValueLayout& l = a.layout(v);
         bool ok = !is_output[i][k] || is_row_major(graph.shape(v), l.strides);
-        for (const auto& [r, input] : readers[i][k]) ok = ok && takes_strides(graph, nodes[r], input, v, l);
+        for (const auto& [r, input] : readers[i][k]) {
+          // A gather of one constant index takes strides while it is a view itself (its kernel does not).
+          const bool gather_view = constant_gather_index(graph, nodes[r]) && !refused.count({r, 0});
+          ok = ok && (gather_view || takes_strides(graph, nodes[r], input, v, l));
+        }
         if (!ok) {
           refused.insert({i, static_cast<int32_t>(k)});
+          if (!may_be_view(graph, nodes[i])) a.layouts_[i][k] = own(v);  // a placed product: row-major after all
           changed = true;
         }
       }

@@ -1,5 +1,6 @@
-// Values the GPU runtime does not copy. A reshape, and each piece of a split,
-// is handed to its readers as a view of the bytes of the value it comes from:
+// Values the GPU runtime does not copy. A reshape, each piece of a split, a
+// transpose and a gather of one constant index (constant_gather_index) is
+// handed to its readers as a view of the bytes of the value it comes from:
 // an element offset and one stride per axis. A split along channels of a
 // batch-1 NCHW tensor gives row-major pieces that anything may read; a split
 // along the last axis of a matrix (BERT's merged Q/K/V product) gives strided
@@ -14,6 +15,17 @@
 //     ConvNeXt's permute(0,2,3,1) of an NCHW tensor, read in place).
 // A view some reader cannot take is not a view: the split (or reshape)
 // copies that value. Graph outputs are always row-major.
+//
+// One value is placed the other way round: a batch_matmul whose output only
+// goes through reshapes and transposes to a reshape that no strides can
+// express (attention's head merge: [B*H, S, D] -> [B, H, S, D] -> transpose
+// -> [B, S, H*D]) is written by cuBLAS straight into the bytes of the end of
+// that chain, through the strides under which the end is row-major
+// (cublas_output: for B = 1, head h's S x D block at offset h*D with row
+// stride H*D). The product's output is then a view of a later value, the
+// reshapes and transposes between are views too, and the reshape at the end
+// runs nothing (ViewAnalysis::runs_nothing). Where no such strides exist
+// (B > 1: the batch index b*H + h is not one stride) the merge copies.
 //
 // The execution plan (execution_plan.h) places values by this analysis and
 // the measured cost model (optimizer/cost_model.h) calls a split free exactly
@@ -70,6 +82,18 @@ inline constexpr int64_t kMinStridedPositions = 8;
 // (runtime/cuda/lower_normalization.cpp), so the two cannot disagree.
 std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
                                                            const std::vector<int64_t>& strides);
+// How cuBLAS writes a product's output (rows x cols, after one batch axis
+// when the rank is 3) stored with `strides`: unit stride along a row, the
+// row stride as ldc (>= cols), and one stride between the products of a
+// batch. nullopt when cuBLAS cannot write it so. Shared by the view analysis
+// (which places batch_matmul outputs only where this holds) and the lowering
+// (runtime/cuda/lower_matmul.cpp), so the two cannot disagree. The strides
+// come from a permutation of row-major bytes, so products never overlap.
+struct CublasOutput {
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+};
+std::optional<CublasOutput> cublas_output(const Shape& shape, const std::vector<int64_t>& strides);
 
 // Where a value's elements are.
 struct ValueLayout {
@@ -85,8 +109,10 @@ class ViewAnalysis {
   bool is_view(ValueRef v) const { return !(layout(v).source == v); }
   // Row-major from a 16-byte boundary: any kernel, cuDNN and cuBLAS included, may read it.
   bool is_plain(ValueRef v) const;
-  // Every output of `node` is a view: the reshape or split runs nothing.
-  bool outputs_are_views(int32_t node) const;
+  // Every output of `node` is a view, or was written in place by a product
+  // upstream (its input is a view of its bytes): the reshape, transpose or
+  // split runs nothing.
+  bool runs_nothing(int32_t node) const;
 
  private:
   friend ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load);
@@ -106,6 +132,14 @@ bool is_elementwise_kernel(const Node& node);
 bool is_strided_copy(const Node& node);
 // Operators whose outputs may be views of their input (OpTraits::view: reshape and split).
 bool may_be_view(const Node& node);
+// A gather of one constant index along an axis (ViT's query, key and value
+// picked from one [3, S, B, E] tensor, its class token picked from the
+// sequence) reads one slice of its input: it may be a view, at that slice's
+// offset, like a piece of a split. The index (wrapped when negative), or
+// nullopt for any other node.
+std::optional<int64_t> constant_gather_index(const Graph& graph, const Node& node);
+// may_be_view, or a gather of one constant index.
+bool may_be_view(const Graph& graph, const Node& node);
 // Operators run on cuBLAS (matmul, batch_matmul), which read strided operands
 // through leading dimensions when the innermost stride is 1.
 bool reads_cublas_operands(const OpDef& op);

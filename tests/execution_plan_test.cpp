@@ -2,11 +2,14 @@
 // between values whose lifetimes do not overlap), folding, fusion decisions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "ir/text.h"
 #include "runtime/execution_plan.h"
 #include "runtime/memory_plan.h"
+#include "runtime/step_signature.h"
+#include "tests/attention_graphs.h"
 
 namespace tgr {
 namespace {
@@ -512,6 +515,194 @@ TEST(Views, PermutesLayerNormCannotReadAreCopies) {
     }
   EXPECT_EQ(copies, 2);
   EXPECT_EQ(views, 1);
+// --- products written in place through the head merge ---------------------------------
+
+TEST(Views, CublasWritesRowsWithUnitStride) {
+  EXPECT_EQ(cublas_output({4, 6}, {6, 1})->ld, 6);
+  EXPECT_EQ(cublas_output({4, 5, 8}, {8, 32, 1})->ld, 32);  // 4 heads of 5 x 8 merged into rows of 32
+  EXPECT_EQ(cublas_output({4, 5, 8}, {8, 32, 1})->batch_stride, 8);
+  EXPECT_EQ(cublas_output({1, 6}, {0, 1})->ld, 6);             // one row: any row stride
+  EXPECT_FALSE(cublas_output({4, 6}, {1, 4}));                 // column-major: cuBLAS's C is never transposed
+  EXPECT_FALSE(cublas_output({4, 6}, {4, 1}));                 // rows overlap
+  EXPECT_FALSE(cublas_output({2, 4, 5, 6}, {120, 30, 6, 1}));  // rank 4: no product's output
+}
+
+// The attention output: the graph's last batch_matmul.
+ValueRef attention_output(const Graph& g) {
+  ValueRef last;
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    if (g.nodes()[i].is_op() && g.nodes()[i].op->name == "batch_matmul") last = {static_cast<int32_t>(i), 0};
+  return last;
+}
+
+// The head merge's last reshape: what the output projection (the matmul) reads.
+int32_t merge_reshape(const Graph& g) {
+  for (const Node& n : g.nodes())
+    if (n.is_op() && n.op->name == "matmul") return n.inputs[0].node;
+  return -1;
+}
+
+const Task* task_of_node(const ExecutionPlan& plan, int32_t node) {
+  for (const Task& t : plan.tasks)
+    if (std::find(t.nodes.begin(), t.nodes.end(), node) != t.nodes.end()) return &t;
+  return nullptr;
+}
+
+// The steps that launch something, by label.
+std::vector<std::string> running_steps(const ExecutionPlan& plan, const Graph& g) {
+  std::vector<std::string> out;
+  for (const Task& t : plan.tasks)
+    if (!step_is_free(t)) out.push_back(task_label(g, t));
+  return out;
+}
+
+TEST(Views, TheHeadMergeOfOneBatchIsWrittenByTheProduct) {
+  // [H=4, S=5, D=8] -> [1, 4, 5, 8] -> [1, 5, 4, 8] -> [5, 32]: the product
+  // writes head h's 5 x 8 block at column 8h of rows 32 long.
+  const Graph g =
+      build_graph("relu(reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](batch_matmul(p, v)))))",
+                  parse_shape_map("p=4x5x5,v=4x5x8"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_EQ(running_steps(plan, g), (std::vector<std::string>{"batch_matmul", "relu"}));
+  const ValueRef product = attention_output(g);
+  const ValueSlot& written = plan.slot(product);
+  EXPECT_TRUE(written.view);
+  EXPECT_EQ(written.strides, (std::vector<int64_t>{8, 32, 1}));
+  // The merged value owns the bytes the product writes; relu reads them row-major.
+  const Task* relu = task_with(plan, g, "relu");
+  ASSERT_NE(relu, nullptr);
+  const ValueRef merged = relu->reads.at(0);
+  EXPECT_FALSE(plan.slot(merged).view);
+  EXPECT_TRUE(plan.slot(merged).strides.empty());
+  EXPECT_EQ(written.offset, plan.slot(merged).offset);
+  EXPECT_EQ(written.home, ValueSlot::Home::kArena);
+  // The merge's reshape runs nothing, in the plan and for the cost models.
+  const ViewAnalysis views = analyse_views(g, plan.folded);
+  EXPECT_TRUE(views.runs_nothing(merged.node));
+  EXPECT_EQ(views.layout(product).source, merged);
+}
+
+TEST(Views, TheMergeOfABatchOfTwoStillCopies) {
+  // Batch-first, B = 2: the product's batch index b*4 + h is no single stride of [2, 5, 32].
+  const Graph g =
+      build_graph("relu(reshape[shape=2x5x32](transpose[perm=0x2x1x3](reshape[shape=2x4x5x8](batch_matmul(p, v)))))",
+                  parse_shape_map("p=8x5x5,v=8x5x8"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_EQ(running_steps(plan, g), (std::vector<std::string>{"batch_matmul", "reshape", "relu"}));
+  EXPECT_FALSE(plan.slot(attention_output(g)).view);
+  EXPECT_TRUE(plan.slot(attention_output(g)).strides.empty());
+}
+
+TEST(Views, SequenceFirstHeadsAreMergedInPlaceForAnyBatch) {
+  // ViT's [B, H, S, D] -> [S, B, H, D]: batch b*H + h starts at (b*H + h)*D, one stride for any B.
+  for (int64_t batch : {1, 2, 3}) {
+    const test::AttentionBlock block = test::attention_block(batch, 4, 5, 8, test::HeadMerge::kSequenceFirst);
+    const Graph g = build_graph(block.expr, parse_shape_map(block.shapes));
+    const ExecutionPlan plan = make_execution_plan(g);
+    EXPECT_EQ(running_steps(plan, g),
+              (std::vector<std::string>{"batch_matmul", "softmax", "batch_matmul", "matmul+add"}))
+        << "B = " << batch;
+    const ValueSlot& written = plan.slot(attention_output(g));
+    EXPECT_TRUE(written.view) << "B = " << batch;
+    EXPECT_EQ(written.strides, (std::vector<int64_t>{8, batch * 32, 1})) << "B = " << batch;
+    EXPECT_EQ(task_of_node(plan, merge_reshape(g))->kind, Task::Kind::kAlias) << "B = " << batch;
+  }
+}
+
+TEST(Views, BatchFirstAttentionMergesInPlaceOnlyForOneBatch) {
+  for (int64_t batch : {1, 2}) {
+    const test::AttentionBlock block = test::attention_block(batch, 3, 6, 4, test::HeadMerge::kBatchFirst);
+    const Graph g = build_graph(block.expr, parse_shape_map(block.shapes));
+    const ExecutionPlan plan = make_execution_plan(g);
+    const Task* merge = task_of_node(plan, merge_reshape(g));
+    ASSERT_NE(merge, nullptr);
+    EXPECT_EQ(merge->kind, batch == 1 ? Task::Kind::kAlias : Task::Kind::kNode) << "B = " << batch;
+    EXPECT_EQ(plan.slot(attention_output(g)).view, batch == 1) << "B = " << batch;
+    if (batch == 1) {
+      EXPECT_EQ(running_steps(plan, g),
+                (std::vector<std::string>{"batch_matmul", "softmax", "batch_matmul", "matmul+add"}));
+    }
+  }
+}
+
+TEST(Views, TheMergedBytesAreNotSharedWithWhatTheProductReads) {
+  // The merged value's bytes are taken when the product runs, not when the
+  // (free) reshape would: the softmax's output, read by the product, must not share them.
+  const test::AttentionBlock block = test::attention_block(1, 2, 7, 4, test::HeadMerge::kBatchFirst);
+  const Graph g = build_graph(block.expr, parse_shape_map(block.shapes));
+  const ExecutionPlan plan = make_execution_plan(g);
+  const ValueRef product = attention_output(g);
+  const ValueSlot& written = plan.slot(product);
+  ASSERT_TRUE(written.view);
+  const Node& second = g.node(product.node);
+  ASSERT_EQ(second.op->name, "batch_matmul");
+  const ValueSlot& probabilities = plan.slot(second.inputs[0]);
+  EXPECT_EQ(g.node(second.inputs[0].node).op->name, "softmax");
+  const int64_t lo = written.offset, hi = written.offset + written.bytes;
+  EXPECT_TRUE(probabilities.offset + probabilities.bytes <= lo || probabilities.offset >= hi);
+}
+
+TEST(Views, AProductReadTwiceOrLeftAsAnOutputIsNotPlaced) {
+  // Another reader of the product (relu) must see it row-major; so must a graph output.
+  const Graph read_twice = build_graph(
+      "(relu(batch_matmul(p, v)), reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](batch_matmul(p, "
+      "v)))))",
+      parse_shape_map("p=4x5x5,v=4x5x8"));
+  const ExecutionPlan plan = make_execution_plan(read_twice);
+  EXPECT_FALSE(plan.slot(attention_output(read_twice)).view);
+  const Task* merge = task_of_node(plan, read_twice.outputs()[1].node);
+  ASSERT_NE(merge, nullptr);
+  EXPECT_EQ(merge->kind, Task::Kind::kNode);  // the copy
+  // A transpose that stays a view is no reason to place the product (no copy to save).
+  const Graph no_copy =
+      build_graph("relu(transpose[perm=0x2x1](batch_matmul(p, v)))", parse_shape_map("p=4x5x5,v=4x5x8"));
+  EXPECT_FALSE(make_execution_plan(no_copy).slot(attention_output(no_copy)).view);
+}
+
+// --- gathers of one constant index ----------------------------------------------------
+
+// x [3, 5, 8] -> relu, then gathers along axis 1 of the constant indices given.
+std::pair<Graph, std::vector<ValueRef>> gathers_of(std::vector<int64_t> indices) {
+  Graph g;
+  const ValueRef t = g.apply("relu", {g.add_input("x", {3, 5, 8})}, {});
+  std::vector<ValueRef> picked;
+  for (int64_t k : indices) {
+    const ValueRef index = g.add_constant(ConstantValue(DType::kInt64, Tensor<int64_t>(Shape{}, {k})));
+    picked.push_back(g.apply("gather", {t, index}, {{"axis", int64_t{1}}}));
+  }
+  return {std::move(g), picked};
+}
+
+TEST(Views, AGatherOfOneConstantIndexIsASlice) {
+  // ViT's query, key and value picked from one tensor: views at the slice's offset.
+  auto [g, picked] = gathers_of({0, 2, -2});
+  g.add_output(g.apply("add", {picked[0], picked[1]}, {}));
+  g.add_output(g.apply("softmax", {picked[2]}, {{"axis", int64_t{1}}}));
+  const ExecutionPlan plan = make_execution_plan(g);
+  const ValueSlot& source = plan.slot(g.node(picked[0].node).inputs[0]);
+  EXPECT_TRUE(plan.slot(picked[0]).view);
+  EXPECT_EQ(plan.slot(picked[0]).offset, source.offset);
+  EXPECT_EQ(plan.slot(picked[0]).strides, (std::vector<int64_t>{40, 1}));
+  EXPECT_TRUE(plan.slot(picked[1]).view);
+  EXPECT_EQ(plan.slot(picked[1]).offset, source.offset + 2 * 8 * 4);
+  // Index -2 is 3; softmax needs row-major bytes: that gather runs its kernel.
+  EXPECT_FALSE(plan.slot(picked[2]).view);
+  EXPECT_EQ(running_steps(plan, g), (std::vector<std::string>{"relu", "gather", "add", "softmax"}));
+}
+
+TEST(Views, AGatherThatCopiesTakesNoStridedInput) {
+  // The gather's own kernel reads row-major bytes: a strided input of a
+  // gather that is not a view is copied first.
+  Graph g;
+  const ValueRef t = g.apply("transpose", {g.apply("relu", {g.add_input("x", {5, 3, 8})}, {})},
+                             {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  const ValueRef index = g.add_constant(ConstantValue(DType::kInt64, Tensor<int64_t>(Shape{}, {1})));
+  const ValueRef picked = g.apply("gather", {t, index}, {{"axis", int64_t{0}}});
+  g.add_output(g.apply("softmax", {picked}, {{"axis", int64_t{1}}}));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_FALSE(plan.slot(picked).view);
+  EXPECT_FALSE(plan.slot(t).view);
+  EXPECT_EQ(running_steps(plan, g), (std::vector<std::string>{"relu", "transpose", "gather", "softmax"}));
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 // strided views (runtime/views.h): rows with unit stride are read through the
 // leading dimension, columns with unit stride (a transposed view: BERT's keys
 // after transpose(0, 2, 3, 1)) through CUBLAS_OP_T, and the batch axis
-// through the batch stride.
+// through the batch stride. The output C is written with its own leading
+// dimension and batch stride (cublas_output): attention's head merge places
+// a batch_matmul's [H, S, D] output so that the merged [S, H*D] is
+// row-major (runtime/views.h): ldc = H*D, batch stride D.
 //
 // Product tasks (Task::Kind::kProduct: matmul + bias per column [+ residual]
 // [+ relu]) run as one cuBLASLt matmul: the bias and relu are its epilogue
@@ -72,18 +75,29 @@ std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail(where, "matrix dimension above 2^31");
   const Operand oa = operand(ctx, n.inputs[0], batched, where);
   const Operand ob = operand(ctx, n.inputs[1], batched, where);
-  float* pc = static_cast<float*>(ctx.ptr({node, 0}));
+  // C, row-major (rows with unit stride, row stride ldc) is column-major C^T
+  // (N x M) with leading dimension ldc: usually N, larger when written in place.
+  const ValueRef out{node, 0};
+  const Strides cs = ctx.strides(out);
+  const std::optional<CublasOutput> oc =
+      cublas_output(ctx.shape(out), std::vector<int64_t>(cs.s, cs.s + ctx.shape(out).size()));
+  if (!oc) fail(where, "the output's layout is not one cuBLAS writes (the plan should not have placed it so)");
+  if (oc->ld > INT32_MAX) fail(where, "leading dimension above 2^31");
+  const int ldc = static_cast<int>(oc->ld);
+  const long long stride_c = batched ? oc->batch_stride : M * N;
+  float* pc = static_cast<float*>(ctx.ptr(out));
   GpuContext* gpu = &ctx.gpu;
   const int m = static_cast<int>(M), k = static_cast<int>(K), nn = static_cast<int>(N);
   return [=] {
     const float one = 1.f, zero = 0.f;
     if (batch == 1)
       TGR_GPU_CHECK(
-          cublasSgemm(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, oa.data, oa.ld, &zero, pc, nn), where);
+          cublasSgemm(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, oa.data, oa.ld, &zero, pc, ldc),
+          where);
     else
       TGR_GPU_CHECK(
           cublasSgemmStridedBatched(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, ob.batch_stride, oa.data,
-                                    oa.ld, oa.batch_stride, &zero, pc, nn, M * N, static_cast<int>(batch)),
+                                    oa.ld, oa.batch_stride, &zero, pc, ldc, stride_c, static_cast<int>(batch)),
           where);
   };
 }

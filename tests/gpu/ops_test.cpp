@@ -5,6 +5,7 @@
 
 #include "ir/text.h"
 #include "runtime/cuda/gpu_error.h"
+#include "tests/attention_graphs.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace tgr {
@@ -230,8 +231,84 @@ const OpCase kFusionCases[] = {
     {"where(c, split[axis=1, sizes=3x5](x).1, y)", "c=bool:4x5,x=4x8,y=5"},                    // 34: strided
     {"where(c, x, y)", "c=bool:2x1x4,x=2x3x4,y=4"},                                            // 35
     {"where(logical_not(c), d, logical_not(d))", "c=bool:3x4,d=bool:4"},                       // 36: bools only
+    // the head merge written in place by the product (runtime/views.h: cuBLAS's ldc and batch stride)
+    {"relu(reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](batch_matmul(p, v)))))",
+     "p=4x5x5,v=4x5x8", 1e-4},  // 37: ldc 32, batch stride 8
+    {"reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](batch_matmul(p, v))))", "p=4x5x5,v=4x5x8",
+     1e-4},  // 38: the merged value a graph output
+    {"relu(reshape[shape=6x21](transpose[perm=2x0x1x3](reshape[shape=2x3x3x7](batch_matmul(p, v)))))",
+     "p=6x3x5,v=6x5x7", 1e-4},  // 39: sequence-first, B = 2: ldc 42, batch stride 7 (28 bytes)
+    {"relu(reshape[shape=2x5x32](transpose[perm=0x2x1x3](reshape[shape=2x4x5x8](batch_matmul(p, v)))))",
+     "p=8x5x5,v=8x5x8", 1e-4},  // 40: batch-first, B = 2: copied
+    {"relu(reshape[shape=3x36](transpose[perm=0x2x1x3](reshape[shape=1x12x3x3](batch_matmul(p, "
+     "transpose[perm=0x2x1](v))))))",
+     "p=12x3x9,v=12x3x9", 1e-4},  // 41: 12 heads, keys-like operand through op T
 };
 INSTANTIATE_TEST_SUITE_P(Fusion, GpuOps, ::testing::ValuesIn(kFusionCases));
+
+// Attention blocks (tests/attention_graphs.h; their plans are checked in
+// tests/execution_plan_test.cpp): the second batch_matmul writes the merged
+// heads in place (batch-first with B = 1, sequence-first with any B), or the
+// merge copies (batch-first, B > 1). Named Attention/GpuOps.MatchesTheCpuReference/N.
+OpCase attention_case(int64_t batch, int64_t heads, int64_t seq, int64_t dim, test::HeadMerge merge) {
+  const test::AttentionBlock a = test::attention_block(batch, heads, seq, dim, merge);
+  return {a.expr, a.shapes, 1e-4};
+}
+const OpCase kAttentionCases[] = {
+    attention_case(1, 4, 5, 8, test::HeadMerge::kBatchFirst),      // 0
+    attention_case(1, 12, 17, 16, test::HeadMerge::kBatchFirst),   // 1: 12 heads, S odd
+    attention_case(1, 3, 7, 5, test::HeadMerge::kBatchFirst),      // 2: D odd
+    attention_case(2, 4, 5, 8, test::HeadMerge::kBatchFirst),      // 3: the merge copies
+    attention_case(2, 3, 7, 5, test::HeadMerge::kBatchFirst),      // 4: the merge copies
+    attention_case(1, 4, 17, 8, test::HeadMerge::kSequenceFirst),  // 5: ViT
+    attention_case(2, 4, 5, 8, test::HeadMerge::kSequenceFirst),   // 6
+    attention_case(3, 2, 6, 5, test::HeadMerge::kSequenceFirst),   // 7
+    attention_case(2, 1, 5, 8, test::HeadMerge::kSequenceFirst),   // 8: one head
+};
+INSTANTIATE_TEST_SUITE_P(Attention, GpuOps, ::testing::ValuesIn(kAttentionCases));
+
+// Gathers of one constant index (runtime/views.h): ViT's query, key and value
+// picked from one [3, S, 1, E] tensor are views at offsets of E floats,
+// read with strides by an elementwise program and by cuBLAS; one read by
+// softmax runs the gather's kernel on a copy of the transposed input.
+Graph picked_qkv(bool with_softmax) {
+  const int64_t S = 7, E = 12;
+  Graph g;
+  const ValueRef packed = g.apply("relu", {g.add_input("x", {S, 3 * E})}, {});
+  const ValueRef heads =
+      g.apply("transpose", {g.apply("reshape", {packed}, {{"shape", std::vector<int64_t>{S, 1, 3, E}}})},
+              {{"perm", std::vector<int64_t>{2, 0, 1, 3}}});  // [3, S, 1, E]
+  std::vector<ValueRef> qkv;
+  for (int64_t k : {0, 1, -1}) {
+    const ValueRef index = g.add_constant(ConstantValue(DType::kInt64, Tensor<int64_t>(Shape{}, {k})));
+    qkv.push_back(g.apply("gather", {heads, index}, {{"axis", int64_t{0}}}));  // [S, 1, E]
+  }
+  g.add_output(g.apply("add", {g.apply("mul", {qkv[0], qkv[1]}, {}), qkv[2]}, {}));
+  const ValueRef v = g.apply("reshape", {qkv[2]}, {{"shape", std::vector<int64_t>{1, S, E}}});
+  const ValueRef k = g.apply("reshape", {qkv[1]}, {{"shape", std::vector<int64_t>{1, S, E}}});
+  g.add_output(g.apply("batch_matmul", {v, g.apply("transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}})}, {}));
+  if (with_softmax) g.add_output(g.apply("softmax", {qkv[0]}, {{"axis", int64_t{2}}}));
+  return g;
+}
+
+TEST(GpuViews, GathersOfOneConstantIndexMatchTheCpuReference) {
+  SKIP_WITHOUT_GPU();
+  for (bool with_softmax : {false, true}) {
+    const Graph g = picked_qkv(with_softmax);
+    const std::vector<ConstantValue> inputs = test::random_values(g, 3);
+    const std::vector<ConstantValue> expected = evaluate_values<float>(g, inputs);
+    for (bool fuse : {true, false}) {
+      gpu::GpuOptions options;
+      options.fuse = fuse;
+      options.cuda_graph = fuse;
+      gpu::GpuModel model = gpu::GpuModel::load(g, options);
+      const std::string what =
+          std::string(with_softmax ? "with softmax" : "views only") + (fuse ? ", fused" : ", unfused");
+      expect_outputs_match(model.run(inputs), expected, 1e-4, what);
+      expect_outputs_match(model.run(inputs), expected, 1e-4, what + " (second run)");
+    }
+  }
+}
 
 // Every operator of the table appears in some case above.
 TEST(GpuOpsCoverage, EveryOperatorHasACase) {

@@ -1,0 +1,50 @@
+// The GPU runtime's plans of the bundled transformer models (no GPU needed):
+// attention's head merges run nothing (the product writes the merged heads
+// in place), and gathers of one constant index are views (runtime/views.h).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "onnx/onnx_import.h"
+#include "runtime/execution_plan.h"
+#include "runtime/step_signature.h"
+
+namespace tgr {
+namespace {
+
+Graph import_bundled(const std::string& model) {
+  onnx_io::ImportOptions options;
+  return onnx_io::import_model_file(std::string(TGR_TEST_DATA) + "/models/" + model + ".onnx", options).graph;
+}
+
+// Running steps by label, counted.
+std::map<std::string, int> step_counts(const Graph& g, const ExecutionPlan& plan) {
+  std::map<std::string, int> counts;
+  for (const Task& t : plan.tasks)
+    if (!step_is_free(t)) ++counts[task_label(g, t)];
+  return counts;
+}
+
+// Products written in place: batch_matmuls whose output is a view.
+int products_written_in_place(const Graph& g, const ExecutionPlan& plan) {
+  int n = 0;
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    if (g.nodes()[i].is_op() && g.nodes()[i].op->name == "batch_matmul" && plan.slot({static_cast<int32_t>(i), 0}).view)
+      ++n;
+  return n;
+}
+
+TEST(ModelPlans, VitTinyMergesItsHeadsWithoutCopies) {
+  const Graph g = import_bundled("vit_tiny");
+  const ExecutionPlan plan = make_execution_plan(g);
+  const std::map<std::string, int> counts = step_counts(g, plan);
+  EXPECT_EQ(products_written_in_place(g, plan), 2);  // one per layer
+  // The query, key and value picked from one tensor, and the class token
+  // picked at the end, are views; so the reshape before them copies nothing either.
+  EXPECT_EQ(counts.count("gather"), 0u);
+  EXPECT_EQ(counts.count("reshape"), 0u);
+}
+
+}  // namespace
+}  // namespace tgr
