@@ -515,6 +515,8 @@ TEST(Views, PermutesLayerNormCannotReadAreCopies) {
     }
   EXPECT_EQ(copies, 2);
   EXPECT_EQ(views, 1);
+}
+
 // --- products written in place through the head merge ---------------------------------
 
 TEST(Views, CublasWritesRowsWithUnitStride) {
