@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "verifier/axioms.h"
 #include "verifier/prover.h"
 #include "verifier/rewrites.h"
 #include "verifier/verify_db.h"
+#include "verifier/z3_check.h"
 
 namespace tgr::verifier {
 namespace {
@@ -179,6 +181,62 @@ TEST(Rewrites, EveryAxiomWithoutValueConditionsGivesARewrite) {
   EXPECT_GT(rewrites.size(), all.size());
   for (const auto& [name, why] : rewrites.unused())
     EXPECT_EQ(why, "has a condition on values, which terms cannot decide") << name;
+}
+
+// The prover skips Z3 when congruence closure says the instances cannot make
+// the sides equal, so the closure must agree with Z3 on every query: random
+// term graphs (repeated terms, operators with parameters and with several
+// outputs, equal constants) with random equations, each decided both ways.
+TEST(Congruence, AgreesWithZ3OnRandomGroundEquations) {
+  std::mt19937 random(7);
+  auto pick = [&random](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(random); };
+  const OpTable& ops = OpTable::instance();
+  size_t congruent = 0, not_congruent = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g;
+    std::vector<ValueRef> square{g.add_input("a", {2, 2}), g.add_input("b", {2, 2}), g.add_input("c", {2, 2})};
+    // Two nodes of one value: Z3 names a constant by its hash, so they are one term.
+    for (int copy = 0; copy < 2; ++copy) square.push_back(g.add_constant(ConstantValue(Tensor<float>({2, 2}, {1, 2, 3, 4}))));
+    std::vector<ValueRef> pieces;  // split's outputs (1x2 or 2x1)
+    for (int step = 0; step < 12; ++step) {
+      const ValueRef x = square[pick(square.size())], y = square[pick(square.size())];
+      switch (pick(5)) {
+        case 0: square.push_back(g.apply("relu", {x})); break;  // apply never merges: repeated terms
+        case 1: square.push_back(g.apply("add", {x, y})); break;
+        case 2: square.push_back(g.apply("mul", {x, y})); break;
+        case 3: square.push_back(g.apply("scalar_mul", {x, g.add_constant(ConstantValue(Tensor<float>({}, {2})))})); break;
+        default: {  // one operator with other parameters is another function
+          const OpDef& split = ops.get("split");
+          const auto axis = static_cast<int64_t>(pick(2));
+          for (ValueRef piece : g.add_op(split, split.make_params({{"axis", axis}, {"sizes", std::vector<int64_t>{1, 1}}}), {x}))
+            pieces.push_back(piece);
+        }
+      }
+    }
+    std::vector<ValueRef> values = square;
+    values.insert(values.end(), pieces.begin(), pieces.end());
+    // Equations mostly between the leaves, so that congruence has work to do.
+    auto any = [&] { return pick(3) == 0 ? values[pick(values.size())] : square[pick(5)]; };
+    std::vector<AxiomInstance> instances(pick(5));
+    std::vector<const AxiomInstance*> given;
+    for (AxiomInstance& inst : instances) {
+      inst.equations.push_back({any(), any()});
+      given.push_back(&inst);
+    }
+    // Sides of one operator are more often equal.
+    const ValueRef source = values[pick(values.size())];
+    ValueRef target = values[pick(values.size())];
+    for (ValueRef v : values)
+      if (pick(4) == 0 && g.node(v.node).op == g.node(source.node).op && v.output == source.output) target = v;
+    const bool closure = outputs_congruent(g, {source}, {target}, given);
+    const Z3Answer z3 = z3_check_equal(g, {source}, {target}, given, 5000);
+    ASSERT_NE(z3.result, Z3Answer::Result::kUnknown) << z3.reason;
+    EXPECT_EQ(closure, z3.result == Z3Answer::Result::kUnsat) << "trial " << trial;
+    (closure ? congruent : not_congruent)++;
+  }
+  // Both answers occur often enough for the comparison to mean something.
+  EXPECT_GT(congruent, 50u);
+  EXPECT_GT(not_congruent, 50u);
 }
 
 }  // namespace
