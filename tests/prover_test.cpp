@@ -145,6 +145,21 @@ TEST(Prover, ShapeConditionsKeepAxiomsFromFalseInstances) {
   for (const std::string& inst : elsewhere.instances) EXPECT_EQ(inst.find("split_concat["), std::string::npos) << inst;
 }
 
+TEST(Prover, OutputsEqualInDifferentFormsAreProvedFromEveryInstance) {
+  // No form has both outputs of the target (each pair of outputs meets in
+  // forms of its own): the search finds no common form, and Z3 proves the
+  // rule from every instance found (the congruence closure must let it).
+  const ProofResult r = prove(
+      "(concat[axis=1](i0, conv2d[act=relu](i0, k0)), concat[axis=1](i1, conv2d[act=relu](i1, k0))) => "
+      "(split[axis=0, sizes=1x1](concat[axis=1](concat[axis=0](i0, i1), conv2d[act=relu](concat[axis=0](i0, i1), "
+      "k0))).0, split[axis=0, sizes=1x1](concat[axis=1](concat[axis=0](i0, i1), conv2d[act=relu](concat[axis=0](i0, "
+      "i1), k0))).1)",
+      "i0=1x2x4x4,i1=1x2x4x4,k0=2x2x3x3");
+  ASSERT_EQ(r.status, ProofStatus::kProved) << r.reason;
+  EXPECT_TRUE(cites(r, "conv2d_split_batch"));
+  EXPECT_GT(r.instances_found, r.instances.size());
+}
+
 TEST(Prover, KeepsTheQueryGivenToZ3) {
   ProofOptions options;
   options.smt2 = true;

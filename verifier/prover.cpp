@@ -137,8 +137,13 @@ class BidirectionalRewriteSearch {
     // Without a path, Z3 gets every instance found: when they cannot make
     // the sides equal (congruence closure, z3_check.h) its answer is known
     // to be sat, and asking would take most of the budget.
+    // With a path, the instances along it make the sides equal by
+    // substitution, and Z3's congruence closure finds that at once: no limit
+    // (its timer costs more than such a query).
     Z3Answer answer;
-    if (met || outputs_congruent(terms_, source_, target_, used))
+    if (met)
+      answer = z3_check_equal(terms_, source_, target_, used, 0);
+    else if (outputs_congruent(terms_, source_, target_, used))
       answer = z3_check_equal(terms_, source_, target_, used, static_cast<unsigned>(std::max<int64_t>(left, 200)));
     else
       answer.result = Z3Answer::Result::kSat;
@@ -287,7 +292,10 @@ class BidirectionalRewriteSearch {
   // cheapest set (this runs for every rewritten form).
   template <typename F>
   void visit_op_nodes(const std::vector<ValueRef>& outs, F f) const {
-    std::vector<int32_t> visited, stack;
+    std::vector<int32_t>& visited = visit_scratch_[0];
+    std::vector<int32_t>& stack = visit_scratch_[1];
+    visited.clear();
+    stack.clear();
     for (ValueRef v : outs) stack.push_back(v.node);
     while (!stack.empty()) {
       const int32_t id = stack.back();
@@ -407,6 +415,7 @@ class BidirectionalRewriteSearch {
   std::vector<AxiomInstance> instances_;
   std::unordered_map<std::string, int> instance_index_;
   std::unordered_map<uint64_t, std::vector<int>> instances_at_;  // term -> the instances rewriting it, in order
+  mutable std::vector<int32_t> visit_scratch_[2];  // visit_op_nodes' visited set and stack, kept for their capacity
 };
 
 }  // namespace

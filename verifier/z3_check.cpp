@@ -2,6 +2,7 @@
 
 #include <z3++.h>
 
+#include <climits>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -125,7 +126,7 @@ struct ThreadSolver {
   void set_timeout(unsigned ms) {
     if (ms == timeout_ms) return;
     z3::params p(ctx);
-    p.set("timeout", ms);
+    p.set("timeout", ms == 0 ? UINT_MAX : ms);  // UINT_MAX: no timer
     solver.set(p);
     timeout_ms = ms;
   }
@@ -141,7 +142,7 @@ Z3Answer z3_check_equal(const Graph& terms, const std::vector<ValueRef>& source,
     Encoder enc(ctx, terms);
     // Timeouts in steps of 100 ms: setting a parameter costs too, and the
     // time left of a proof differs on every call.
-    z3.set_timeout(std::max(100u, timeout_ms / 100 * 100));
+    z3.set_timeout(timeout_ms == 0 ? 0 : std::max(100u, timeout_ms / 100 * 100));
     z3::solver& solver = z3.solver;
     solver.push();
     pushed = true;

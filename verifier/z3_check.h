@@ -22,7 +22,9 @@ struct Z3Answer {
 
 // Is "every instance holds, and some source output differs from the target
 // output at its position" unsatisfiable? `terms` holds every term mentioned.
-// Uses one Z3 context per calling thread.
+// Uses one Z3 context per calling thread. timeout_ms 0: no time limit, for
+// queries Z3 decides at once (Z3 starts a timer thread for a limit, and
+// waits for it after the check: on a busy machine, longer than the query).
 Z3Answer z3_check_equal(const Graph& terms, const std::vector<ValueRef>& source, const std::vector<ValueRef>& target,
                         const std::vector<const AxiomInstance*>& instances, unsigned timeout_ms);
 
