@@ -211,19 +211,31 @@ TEST(Congruence, AgreesWithZ3OnRandomGroundEquations) {
     Graph g;
     std::vector<ValueRef> square{g.add_input("a", {2, 2}), g.add_input("b", {2, 2}), g.add_input("c", {2, 2})};
     // Two nodes of one value: Z3 names a constant by its hash, so they are one term.
-    for (int copy = 0; copy < 2; ++copy) square.push_back(g.add_constant(ConstantValue(Tensor<float>({2, 2}, {1, 2, 3, 4}))));
+    for (int copy = 0; copy < 2; ++copy)
+      square.push_back(g.add_constant(ConstantValue(Tensor<float>({2, 2}, {1, 2, 3, 4}))));
     std::vector<ValueRef> pieces;  // split's outputs (1x2 or 2x1)
+    const ValueRef two = g.add_constant(ConstantValue(Tensor<float>({}, {2})));
     for (int step = 0; step < 12; ++step) {
       const ValueRef x = square[pick(square.size())], y = square[pick(square.size())];
+      // apply never merges: repeated terms are separate nodes
       switch (pick(5)) {
-        case 0: square.push_back(g.apply("relu", {x})); break;  // apply never merges: repeated terms
-        case 1: square.push_back(g.apply("add", {x, y})); break;
-        case 2: square.push_back(g.apply("mul", {x, y})); break;
-        case 3: square.push_back(g.apply("scalar_mul", {x, g.add_constant(ConstantValue(Tensor<float>({}, {2})))})); break;
+        case 0:
+          square.push_back(g.apply("relu", {x}));
+          break;
+        case 1:
+          square.push_back(g.apply("add", {x, y}));
+          break;
+        case 2:
+          square.push_back(g.apply("mul", {x, y}));
+          break;
+        case 3:
+          square.push_back(g.apply("scalar_mul", {x, two}));
+          break;
         default: {  // one operator with other parameters is another function
           const OpDef& split = ops.get("split");
           const auto axis = static_cast<int64_t>(pick(2));
-          for (ValueRef piece : g.add_op(split, split.make_params({{"axis", axis}, {"sizes", std::vector<int64_t>{1, 1}}}), {x}))
+          for (ValueRef piece :
+               g.add_op(split, split.make_params({{"axis", axis}, {"sizes", std::vector<int64_t>{1, 1}}}), {x}))
             pieces.push_back(piece);
         }
       }

@@ -141,12 +141,13 @@ class BidirectionalRewriteSearch {
     // substitution, and Z3's congruence closure finds that at once: no limit
     // (its timer costs more than such a query).
     Z3Answer answer;
-    if (met)
+    if (met) {
       answer = z3_check_equal(terms_, source_, target_, used, 0);
-    else if (outputs_congruent(terms_, source_, target_, used))
+    } else if (outputs_congruent(terms_, source_, target_, used)) {
       answer = z3_check_equal(terms_, source_, target_, used, static_cast<unsigned>(std::max<int64_t>(left, 200)));
-    else
+    } else {
       answer.result = Z3Answer::Result::kSat;
+    }
     if (answer.result == Z3Answer::Result::kUnsat) {
       result.status = ProofStatus::kProved;
       std::set<std::string> names;
@@ -386,7 +387,9 @@ class BidirectionalRewriteSearch {
     return std::nullopt;
   }
 
-  static uint64_t term_key(ValueRef v) { return (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output); }
+  static uint64_t term_key(ValueRef v) {
+    return (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output);
+  }
 
   int record(AxiomInstance inst) {
     std::string key = inst.axiom->name;

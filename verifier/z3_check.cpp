@@ -43,7 +43,8 @@ std::string symbol(const Node& n, int32_t output, std::vector<int64_t>& ints) {
   for (const auto& entry : n.params.entries()) flatten(entry.second, ints);
   std::string name = n.op->name;
   // One function per output and per signature (a list parameter's length varies).
-  for (size_t part : {n.output_shapes.size() > 1 ? static_cast<size_t>(output) : SIZE_MAX, ints.size(), n.inputs.size()}) {
+  for (size_t part :
+       {n.output_shapes.size() > 1 ? static_cast<size_t>(output) : SIZE_MAX, ints.size(), n.inputs.size()}) {
     if (part == SIZE_MAX) continue;
     name += '/';
     name += std::to_string(part);
