@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "verifier/axioms.h"
 #include "verifier/prover.h"
 #include "verifier/rewrites.h"
 #include "verifier/verify_db.h"
+#include "verifier/z3_check.h"
 
 namespace tgr::verifier {
 namespace {
@@ -143,6 +145,21 @@ TEST(Prover, ShapeConditionsKeepAxiomsFromFalseInstances) {
   for (const std::string& inst : elsewhere.instances) EXPECT_EQ(inst.find("split_concat["), std::string::npos) << inst;
 }
 
+TEST(Prover, OutputsEqualInDifferentFormsAreProvedFromEveryInstance) {
+  // No form has both outputs of the target (each pair of outputs meets in
+  // forms of its own): the search finds no common form, and Z3 proves the
+  // rule from every instance found (the congruence closure must let it).
+  const ProofResult r = prove(
+      "(concat[axis=1](i0, conv2d[act=relu](i0, k0)), concat[axis=1](i1, conv2d[act=relu](i1, k0))) => "
+      "(split[axis=0, sizes=1x1](concat[axis=1](concat[axis=0](i0, i1), conv2d[act=relu](concat[axis=0](i0, i1), "
+      "k0))).0, split[axis=0, sizes=1x1](concat[axis=1](concat[axis=0](i0, i1), conv2d[act=relu](concat[axis=0](i0, "
+      "i1), k0))).1)",
+      "i0=1x2x4x4,i1=1x2x4x4,k0=2x2x3x3");
+  ASSERT_EQ(r.status, ProofStatus::kProved) << r.reason;
+  EXPECT_TRUE(cites(r, "conv2d_split_batch"));
+  EXPECT_GT(r.instances_found, r.instances.size());
+}
+
 TEST(Prover, KeepsTheQueryGivenToZ3) {
   ProofOptions options;
   options.smt2 = true;
@@ -179,6 +196,74 @@ TEST(Rewrites, EveryAxiomWithoutValueConditionsGivesARewrite) {
   EXPECT_GT(rewrites.size(), all.size());
   for (const auto& [name, why] : rewrites.unused())
     EXPECT_EQ(why, "has a condition on values, which terms cannot decide") << name;
+}
+
+// The prover skips Z3 when congruence closure says the instances cannot make
+// the sides equal, so the closure must agree with Z3 on every query: random
+// term graphs (repeated terms, operators with parameters and with several
+// outputs, equal constants) with random equations, each decided both ways.
+TEST(Congruence, AgreesWithZ3OnRandomGroundEquations) {
+  std::mt19937 random(7);
+  auto pick = [&random](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(random); };
+  const OpTable& ops = OpTable::instance();
+  size_t congruent = 0, not_congruent = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    Graph g;
+    std::vector<ValueRef> square{g.add_input("a", {2, 2}), g.add_input("b", {2, 2}), g.add_input("c", {2, 2})};
+    // Two nodes of one value: Z3 names a constant by its hash, so they are one term.
+    for (int copy = 0; copy < 2; ++copy)
+      square.push_back(g.add_constant(ConstantValue(Tensor<float>({2, 2}, {1, 2, 3, 4}))));
+    std::vector<ValueRef> pieces;  // split's outputs (1x2 or 2x1)
+    const ValueRef two = g.add_constant(ConstantValue(Tensor<float>({}, {2})));
+    for (int step = 0; step < 12; ++step) {
+      const ValueRef x = square[pick(square.size())], y = square[pick(square.size())];
+      // apply never merges: repeated terms are separate nodes
+      switch (pick(5)) {
+        case 0:
+          square.push_back(g.apply("relu", {x}));
+          break;
+        case 1:
+          square.push_back(g.apply("add", {x, y}));
+          break;
+        case 2:
+          square.push_back(g.apply("mul", {x, y}));
+          break;
+        case 3:
+          square.push_back(g.apply("scalar_mul", {x, two}));
+          break;
+        default: {  // one operator with other parameters is another function
+          const OpDef& split = ops.get("split");
+          const auto axis = static_cast<int64_t>(pick(2));
+          for (ValueRef piece :
+               g.add_op(split, split.make_params({{"axis", axis}, {"sizes", std::vector<int64_t>{1, 1}}}), {x}))
+            pieces.push_back(piece);
+        }
+      }
+    }
+    std::vector<ValueRef> values = square;
+    values.insert(values.end(), pieces.begin(), pieces.end());
+    // Equations mostly between the leaves, so that congruence has work to do.
+    auto any = [&] { return pick(3) == 0 ? values[pick(values.size())] : square[pick(5)]; };
+    std::vector<AxiomInstance> instances(pick(5));
+    std::vector<const AxiomInstance*> given;
+    for (AxiomInstance& inst : instances) {
+      inst.equations.push_back({any(), any()});
+      given.push_back(&inst);
+    }
+    // Sides of one operator are more often equal.
+    const ValueRef source = values[pick(values.size())];
+    ValueRef target = values[pick(values.size())];
+    for (ValueRef v : values)
+      if (pick(4) == 0 && g.node(v.node).op == g.node(source.node).op && v.output == source.output) target = v;
+    const bool closure = outputs_congruent(g, {source}, {target}, given);
+    const Z3Answer z3 = z3_check_equal(g, {source}, {target}, given, 5000);
+    ASSERT_NE(z3.result, Z3Answer::Result::kUnknown) << z3.reason;
+    EXPECT_EQ(closure, z3.result == Z3Answer::Result::kUnsat) << "trial " << trial;
+    (closure ? congruent : not_congruent)++;
+  }
+  // Both answers occur often enough for the comparison to mean something.
+  EXPECT_GT(congruent, 50u);
+  EXPECT_GT(not_congruent, 50u);
 }
 
 }  // namespace

@@ -134,8 +134,20 @@ class BidirectionalRewriteSearch {
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
     if (options_.smt2) result.smt2 = z3_query_text(terms_, source_, target_, used);
-    const Z3Answer answer =
-        z3_check_equal(terms_, source_, target_, used, static_cast<unsigned>(std::max<int64_t>(left, 200)));
+    // Without a path, Z3 gets every instance found: when they cannot make
+    // the sides equal (congruence closure, z3_check.h) its answer is known
+    // to be sat, and asking would take most of the budget.
+    // With a path, the instances along it make the sides equal by
+    // substitution, and Z3's congruence closure finds that at once: no limit
+    // (its timer costs more than such a query).
+    Z3Answer answer;
+    if (met) {
+      answer = z3_check_equal(terms_, source_, target_, used, 0);
+    } else if (outputs_congruent(terms_, source_, target_, used)) {
+      answer = z3_check_equal(terms_, source_, target_, used, static_cast<unsigned>(std::max<int64_t>(left, 200)));
+    } else {
+      answer.result = Z3Answer::Result::kSat;
+    }
     if (answer.result == Z3Answer::Result::kUnsat) {
       result.status = ProofStatus::kProved;
       std::set<std::string> names;
@@ -262,53 +274,72 @@ class BidirectionalRewriteSearch {
   }
 
   size_t count_ops(const std::vector<ValueRef>& outs) const {
-    std::set<int32_t> nodes;
-    for (ValueRef v : subterms(outs)) nodes.insert(v.node);
-    return nodes.size();
+    size_t ops = 0;
+    visit_op_nodes(outs, [&ops](int32_t, const Node&) { ++ops; });
+    return ops;
   }
 
   // The op values the outputs depend on, each once.
   std::vector<ValueRef> subterms(const std::vector<ValueRef>& outs) const {
     std::vector<ValueRef> out;
-    std::set<int32_t> visited;
-    std::vector<int32_t> stack;
+    visit_op_nodes(outs, [&out](int32_t id, const Node& n) {
+      for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) out.push_back({id, k});
+    });
+    return out;
+  }
+
+  // Calls `f(id, node)` for each operator node the outputs depend on, once,
+  // depth first. Forms have a few dozen nodes at most: a vector is the
+  // cheapest set (this runs for every rewritten form).
+  template <typename F>
+  void visit_op_nodes(const std::vector<ValueRef>& outs, F f) const {
+    std::vector<int32_t>& visited = visit_scratch_[0];
+    std::vector<int32_t>& stack = visit_scratch_[1];
+    visited.clear();
+    stack.clear();
     for (ValueRef v : outs) stack.push_back(v.node);
     while (!stack.empty()) {
       const int32_t id = stack.back();
       stack.pop_back();
-      if (!visited.insert(id).second) continue;
+      if (std::find(visited.begin(), visited.end(), id) != visited.end()) continue;
+      visited.push_back(id);
       const Node& n = terms_.node(id);
       if (!n.is_op()) continue;
-      for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) out.push_back({id, k});
+      f(id, n);
       for (ValueRef in : n.inputs) stack.push_back(in.node);
     }
-    return out;
   }
 
   // `outs` with every occurrence of a replaced value substituted.
   std::vector<ValueRef> replace(const std::vector<ValueRef>& outs, const std::vector<Equation>& eqs) {
-    std::unordered_map<uint64_t, ValueRef> memo;
-    auto key = [](ValueRef v) { return (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output); };
+    // Value -> its replacement; a form has a few dozen values, so a vector
+    // searched from the front (the first equation for a value wins).
+    std::vector<std::pair<ValueRef, ValueRef>> memo;
     for (const Equation& e : eqs)
-      if (!(e.from == e.to)) memo.emplace(key(e.from), e.to);
-    std::function<ValueRef(ValueRef)> rebuild = [&](ValueRef v) -> ValueRef {
-      if (auto it = memo.find(key(v)); it != memo.end()) return it->second;
-      const Node& n = terms_.node(v.node);
-      ValueRef result = v;
-      if (n.is_op()) {
-        const OpDef* op = n.op;
-        const Params params = n.params;
-        const std::vector<ValueRef> old_inputs = n.inputs;  // copies: find_or_add_op may move the nodes
-        std::vector<ValueRef> ins;
-        for (ValueRef in : old_inputs) ins.push_back(rebuild(in));
-        if (ins != old_inputs) result = terms_.find_or_add_op(*op, params, std::move(ins))[v.output];
-      }
-      memo.emplace(key(v), result);
-      return result;
-    };
+      if (!(e.from == e.to)) memo.emplace_back(e.from, e.to);
     std::vector<ValueRef> out;
-    for (ValueRef v : outs) out.push_back(rebuild(v));
+    for (ValueRef v : outs) out.push_back(rebuild(v, memo));
     return out;
+  }
+
+  ValueRef rebuild(ValueRef v, std::vector<std::pair<ValueRef, ValueRef>>& memo) {
+    for (const auto& [from, to] : memo)
+      if (from == v) return to;
+    ValueRef result = v;
+    if (terms_.node(v.node).is_op()) {
+      const std::vector<ValueRef> old_inputs = terms_.node(v.node).inputs;  // a copy: find_or_add_op may move the nodes
+      std::vector<ValueRef> ins;
+      ins.reserve(old_inputs.size());
+      for (ValueRef in : old_inputs) ins.push_back(rebuild(in, memo));
+      if (ins != old_inputs) {
+        const Node& n = terms_.node(v.node);
+        const OpDef* op = n.op;
+        Params params = n.params;
+        result = terms_.find_or_add_op(*op, std::move(params), std::move(ins))[v.output];
+      }
+    }
+    memo.emplace_back(v, result);
+    return result;
   }
 
   // Applies every rewrite at every subterm of state `s`; a new form goes to
@@ -316,18 +347,35 @@ class BidirectionalRewriteSearch {
   std::optional<std::pair<int, int>> expand(int s, int side, std::vector<int>& next) {
     const std::vector<ValueRef> outs = states_[s].outs;
     for (ValueRef v : subterms(outs)) {
-      const std::string op_name = terms_.node(v.node).op->name;
-      for (const Rewrite& rw : rewrites_.rooted_at(op_name)) {
-        if (!only_axioms_.empty() && !only_axioms_.count(rw.axiom->name)) continue;
-        std::optional<AxiomInstance> inst = apply_rewrite(rw, terms_, v);
-        if (!inst) continue;
-        std::vector<int> used{record(std::move(*inst))};
+      // The instances at a term are the same in every form that contains
+      // it (terms are hash-consed and never change): matched once, the
+      // first time the term is met; later forms reuse the list.
+      auto [at, first_visit] = instances_at_.try_emplace(term_key(v));
+      std::vector<int>& slot = at->second;
+      const std::vector<int>* known = first_visit ? nullptr : &slot;
+      const auto& rewrites = rewrites_.rooted_at(terms_.node(v.node).op->name);
+      const size_t n = known ? known->size() : rewrites.size();
+      for (size_t k = 0; k < n; ++k) {
+        int index = -1;
+        if (known) {
+          index = (*known)[k];
+        } else {
+          const Rewrite& rw = rewrites[k];
+          if (!only_axioms_.empty() && !only_axioms_.count(rw.axiom->name)) continue;
+          std::optional<AxiomInstance> inst = apply_rewrite(rw, terms_, v);
+          if (!inst) continue;
+          index = record(std::move(*inst));
+          slot.push_back(index);
+        }
+        std::vector<int> used{index};
         std::vector<ValueRef> rewritten = fold_closed(replace(outs, instances_[used[0]].equations), used);
         if (rewritten == outs) continue;
         // Forms much larger than both sides rarely lie on a proof and make
         // the search explode (a -> a * ones -> ...): bounded.
         if (count_ops(rewritten) > max_ops_) continue;
         if (auto other = seen_[1 - side].find(rewritten); other != seen_[1 - side].end()) {
+          // A search that ends here leaves this term's list unfinished.
+          if (!known) instances_at_.erase(term_key(v));
           const int here = add_state(rewritten, side, s, used);
           const int mine = here >= 0 ? here : seen_[side].at(rewritten);
           return side == 0 ? std::pair{mine, other->second} : std::pair{other->second, mine};
@@ -337,6 +385,10 @@ class BidirectionalRewriteSearch {
       }
     }
     return std::nullopt;
+  }
+
+  static uint64_t term_key(ValueRef v) {
+    return (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output);
   }
 
   int record(AxiomInstance inst) {
@@ -365,6 +417,8 @@ class BidirectionalRewriteSearch {
   std::unordered_map<std::vector<ValueRef>, int, VecHash> seen_[2];
   std::vector<AxiomInstance> instances_;
   std::unordered_map<std::string, int> instance_index_;
+  std::unordered_map<uint64_t, std::vector<int>> instances_at_;  // term -> the instances rewriting it, in order
+  mutable std::vector<int32_t> visit_scratch_[2];  // visit_op_nodes' visited set and stack, kept for their capacity
 };
 
 }  // namespace

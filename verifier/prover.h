@@ -13,7 +13,8 @@
 // with its shape conditions decided on the concrete shapes by the operator
 // table, replaces that subterm; when the two searches reach a common term,
 // the instances along both paths go to Z3. When they do not meet within the
-// budget, every instance found goes to Z3, which may still combine them.
+// budget, every instance found goes to Z3, which may still combine them,
+// unless their congruence closure shows they cannot (z3_check.h).
 // Z3 never sees an instance the table's shape rules do not admit, which is
 // what keeps shape-dependent axioms (concat, split, enlarge) sound.
 #pragma once

@@ -1,6 +1,7 @@
 #include "verifier/rewrites.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <set>
 
@@ -26,11 +27,17 @@ void collect_term_params(const Term& t, std::set<std::string>& out) {
   for (const Term& a : t.args) collect_term_params(a, out);
 }
 
-// The ranks a variable of `kind` was validated at (axioms::kind_shapes).
-std::vector<size_t> validated_ranks(axioms::Kind kind) {
-  std::set<size_t> ranks;
-  for (const Shape& s : axioms::kind_shapes(kind)) ranks.insert(s.size());
-  return {ranks.begin(), ranks.end()};
+// Whether a variable of `kind` was validated at `rank` (axioms::kind_shapes).
+// Asked at every variable of every match: the ranks of each kind are
+// gathered once, as a bit per rank.
+bool validated_rank(axioms::Kind kind, size_t rank) {
+  static const std::array<uint64_t, 6> kRanks = [] {
+    std::array<uint64_t, 6> ranks{};
+    for (size_t k = 0; k < ranks.size(); ++k)
+      for (const Shape& s : axioms::kind_shapes(static_cast<axioms::Kind>(k))) ranks[k] |= uint64_t{1} << s.size();
+    return ranks;
+  }();
+  return rank < 64 && (kRanks.at(static_cast<size_t>(kind)) >> rank & 1);
 }
 
 // What a match has bound so far, indexed like the axiom's variables and parameters.
@@ -94,8 +101,7 @@ bool match(const Axiom& ax, const Expr& e, const Graph& g, ValueRef v, Match& m)
     if (m.vars[i]) return *m.vars[i] == v;
     if (g.dtype(v) != DType::kFloat) return false;  // the axioms are validated on real tensors only
     const Shape& shape = g.shape(v);
-    const auto ranks = validated_ranks(ax.variables[i].kind);
-    if (std::find(ranks.begin(), ranks.end(), shape.size()) == ranks.end()) return false;
+    if (!validated_rank(ax.variables[i].kind, shape.size())) return false;
     m.vars[i] = v;
     m.var_shape[i] = shape;
     return true;

@@ -2,6 +2,7 @@
 
 #include <z3++.h>
 
+#include <climits>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -30,6 +31,27 @@ void flatten(const ParamValue& value, std::vector<int64_t>& out) {
   }
 }
 
+// The Z3 symbol of value `output` of node `n`: a graph input is the tensor
+// constant of its name, a constant the one of its hash; an operator output
+// is a function named after the operator, the output (of several) and its
+// signature, applied to the parameters' integers (`ints`) and the inputs.
+// The encoder and the congruence closure both name terms through this.
+std::string symbol(const Node& n, int32_t output, std::vector<int64_t>& ints) {
+  ints.clear();
+  if (n.is_input()) return n.name;
+  if (n.is_constant()) return "constant_" + std::to_string(n.hash);
+  for (const auto& entry : n.params.entries()) flatten(entry.second, ints);
+  std::string name = n.op->name;
+  // One function per output and per signature (a list parameter's length varies).
+  for (size_t part :
+       {n.output_shapes.size() > 1 ? static_cast<size_t>(output) : SIZE_MAX, ints.size(), n.inputs.size()}) {
+    if (part == SIZE_MAX) continue;
+    name += '/';
+    name += std::to_string(part);
+  }
+  return name;
+}
+
 class Encoder {
  public:
   Encoder(z3::context& ctx, const Graph& g) : ctx_(ctx), g_(g), tensor_(ctx.uninterpreted_sort("Tensor")) {}
@@ -39,13 +61,11 @@ class Encoder {
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     const Node& n = g_.node(v.node);
     z3::expr e(ctx_);
-    if (n.is_input()) {
-      e = ctx_.constant(n.name.c_str(), tensor_);
-    } else if (n.is_constant()) {
-      e = ctx_.constant(("constant_" + std::to_string(n.hash)).c_str(), tensor_);
+    std::vector<int64_t> ints;
+    const std::string name = symbol(n, v.output, ints);
+    if (!n.is_op()) {
+      e = ctx_.constant(name.c_str(), tensor_);
     } else {
-      std::vector<int64_t> ints;
-      for (const auto& entry : n.params.entries()) flatten(entry.second, ints);
       z3::expr_vector args(ctx_);
       z3::sort_vector domain(ctx_);
       for (int64_t i : ints) {
@@ -55,13 +75,6 @@ class Encoder {
       for (ValueRef in : n.inputs) {
         args.push_back(term(in));
         domain.push_back(tensor_);
-      }
-      std::string name = n.op->name;
-      // One function per output and per signature (a list parameter's length varies).
-      for (size_t part : {n.output_shapes.size() > 1 ? static_cast<size_t>(v.output) : SIZE_MAX, ints.size(), n.inputs.size()}) {
-        if (part == SIZE_MAX) continue;
-        name += '/';
-        name += std::to_string(part);
       }
       auto it = decls_.find(name);
       if (it == decls_.end()) it = decls_.emplace(name, ctx_.function(name.c_str(), domain, tensor_)).first;
@@ -114,7 +127,7 @@ struct ThreadSolver {
   void set_timeout(unsigned ms) {
     if (ms == timeout_ms) return;
     z3::params p(ctx);
-    p.set("timeout", ms);
+    p.set("timeout", ms == 0 ? UINT_MAX : ms);  // UINT_MAX: no timer
     solver.set(p);
     timeout_ms = ms;
   }
@@ -130,7 +143,7 @@ Z3Answer z3_check_equal(const Graph& terms, const std::vector<ValueRef>& source,
     Encoder enc(ctx, terms);
     // Timeouts in steps of 100 ms: setting a parameter costs too, and the
     // time left of a proof differs on every call.
-    z3.set_timeout(std::max(100u, timeout_ms / 100 * 100));
+    z3.set_timeout(timeout_ms == 0 ? 0 : std::max(100u, timeout_ms / 100 * 100));
     z3::solver& solver = z3.solver;
     solver.push();
     pushed = true;
@@ -172,6 +185,59 @@ Z3Answer z3_check_equal(const Graph& terms, const std::vector<ValueRef>& source,
     }
   }
   return answer;
+}
+
+bool outputs_congruent(const Graph& terms, const std::vector<ValueRef>& source, const std::vector<ValueRef>& target,
+                       const std::vector<const AxiomInstance*>& instances) {
+  // Every value of the graph gets an index; node i's outputs follow those
+  // of the nodes before it, whose indices are smaller (a node's inputs are
+  // always earlier nodes: the graph only grows by find_or_add_op).
+  const std::vector<Node>& nodes = terms.nodes();
+  std::vector<size_t> first(nodes.size() + 1, 0);
+  for (size_t i = 0; i < nodes.size(); ++i) first[i + 1] = first[i] + nodes[i].output_shapes.size();
+  auto index = [&](ValueRef v) { return first.at(static_cast<size_t>(v.node)) + static_cast<size_t>(v.output); };
+  std::vector<size_t> parent(first.back());
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  auto find = [&parent](size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  auto unite = [&](size_t a, size_t b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return false;
+    parent[std::max(a, b)] = std::min(a, b);
+    return true;
+  };
+  // Each value's symbol and integers (the function Z3 applies) as a number.
+  std::map<std::pair<std::string, std::vector<int64_t>>, int64_t> symbols;
+  std::vector<int64_t> symbol_of(parent.size());
+  std::vector<int64_t> ints;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int32_t k = 0; k < static_cast<int32_t>(nodes[i].output_shapes.size()); ++k) {
+      std::string name = symbol(nodes[i], k, ints);
+      const auto next = static_cast<int64_t>(symbols.size());
+      symbol_of[first[i] + k] = symbols.emplace(std::pair{std::move(name), ints}, next).first->second;
+    }
+  for (const AxiomInstance* inst : instances)
+    for (const Equation& e : inst->equations) unite(index(e.from), index(e.to));
+  // Congruence to a fixed point: equal symbols applied to equal classes.
+  std::vector<int64_t> signature;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::unordered_map<std::string, size_t> by_signature;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (int32_t k = 0; k < static_cast<int32_t>(nodes[i].output_shapes.size()); ++k) {
+        signature.assign(1, symbol_of[first[i] + k]);
+        for (ValueRef in : nodes[i].inputs) signature.push_back(static_cast<int64_t>(find(index(in))));
+        std::string key(reinterpret_cast<const char*>(signature.data()), signature.size() * sizeof(int64_t));
+        auto [it, inserted] = by_signature.emplace(std::move(key), first[i] + k);
+        if (!inserted) changed |= unite(it->second, first[i] + k);
+      }
+  }
+  for (size_t k = 0; k < source.size(); ++k)
+    if (find(index(source[k])) != find(index(target[k]))) return false;
+  return true;
 }
 
 std::string z3_query_text(const Graph& terms, const std::vector<ValueRef>& source, const std::vector<ValueRef>& target,
