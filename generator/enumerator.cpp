@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <map>
 #include <unordered_map>
@@ -77,6 +78,7 @@ class DepthFirstEnumeration {
       var_index_.push_back(std::stoi(v.name.substr(kind.size())));
     }
     n_kinds_ = static_cast<int>(kinds.size());
+    for (const OpTemplate& t : world.templates) max_arity_ = std::max(max_arity_, t.arity);
   }
 
   // All graphs whose first operator is `first` (one task of the parallel loop).
@@ -254,9 +256,9 @@ class DepthFirstEnumeration {
     ops_.pop_back();
   }
 
-  // Operators are connected when one reads the other's output or both read
-  // one variable; a registered graph is one connected piece.
-  bool connected() const {
+  // The connected pieces of the operators: two are in one piece when one
+  // reads the other's output or both read one variable.
+  int pieces() const {
     const int n = static_cast<int>(ops_.size());
     std::array<int, kMaxOps> parent;
     for (int i = 0; i < n; ++i) parent[i] = i;
@@ -266,25 +268,40 @@ class DepthFirstEnumeration {
     };
     std::array<int, 256> var_user;
     var_user.fill(-1);
+    int count = n;
     for (int i = 0; i < n; ++i)
       for (int a = 0; a < ops_[i].n_args; ++a) {
         const int s = ops_[i].args[a];
         const int other = slots_[s].op >= 0 ? slots_[s].op : var_user[s];
         if (slots_[s].op < 0) var_user[s] = i;
-        if (other >= 0) parent[find(i)] = find(other);
+        if (other < 0) continue;
+        const int x = find(i), y = find(other);
+        if (x != y) {
+          parent[x] = y;
+          --count;
+        }
       }
-    for (int i = 1; i < n; ++i)
-      if (find(i) != find(0)) return false;
-    return true;
+    return count;
   }
 
-  // Whether adding `op` leaves the operators one connected piece.
-  bool connects(const OpRef& op) {
+  // A registered graph is one connected piece.
+  bool connected() const { return pieces() == 1; }
+
+  // Whether the operators, with `op` added, can still grow into a graph that
+  // is registered within max_ops operators. Each further operator joins at
+  // most as many pieces as it has arguments (one piece each) and brings in
+  // at most that many variables, so a graph that is too split, or misses
+  // too many of its kinds' first variables (x1 used, x0 not:
+  // variables_are_first_ones), cannot. Cutting such a branch before its
+  // operator is evaluated loses no graph: none below it would be registered.
+  bool can_register_below(const OpRef& op) {
     ops_.push_back(op);
     // Its outputs do not exist yet; only its arguments matter here.
-    const bool ok = connected();
+    const int split = pieces() - 1;
+    const int missing = missing_first_variables();
     ops_.pop_back();
-    return ok;
+    const int further = max_ops_ - static_cast<int>(ops_.size()) - 1;
+    return split <= further * std::max(max_arity_ - 1, 0) && missing <= further * max_arity_;
   }
 
   // Graphs are kept only when each kind's variables in use are its first
@@ -298,6 +315,19 @@ class DepthFirstEnumeration {
     for (int k = 0; k < n_kinds_; ++k)
       if ((used[k] & (used[k] + 1)) != 0) return false;  // not of the form 0..01..1
     return true;
+  }
+
+  // How many variables the operators would have to read in addition for the
+  // ones they read to be their kinds' first ones (x2 alone: x0 and x1).
+  int missing_first_variables() const {
+    std::array<uint32_t, 16> used{};
+    for (const OpRef& op : ops_)
+      for (int a = 0; a < op.n_args; ++a)
+        if (slots_[op.args[a]].op < 0) used[var_kind_[op.args[a]]] |= 1u << var_index_[op.args[a]];
+    int missing = 0;
+    for (int k = 0; k < n_kinds_; ++k)
+      if (used[k] != 0) missing += (32 - std::countl_zero(used[k])) - std::popcount(used[k]);
+    return missing;
   }
 
   void emit() {
@@ -354,7 +384,7 @@ class DepthFirstEnumeration {
     std::vector<OpRef> next;
     for_each_candidate([&](const OpRef& op) { next.push_back(op); });
     for (const OpRef& op : next) {
-      if (last && !connects(op)) continue;  // could not be registered
+      if (!can_register_below(op)) continue;
       if (!try_push(op)) continue;
       if (last) {
         emit();  // the last level: no deeper search
@@ -375,6 +405,7 @@ class DepthFirstEnumeration {
   ShapeCache cache_;
   std::vector<int> var_kind_, var_index_;
   int n_kinds_ = 0;
+  int max_arity_ = 0;  // of the world's templates
   std::vector<Slot> slots_;
   std::vector<OpRef> ops_;
 };
