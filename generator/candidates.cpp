@@ -72,9 +72,9 @@ class PairAnalysis {
   // The keys the deduplicating passes compare (cheap), for every pair.
   void keys(PairInfo& info) const {
     info.text = a_.text + " => " + b_.text;
-    const RuleExpr rule{a_.exprs, b_.exprs};
+    RuleExpr rule{a_.exprs, b_.exprs};
     info.rename_key = canonical_rule_text(rule, true, false);
-    info.full_key = canonical_rule_text(rule, true, true);
+    info.full_key = canonical_rule_text(std::move(rule), true, true);
     info.trivial = sides_equal(info.full_key);
   }
 

@@ -256,9 +256,16 @@ class DepthFirstEnumeration {
     ops_.pop_back();
   }
 
-  // The connected pieces of the operators: two are in one piece when one
-  // reads the other's output or both read one variable.
-  int pieces() const {
+  // The connected pieces of the operators (two are in one piece when one
+  // reads the other's output or both read one variable), and the variables
+  // they read.
+  struct Pieces {
+    int count = 0;
+    std::array<int8_t, kMaxOps> of_op{};
+    std::array<int8_t, 256> of_variable{};  // -1: read by none
+    std::array<uint32_t, 16> variables_used{};  // per kind, a bit per index
+  };
+  Pieces pieces() const {
     const int n = static_cast<int>(ops_.size());
     std::array<int, kMaxOps> parent;
     for (int i = 0; i < n; ++i) parent[i] = i;
@@ -268,38 +275,50 @@ class DepthFirstEnumeration {
     };
     std::array<int, 256> var_user;
     var_user.fill(-1);
-    int count = n;
+    Pieces p;
     for (int i = 0; i < n; ++i)
       for (int a = 0; a < ops_[i].n_args; ++a) {
         const int s = ops_[i].args[a];
         const int other = slots_[s].op >= 0 ? slots_[s].op : var_user[s];
-        if (slots_[s].op < 0) var_user[s] = i;
-        if (other < 0) continue;
-        const int x = find(i), y = find(other);
-        if (x != y) {
-          parent[x] = y;
-          --count;
+        if (slots_[s].op < 0) {
+          var_user[s] = i;
+          p.variables_used[var_kind_[s]] |= 1u << var_index_[s];
         }
+        if (other >= 0) parent[find(i)] = find(other);
       }
-    return count;
+    for (int i = 0; i < n; ++i) {
+      p.of_op[i] = static_cast<int8_t>(find(i));
+      if (p.of_op[i] == i) ++p.count;
+    }
+    for (int s = 0; s < n_vars_; ++s) p.of_variable[s] = static_cast<int8_t>(var_user[s] < 0 ? -1 : p.of_op[var_user[s]]);
+    return p;
   }
 
   // A registered graph is one connected piece.
-  bool connected() const { return pieces() == 1; }
+  bool connected() const { return pieces().count == 1; }
 
-  // Whether the operators, with `op` added, can still grow into a graph that
-  // is registered within max_ops operators. Each further operator joins at
-  // most as many pieces as it has arguments (one piece each) and brings in
-  // at most that many variables, so a graph that is too split, or misses
-  // too many of its kinds' first variables (x1 used, x0 not:
-  // variables_are_first_ones), cannot. Cutting such a branch before its
+  // Whether the operators (in `now`), with `op` added, can still grow into a
+  // graph that is registered within max_ops operators. Each further
+  // operator joins at most as many pieces as it has arguments (one piece
+  // each) and brings in at most that many variables, so a graph that is too
+  // split, or misses too many of its kinds' first variables (x1 used, x0
+  // not: variables_are_first_ones), cannot. Cutting such a branch before its
   // operator is evaluated loses no graph: none below it would be registered.
-  bool can_register_below(const OpRef& op) {
-    ops_.push_back(op);
-    // Its outputs do not exist yet; only its arguments matter here.
-    const int split = pieces() - 1;
-    const int missing = missing_first_variables();
-    ops_.pop_back();
+  bool can_register_below(const Pieces& now, const OpRef& op) const {
+    std::array<int, 3> touched{};
+    int n_touched = 0;
+    std::array<uint32_t, 16> used = now.variables_used;
+    for (int a = 0; a < op.n_args; ++a) {
+      const int s = op.args[a];
+      const int piece = slots_[s].op >= 0 ? now.of_op[slots_[s].op] : now.of_variable[s];
+      if (slots_[s].op < 0) used[var_kind_[s]] |= 1u << var_index_[s];
+      if (piece >= 0 && std::find(touched.begin(), touched.begin() + n_touched, piece) == touched.begin() + n_touched)
+        touched[n_touched++] = piece;
+    }
+    const int split = now.count - n_touched;  // pieces after adding op, less one
+    int missing = 0;  // variables still to read for the used ones to be the first ones
+    for (int k = 0; k < n_kinds_; ++k)
+      if (used[k] != 0) missing += (32 - std::countl_zero(used[k])) - std::popcount(used[k]);
     const int further = max_ops_ - static_cast<int>(ops_.size()) - 1;
     return split <= further * std::max(max_arity_ - 1, 0) && missing <= further * max_arity_;
   }
@@ -315,19 +334,6 @@ class DepthFirstEnumeration {
     for (int k = 0; k < n_kinds_; ++k)
       if ((used[k] & (used[k] + 1)) != 0) return false;  // not of the form 0..01..1
     return true;
-  }
-
-  // How many variables the operators would have to read in addition for the
-  // ones they read to be their kinds' first ones (x2 alone: x0 and x1).
-  int missing_first_variables() const {
-    std::array<uint32_t, 16> used{};
-    for (const OpRef& op : ops_)
-      for (int a = 0; a < op.n_args; ++a)
-        if (slots_[op.args[a]].op < 0) used[var_kind_[op.args[a]]] |= 1u << var_index_[op.args[a]];
-    int missing = 0;
-    for (int k = 0; k < n_kinds_; ++k)
-      if (used[k] != 0) missing += (32 - std::countl_zero(used[k])) - std::popcount(used[k]);
-    return missing;
   }
 
   void emit() {
@@ -383,8 +389,9 @@ class DepthFirstEnumeration {
     const bool last = static_cast<int>(ops_.size()) + 1 == max_ops_;
     std::vector<OpRef> next;
     for_each_candidate([&](const OpRef& op) { next.push_back(op); });
+    const Pieces now = pieces();
     for (const OpRef& op : next) {
-      if (!can_register_below(op)) continue;
+      if (!can_register_below(now, op)) continue;
       if (!try_push(op)) continue;
       if (last) {
         emit();  // the last level: no deeper search
