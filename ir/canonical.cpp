@@ -42,23 +42,33 @@ std::string variable_kind(std::string_view name) {
 namespace {
 
 // Renames variables by order of first appearance while printing (no tree
-// is copied): each kind counts on from 0.
+// is copied): each kind counts on from 0. A rule has a handful of
+// variables, so they are kept in a short list, not a map.
 class FirstAppearance {
  public:
   const std::string& operator()(const std::string& name) {
-    auto it = names_.find(name);
-    if (it == names_.end()) {
-      const std::string kind = variable_kind(name);
-      it = names_.emplace(name, kind + std::to_string(counters_[kind]++)).first;
-    }
-    return it->second;
+    for (const auto& [from, to] : names_)
+      if (from == name) return to;
+    const std::string kind = variable_kind(name);
+    int count = 0;
+    for (const auto& [from, to] : names_)
+      if (to.size() > kind.size() && to.compare(0, kind.size(), kind) == 0 &&
+          !std::isalpha(static_cast<unsigned char>(to[kind.size()])))
+        ++count;
+    names_.emplace_back(name, kind + std::to_string(count));
+    return names_.back().second;
   }
-  const std::map<std::string, std::string>& names() const { return names_; }
-  bool same_as(const FirstAppearance& other) const { return names_ == other.names_; }
+  std::map<std::string, std::string> names() const { return {names_.begin(), names_.end()}; }
+  // The same variables named alike (whatever order they were met in).
+  bool same_as(const FirstAppearance& other) const {
+    if (names_.size() != other.names_.size()) return false;
+    for (const auto& entry : names_)
+      if (std::find(other.names_.begin(), other.names_.end(), entry) == other.names_.end()) return false;
+    return true;
+  }
 
  private:
-  std::map<std::string, std::string> names_;
-  std::map<std::string, int> counters_;
+  std::vector<std::pair<std::string, std::string>> names_;  // old name, new name; references stay valid until the next call
 };
 
 // Applies (or, applied again, undoes) the argument swaps that `mask` selects
