@@ -35,7 +35,8 @@ struct Member {
 uint64_t shape_hash(const Expr& e) {
   if (e.kind == Expr::Kind::kVar) return hash_combine(0x3c6ef372fe94f82bULL, fnv1a(e.name));
   uint64_t h = hash_combine(fnv1a(e.name), static_cast<uint64_t>(static_cast<int64_t>(e.output)));
-  for (const auto& [key, value] : e.params) h = hash_combine(hash_combine(h, fnv1a(key)), fnv1a(param_value_to_string(value)));
+  for (const auto& [key, value] : e.params)
+    h = hash_combine(hash_combine(h, fnv1a(key)), fnv1a(param_value_to_string(value)));
   std::vector<uint64_t> args;
   for (const Expr& a : e.args) args.push_back(shape_hash(a));
   if (args.size() == 2 && OpTable::instance().get(e.name).commutative) std::sort(args.begin(), args.end());

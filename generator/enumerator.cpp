@@ -262,7 +262,7 @@ class DepthFirstEnumeration {
   struct Pieces {
     int count = 0;
     std::array<int8_t, kMaxOps> of_op{};
-    std::array<int8_t, 256> of_variable{};  // -1: read by none
+    std::array<int8_t, 256> of_variable{};      // -1: read by none
     std::array<uint32_t, 16> variables_used{};  // per kind, a bit per index
   };
   Pieces pieces() const {
@@ -290,7 +290,8 @@ class DepthFirstEnumeration {
       p.of_op[i] = static_cast<int8_t>(find(i));
       if (p.of_op[i] == i) ++p.count;
     }
-    for (int s = 0; s < n_vars_; ++s) p.of_variable[s] = static_cast<int8_t>(var_user[s] < 0 ? -1 : p.of_op[var_user[s]]);
+    for (int s = 0; s < n_vars_; ++s)
+      p.of_variable[s] = static_cast<int8_t>(var_user[s] < 0 ? -1 : p.of_op[var_user[s]]);
     return p;
   }
 
@@ -316,7 +317,8 @@ class DepthFirstEnumeration {
         touched[n_touched++] = piece;
     }
     const int split = now.count - n_touched;  // pieces after adding op, less one
-    int missing = 0;  // variables still to read for the used ones to be the first ones
+    // Variables still to read for the used ones to be the first ones.
+    int missing = 0;
     for (int k = 0; k < n_kinds_; ++k)
       if (used[k] != 0) missing += (32 - std::countl_zero(used[k])) - std::popcount(used[k]);
     const int further = max_ops_ - static_cast<int>(ops_.size()) - 1;

@@ -68,7 +68,8 @@ class FirstAppearance {
   }
 
  private:
-  std::vector<std::pair<std::string, std::string>> names_;  // old name, new name; references stay valid until the next call
+  // Old name, new name; a reference returned stays valid until the next call.
+  std::vector<std::pair<std::string, std::string>> names_;
 };
 
 // Applies (or, applied again, undoes) the argument swaps that `mask` selects
@@ -118,9 +119,8 @@ std::optional<std::string> smallest_rule_text(std::vector<Expr>& source, std::ve
     }
     // Orders that name the variables alike give the same target texts: the
     // first (smallest mask) stands for them.
-    if (text == best_source &&
-        std::none_of(best_sources.begin(), best_sources.end(),
-                     [&](const SourceOrder& o) { return o.renamer.same_as(renamer); }))
+    if (text == best_source && std::none_of(best_sources.begin(), best_sources.end(),
+                                            [&](const SourceOrder& o) { return o.renamer.same_as(renamer); }))
       best_sources.push_back({mask, std::move(renamer)});
     source_texts.push_back(std::move(text));
   }
