@@ -24,9 +24,25 @@ constexpr size_t kAllPairsUpTo = 6;  // larger classes pair each graph with the 
 struct Member {
   Graph graph;
   std::vector<Expr> exprs;  // its outputs, parameters normalised
+  std::vector<uint64_t> shapes;  // per output, blind to commutative argument order (shape_hash)
   std::string text;
   int ops = 0;
 };
+
+// A hash of an expression that argument swaps of commutative operators do
+// not change (the canonical texts' equivalence, without renaming): two
+// expressions that canonical_rule_text can write alike hash alike.
+uint64_t shape_hash(const Expr& e) {
+  if (e.kind == Expr::Kind::kVar) return hash_combine(0x3c6ef372fe94f82bULL, fnv1a(e.name));
+  uint64_t h = hash_combine(fnv1a(e.name), static_cast<uint64_t>(static_cast<int64_t>(e.output)));
+  for (const auto& [key, value] : e.params)
+    h = hash_combine(hash_combine(h, fnv1a(key)), fnv1a(param_value_to_string(value)));
+  std::vector<uint64_t> args;
+  for (const Expr& a : e.args) args.push_back(shape_hash(a));
+  if (args.size() == 2 && OpTable::instance().get(e.name).commutative) std::sort(args.begin(), args.end());
+  for (uint64_t a : args) h = hash_combine(h, a);
+  return h;
+}
 
 // What one pair needs for the passes, computed in parallel.
 struct PairInfo {
@@ -69,20 +85,37 @@ class PairAnalysis {
   PairAnalysis(const World& world, const std::vector<Tensor<double>>& inputs, const Member& a, const Member& b)
       : world_(world), inputs_(inputs), a_(a), b_(b) {}
 
-  // The keys the deduplicating passes compare (cheap), for every pair.
+  // The keys the deduplicating passes compare, for every pair: whether it
+  // is trivial (its canonical text has equal sides), and the key up to
+  // variable names. A canonical text can have equal sides only when the
+  // sides are equal up to commutative argument order, output by output
+  // (the text renames both sides alike), so the canonical text is only
+  // computed here when their shape hashes say they may be.
   void keys(PairInfo& info) const {
     info.text = a_.text + " => " + b_.text;
-    const RuleExpr rule{a_.exprs, b_.exprs};
+    RuleExpr rule{a_.exprs, b_.exprs};
     info.rename_key = canonical_rule_text(rule, true, false);
-    info.full_key = canonical_rule_text(rule, true, true);
-    info.trivial = sides_equal(info.full_key);
+    if (a_.shapes == b_.shapes) {
+      info.full_key = canonical_rule_text(std::move(rule), true, true);
+      info.trivial = sides_equal(info.full_key);
+    }
   }
 
-  // The evaluations (dearer), for pairs that survive deduplication.
+  // The key up to commutative argument order too, for the pairs new by
+  // their names.
+  void full_key(PairInfo& info) const {
+    if (info.full_key.empty()) info.full_key = canonical_rule_text(RuleExpr{a_.exprs, b_.exprs}, true, true);
+  }
+
+  // The evaluations (dearer), for pairs that survive deduplication, in the
+  // order the pair is judged by them (a common subgraph first): what
+  // decides it ends the checks.
   void checks(PairInfo& info) const {
-    info.float64_equal = float64_equal();
-    info.smaller_supergraph_rule = supergraph();
     info.smaller_subgraph_rule = subgraph();
+    if (info.smaller_subgraph_rule) return;
+    info.smaller_supergraph_rule = supergraph();
+    if (info.smaller_supergraph_rule) return;
+    info.float64_equal = float64_equal();
   }
 
  private:
@@ -383,6 +416,10 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
         m.graph = e.to_graph(kept[k]);
         for (ValueRef v : m.graph.outputs()) m.exprs.push_back(to_expr(m.graph, v));
         m.text = to_text(m.exprs);
+        for (Expr& expr : m.exprs) {
+          normalize_params(expr);  // as canonical_rule_text does (no change to its texts)
+          m.shapes.push_back(shape_hash(expr));
+        }
         m.ops = kept[k].n_ops;
         ms.push_back(std::move(m));
       }
@@ -431,6 +468,14 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
       named_places.push_back(places[i]);
       texts.push_back(&nontrivial[i].first->full_key);
     }
+    // Keys up to commutative argument order too, for these only (the pairs
+    // the renaming pass removed never need one).
+    tbb::parallel_for(size_t{0}, named.size(), [&](size_t i) {
+      auto [p, c] = named[i];
+      const std::vector<Member>& ms = members[c - first];
+      const size_t world = kept[classes[c].first].world;
+      PairAnalysis(enumerators[world].world(), inputs[world], ms[p->a], ms[p->b]).full_key(*p);
+    });
     const std::vector<char> new_rule = first_of_their_text(ranks, texts, named_places, full_seen);
     std::vector<std::pair<PairInfo*, size_t>> fresh;
     for (size_t i = 0; i < named.size(); ++i) {

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <map>
 #include <unordered_map>
@@ -77,6 +78,7 @@ class DepthFirstEnumeration {
       var_index_.push_back(std::stoi(v.name.substr(kind.size())));
     }
     n_kinds_ = static_cast<int>(kinds.size());
+    for (const OpTemplate& t : world.templates) max_arity_ = std::max(max_arity_, t.arity);
   }
 
   // All graphs whose first operator is `first` (one task of the parallel loop).
@@ -254,9 +256,16 @@ class DepthFirstEnumeration {
     ops_.pop_back();
   }
 
-  // Operators are connected when one reads the other's output or both read
-  // one variable; a registered graph is one connected piece.
-  bool connected() const {
+  // The connected pieces of the operators (two are in one piece when one
+  // reads the other's output or both read one variable), and the variables
+  // they read.
+  struct Pieces {
+    int count = 0;
+    std::array<int8_t, kMaxOps> of_op{};
+    std::array<int8_t, 256> of_variable{};      // -1: read by none
+    std::array<uint32_t, 16> variables_used{};  // per kind, a bit per index
+  };
+  Pieces pieces() const {
     const int n = static_cast<int>(ops_.size());
     std::array<int, kMaxOps> parent;
     for (int i = 0; i < n; ++i) parent[i] = i;
@@ -266,25 +275,54 @@ class DepthFirstEnumeration {
     };
     std::array<int, 256> var_user;
     var_user.fill(-1);
+    Pieces p;
     for (int i = 0; i < n; ++i)
       for (int a = 0; a < ops_[i].n_args; ++a) {
         const int s = ops_[i].args[a];
         const int other = slots_[s].op >= 0 ? slots_[s].op : var_user[s];
-        if (slots_[s].op < 0) var_user[s] = i;
+        if (slots_[s].op < 0) {
+          var_user[s] = i;
+          p.variables_used[var_kind_[s]] |= 1u << var_index_[s];
+        }
         if (other >= 0) parent[find(i)] = find(other);
       }
-    for (int i = 1; i < n; ++i)
-      if (find(i) != find(0)) return false;
-    return true;
+    for (int i = 0; i < n; ++i) {
+      p.of_op[i] = static_cast<int8_t>(find(i));
+      if (p.of_op[i] == i) ++p.count;
+    }
+    for (int s = 0; s < n_vars_; ++s)
+      p.of_variable[s] = static_cast<int8_t>(var_user[s] < 0 ? -1 : p.of_op[var_user[s]]);
+    return p;
   }
 
-  // Whether adding `op` leaves the operators one connected piece.
-  bool connects(const OpRef& op) {
-    ops_.push_back(op);
-    // Its outputs do not exist yet; only its arguments matter here.
-    const bool ok = connected();
-    ops_.pop_back();
-    return ok;
+  // A registered graph is one connected piece.
+  bool connected() const { return pieces().count == 1; }
+
+  // Whether the operators (in `now`), with `op` added, can still grow into a
+  // graph that is registered within max_ops operators. Each further
+  // operator joins at most as many pieces as it has arguments (one piece
+  // each) and brings in at most that many variables, so a graph that is too
+  // split, or misses too many of its kinds' first variables (x1 used, x0
+  // not: variables_are_first_ones), cannot. Cutting such a branch before its
+  // operator is evaluated loses no graph: none below it would be registered.
+  bool can_register_below(const Pieces& now, const OpRef& op) const {
+    std::array<int, 3> touched{};
+    int n_touched = 0;
+    std::array<uint32_t, 16> used = now.variables_used;
+    for (int a = 0; a < op.n_args; ++a) {
+      const int s = op.args[a];
+      const int piece = slots_[s].op >= 0 ? now.of_op[slots_[s].op] : now.of_variable[s];
+      if (slots_[s].op < 0) used[var_kind_[s]] |= 1u << var_index_[s];
+      if (piece >= 0 && std::find(touched.begin(), touched.begin() + n_touched, piece) == touched.begin() + n_touched)
+        touched[n_touched++] = piece;
+    }
+    const int split = now.count - n_touched;  // pieces after adding op, less one
+    // Variables still to read for the used ones to be the first ones.
+    int missing = 0;
+    for (int k = 0; k < n_kinds_; ++k)
+      if (used[k] != 0) missing += (32 - std::countl_zero(used[k])) - std::popcount(used[k]);
+    const int further = max_ops_ - static_cast<int>(ops_.size()) - 1;
+    return split <= further * std::max(max_arity_ - 1, 0) && missing <= further * max_arity_;
   }
 
   // Graphs are kept only when each kind's variables in use are its first
@@ -353,8 +391,9 @@ class DepthFirstEnumeration {
     const bool last = static_cast<int>(ops_.size()) + 1 == max_ops_;
     std::vector<OpRef> next;
     for_each_candidate([&](const OpRef& op) { next.push_back(op); });
+    const Pieces now = pieces();
     for (const OpRef& op : next) {
-      if (last && !connects(op)) continue;  // could not be registered
+      if (!can_register_below(now, op)) continue;
       if (!try_push(op)) continue;
       if (last) {
         emit();  // the last level: no deeper search
@@ -375,6 +414,7 @@ class DepthFirstEnumeration {
   ShapeCache cache_;
   std::vector<int> var_kind_, var_index_;
   int n_kinds_ = 0;
+  int max_arity_ = 0;  // of the world's templates
   std::vector<Slot> slots_;
   std::vector<OpRef> ops_;
 };

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <functional>
+#include <map>
 
 #include "test_util.h"
 
@@ -165,6 +167,76 @@ TEST(Canonical, OutputsInAnyOrder) {
       "(matmul(x0, split[axis=1, sizes=2x2](w0).0), matmul(x0, split[axis=1, sizes=2x2](w0).1))");
   EXPECT_NE(a, c);
   EXPECT_EQ(canonical_text(parse_tuple("(relu(x1), tanh(x0))")), canonical_text(parse_tuple("(tanh(x0), relu(x1))")));
+}
+
+}  // namespace
+}  // namespace tgr
+
+namespace tgr {
+namespace {
+
+// The commutative nodes (add, mul) of a tuple, in pre-order.
+void commutative_nodes(std::vector<Expr>& tuple, std::vector<Expr*>& out) {
+  for (Expr& e : tuple) {
+    if (e.kind != Expr::Kind::kCall) continue;
+    if (e.name == "add" || e.name == "mul") out.push_back(&e);
+    commutative_nodes(e.args, out);
+  }
+}
+
+// Every argument order of every commutative node of both sides, each side
+// first, gives one canonical text and renames the variables alike (the
+// search that tries the target's orders only with the source's smallest
+// ones must find what trying all combinations finds).
+TEST(Canonical, EveryCommutativeOrderOfBothSides) {
+  for (const char* text : {"mul(add(x0, x1), x2) => add(mul(x0, x2), mul(x1, x2))",
+                           "add(add(x0, x1), add(x2, x0)) => add(x0, add(x0, add(x1, x2)))",
+                           "mul(add(relu(x0), x1), add(x1, relu(x0))) => mul(add(x1, relu(x0)), add(relu(x0), x1))",
+                           "(add(x0, w0), mul(x1, x0)) => (add(w0, x0), mul(x0, x1))",
+                           // Source orders of one text, naming the variables differently: the
+                           // target decides between them.
+                           "mul(add(x1, x0), x2) => where(x0, x1, x2)"}) {
+    const RuleExpr rule = parse_rule_expr(text);
+    std::map<std::string, std::string> expected_renaming;
+    const std::string expected = canonical_rule_text(rule, true, true, &expected_renaming);
+    SCOPED_TRACE(text);
+    RuleExpr variant = rule;
+    std::vector<Expr*> nodes;
+    commutative_nodes(variant.source, nodes);
+    commutative_nodes(variant.target, nodes);
+    ASSERT_GE(nodes.size(), 2u);
+    for (uint64_t mask = 0; mask < (uint64_t{1} << nodes.size()); ++mask) {
+      RuleExpr swapped = rule;
+      std::vector<Expr*> swapped_nodes;
+      commutative_nodes(swapped.source, swapped_nodes);
+      commutative_nodes(swapped.target, swapped_nodes);
+      for (size_t i = swapped_nodes.size(); i-- > 0;)
+        if ((mask >> i & 1) != 0) std::swap(swapped_nodes[i]->args[0], swapped_nodes[i]->args[1]);
+      EXPECT_EQ(canonical_rule_text(swapped), expected) << "mask " << mask;
+      EXPECT_EQ(canonical_rule_text(RuleExpr{swapped.target, swapped.source}), expected) << "mask " << mask;
+    }
+    // The renaming is the smallest text's: the rule, renamed by it, is
+    // written as that text in one of its orders.
+    std::function<void(Expr&)> rename = [&](Expr& e) {
+      if (e.kind == Expr::Kind::kVar) e.name = expected_renaming.at(e.name);
+      for (Expr& a : e.args) rename(a);
+    };
+    bool written = false;
+    for (uint64_t mask = 0; mask < (uint64_t{1} << nodes.size()); ++mask) {
+      RuleExpr renamed = rule;
+      for (Expr& e : renamed.source) rename(e);
+      for (Expr& e : renamed.target) rename(e);
+      std::vector<Expr*> renamed_nodes;
+      commutative_nodes(renamed.source, renamed_nodes);
+      commutative_nodes(renamed.target, renamed_nodes);
+      for (size_t i = renamed_nodes.size(); i-- > 0;)
+        if ((mask >> i & 1) != 0) std::swap(renamed_nodes[i]->args[0], renamed_nodes[i]->args[1]);
+      for (const std::string& candidate : {to_text(renamed.source) + " => " + to_text(renamed.target),
+                                           to_text(renamed.target) + " => " + to_text(renamed.source)})
+        written = written || candidate == expected;
+    }
+    EXPECT_TRUE(written) << expected;
+  }
 }
 
 }  // namespace
