@@ -76,9 +76,9 @@ inline constexpr int64_t kMinStridedPositions = 8;
 // How the GPU's layer norm (runtime/cuda/kernels_norm.cu) reads input 0 of
 // `node` stored with `strides` when that is not row-major: nullopt unless
 // `node` is a layer_norm over the last axis alone and the layout is
-// ChannelStridedRows with at least kMinStridedPositions positions (the kernel
-// reads 32 positions a warp: with fewer, most lanes idle and a copy to
-// row-major is no slower). Shared by the view analysis and the lowering
+// ChannelStridedRows with at least kMinStridedPositions positions (with
+// fewer, the kernel's reads of a channel are a few floats each, and a copy
+// to row-major first is no slower). Shared by the view analysis and the lowering
 // (runtime/cuda/lower_normalization.cpp), so the two cannot disagree.
 std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
                                                            const std::vector<int64_t>& strides);

@@ -103,8 +103,8 @@ __device__ float sum_over_channel_threads(float v, float* partial) {
 __global__ void layer_norm_strided(const float* x, const float* scale, const float* bias, float* out,
                                    int64_t position_tiles, int64_t batch_stride, int64_t positions, int64_t channels,
                                    int64_t channel_stride, float eps) {
-  __shared__ float partial[kLnThreads];                 // [threadIdx.y][threadIdx.x]
-  __shared__ float staged[32][kLnMaxTile + 1];          // [channel in chunk][position]; +1: no bank conflicts
+  __shared__ float partial[kLnThreads];         // [threadIdx.y][threadIdx.x]
+  __shared__ float staged[32][kLnMaxTile + 1];  // [channel in chunk][position]; +1: no bank conflicts
   const int tile = static_cast<int>(blockDim.x);
   const int64_t b = blockIdx.x / position_tiles;
   const int64_t p0 = (blockIdx.x % position_tiles) * tile;
