@@ -37,7 +37,10 @@ struct Strides {
 // A program computes out[i] from up to kMaxEwInputs inputs broadcast to the
 // output's shape: registers 0..inputs-1 hold the inputs' elements, each
 // instruction writes one register, `result` is stored. One kernel runs a
-// whole chain of elementwise operators (fusion) or a single one.
+// whole chain of elementwise operators (fusion) or a single one. Scalar
+// constants are instruction parameters (p0), not inputs; a program of at
+// most kEwFewRegs registers keeps them in registers, a longer one in local
+// memory (an array indexed at run time).
 enum class EwOp : uint8_t {
   kAdd,
   kSub,
@@ -62,8 +65,13 @@ enum class EwOp : uint8_t {
   kSoftplus,  // log(1 + e^a)
   kFloor,
   kCeil,
-  kAddConst,  // a + p0
-  kMulConst,  // a * p0
+  kAddConst,   // a + p0 (also a - c, as a + (-c): the same float)
+  kMulConst,   // a * p0
+  kDivConst,   // a / p0
+  kRSubConst,  // p0 - a
+  kRDivConst,  // p0 / a
+  kPowConst,   // pow(a, p0)
+  kGelu,       // a / 2 (1 + erf(a / sqrt 2)): the erf chain exporters emit, as one instruction
   // Comparisons and logic: results 1 or 0 in the program's type (bools are 0/1).
   kEqual,
   kLess,
@@ -80,6 +88,7 @@ enum class EwOp : uint8_t {
 inline constexpr int kMaxEwInputs = 8;
 inline constexpr int kMaxEwInstrs = 32;
 inline constexpr int kMaxEwRegs = 24;
+inline constexpr int kEwFewRegs = 6;
 
 struct EwInstr {
   EwOp op = EwOp::kAdd;
@@ -101,6 +110,7 @@ struct EwProgram {
   int instrs = 0;
   EwInstr code[kMaxEwInstrs];
   int result = 0;
+  int registers = kMaxEwRegs;  // registers used: inputs, then one per instruction (simplify_program sets it)
   bool int64_out = false;  // a float program whose result is int64 or bool: stored as int64
 };
 

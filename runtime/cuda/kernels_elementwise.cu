@@ -59,6 +59,11 @@ __device__ T apply(const EwInstr& ins, T a, T b) {
         return truncf(a);
       case EwOp::kAddConst: return a + ins.p0;
       case EwOp::kMulConst: return a * ins.p0;
+      case EwOp::kDivConst: return a / ins.p0;
+      case EwOp::kRSubConst: return ins.p0 - a;
+      case EwOp::kRDivConst: return ins.p0 / a;
+      case EwOp::kPowConst: return powf(a, ins.p0);
+      case EwOp::kGelu: return 0.5f * a * (1.f + erff(a * 0.70710678118654752f));
       default: break;
     }
   } else {
@@ -67,23 +72,56 @@ __device__ T apply(const EwInstr& ins, T a, T b) {
   return T(0);  // kIsNan of an integer: never
 }
 
+// Register k of r[], for k known only at run time. With kRegs <= kEwFewRegs
+// the array is read through a chain of selects, so it stays in registers; a
+// longer one is indexed directly (local memory, through L1).
+template <int kRegs, class T>
+__device__ inline T read_reg(const T (&r)[kRegs], int k) {
+  if constexpr (kRegs > kEwFewRegs) {
+    return r[k];
+  } else {
+    T v = r[0];
+#pragma unroll
+    for (int j = 1; j < kRegs; ++j) v = k == j ? r[j] : v;
+    return v;
+  }
+}
+
+template <int kRegs, class T>
+__device__ inline void write_reg(T (&r)[kRegs], int k, T v) {
+  if constexpr (kRegs > kEwFewRegs) {
+    r[k] = v;
+  } else {
+#pragma unroll
+    for (int j = 0; j < kRegs; ++j)
+      if (k == j) r[j] = v;
+  }
+}
+
 template <class T, class I>
+__device__ inline T load_input(const EwProgram& p, int k, I i) {
+  const I at = input_offset<I>(i, p.out, p.in[k]);
+  return p.in[k].int64 ? static_cast<T>(static_cast<const int64_t*>(p.in[k].data)[at])
+                       : static_cast<const T*>(p.in[k].data)[at];
+}
+
+template <class T, class I, int kRegs>
 __global__ void ew_kernel(const EwProgram p, void* out) {
   const int64_t n = p.out.count();
   TGR_GRID_STRIDE_T(I, i, n) {
-    T r[kMaxEwRegs];
-    for (int k = 0; k < p.inputs; ++k) {
-      const I at = input_offset<I>(i, p.out, p.in[k]);
-      r[k] = p.in[k].int64 ? static_cast<T>(static_cast<const int64_t*>(p.in[k].data)[at])
-                           : static_cast<const T*>(p.in[k].data)[at];
-    }
+    T r[kRegs];
+#pragma unroll
+    for (int k = 0; k < kMaxEwInputs && k < kRegs; ++k)
+      if (k < p.inputs) r[k] = load_input<T, I>(p, k, i);
     for (int c = 0; c < p.instrs; ++c) {
       const EwInstr& ins = p.code[c];
-      r[ins.dst] =
-          ins.op == EwOp::kWhere ? (r[ins.a] != T(0) ? r[ins.b] : r[ins.c]) : apply<T>(ins, r[ins.a], r[ins.b]);
+      const T a = read_reg<kRegs>(r, ins.a), b = read_reg<kRegs>(r, ins.b);
+      write_reg<kRegs>(r, ins.dst,
+                       ins.op == EwOp::kWhere ? (a != T(0) ? b : read_reg<kRegs>(r, ins.c)) : apply<T>(ins, a, b));
     }
-    if (p.int64_out) static_cast<int64_t*>(out)[i] = static_cast<int64_t>(r[p.result]);
-    else static_cast<T*>(out)[i] = r[p.result];
+    const T result = read_reg<kRegs>(r, p.result);
+    if (p.int64_out) static_cast<int64_t*>(out)[i] = static_cast<int64_t>(result);
+    else static_cast<T*>(out)[i] = result;
   }
 }
 
@@ -95,8 +133,10 @@ void launch_ew(const EwProgram& program, void* out, cudaStream_t stream) {
   EwProgram p = program;
   collapse_inputs(p.out, p.in, p.inputs);
   const int64_t n = p.out.count();
-  if (fits_32_bits(n)) ew_kernel<T, int32_t><<<grid_for(n), kBlock, 0, stream>>>(p, out);
-  else ew_kernel<T, int64_t><<<grid_for(n), kBlock, 0, stream>>>(p, out);
+  const bool few = p.registers <= kEwFewRegs;
+  if (fits_32_bits(n) && few) ew_kernel<T, int32_t, kEwFewRegs><<<grid_for(n), kBlock, 0, stream>>>(p, out);
+  else if (fits_32_bits(n)) ew_kernel<T, int32_t, kMaxEwRegs><<<grid_for(n), kBlock, 0, stream>>>(p, out);
+  else ew_kernel<T, int64_t, kMaxEwRegs><<<grid_for(n), kBlock, 0, stream>>>(p, out);
 }
 }  // namespace
 

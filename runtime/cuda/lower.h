@@ -62,6 +62,10 @@ const std::vector<std::pair<std::string, std::string>>& unlowered_ops();
 // Operators with an instruction sequence in the elementwise program
 // (lower_elementwise.cpp).
 bool lowers_in_elementwise_program(std::string_view op);
+// Rewrites a program as lowered (lower_elementwise.cpp): GELU's erf chain
+// becomes one kGelu instruction, instructions and inputs the result does not
+// read are dropped, registers are renumbered densely and counted.
+void simplify_program(EwProgram& p);
 
 // Families (lower_*.cpp); each handles the tasks of its operators.
 std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task);

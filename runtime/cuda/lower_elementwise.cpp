@@ -5,7 +5,10 @@
 // are converted on load, an int64 or bool result is stored as int64); one
 // that touches none runs the same program on int64.
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "runtime/cuda/lower.h"
 
@@ -70,7 +73,134 @@ bool is_float_node(const Graph& g, const Node& n) {
   return std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef v) { return g.dtype(v) == DType::kFloat; });
 }
 
+// The value of a float constant of one element (any rank: it broadcasts).
+std::optional<float> scalar_constant(const Graph& g, ValueRef v) {
+  const Node& n = g.node(v.node);
+  if (!n.is_constant() || !n.constant->is_float() || n.constant->real.size() != 1) return std::nullopt;
+  return n.constant->real.data[0];
+}
+
+// Which operand of a binary node becomes an instruction parameter instead of
+// an input: the second if it is a scalar constant, else the first if that
+// is one (sub, div: the reversed instructions); -1 for none. Pow takes only
+// its exponent.
+int folded_operand(const Graph& g, const Node& n) {
+  if (n.inputs.size() != 2 || binary_ops().count(n.op->name) == 0) return -1;
+  if (scalar_constant(g, n.inputs[1])) return 1;
+  if (n.op->name != "pow" && scalar_constant(g, n.inputs[0])) return 0;
+  return -1;
+}
+
+// The instruction of binary `op` with its operand `folded` (0 or 1) the constant c.
+EwInstr constant_instruction(const std::string& op, int folded, float c) {
+  EwInstr ins;
+  ins.p0 = c;
+  if (op == "add") ins.op = EwOp::kAddConst;
+  else if (op == "mul" || op == "scalar_mul") ins.op = EwOp::kMulConst;
+  else if (op == "sub" && folded == 1) ins.op = EwOp::kAddConst, ins.p0 = -c;  // x - c == x + (-c) exactly
+  else if (op == "sub") ins.op = EwOp::kRSubConst;
+  else if (op == "div" && folded == 1) ins.op = EwOp::kDivConst;
+  else if (op == "div") ins.op = EwOp::kRDivConst;
+  else ins.op = EwOp::kPowConst;  // pow(x, c)
+  return ins;
+}
+
+bool near(float v, double want) { return std::abs(v - want) <= 1e-6 * std::abs(want); }
+
+// GELU's erf chain as one instruction. Exporters and our Gelu import write
+// x/2 (1 + erf(x / sqrt 2)) in several orders; after constant folding they
+// are (u = x / sqrt2 or x * (1 / sqrt2); t = erf(u) + 1):
+//   (x * t) * 0.5, (x * t) / 2, (x * 0.5) * t, (x / 2) * t  (products in either order).
+// The instruction replaces the last one; the others die if nothing else reads them.
+void fuse_gelu(EwProgram& p) {
+  std::vector<int> def(kMaxEwRegs, -1);  // register -> the instruction writing it
+  for (int c = 0; c < p.instrs; ++c) def[p.code[c].dst] = c;
+  auto instr = [&](int reg) -> const EwInstr* { return def[reg] < 0 ? nullptr : &p.code[def[reg]]; };
+  // t == erf(x / sqrt 2) + 1: returns x, or -1.
+  auto one_plus_erf = [&](int t) -> int {
+    const EwInstr* add = instr(t);
+    if (!add || add->op != EwOp::kAddConst || !near(add->p0, 1.0)) return -1;
+    const EwInstr* erf = instr(add->a);
+    if (!erf || erf->op != EwOp::kErf) return -1;
+    const EwInstr* u = instr(erf->a);
+    if (!u) return -1;
+    if ((u->op == EwOp::kDivConst && near(u->p0, std::sqrt(2.0))) ||
+        (u->op == EwOp::kMulConst && near(u->p0, std::sqrt(0.5))))
+      return u->a;
+    return -1;
+  };
+  auto is_half = [](const EwInstr& i) {
+    return (i.op == EwOp::kMulConst && near(i.p0, 0.5)) || (i.op == EwOp::kDivConst && near(i.p0, 2.0));
+  };
+  for (int c = 0; c < p.instrs; ++c) {
+    EwInstr& last = p.code[c];
+    int x = -1;
+    if (is_half(last)) {  // (x * t) * 0.5
+      const EwInstr* mul = instr(last.a);
+      if (mul && mul->op == EwOp::kMul) {
+        if (one_plus_erf(mul->b) == mul->a) x = mul->a;
+        else if (one_plus_erf(mul->a) == mul->b) x = mul->b;
+      }
+    } else if (last.op == EwOp::kMul) {  // (x * 0.5) * t
+      for (auto [h, t] : {std::pair{last.a, last.b}, std::pair{last.b, last.a}}) {
+        const EwInstr* half = instr(h);
+        if (half && is_half(*half) && one_plus_erf(t) == half->a) x = half->a;
+      }
+    }
+    if (x >= 0) last = EwInstr{EwOp::kGelu, last.dst, static_cast<uint8_t>(x), 0, 0, 0, 0};
+  }
+}
+
+// Whether instruction `ins` reads operand b (c: kWhere only).
+bool reads_b(const EwInstr& ins) {
+  switch (ins.op) {
+    case EwOp::kAdd: case EwOp::kSub: case EwOp::kMul: case EwOp::kDiv: case EwOp::kPow: case EwOp::kMax:
+    case EwOp::kEqual: case EwOp::kLess: case EwOp::kGreater: case EwOp::kLessEqual: case EwOp::kGreaterEqual:
+    case EwOp::kWhere:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
+
+void simplify_program(EwProgram& p) {
+  fuse_gelu(p);
+  // Live registers, from the result back; then inputs and instructions renumbered densely.
+  std::vector<bool> live(kMaxEwRegs, false);
+  live[p.result] = true;
+  for (int c = p.instrs - 1; c >= 0; --c) {
+    const EwInstr& ins = p.code[c];
+    if (!live[ins.dst]) continue;
+    live[ins.a] = true;
+    if (reads_b(ins)) live[ins.b] = true;
+    if (ins.op == EwOp::kWhere) live[ins.c] = true;
+  }
+  std::vector<uint8_t> renamed(kMaxEwRegs, 0);
+  EwProgram q = p;
+  q.inputs = 0;
+  for (int k = 0; k < p.inputs; ++k)
+    if (live[k]) {
+      renamed[k] = static_cast<uint8_t>(q.inputs);
+      q.in[q.inputs++] = p.in[k];
+    }
+  int next = q.inputs;
+  q.instrs = 0;
+  for (int c = 0; c < p.instrs; ++c) {
+    EwInstr ins = p.code[c];
+    if (!live[ins.dst]) continue;
+    ins.a = renamed[ins.a];
+    ins.b = reads_b(ins) ? renamed[ins.b] : 0;
+    ins.c = ins.op == EwOp::kWhere ? renamed[ins.c] : 0;
+    renamed[ins.dst] = static_cast<uint8_t>(next);
+    ins.dst = static_cast<uint8_t>(next++);
+    q.code[q.instrs++] = ins;
+  }
+  q.result = renamed[p.result];
+  q.registers = next;
+  p = q;
+}
 
 bool lowers_in_elementwise_program(std::string_view op) {
   // batch_norm expands into its own six instructions below.
@@ -90,10 +220,12 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   // Operands first (registers 0..inputs-1), then one register per instruction.
   std::vector<std::pair<ValueRef, bool>> operands;
   auto is_member = [&](int32_t n) { return std::find(task.nodes.begin(), task.nodes.end(), n) != task.nodes.end(); };
+  // Scalar float constants of a float program are instruction parameters.
+  auto folded = [&](const Node& n) { return ints ? -1 : folded_operand(g, n); };
   for (int32_t m : task.nodes) {
     const Node& n = g.node(m);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (is_member(n.inputs[i].node)) continue;
+      if (is_member(n.inputs[i].node) || folded(n) == static_cast<int>(i)) continue;
       const std::pair<ValueRef, bool> o{n.inputs[i], n.op->traits.channel_operands && i > 0};
       if (std::find(operands.begin(), operands.end(), o) == operands.end()) operands.push_back(o);
     }
@@ -142,6 +274,9 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
       const uint8_t x = reg(m, 0), scale = reg(m, 1), bias = reg(m, 2), mean = reg(m, 3), var = reg(m, 4);
       const uint8_t rs = emit(EwOp::kMul, emit(EwOp::kRsqrt, emit(EwOp::kAddConst, var, var, eps), 0), scale);
       r = emit(EwOp::kAdd, emit(EwOp::kMul, emit(EwOp::kSub, x, mean), rs), bias);
+    } else if (const int f = folded(n); f >= 0) {
+      const EwInstr k = constant_instruction(op, f, *scalar_constant(g, n.inputs[f]));
+      r = emit(k.op, reg(m, 1 - f), 0, k.p0);
     } else if (n.inputs.size() == 2) {
       r = emit(binary_op(op), reg(m, 0), reg(m, 1));
     } else {
@@ -160,6 +295,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
     reg_of[m] = r;
   }
   p.result = reg_of.at(root);
+  simplify_program(p);
   void* out = ctx.ptr({root, 0});
   GpuContext* gpu = &ctx.gpu;
   if (ints)
