@@ -59,11 +59,16 @@ __device__ T apply(const EwInstr& ins, T a, T b) {
         return truncf(a);
       case EwOp::kAddConst: return a + ins.p0;
       case EwOp::kMulConst: return a * ins.p0;
-      case EwOp::kDivConst: return a / ins.p0;
-      case EwOp::kRSubConst: return ins.p0 - a;
-      case EwOp::kRDivConst: return ins.p0 / a;
-      case EwOp::kPowConst: return powf(a, ins.p0);
-      case EwOp::kGelu: return 0.5f * a * (1.f + erff(a * 0.70710678118654752f));
+      case EwOp::kDivConst:
+        return a / ins.p0;
+      case EwOp::kRSubConst:
+        return ins.p0 - a;
+      case EwOp::kRDivConst:
+        return ins.p0 / a;
+      case EwOp::kPowConst:
+        return powf(a, ins.p0);
+      case EwOp::kGelu:
+        return 0.5f * a * (1.f + erff(a * 0.70710678118654752f));
       default: break;
     }
   } else {

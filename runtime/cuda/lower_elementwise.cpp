@@ -154,8 +154,17 @@ void fuse_gelu(EwProgram& p) {
 // Whether instruction `ins` reads operand b (c: kWhere only).
 bool reads_b(const EwInstr& ins) {
   switch (ins.op) {
-    case EwOp::kAdd: case EwOp::kSub: case EwOp::kMul: case EwOp::kDiv: case EwOp::kPow: case EwOp::kMax:
-    case EwOp::kEqual: case EwOp::kLess: case EwOp::kGreater: case EwOp::kLessEqual: case EwOp::kGreaterEqual:
+    case EwOp::kAdd:
+    case EwOp::kSub:
+    case EwOp::kMul:
+    case EwOp::kDiv:
+    case EwOp::kPow:
+    case EwOp::kMax:
+    case EwOp::kEqual:
+    case EwOp::kLess:
+    case EwOp::kGreater:
+    case EwOp::kLessEqual:
+    case EwOp::kGreaterEqual:
     case EwOp::kWhere:
       return true;
     default:

@@ -170,34 +170,43 @@ ValueRef erf_plus_one(Graph& g, ValueRef x, bool divide) {
 }
 
 const ConstantCase kConstantCases[] = {
-    {"gelu_x_t_half", [](Graph& g, ValueRef x, ValueRef) {
+    {"gelu_x_t_half",
+     [](Graph& g, ValueRef x, ValueRef) {
        return g.apply("mul", {g.apply("mul", {x, erf_plus_one(g, x, true)}), scalar(g, 0.5f)});
      }},
-    {"gelu_half_x_t", [](Graph& g, ValueRef x, ValueRef) {
+    {"gelu_half_x_t",
+     [](Graph& g, ValueRef x, ValueRef) {
        return g.apply("mul", {g.apply("mul", {x, scalar(g, 0.5f)}), erf_plus_one(g, x, false)});
      }},
-    {"gelu_t_x_over_2", [](Graph& g, ValueRef x, ValueRef) {
+    {"gelu_t_x_over_2",
+     [](Graph& g, ValueRef x, ValueRef) {
        return g.apply("div", {g.apply("mul", {erf_plus_one(g, x, true), x}), scalar(g, 2.f, {1, 1})});
      }},
-    {"gelu_plus_its_erf", [](Graph& g, ValueRef x, ValueRef) {  // an intermediate read twice
+    {"gelu_plus_its_erf",
+     [](Graph& g, ValueRef x, ValueRef) {  // an intermediate read twice
        const ValueRef t = erf_plus_one(g, x, true);
        return g.apply("add", {g.apply("mul", {g.apply("mul", {x, t}), scalar(g, 0.5f)}), t});
      }},
-    {"constant_minus_x_over_y", [](Graph& g, ValueRef x, ValueRef y) {
+    {"constant_minus_x_over_y",
+     [](Graph& g, ValueRef x, ValueRef y) {
        return g.apply("div", {g.apply("sub", {scalar(g, 3.f), x}), g.apply("add", {y, scalar(g, 4.f)})});
      }},
-    {"x_minus_constant_then_constant_over", [](Graph& g, ValueRef x, ValueRef) {
+    {"x_minus_constant_then_constant_over",
+     [](Graph& g, ValueRef x, ValueRef) {
        return g.apply("div", {scalar(g, 2.f), g.apply("sub", {g.apply("abs", {x}), scalar(g, -1.5f)})});
      }},
-    {"pow_constant", [](Graph& g, ValueRef x, ValueRef y) {
+    {"pow_constant",
+     [](Graph& g, ValueRef x, ValueRef y) {
        return g.apply("add", {g.apply("pow", {g.apply("abs", {x}), scalar(g, 1.5f)}), y});
      }},
-    {"long_program", [](Graph& g, ValueRef x, ValueRef y) {  // more registers than kEwFewRegs
+    {"long_program",
+     [](Graph& g, ValueRef x, ValueRef y) {  // more registers than kEwFewRegs
        ValueRef v = x;
        for (int k = 0; k < 6; ++k) v = g.apply("add", {g.apply("mul", {v, y}), g.apply("tanh", {v})});
        return v;
      }},
-    {"both_operands_constant", [](Graph& g, ValueRef x, ValueRef) {
+    {"both_operands_constant",
+     [](Graph& g, ValueRef x, ValueRef) {
        return g.apply("add", {x, g.apply("mul", {scalar(g, 2.f), scalar(g, 3.f)})});
      }},
 };
