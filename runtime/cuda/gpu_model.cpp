@@ -90,7 +90,8 @@ GpuModel GpuModel::load(const Graph& graph, const GpuOptions& options) {
     Step s = lower_task(ctx, m->plan.tasks[t], t);
     if (s.run) m->steps.push_back(std::move(s));
   }
-  if (m->gpu->conv_workspace.bytes() < m->gpu->conv_workspace_needed)
+  // Exactly what the chosen algorithms need (timing their rivals at load may have grown it).
+  if (m->gpu->conv_workspace.bytes() != m->gpu->conv_workspace_needed)
     m->gpu->conv_workspace = DeviceBuffer(m->gpu->conv_workspace_needed, "convolution workspace");
   // One eager run loads every kernel before capture (and reports errors by node).
   m->enqueue();

@@ -112,7 +112,7 @@ const ConvNextCase kLayerNormCases[] = {
     // channels than the staged tile holds (the unstaged kernel)
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x96x57x55,s=96,c=96", 1e-5},         // 9
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x700x3x301,s=700,c=700", 1e-5},      // 10
-    {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x12000x2x3,s=12000,c=12000", 1e-4},  // 11
+    {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x12000x2x4,s=12000,c=12000", 1e-4},  // 11
     // a ConvNeXt block's start: depthwise conv with bias, permute, layer norm
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](add(conv2d(x, k), b)), s, c)",
      "x=2x96x28x28,k=96x1x7x7,b=1x96x1x1,s=96,c=96", 1e-4},  // 12
