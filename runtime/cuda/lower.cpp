@@ -1,6 +1,8 @@
 #include "runtime/cuda/lower.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 namespace tgr::gpu {
 
@@ -21,6 +23,27 @@ Strides LowerCtx::strides(ValueRef v) const {
   Strides out;
   for (size_t d = 0; d < s.strides.size(); ++d) out.s[d] = s.strides[d];
   return out;
+}
+
+double time_launches_ms(const std::function<void()>& f, cudaStream_t stream, const Where& where) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  TGR_GPU_CHECK(cudaEventCreate(&start), where);
+  TGR_GPU_CHECK(cudaEventCreate(&stop), where);
+  f();
+  std::vector<float> times;
+  for (int i = 0; i < 5; ++i) {
+    TGR_GPU_CHECK(cudaEventRecord(start, stream), where);
+    f();
+    TGR_GPU_CHECK(cudaEventRecord(stop, stream), where);
+    TGR_GPU_CHECK(cudaEventSynchronize(stop), where);
+    float ms = 0;
+    TGR_GPU_CHECK(cudaEventElapsedTime(&ms, start, stop), where);
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[2];
 }
 
 Where LowerCtx::where(int32_t node) const {

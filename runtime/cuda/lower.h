@@ -41,6 +41,12 @@ struct LowerCtx {
   DType dtype(ValueRef v) const { return graph.dtype(v); }
 };
 
+// Milliseconds of one run of `f` (its launches on `stream`): the median of
+// 5 runs after one warm-up, by CUDA events. For choosing between
+// implementations of one step at load (cuDNN's and cuBLASLt's algorithms,
+// the runtime's own kernels).
+double time_launches_ms(const std::function<void()>& f, cudaStream_t stream, const Where& where);
+
 // Dims of a shape (rank <= kMaxRank; a scalar is rank 0 with one element).
 Dims dims_of(const Shape& shape);
 // Row-major strides of `shape`, and the strides of `in` broadcast (NumPy) to `out`.

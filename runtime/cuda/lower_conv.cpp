@@ -89,27 +89,6 @@ EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const voi
   return p;
 }
 
-// Median of 5 timed runs after one warm-up, by CUDA events.
-double time_ms(const std::function<void()>& f, cudaStream_t stream, const Where& where) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  TGR_GPU_CHECK(cudaEventCreate(&start), where);
-  TGR_GPU_CHECK(cudaEventCreate(&stop), where);
-  f();
-  std::vector<float> times;
-  for (int i = 0; i < 5; ++i) {
-    TGR_GPU_CHECK(cudaEventRecord(start, stream), where);
-    f();
-    TGR_GPU_CHECK(cudaEventRecord(stop, stream), where);
-    TGR_GPU_CHECK(cudaEventSynchronize(stop), where);
-    float ms = 0;
-    TGR_GPU_CHECK(cudaEventElapsedTime(&ms, start, stop), where);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[2];
-}
 
 }  // namespace
 
@@ -257,7 +236,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       ensure_workspace(most);
       double best = 0;
       for (const AlgoChoice& a : candidates) {
-        const double ms = time_ms(cudnn_step(a), gpu->stream, where);
+        const double ms = time_launches_ms(cudnn_step(a), gpu->stream, where);
         if (&a == &candidates.front() || ms < best) best = ms, chosen = a;
       }
       lock.lock();
@@ -321,8 +300,8 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
     if (it != other_choice().end()) return it->second ? other : via_cudnn;
   }
   ensure_workspace(gpu->conv_workspace_needed);
-  const double cudnn_ms = time_ms(via_cudnn, gpu->stream, where);
-  const double other_ms = time_ms(other, gpu->stream, where);
+  const double cudnn_ms = time_launches_ms(via_cudnn, gpu->stream, where);
+  const double other_ms = time_launches_ms(other, gpu->stream, where);
   std::lock_guard<std::mutex> lock(cache_mutex);
   other_choice()[choice_key] = other_ms < cudnn_ms;
   return other_ms < cudnn_ms ? other : via_cudnn;
