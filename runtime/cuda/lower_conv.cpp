@@ -89,7 +89,6 @@ EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const voi
   return p;
 }
 
-
 }  // namespace
 
 std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch) {

@@ -179,8 +179,8 @@ std::function<void()> lower_product(const LowerCtx& ctx, const Task& task) {
   const void* pb = ob.data;
   auto run_with = [=](const cublasLtMatmulAlgo_t* algo) {
     const float one = 1.f;
-    TGR_GPU_CHECK(cublasLtMatmul(gpu->cublaslt, lt->desc, &one, pb, lt->a, pa, lt->b, &beta, pc, lt->c, pd, lt->d,
-                                 algo, workspace, workspace_bytes, gpu->stream),
+    TGR_GPU_CHECK(cublasLtMatmul(gpu->cublaslt, lt->desc, &one, pb, lt->a, pa, lt->b, &beta, pc, lt->c, pd, lt->d, algo,
+                                 workspace, workspace_bytes, gpu->stream),
                   where);
   };
   std::unique_lock<std::mutex> lock(product_mutex);
