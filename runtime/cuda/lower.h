@@ -42,7 +42,8 @@ struct LowerCtx {
 };
 
 // Milliseconds of one run of `f` (its launches on `stream`): the median of
-// 5 runs after one warm-up, by CUDA events. For choosing between
+// 9 runs after 3 warm-ups, by CUDA events: a choice made once at load
+// should not hang on one slow run or on clocks still rising. For choosing between
 // implementations of one step at load (cuDNN's and cuBLASLt's algorithms,
 // the runtime's own kernels).
 double time_launches_ms(const std::function<void()>& f, cudaStream_t stream, const Where& where);

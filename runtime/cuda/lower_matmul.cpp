@@ -11,14 +11,13 @@
 // Product tasks (Task::Kind::kProduct: matmul + bias per column [+ residual]
 // [+ relu]) run as one cuBLASLt matmul: the bias and relu are its epilogue
 // (CUBLASLT_EPILOGUE_BIAS / RELU_BIAS / RELU), the residual its C matrix
-// (beta = 1), its algorithm the fastest of the heuristic's first few, timed
-// at load. cuBLASLt's GELU epilogue is the tanh approximation, not ONNX's
+// (beta = 1). cuBLASLt's GELU epilogue is the tanh approximation, not ONNX's
 // erf GELU, so it is not used: a GELU after a product stays an elementwise
-// program.
-#include <map>
+// program. The algorithm is the heuristic's first: timing the heuristic's
+// first eight at load and keeping the fastest made ViT-B/16 and ConvNeXt-tiny
+// slower on the H100 (likely because a product timed alone finds its
+// weights in L2, and in the model it does not).
 #include <memory>
-#include <mutex>
-#include <string>
 
 #include "runtime/cuda/lower.h"
 
@@ -65,25 +64,6 @@ struct LtProduct {
     if (desc) cublasLtMatmulDescDestroy(desc);
   }
 };
-
-constexpr int kProductCandidates = 8;
-std::mutex product_mutex;
-// The algorithm timed fastest per product signature (product_key).
-std::map<std::string, cublasLtMatmulAlgo_t>& product_algos() {
-  static std::map<std::string, cublasLtMatmulAlgo_t> cache;
-  return cache;
-}
-
-std::string product_key(int64_t m, int64_t n, int64_t k, const Operand& b_side, const Operand& a_side, bool residual,
-                        cublasLtEpilogue_t epilogue) {
-  std::string key;
-  for (int64_t v : {m, n, k, int64_t{b_side.op}, int64_t{b_side.ld}, int64_t{a_side.op}, int64_t{a_side.ld},
-                    int64_t{residual}, static_cast<int64_t>(epilogue)}) {
-    key += std::to_string(v);
-    key += ",";
-  }
-  return key;
-}
 
 }  // namespace
 
@@ -167,52 +147,30 @@ std::function<void()> lower_product(const LowerCtx& ctx, const Task& task) {
   layout(&lt->c, N, M, N);
   layout(&lt->d, N, M, N);
 
-  // The algorithm: cuBLASLt's heuristic ranks up to kProductCandidates;
-  // they are timed here as the step runs them and the fastest is kept, per
-  // product signature, for the process. The heuristic ranks without running
-  // anything, and its first choice is not always the fastest in float32
-  // without tensor cores.
-  const std::string key = product_key(M, N, K, ob, oa, beta != 0.f, epilogue);
-  void* workspace = gpu->cublas_workspace.data();
+  cublasLtMatmulPreference_t pref = nullptr;
+  TGR_GPU_CHECK(cublasLtMatmulPreferenceCreate(&pref), where);
   const size_t workspace_bytes = gpu->cublas_workspace.bytes();
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t pref_status = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes));
+  const cublasStatus_t status = pref_status != CUBLAS_STATUS_SUCCESS
+                                    ? pref_status
+                                    : cublasLtMatmulAlgoGetHeuristic(gpu->cublaslt, lt->desc, lt->a, lt->b, lt->c,
+                                                                     lt->d, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  TGR_GPU_CHECK(status, where);
+  if (found == 0) fail(where, "cuBLASLt has no algorithm for this product and epilogue");
+  lt->algo = result.algo;
+  void* workspace = gpu->cublas_workspace.data();
   const void* pa = oa.data;
   const void* pb = ob.data;
-  auto run_with = [=](const cublasLtMatmulAlgo_t* algo) {
+  return [=] {
     const float one = 1.f;
-    TGR_GPU_CHECK(cublasLtMatmul(gpu->cublaslt, lt->desc, &one, pb, lt->a, pa, lt->b, &beta, pc, lt->c, pd, lt->d, algo,
-                                 workspace, workspace_bytes, gpu->stream),
+    TGR_GPU_CHECK(cublasLtMatmul(gpu->cublaslt, lt->desc, &one, pb, lt->a, pa, lt->b, &beta, pc, lt->c, pd, lt->d,
+                                 &lt->algo, workspace, workspace_bytes, gpu->stream),
                   where);
   };
-  std::unique_lock<std::mutex> lock(product_mutex);
-  if (auto it = product_algos().find(key); it != product_algos().end()) {
-    lt->algo = it->second;
-  } else {
-    lock.unlock();
-    cublasLtMatmulPreference_t pref = nullptr;
-    TGR_GPU_CHECK(cublasLtMatmulPreferenceCreate(&pref), where);
-    cublasLtMatmulHeuristicResult_t results[kProductCandidates] = {};
-    int found = 0;
-    const cublasStatus_t pref_status = cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes));
-    const cublasStatus_t status =
-        pref_status != CUBLAS_STATUS_SUCCESS
-            ? pref_status
-            : cublasLtMatmulAlgoGetHeuristic(gpu->cublaslt, lt->desc, lt->a, lt->b, lt->c, lt->d, pref,
-                                             kProductCandidates, results, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    TGR_GPU_CHECK(status, where);
-    if (found == 0) fail(where, "cuBLASLt has no algorithm for this product and epilogue");
-    lt->algo = results[0].algo;
-    double best = -1;
-    for (int i = 0; i < found && found > 1; ++i) {
-      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
-      const double ms = time_launches_ms([&] { run_with(&results[i].algo); }, gpu->stream, where);
-      if (best < 0 || ms < best) best = ms, lt->algo = results[i].algo;
-    }
-    lock.lock();
-    product_algos()[key] = lt->algo;
-  }
-  return [=] { run_with(&lt->algo); };
 }
 
 }  // namespace tgr::gpu
