@@ -66,10 +66,11 @@ std::optional<CublasMatrix> cublas_matrix(const Shape& shape, const std::vector<
   return std::nullopt;
 }
 
-std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
-                                                           const std::vector<int64_t>& strides) {
-  if (!node.is_op() || node.op != &layer_norm_op() || graph.shape(node.inputs[1]).size() != 1) return std::nullopt;
-  const Shape& shape = graph.shape(node.inputs[0]);
+namespace {
+
+// `shape` stored with `strides` as ChannelStridedRows (views.h), with at
+// least kMinStridedPositions positions.
+std::optional<ChannelStridedRows> channel_strided_rows(const Shape& shape, const std::vector<int64_t>& strides) {
   if (shape.size() < 2 || strides.size() != shape.size() || num_elements(shape) == 0) return std::nullopt;
   ChannelStridedRows r;
   r.channels = shape.back();
@@ -92,6 +93,24 @@ std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, c
   }
   if (r.positions < kMinStridedPositions) return std::nullopt;
   return r;
+}
+
+bool is_last_axis_layer_norm(const Graph& graph, const Node& node) {
+  return node.is_op() && node.op == &layer_norm_op() && graph.shape(node.inputs[1]).size() == 1;
+}
+
+}  // namespace
+
+std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
+                                                           const std::vector<int64_t>& strides) {
+  if (!is_last_axis_layer_norm(graph, node)) return std::nullopt;
+  return channel_strided_rows(graph.shape(node.inputs[0]), strides);
+}
+
+std::optional<ChannelStridedRows> layer_norm_strided_output(const Graph& graph, const Node& node,
+                                                            const std::vector<int64_t>& strides) {
+  if (!is_last_axis_layer_norm(graph, node) || node.output_dtypes[0] != DType::kFloat) return std::nullopt;
+  return channel_strided_rows(node.output_shapes[0], strides);
 }
 
 std::optional<CublasOutput> cublas_output(const Shape& shape, const std::vector<int64_t>& strides) {
@@ -150,16 +169,21 @@ std::vector<int64_t> permutation(const Node& n, size_t rank) {
 
 using Readers = std::vector<std::vector<std::vector<std::pair<int32_t, size_t>>>>;  // [node][output] -> (reader, input)
 
-// Where a batch_matmul's output is written when it is placed (views.h): the
-// chain of values from it, each the only input of one reshape or transpose
-// (none a graph output before the last), ends at a value that owns
-// row-major bytes; the product's strides are those under which the chain
-// reads them. Only when reading forward from a row-major product some
-// reshape of the chain would copy (the head merge), and cuBLAS can write
-// those strides (cublas_output).
+// Where a placed value (views.h) is written: the chain of values from it,
+// each the only input of one reshape or transpose (none a graph output
+// before the last), ends at a value that owns row-major bytes; the placed
+// value's strides are those under which the chain reads them.
+//   - A batch_matmul's output: only when reading forward from a row-major
+//     product some reshape of the chain would copy (the head merge), and
+//     cuBLAS can write those strides (cublas_output).
+//   - A layer norm's output: only when reading forward from a row-major
+//     output the chain's end would not be row-major (a permute its readers
+//     would copy), and the layer norm kernel writes those strides
+//     (layer_norm_strided_output).
 std::optional<ValueLayout> written_through(const Graph& g, const Readers& readers,
-                                           const std::vector<std::vector<char>>& is_output, int32_t product) {
-  std::vector<ValueRef> chain{{product, 0}};
+                                           const std::vector<std::vector<char>>& is_output, int32_t producer) {
+  const bool product = g.node(producer).op == &known_ops::batch_matmul();
+  std::vector<ValueRef> chain{{producer, 0}};
   for (;;) {
     const ValueRef v = chain.back();
     if (is_output[v.node][v.output] || readers[v.node][v.output].size() != 1) break;
@@ -186,7 +210,10 @@ std::optional<ValueLayout> written_through(const Graph& g, const Readers& reader
     }
     return strides;
   };
-  if (forward(row_major_strides(g.shape(chain[0])))) return std::nullopt;  // nothing copies: nothing to gain
+  if (chain.size() < 2) return std::nullopt;
+  const auto plain = forward(row_major_strides(g.shape(chain[0])));
+  if (product && plain) return std::nullopt;  // nothing copies: nothing to gain
+  if (!product && (!plain || is_row_major(g.shape(chain.back()), *plain))) return std::nullopt;
   // Backward from the end, row-major: the strides of each value before it.
   std::vector<int64_t> strides = row_major_strides(g.shape(chain.back()));
   for (size_t k = chain.size() - 1; k > 0; --k) {
@@ -202,7 +229,9 @@ std::optional<ValueLayout> written_through(const Graph& g, const Readers& reader
       strides = in;
     }
   }
-  if (!cublas_output(g.shape(chain[0]), strides)) return std::nullopt;
+  if (product ? !cublas_output(g.shape(chain[0]), strides)
+              : !layer_norm_strided_output(g, g.node(producer), strides))
+    return std::nullopt;
   // Read forward again, the chain must end row-major in its own bytes, or
   // its last reshape would copy those bytes onto themselves.
   const auto end = forward(strides);
@@ -283,11 +312,12 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
     }
   for (ValueRef v : graph.outputs()) is_output[v.node][v.output] = 1;
 
-  // Products written through a permutation into a later value's bytes.
-  for (int32_t i : order)
-    if (!at_load[i] && nodes[i].is_op() && nodes[i].op == &known_ops::batch_matmul() &&
-        nodes[i].output_dtypes[0] == DType::kFloat)
+  // Products and layer norms written through a permutation into a later value's bytes.
+  for (int32_t i : order) {
+    if (at_load[i] || !nodes[i].is_op() || nodes[i].output_dtypes[0] != DType::kFloat) continue;
+    if (nodes[i].op == &known_ops::batch_matmul() || nodes[i].op == &layer_norm_op())
       if (auto placed = written_through(graph, readers, is_output, i)) a.layouts_[i][0] = *placed;
+  }
 
   // Views are proposed forward; a view some reader cannot take is refused
   // (it owns its bytes: its producer copies) and the proposal is redone, since
@@ -344,7 +374,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
         }
         if (!ok) {
           refused.insert({i, static_cast<int32_t>(k)});
-          if (!may_be_view(graph, nodes[i])) a.layouts_[i][k] = own(v);  // a placed product: row-major after all
+          if (!may_be_view(graph, nodes[i])) a.layouts_[i][k] = own(v);  // a placed value: row-major after all
           changed = true;
         }
       }

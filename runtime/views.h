@@ -16,7 +16,7 @@
 // A view some reader cannot take is not a view: the split (or reshape)
 // copies that value. Graph outputs are always row-major.
 //
-// One value is placed the other way round: a batch_matmul whose output only
+// Two kinds of value are placed the other way round. A batch_matmul whose output only
 // goes through reshapes and transposes to a reshape that no strides can
 // express (attention's head merge: [B*H, S, D] -> [B, H, S, D] -> transpose
 // -> [B, S, H*D]) is written by cuBLAS straight into the bytes of the end of
@@ -25,7 +25,12 @@
 // stride H*D). The product's output is then a view of a later value, the
 // reshapes and transposes between are views too, and the reshape at the end
 // runs nothing (ViewAnalysis::runs_nothing). Where no such strides exist
-// (B > 1: the batch index b*H + h is not one stride) the merge copies.
+// (B > 1: the batch index b*H + h is not one stride) the merge copies. And
+// a layer norm over the last axis whose output only goes through a permute
+// that would leave it not row-major (ConvNeXt's permute(0,3,1,2) back to
+// NCHW after a downsampling layer norm) writes the permute's row-major
+// bytes through strides its kernel writes (layer_norm_strided_output), and
+// the permute runs nothing.
 //
 // The execution plan (execution_plan.h) places values by this analysis and
 // the measured cost model (optimizer/cost_model.h) calls a split free exactly
@@ -82,6 +87,15 @@ inline constexpr int64_t kMinStridedPositions = 8;
 // (runtime/cuda/lower_normalization.cpp), so the two cannot disagree.
 std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, const Node& node,
                                                            const std::vector<int64_t>& strides);
+// How the GPU's layer norm writes the output of `node` stored with
+// `strides`, the same way round: nullopt unless `node` is a layer_norm over
+// the last axis alone and the layout is ChannelStridedRows with at least
+// kMinStridedPositions positions. The view analysis places a layer norm's
+// output so (the other way round, like a product's below) only where this
+// holds: ConvNeXt's downsampling layer norm, permute(0,2,3,1) -> layer_norm
+// -> permute(0,3,1,2), then writes NCHW and the permute back runs nothing.
+std::optional<ChannelStridedRows> layer_norm_strided_output(const Graph& graph, const Node& node,
+                                                            const std::vector<int64_t>& strides);
 // How cuBLAS writes a product's output (rows x cols, after one batch axis
 // when the rank is 3) stored with `strides`: unit stride along a row, the
 // row stride as ldc (>= cols), and one stride between the products of a

@@ -499,6 +499,54 @@ TEST(Views, ConvNextsPermuteBeforeLayerNormIsAView) {
   EXPECT_EQ(plan.unshared_bytes, 3 * plane_bytes + (kernel_bytes + 255) / 256 * 256 + 3 * 512);
 }
 
+TEST(Views, ConvNextsDownsamplingLayerNormWritesNchwSoThePermuteBackRunsNothing) {
+  // ConvNeXt's LayerNorm2d before a downsampling convolution: permute to
+  // NHWC (read in place), layer norm over channels, permute back to NCHW,
+  // convolution 2x2 stride 2. The layer norm writes the permute back's
+  // row-major NCHW bytes through channel strides: neither permute runs.
+  const Graph g = build_graph(
+      "conv2d[stride=2x2](transpose[perm=0x3x1x2](layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)), k)",
+      parse_shape_map("x=1x96x56x56,s=96,c=96,k=192x96x2x2"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  ASSERT_EQ(plan.tasks.size(), 4u);
+  EXPECT_EQ(task_label(g, plan.tasks[0]), "transpose");
+  EXPECT_EQ(plan.tasks[0].kind, Task::Kind::kAlias);
+  EXPECT_EQ(task_label(g, plan.tasks[1]), "layer_norm");
+  EXPECT_EQ(task_label(g, plan.tasks[2]), "transpose");
+  EXPECT_EQ(plan.tasks[2].kind, Task::Kind::kAlias);
+  EXPECT_EQ(plan.tasks[3].kind, Task::Kind::kConv);
+  const ValueSlot& normalized = plan.slot({plan.tasks[1].root(), 0});
+  const ValueSlot& nchw = plan.slot({plan.tasks[2].root(), 0});
+  EXPECT_TRUE(normalized.view);
+  EXPECT_EQ(normalized.strides, (std::vector<int64_t>{96 * 3136, 56, 1, 3136}));  // NHWC indices, NCHW bytes
+  EXPECT_EQ(normalized.offset, nchw.offset);
+  EXPECT_TRUE(nchw.strides.empty());  // row-major: cuDNN reads it
+  const Node& ln = node_of_op(g, "layer_norm");
+  const auto written = layer_norm_strided_output(g, ln, normalized.strides);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(written->positions, 3136);
+  EXPECT_EQ(written->channel_stride, 3136);
+}
+
+TEST(Views, LayerNormsOutputStaysRowMajorWhereNothingWouldCopy) {
+  // Read by a product through a reshape (ConvNeXt's blocks), read by two
+  // permutes, or a graph output: the layer norm writes row-major rows.
+  const Graph g = build_graph(
+      "(matmul(reshape[shape=3136x96](layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)), w),"
+      " transpose[perm=0x3x1x2](layer_norm[axis=3](transpose[perm=0x2x3x1](y), s, c)),"
+      " relu(layer_norm[axis=3](transpose[perm=0x2x3x1](y), s, c)),"
+      " layer_norm[axis=3](transpose[perm=0x2x3x1](z), s, c))",
+      parse_shape_map("x=1x96x56x56,y=1x96x8x8,z=1x96x8x8,s=96,c=96,w=96x384"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  int layer_norms = 0;
+  for (const Task& t : plan.tasks)
+    if (g.node(t.root()).op->name == "layer_norm") {
+      ++layer_norms;
+      EXPECT_TRUE(plan.slot({t.root(), 0}).strides.empty()) << "layer norm node " << t.root();
+    }
+  EXPECT_EQ(layer_norms, 3);
+}
+
 TEST(Views, PermutesLayerNormCannotReadAreCopies) {
   // Copied: a layer norm over two axes; positions not in unit stride
   // (permute(0,3,2,1)). A view: 1x1 planes, where the permute is row-major.

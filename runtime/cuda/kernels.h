@@ -148,11 +148,17 @@ void launch_delay(int64_t cycles, cudaStream_t stream);
 void launch_softmax(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
 void launch_layer_norm(const float* x, const float* scale, const float* bias, float* out, int64_t rows, int64_t n,
                        float epsilon, cudaStream_t stream);
-// The same over the last axis of a strided input (runtime/views.h
-// ChannelStridedRows): x[b * batch_stride + p + c * channel_stride] for
-// b < batches, p < positions, c < channels; out row-major [batches, positions, channels].
+// Where element (b, p, c) of a [batches, positions, channels] tensor is:
+// b * batch + p * position + c * channel.
+struct RowsLayout {
+  int64_t batch = 0, position = 0, channel = 1;
+};
+// The same over the last axis with strided input or output (runtime/views.h
+// ChannelStridedRows: position stride 1, the channels strided; or row-major
+// rows) for b < batches, p < positions, c < channels. Reads are coalesced
+// along positions, so `in` should have position stride 1.
 void launch_layer_norm_strided(const float* x, const float* scale, const float* bias, float* out, int64_t batches,
-                               int64_t batch_stride, int64_t positions, int64_t channels, int64_t channel_stride,
+                               int64_t positions, int64_t channels, const RowsLayout& in, const RowsLayout& out_layout,
                                float epsilon, cudaStream_t stream);
 // Sums (means, maxima, minima) over the axes where `reduced` is set (out has
 // the kept axes, in order).

@@ -74,19 +74,18 @@ __global__ void layer_norm_rows(const float* x, const float* scale, const float*
 
 // Layer norm of rows whose channels are strided and whose positions are
 // contiguous (runtime/views.h ChannelStridedRows: a permute(0,2,3,1) of an
-// NCHW tensor read in place): x[b * batch_stride + p + c * channel_stride],
-// out[(b * positions + p) * channels + c] row-major. A block of
-// kLnThreads threads takes `tile` consecutive positions of one batch (tile a
-// power of two up to 32): threadIdx.x is the position within the tile (a
-// warp reads `tile` consecutive floats of each of 32 / tile channels),
-// threadIdx.y starts a channel and steps by blockDim.y = kLnThreads / tile.
-// The launch picks the tile so that there are enough blocks to fill the GPU:
-// 32 positions per block left ConvNeXt's 14 x 14 stage (196 positions, 384
-// channels) with 7 blocks on 132 multiprocessors, 17 us per layer norm on
-// the H100. Mean and variance are two passes over the input (the second
-// from cache), each summed over threadIdx.y through `partial`. The output
-// is written 32 channels at a time through `staged`, transposed, so that
-// consecutive threads write consecutive channels of one position.
+// NCHW tensor read in place), element (b, p, c) at b * in.batch +
+// p * in.position + c * in.channel (in.position 1 for coalesced reads); the
+// output at the same indices of `out_layout`: row-major rows, or channel
+// strided too (a layer norm placed so that its permute back to NCHW runs
+// nothing). A block of kLnThreads threads takes `tile` consecutive positions
+// of one batch (tile a power of two up to 32): threadIdx.x is the position
+// within the tile (a warp reads `tile` consecutive floats of each of
+// 32 / tile channels), threadIdx.y starts a channel and steps by
+// blockDim.y = kLnThreads / tile. The launch picks the tile so that there
+// are enough blocks to fill the GPU: 32 positions per block left
+// ConvNeXt's 14 x 14 stage (196 positions, 384 channels) with 7 blocks on
+// 132 multiprocessors, 17 us per layer norm on the H100.
 constexpr int kLnThreads = 256;
 constexpr int kLnMaxTile = 32;
 
@@ -100,9 +99,16 @@ __device__ float sum_over_channel_threads(float v, float* partial) {
   return total;
 }
 
+// The unstaged kernel, for more channels than a staged tile holds: mean
+// and variance are two passes over the input (the second from cache), each
+// summed over threadIdx.y through `partial`. Row-major output rows are
+// written 32 channels at a time through `staged`, transposed, so that
+// consecutive threads write consecutive channels of one position; a
+// channel-strided output is written directly (consecutive threads,
+// consecutive positions).
 __global__ void layer_norm_strided(const float* x, const float* scale, const float* bias, float* out,
-                                   int64_t position_tiles, int64_t batch_stride, int64_t positions, int64_t channels,
-                                   int64_t channel_stride, float eps) {
+                                   int64_t position_tiles, int64_t positions, int64_t channels, RowsLayout in,
+                                   RowsLayout ol, float eps) {
   __shared__ float partial[kLnThreads];         // [threadIdx.y][threadIdx.x]
   __shared__ float staged[32][kLnMaxTile + 1];  // [channel in chunk][position]; +1: no bank conflicts
   const int tile = static_cast<int>(blockDim.x);
@@ -110,31 +116,37 @@ __global__ void layer_norm_strided(const float* x, const float* scale, const flo
   const int64_t p0 = (blockIdx.x % position_tiles) * tile;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y), ny = static_cast<int>(blockDim.y);
   const bool valid = p0 + tx < positions;
-  const float* src = x + b * batch_stride + p0 + tx;  // read only when valid
+  const float* src = x + b * in.batch + (p0 + tx) * in.position;  // read only when valid
   float s = 0.f;
   if (valid)
-    for (int64_t c = ty; c < channels; c += ny) s += src[c * channel_stride];
+    for (int64_t c = ty; c < channels; c += ny) s += src[c * in.channel];
   const float mean = sum_over_channel_threads(s, partial) / static_cast<float>(channels);
   float v = 0.f;
   if (valid)
     for (int64_t c = ty; c < channels; c += ny) {
-      const float d = src[c * channel_stride] - mean;
+      const float d = src[c * in.channel] - mean;
       v += d * d;
     }
   const float var = sum_over_channel_threads(v, partial) / static_cast<float>(channels);
   const float r = 1.f / sqrtf(var + eps);
-  float* dst = out + (b * positions + p0) * channels;  // row of position p0
+  float* dst = out + b * ol.batch + p0 * ol.position;  // position p0, channel 0
+  if (ol.channel != 1) {
+    if (valid)
+      for (int64_t c = ty; c < channels; c += ny)
+        dst[tx * ol.position + c * ol.channel] = (src[c * in.channel] - mean) * r * scale[c] + bias[c];
+    return;
+  }
   const int thread = ty * tile + tx, threads = ny * tile;
   for (int64_t c0 = 0; c0 < channels; c0 += 32) {
     for (int k = ty; k < 32; k += ny) {  // this thread's position, channels c0 + k
       const int64_t c = c0 + k;
-      if (valid && c < channels) staged[k][tx] = (src[c * channel_stride] - mean) * r * scale[c] + bias[c];
+      if (valid && c < channels) staged[k][tx] = (src[c * in.channel] - mean) * r * scale[c] + bias[c];
     }
     __syncthreads();
     for (int i = thread; i < 32 * tile; i += threads) {  // position p0 + i / 32, channel c0 + i % 32
       const int k = i / 32;
       const int64_t c = c0 + i % 32;
-      if (p0 + k < positions && c < channels) dst[k * channels + c] = staged[i % 32][k];
+      if (p0 + k < positions && c < channels) dst[k * ol.position + c] = staged[i % 32][k];
     }
     __syncthreads();  // `staged` is rewritten by the next chunk
   }
@@ -142,19 +154,20 @@ __global__ void layer_norm_strided(const float* x, const float* scale, const flo
 
 // The same layer norm reading its input once: a block stages its `tile`
 // positions' channels in shared memory ([channel][position], padded to
-// tile + 1 so that neither the strided load nor the row-major store
-// conflicts on banks), takes mean and variance from there, and writes the
-// tile's output rows, one contiguous run of tile * channels floats, with
-// consecutive threads on consecutive floats. The kernel above re-reads the
-// input three times and writes 32 channels per round between two barriers;
-// at 384 channels that is 12 dependent rounds, which made it latency bound
-// (about 13 us per layer norm of ConvNeXt-tiny on the H100). Used when the
-// tile fits in kLnStagedFloats.
+// tile + 1 so that neither the strided load nor the store conflicts on
+// banks), takes mean and variance from there, and writes the tile: row-major
+// rows as one contiguous run per row with consecutive threads on
+// consecutive channels, a channel-strided output with consecutive threads
+// on consecutive positions. The unstaged kernel re-reads the input three
+// times and writes 32 channels per round between two barriers; at 384
+// channels that is 12 dependent rounds, which made it latency bound (about
+// 13 us per layer norm of ConvNeXt-tiny on the H100). Used when the tile
+// fits in kLnStagedFloats.
 constexpr int64_t kLnStagedFloats = 11000;  // 44 KB: with the static arrays, under the 48 KB a launch gets by default
 
 __global__ void layer_norm_strided_staged(const float* x, const float* scale, const float* bias, float* out,
-                                          int64_t position_tiles, int64_t batch_stride, int64_t positions,
-                                          int64_t channels, int64_t channel_stride, float eps) {
+                                          int64_t position_tiles, int64_t positions, int64_t channels, RowsLayout in,
+                                          RowsLayout ol, float eps) {
   extern __shared__ float staged_values[];  // [channel][tile + 1]
   __shared__ float partial[kLnThreads];     // [threadIdx.y][threadIdx.x]
   __shared__ float stats[2][kLnMaxTile];    // mean, 1 / standard deviation per position of the tile
@@ -163,11 +176,11 @@ __global__ void layer_norm_strided_staged(const float* x, const float* scale, co
   const int64_t p0 = (blockIdx.x % position_tiles) * tile;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y), ny = static_cast<int>(blockDim.y);
   const bool valid = p0 + tx < positions;
-  const float* src = x + b * batch_stride + p0 + tx;  // read only when valid
+  const float* src = x + b * in.batch + (p0 + tx) * in.position;  // read only when valid
   float s = 0.f;
   if (valid)
     for (int64_t c = ty; c < channels; c += ny) {
-      const float v = src[c * channel_stride];
+      const float v = src[c * in.channel];
       staged_values[c * pitch + tx] = v;
       s += v;
     }
@@ -184,11 +197,20 @@ __global__ void layer_norm_strided_staged(const float* x, const float* scale, co
     stats[1][tx] = 1.f / sqrtf(var + eps);
   }
   __syncthreads();
-  const int64_t count = (positions - p0 < tile ? positions - p0 : tile) * channels;
-  float* dst = out + (b * positions + p0) * channels;  // the tile's rows, contiguous
-  for (int64_t i = ty * tile + tx; i < count; i += kLnThreads) {
-    const int64_t k = i / channels, c = i - k * channels;
-    dst[i] = (staged_values[c * pitch + k] - stats[0][k]) * stats[1][k] * scale[c] + bias[c];
+  const int64_t here = positions - p0 < tile ? positions - p0 : tile;  // positions of this tile
+  const int64_t count = here * channels;
+  float* dst = out + b * ol.batch + p0 * ol.position;  // position p0, channel 0
+  if (ol.channel == 1) {
+    for (int64_t i = ty * tile + tx; i < count; i += kLnThreads) {  // position k, channel c
+      const int64_t k = i / channels, c = i - k * channels;
+      dst[k * ol.position + c] = (staged_values[c * pitch + k] - stats[0][k]) * stats[1][k] * scale[c] + bias[c];
+    }
+  } else {
+    for (int64_t i = ty * tile + tx; i < count; i += kLnThreads) {  // channel c, position k
+      const int64_t c = i / here, k = i - c * here;
+      dst[k * ol.position + c * ol.channel] =
+          (staged_values[c * pitch + k] - stats[0][k]) * stats[1][k] * scale[c] + bias[c];
+    }
   }
 }
 
@@ -289,7 +311,7 @@ void launch_layer_norm(const float* x, const float* scale, const float* bias, fl
 }
 
 void launch_layer_norm_strided(const float* x, const float* scale, const float* bias, float* out, int64_t batches,
-                               int64_t batch_stride, int64_t positions, int64_t channels, int64_t channel_stride,
+                               int64_t positions, int64_t channels, const RowsLayout& in, const RowsLayout& out_layout,
                                float epsilon, cudaStream_t stream) {
   if (batches * positions * channels == 0) return;
   // The widest tile (best coalesced) that still gives about two blocks per
@@ -300,17 +322,16 @@ void launch_layer_norm_strided(const float* x, const float* scale, const float* 
   while (tile > 1 && batches * ((positions + tile - 1) / tile) < kBlocksWanted) tile /= 2;
   while (tile > 1 && channels * (tile + 1) > kLnStagedFloats) tile /= 2;
   const int64_t tiles = (positions + tile - 1) / tile;
-  const int64_t blocks = batches * tiles;
+  const auto blocks = static_cast<unsigned>(batches * tiles);
+  const dim3 threads(static_cast<unsigned>(tile), kLnThreads / tile);
   if (channels * (tile + 1) <= kLnStagedFloats) {
     const size_t bytes = static_cast<size_t>(channels * (tile + 1)) * sizeof(float);
-    layer_norm_strided_staged<<<static_cast<unsigned>(blocks), dim3(static_cast<unsigned>(tile), kLnThreads / tile),
-                                bytes, stream>>>(x, scale, bias, out, tiles, batch_stride, positions, channels,
-                                                 channel_stride, epsilon);
+    layer_norm_strided_staged<<<blocks, threads, bytes, stream>>>(x, scale, bias, out, tiles, positions, channels, in,
+                                                                  out_layout, epsilon);
     return;
   }
-  layer_norm_strided<<<static_cast<unsigned>(blocks), dim3(static_cast<unsigned>(tile), kLnThreads / tile), 0,
-                       stream>>>(x, scale, bias, out, tiles, batch_stride, positions, channels, channel_stride,
-                                 epsilon);
+  layer_norm_strided<<<blocks, threads, 0, stream>>>(x, scale, bias, out, tiles, positions, channels, in, out_layout,
+                                                     epsilon);
 }
 
 void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, ReduceKind kind, bool int64,

@@ -30,13 +30,30 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
     const float eps = static_cast<float>(n.params.get_float("epsilon"));
     const float* scale = static_cast<const float*>(ctx.ptr(n.inputs[1]));
     const float* bias = static_cast<const float*>(ctx.ptr(n.inputs[2]));
-    if (!ctx.row_major(n.inputs[0])) {  // a strided view the analysis let it read (views.h)
-      const auto layout = layer_norm_strided_input(ctx.graph, n, ctx.plan.slot(n.inputs[0]).strides);
-      if (!layout) fail(where, "the input's strides are not ones the layer norm kernel reads");
-      const ChannelStridedRows r = *layout;
+    const ValueRef result{node, 0};
+    if (!ctx.row_major(n.inputs[0]) || !ctx.row_major(result)) {
+      // A strided view the analysis let it read, or an output it placed in
+      // a later value's bytes (views.h): both ChannelStridedRows.
+      std::optional<ChannelStridedRows> read, written;
+      if (!ctx.row_major(n.inputs[0])) {
+        read = layer_norm_strided_input(ctx.graph, n, ctx.plan.slot(n.inputs[0]).strides);
+        if (!read) fail(where, "the input's strides are not ones the layer norm kernel reads");
+      }
+      if (!ctx.row_major(result)) {
+        written = layer_norm_strided_output(ctx.graph, n, ctx.plan.slot(result).strides);
+        if (!written) fail(where, "the output's strides are not ones the layer norm kernel writes");
+      }
+      const ChannelStridedRows r = read ? *read : *written;
+      if (read && written && (read->batches != written->batches || read->positions != written->positions))
+        fail(where, "the layer norm's input and output split their rows into batches and positions differently");
+      auto layout = [&](const std::optional<ChannelStridedRows>& strided) {
+        return strided ? RowsLayout{strided->batch_stride, 1, strided->channel_stride}
+                       : RowsLayout{r.positions * r.channels, r.channels, 1};  // row-major rows
+      };
+      const RowsLayout in_layout = layout(read), out_layout = layout(written);
       return [=] {
         launch_layer_norm_strided(static_cast<const float*>(in), scale, bias, static_cast<float*>(out), r.batches,
-                                  r.batch_stride, r.positions, r.channels, r.channel_stride, eps, gpu->stream);
+                                  r.positions, r.channels, in_layout, out_layout, eps, gpu->stream);
         check_launch("layer_norm", where);
       };
     }

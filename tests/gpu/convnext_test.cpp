@@ -113,9 +113,18 @@ const ConvNextCase kLayerNormCases[] = {
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x96x57x55,s=96,c=96", 1e-5},         // 9
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x700x3x301,s=700,c=700", 1e-5},      // 10
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)", "x=1x12000x2x4,s=12000,c=12000", 1e-4},  // 11
+    // ConvNeXt's downsampling: layer norm written NCHW (the permute back
+    // runs nothing), then a 2x2 stride-2 convolution; a graph output; more
+    // channels than a staged tile holds (the unstaged kernel writes it)
+    {"conv2d[stride=2x2](transpose[perm=0x3x1x2](layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)), k)",
+     "x=1x96x56x56,s=96,c=96,k=192x96x2x2", 1e-4},  // 12
+    {"transpose[perm=0x3x1x2](layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c))", "x=2x40x9x11,s=40,c=40",
+     1e-5},  // 13
+    {"relu(transpose[perm=0x3x1x2](layer_norm[axis=3](transpose[perm=0x2x3x1](x), s, c)))",
+     "x=1x12000x2x4,s=12000,c=12000", 1e-4},  // 14
     // a ConvNeXt block's start: depthwise conv with bias, permute, layer norm
     {"layer_norm[axis=3](transpose[perm=0x2x3x1](add(conv2d(x, k), b)), s, c)",
-     "x=2x96x28x28,k=96x1x7x7,b=1x96x1x1,s=96,c=96", 1e-4},  // 12
+     "x=2x96x28x28,k=96x1x7x7,b=1x96x1x1,s=96,c=96", 1e-4},  // 15
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuPermutedLayerNorm, ::testing::ValuesIn(kLayerNormCases));
 
