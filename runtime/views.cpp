@@ -229,8 +229,7 @@ std::optional<ValueLayout> written_through(const Graph& g, const Readers& reader
       strides = in;
     }
   }
-  if (product ? !cublas_output(g.shape(chain[0]), strides)
-              : !layer_norm_strided_output(g, g.node(producer), strides))
+  if (product ? !cublas_output(g.shape(chain[0]), strides) : !layer_norm_strided_output(g, g.node(producer), strides))
     return std::nullopt;
   // Read forward again, the chain must end row-major in its own bytes, or
   // its last reshape would copy those bytes onto themselves.
