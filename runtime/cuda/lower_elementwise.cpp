@@ -151,7 +151,9 @@ void fuse_gelu(EwProgram& p) {
   }
 }
 
-// Whether instruction `ins` reads operand b (c: kWhere only).
+// Whether instruction `ins` reads operand b (c: kWhere only). Every EwOp is
+// listed, without a default: a new one is a build error (-Wswitch) here
+// rather than an operand the dead-code pass drops.
 bool reads_b(const EwInstr& ins) {
   switch (ins.op) {
     case EwOp::kAdd:
@@ -167,9 +169,37 @@ bool reads_b(const EwInstr& ins) {
     case EwOp::kGreaterEqual:
     case EwOp::kWhere:
       return true;
-    default:
+    case EwOp::kNeg:
+    case EwOp::kRelu:
+    case EwOp::kSigmoid:
+    case EwOp::kTanh:
+    case EwOp::kAbs:
+    case EwOp::kSqrt:
+    case EwOp::kExp:
+    case EwOp::kLog:
+    case EwOp::kErf:
+    case EwOp::kRsqrt:
+    case EwOp::kLeakyRelu:
+    case EwOp::kHardSigmoid:
+    case EwOp::kHardSwish:
+    case EwOp::kClip:
+    case EwOp::kSoftplus:
+    case EwOp::kFloor:
+    case EwOp::kCeil:
+    case EwOp::kAddConst:
+    case EwOp::kMulConst:
+    case EwOp::kDivConst:
+    case EwOp::kRSubConst:
+    case EwOp::kRDivConst:
+    case EwOp::kPowConst:
+    case EwOp::kGelu:
+    case EwOp::kIsNan:
+    case EwOp::kNot:
+    case EwOp::kNonZero:
+    case EwOp::kTrunc:
       return false;
   }
+  return false;  // not an EwOp value
 }
 
 }  // namespace
