@@ -99,6 +99,27 @@ __device__ float sum_over_channel_threads(float v, float* partial) {
   return total;
 }
 
+// This thread's place in a block of the two kernels below: batch b, the
+// tile's first position p0, its position within the tile (tx), its first
+// channel (ty) and the channel step (ny); src points at (b, p0 + tx, 0).
+struct LnTileThread {
+  int64_t b, p0;
+  int tile, tx, ty, ny;
+  bool valid;  // p0 + tx < positions: src may be read
+  const float* src;
+};
+
+__device__ LnTileThread ln_tile_thread(const float* x, int64_t position_tiles, int64_t positions, const RowsLayout& in) {
+  LnTileThread t;
+  t.tile = static_cast<int>(blockDim.x);
+  t.b = blockIdx.x / position_tiles;
+  t.p0 = (blockIdx.x % position_tiles) * t.tile;
+  t.tx = static_cast<int>(threadIdx.x), t.ty = static_cast<int>(threadIdx.y), t.ny = static_cast<int>(blockDim.y);
+  t.valid = t.p0 + t.tx < positions;
+  t.src = x + t.b * in.batch + (t.p0 + t.tx) * in.position;
+  return t;
+}
+
 // The unstaged kernel, for more channels than a staged tile holds: mean
 // and variance are two passes over the input (the second from cache), each
 // summed over threadIdx.y through `partial`. Row-major output rows are
@@ -111,12 +132,7 @@ __global__ void layer_norm_strided(const float* x, const float* scale, const flo
                                    RowsLayout ol, float eps) {
   __shared__ float partial[kLnThreads];         // [threadIdx.y][threadIdx.x]
   __shared__ float staged[32][kLnMaxTile + 1];  // [channel in chunk][position]; +1: no bank conflicts
-  const int tile = static_cast<int>(blockDim.x);
-  const int64_t b = blockIdx.x / position_tiles;
-  const int64_t p0 = (blockIdx.x % position_tiles) * tile;
-  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y), ny = static_cast<int>(blockDim.y);
-  const bool valid = p0 + tx < positions;
-  const float* src = x + b * in.batch + (p0 + tx) * in.position;  // read only when valid
+  const auto [b, p0, tile, tx, ty, ny, valid, src] = ln_tile_thread(x, position_tiles, positions, in);
   float s = 0.f;
   if (valid)
     for (int64_t c = ty; c < channels; c += ny) s += src[c * in.channel];
@@ -171,12 +187,8 @@ __global__ void layer_norm_strided_staged(const float* x, const float* scale, co
   extern __shared__ float staged_values[];  // [channel][tile + 1]
   __shared__ float partial[kLnThreads];     // [threadIdx.y][threadIdx.x]
   __shared__ float stats[2][kLnMaxTile];    // mean, 1 / standard deviation per position of the tile
-  const int tile = static_cast<int>(blockDim.x), pitch = tile + 1;
-  const int64_t b = blockIdx.x / position_tiles;
-  const int64_t p0 = (blockIdx.x % position_tiles) * tile;
-  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y), ny = static_cast<int>(blockDim.y);
-  const bool valid = p0 + tx < positions;
-  const float* src = x + b * in.batch + (p0 + tx) * in.position;  // read only when valid
+  const auto [b, p0, tile, tx, ty, ny, valid, src] = ln_tile_thread(x, position_tiles, positions, in);
+  const int pitch = tile + 1;
   float s = 0.f;
   if (valid)
     for (int64_t c = ty; c < channels; c += ny) {
