@@ -47,8 +47,12 @@ std::map<std::string, std::vector<AlgoChoice>>& algo_cache() {
   static std::map<std::string, std::vector<AlgoChoice>> cache;
   return cache;
 }
-std::map<std::string, AlgoChoice>& timed_algo() {
-  static std::map<std::string, AlgoChoice> cache;
+struct TimedAlgo {
+  AlgoChoice choice;
+  double ms = 0;  // its time as the step runs it
+};
+std::map<std::string, TimedAlgo>& timed_algo() {
+  static std::map<std::string, TimedAlgo> cache;
   return cache;
 }
 
@@ -217,33 +221,6 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       }
     };
   };
-  const std::string choice_key = key + (bias ? ",b" : "") + (residual ? ",z" : "") + (relu ? ",r" : "");
-  // A workspace for timing (the model's is sized to the chosen algorithms once all steps are lowered).
-  auto ensure_workspace = [gpu](size_t bytes) {
-    if (gpu->conv_workspace.bytes() < bytes) gpu->conv_workspace = DeviceBuffer(bytes, "convolution workspace");
-  };
-  AlgoChoice chosen = candidates.front();
-  if (candidates.size() > 1) {
-    std::unique_lock<std::mutex> lock(cache_mutex);
-    auto it = timed_algo().find(choice_key);
-    if (it != timed_algo().end()) {
-      chosen = it->second;
-    } else {
-      lock.unlock();
-      size_t most = 0;
-      for (const AlgoChoice& a : candidates) most = std::max(most, a.workspace);
-      ensure_workspace(most);
-      double best = 0;
-      for (const AlgoChoice& a : candidates) {
-        const double ms = time_launches_ms(cudnn_step(a), gpu->stream, where);
-        if (&a == &candidates.front() || ms < best) best = ms, chosen = a;
-      }
-      lock.lock();
-      timed_algo()[choice_key] = chosen;
-    }
-  }
-  ctx.gpu.conv_workspace_needed = std::max(ctx.gpu.conv_workspace_needed, chosen.workspace);
-  const std::function<void()> via_cudnn = cudnn_step(chosen);
   // Besides cuDNN, a convolution may have another implementation: a 1x1
   // convolution with unit stride and no padding is a matrix product per
   // image (Y[K, HW] = W[K, C] X[C, HW] on cuBLAS, then one elementwise
@@ -291,6 +268,33 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       (void)zeros;  // the bias when relu had none: kept alive with the step
     };
   }
+  // cuDNN's candidates are timed when there is a choice to make: between
+  // them, or against the other implementation. The fastest and its time
+  // are kept per signature and epilogue.
+  const std::string choice_key = key + (bias ? ",b" : "") + (residual ? ",z" : "") + (relu ? ",r" : "");
+  const bool compare_other = other && ctx.conv_choice == ConvChoice::kFaster;
+  TimedAlgo cudnn{candidates.front(), 0};
+  if (candidates.size() > 1 || compare_other) {
+    std::unique_lock<std::mutex> lock(cache_mutex);
+    auto it = timed_algo().find(choice_key);
+    if (it != timed_algo().end()) {
+      cudnn = it->second;
+    } else {
+      lock.unlock();
+      // A workspace for timing (the model's is sized to the chosen algorithms once all steps are lowered).
+      size_t most = 0;
+      for (const AlgoChoice& a : candidates) most = std::max(most, a.workspace);
+      if (gpu->conv_workspace.bytes() < most) gpu->conv_workspace = DeviceBuffer(most, "convolution workspace");
+      for (const AlgoChoice& a : candidates) {
+        const double ms = time_launches_ms(cudnn_step(a), gpu->stream, where);
+        if (&a == &candidates.front() || ms < cudnn.ms) cudnn = {a, ms};
+      }
+      lock.lock();
+      timed_algo()[choice_key] = cudnn;
+    }
+  }
+  ctx.gpu.conv_workspace_needed = std::max(ctx.gpu.conv_workspace_needed, cudnn.choice.workspace);
+  const std::function<void()> via_cudnn = cudnn_step(cudnn.choice);
   if (!other || ctx.conv_choice == ConvChoice::kCudnn) return via_cudnn;
   if (ctx.conv_choice == ConvChoice::kOther) return other;
   {
@@ -298,12 +302,10 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
     auto it = other_choice().find(choice_key);
     if (it != other_choice().end()) return it->second ? other : via_cudnn;
   }
-  ensure_workspace(gpu->conv_workspace_needed);
-  const double cudnn_ms = time_launches_ms(via_cudnn, gpu->stream, where);
   const double other_ms = time_launches_ms(other, gpu->stream, where);
   std::lock_guard<std::mutex> lock(cache_mutex);
-  other_choice()[choice_key] = other_ms < cudnn_ms;
-  return other_ms < cudnn_ms ? other : via_cudnn;
+  other_choice()[choice_key] = other_ms < cudnn.ms;
+  return other_ms < cudnn.ms ? other : via_cudnn;
 }
 
 }  // namespace tgr::gpu
