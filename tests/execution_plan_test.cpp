@@ -407,6 +407,17 @@ TEST(Views, ATransposeOfTheLastTwoAxesFeedsCublasDirectly) {
   EXPECT_EQ(plan.slot({plan.tasks[0].root(), 0}).strides, (std::vector<int64_t>{1, 13}));
 }
 
+// How many of the plan's transposes copy (a task of their own) and how many are views.
+std::pair<int, int> transposes_copied_and_viewed(const Graph& g, const ExecutionPlan& plan) {
+  int copies = 0, views = 0;
+  for (const Task& t : plan.tasks)
+    if (g.node(t.root()).op->name == "transpose") {
+      copies += t.kind == Task::Kind::kNode;
+      views += t.kind == Task::Kind::kAlias;
+    }
+  return {copies, views};
+}
+
 TEST(Views, TransposesReadByKernelsWithoutStridesAreCopies) {
   // softmax, a graph output, and a reshape that no strides can express
   // (the merge of heads: [1, S, heads, d] back to [S, H]) read copies.
@@ -415,12 +426,7 @@ TEST(Views, TransposesReadByKernelsWithoutStridesAreCopies) {
       " reshape[shape=5x32](transpose[perm=0x2x1x3](reshape[shape=1x4x5x8](z))))",
       parse_shape_map("x=2x3x4,y=3x4,z=4x5x8"));
   const ExecutionPlan plan = make_execution_plan(g);
-  int copies = 0, views = 0;
-  for (const Task& t : plan.tasks)
-    if (g.node(t.root()).op->name == "transpose") {
-      copies += t.kind == Task::Kind::kNode;
-      views += t.kind == Task::Kind::kAlias;
-    }
+  const auto [copies, views] = transposes_copied_and_viewed(g, plan);
   EXPECT_EQ(copies, 2);  // softmax's, the graph output
   EXPECT_EQ(views, 1);   // the merge's
   // The merge: the transpose is a view and the reshape copies from it.
@@ -555,12 +561,7 @@ TEST(Views, PermutesLayerNormCannotReadAreCopies) {
       " layer_norm[axis=3](transpose[perm=0x2x3x1](y), t, d))",
       parse_shape_map("x=2x9x5x7,s2=7x9,c2=7x9,s=9,c=9,y=3x4x1x1,t=4,d=4"));
   const ExecutionPlan plan = make_execution_plan(g);
-  int copies = 0, views = 0;
-  for (const Task& t : plan.tasks)
-    if (g.node(t.root()).op->name == "transpose") {
-      copies += t.kind == Task::Kind::kNode;
-      views += t.kind == Task::Kind::kAlias;
-    }
+  const auto [copies, views] = transposes_copied_and_viewed(g, plan);
   EXPECT_EQ(copies, 2);
   EXPECT_EQ(views, 1);
 }

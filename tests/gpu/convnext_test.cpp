@@ -12,7 +12,6 @@
 namespace tgr {
 namespace {
 
-using test::expect_outputs_match;
 
 struct ConvNextCase {
   std::string expr;
@@ -26,16 +25,9 @@ void expect_matches_cpu(const ConvNextCase& c, gpu::ConvChoice choice) {
   const Graph g = build_graph(c.expr, parse_shape_map(c.shapes));
   const std::vector<ConstantValue> inputs = test::random_values(g, 7);
   const std::vector<ConstantValue> expected = evaluate_values<float>(g, inputs);
-  for (bool fuse : {true, false}) {
-    gpu::GpuOptions options;
-    options.fuse = fuse;
-    options.cuda_graph = fuse;
-    options.conv_choice = choice;
-    gpu::GpuModel model = gpu::GpuModel::load(g, options);
-    const std::string what = c.expr + (fuse ? " fused, CUDA graph" : " unfused, eager");
-    expect_outputs_match(model.run(inputs), expected, c.tolerance, what);
-    expect_outputs_match(model.run(inputs), expected, c.tolerance, what + " (second run)");
-  }
+  gpu::GpuOptions options;
+  options.conv_choice = choice;
+  test::expect_fused_and_unfused_match(g, inputs, expected, c.tolerance, c.expr, options);
 }
 
 class GpuDepthwiseConv : public ::testing::TestWithParam<ConvNextCase> {};

@@ -55,37 +55,22 @@ void expect_one_gelu(const EwProgram& p) {
 }
 
 TEST(EwProgram, GeluErfChainInEveryExportedOrderBecomesOneInstruction) {
-  for (bool divide : {true, false}) {
-    // (x * t) * 0.5 and (t * x) / 2
-    auto code = erf_plus_one(divide);
-    code.push_back(instr(EwOp::kMul, 4, 0, 3));
-    code.push_back(instr(EwOp::kMulConst, 5, 4, 0, 0.5f));
-    EwProgram p = program(1, code, 5);
-    gpu::simplify_program(p);
-    expect_one_gelu(p);
-
-    code = erf_plus_one(divide);
-    code.push_back(instr(EwOp::kMul, 4, 3, 0));
-    code.push_back(instr(EwOp::kDivConst, 5, 4, 0, 2.f));
-    p = program(1, code, 5);
-    gpu::simplify_program(p);
-    expect_one_gelu(p);
-
-    // (x * 0.5) * t and t * (x / 2)
-    code = erf_plus_one(divide);
-    code.push_back(instr(EwOp::kMulConst, 4, 0, 0, 0.5f));
-    code.push_back(instr(EwOp::kMul, 5, 4, 3));
-    p = program(1, code, 5);
-    gpu::simplify_program(p);
-    expect_one_gelu(p);
-
-    code = erf_plus_one(divide);
-    code.push_back(instr(EwOp::kDivConst, 4, 0, 0, 2.f));
-    code.push_back(instr(EwOp::kMul, 5, 3, 4));
-    p = program(1, code, 5);
-    gpu::simplify_program(p);
-    expect_one_gelu(p);
-  }
+  // The two instructions after erf(u) + 1 (register 3), x in register 0.
+  const std::vector<std::pair<EwInstr, EwInstr>> tails = {
+      {instr(EwOp::kMul, 4, 0, 3), instr(EwOp::kMulConst, 5, 4, 0, 0.5f)},       // (x * t) * 0.5
+      {instr(EwOp::kMul, 4, 3, 0), instr(EwOp::kDivConst, 5, 4, 0, 2.f)},        // (t * x) / 2
+      {instr(EwOp::kMulConst, 4, 0, 0, 0.5f), instr(EwOp::kMul, 5, 4, 3)},       // (x * 0.5) * t
+      {instr(EwOp::kDivConst, 4, 0, 0, 2.f), instr(EwOp::kMul, 5, 3, 4)},        // t * (x / 2)
+  };
+  for (bool divide : {true, false})
+    for (const auto& [product, last] : tails) {
+      auto code = erf_plus_one(divide);
+      code.push_back(product);
+      code.push_back(last);
+      EwProgram p = program(1, code, 5);
+      gpu::simplify_program(p);
+      expect_one_gelu(p);
+    }
 }
 
 TEST(EwProgram, ChainsThatAreNotGeluStay) {
@@ -221,13 +206,7 @@ TEST_P(GpuConstantPrograms, MatchTheCpuReference) {
   g.add_output(c.build(g, x, y));
   const std::vector<ConstantValue> inputs = test::random_values(g, 3, 3);
   const std::vector<ConstantValue> expected = evaluate_values<float>(g, inputs);
-  for (bool fuse : {true, false}) {
-    gpu::GpuOptions options;
-    options.fuse = fuse;
-    options.cuda_graph = fuse;
-    gpu::GpuModel model = gpu::GpuModel::load(g, options);
-    test::expect_outputs_match(model.run(inputs), expected, c.tolerance, c.name + (fuse ? " fused" : " unfused"));
-  }
+  test::expect_fused_and_unfused_match(g, inputs, expected, c.tolerance, c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, GpuConstantPrograms, ::testing::ValuesIn(kConstantCases),

@@ -70,4 +70,20 @@ inline void expect_outputs_match(const std::vector<ConstantValue>& actual, const
   }
 }
 
+// Loads `g` twice, fused and replayed as a CUDA graph, then unfused and run
+// step by step (`options` gives the rest), runs each twice (a replay must not
+// depend on what the previous one left) and compares with `expected`.
+inline void expect_fused_and_unfused_match(const Graph& g, const std::vector<ConstantValue>& inputs,
+                                           const std::vector<ConstantValue>& expected, double tolerance,
+                                           const std::string& what, gpu::GpuOptions options = {}) {
+  for (bool fuse : {true, false}) {
+    options.fuse = fuse;
+    options.cuda_graph = fuse;
+    gpu::GpuModel model = gpu::GpuModel::load(g, options);
+    const std::string run = what + (fuse ? " fused, CUDA graph" : " unfused, eager");
+    expect_outputs_match(model.run(inputs), expected, tolerance, run);
+    expect_outputs_match(model.run(inputs), expected, tolerance, run + " (second run)");
+  }
+}
+
 }  // namespace tgr::test

@@ -11,7 +11,6 @@
 namespace tgr {
 namespace {
 
-using test::expect_outputs_match;
 
 struct OpCase {
   std::string expr;
@@ -33,17 +32,7 @@ TEST_P(GpuOps, MatchesTheCpuReference) {
   const Graph g = build_graph(c.expr, shapes, dtypes);
   const std::vector<ConstantValue> inputs = test::random_values(g, 1, c.scale, c.lo, c.hi);
   const std::vector<ConstantValue> expected = evaluate_values<float>(g, inputs);
-  // Fused and replayed as a CUDA graph; unfused and step by step.
-  for (bool fuse : {true, false}) {
-    gpu::GpuOptions options;
-    options.fuse = fuse;
-    options.cuda_graph = fuse;
-    gpu::GpuModel model = gpu::GpuModel::load(g, options);
-    const std::string what = c.expr + (fuse ? " fused, CUDA graph" : " unfused, eager");
-    // Twice: a replay must not depend on what the previous one left.
-    expect_outputs_match(model.run(inputs), expected, c.tolerance, what);
-    expect_outputs_match(model.run(inputs), expected, c.tolerance, what + " (second run)");
-  }
+  test::expect_fused_and_unfused_match(g, inputs, expected, c.tolerance, c.expr);
 }
 
 const OpCase kCases[] = {
@@ -297,16 +286,7 @@ TEST(GpuViews, GathersOfOneConstantIndexMatchTheCpuReference) {
     const Graph g = picked_qkv(with_softmax);
     const std::vector<ConstantValue> inputs = test::random_values(g, 3);
     const std::vector<ConstantValue> expected = evaluate_values<float>(g, inputs);
-    for (bool fuse : {true, false}) {
-      gpu::GpuOptions options;
-      options.fuse = fuse;
-      options.cuda_graph = fuse;
-      gpu::GpuModel model = gpu::GpuModel::load(g, options);
-      const std::string what =
-          std::string(with_softmax ? "with softmax" : "views only") + (fuse ? ", fused" : ", unfused");
-      expect_outputs_match(model.run(inputs), expected, 1e-4, what);
-      expect_outputs_match(model.run(inputs), expected, 1e-4, what + " (second run)");
-    }
+    test::expect_fused_and_unfused_match(g, inputs, expected, 1e-4, with_softmax ? "with softmax" : "views only");
   }
 }
 
