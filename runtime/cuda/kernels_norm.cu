@@ -109,7 +109,8 @@ struct LnTileThread {
   const float* src;
 };
 
-__device__ LnTileThread ln_tile_thread(const float* x, int64_t position_tiles, int64_t positions, const RowsLayout& in) {
+__device__ LnTileThread ln_tile_thread(const float* x, int64_t position_tiles, int64_t positions,
+                                       const RowsLayout& in) {
   LnTileThread t;
   t.tile = static_cast<int>(blockDim.x);
   t.b = blockIdx.x / position_tiles;

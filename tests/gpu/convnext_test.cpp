@@ -12,7 +12,6 @@
 namespace tgr {
 namespace {
 
-
 struct ConvNextCase {
   std::string expr;
   std::string shapes;  // parse_shape_map text

@@ -57,10 +57,10 @@ void expect_one_gelu(const EwProgram& p) {
 TEST(EwProgram, GeluErfChainInEveryExportedOrderBecomesOneInstruction) {
   // The two instructions after erf(u) + 1 (register 3), x in register 0.
   const std::vector<std::pair<EwInstr, EwInstr>> tails = {
-      {instr(EwOp::kMul, 4, 0, 3), instr(EwOp::kMulConst, 5, 4, 0, 0.5f)},       // (x * t) * 0.5
-      {instr(EwOp::kMul, 4, 3, 0), instr(EwOp::kDivConst, 5, 4, 0, 2.f)},        // (t * x) / 2
-      {instr(EwOp::kMulConst, 4, 0, 0, 0.5f), instr(EwOp::kMul, 5, 4, 3)},       // (x * 0.5) * t
-      {instr(EwOp::kDivConst, 4, 0, 0, 2.f), instr(EwOp::kMul, 5, 3, 4)},        // t * (x / 2)
+      {instr(EwOp::kMul, 4, 0, 3), instr(EwOp::kMulConst, 5, 4, 0, 0.5f)},  // (x * t) * 0.5
+      {instr(EwOp::kMul, 4, 3, 0), instr(EwOp::kDivConst, 5, 4, 0, 2.f)},   // (t * x) / 2
+      {instr(EwOp::kMulConst, 4, 0, 0, 0.5f), instr(EwOp::kMul, 5, 4, 3)},  // (x * 0.5) * t
+      {instr(EwOp::kDivConst, 4, 0, 0, 2.f), instr(EwOp::kMul, 5, 3, 4)},   // t * (x / 2)
   };
   for (bool divide : {true, false})
     for (const auto& [product, last] : tails) {

@@ -11,7 +11,6 @@
 namespace tgr {
 namespace {
 
-
 struct OpCase {
   std::string expr;
   std::string shapes;    // parse_shape_map text; "ids=int64:2x3"
