@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <filesystem>
@@ -37,7 +38,7 @@ struct Options {
   std::string test_data;
   int iters = 100, warmup = 20, profile_iters = 20;
   double rtol = 1e-4;
-  bool profile = false, no_graph = false, no_fuse = false;
+  bool profile = false, profile_steps = false, no_graph = false, no_fuse = false, interpret = false;
   std::string name;
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
   std::string db, device;                 // --db, --device: predicted times from measured step costs
@@ -75,7 +76,8 @@ double worst_error(const std::vector<ConstantValue>& actual, const std::vector<C
   return worst;
 }
 
-void print_profile(const std::string& label, gpu::GpuModel& model, int iters, double replay_ms) {
+void print_profile(const std::string& label, gpu::GpuModel& model, const Graph& graph, int iters, double replay_ms,
+                   bool each_step) {
   const std::vector<gpu::StepTime> steps = model.profile(iters);
   struct Row {
     int count = 0;
@@ -100,6 +102,13 @@ void print_profile(const std::string& label, gpu::GpuModel& model, int iters, do
               label.c_str(), steps.size(), total, replay_ms);
   print("by operator (first of a fused step)", by_op);
   print("by step (fused operators joined by +)", by_label);
+  if (!each_step) return;
+  std::printf("  %5s %-36s %-20s %10s\n", "step", "operators", "output", "ms");
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const gpu::StepTime& s = steps[k];
+    const std::string shape = s.node >= 0 ? shape_to_string(graph.node(s.node).output_shapes.at(0)) : "-";
+    std::printf("  %5zu %-36s %-20s %10.4f\n", k, s.label.c_str(), shape.c_str(), s.ms);
+  }
 }
 
 // A model on the GPU, checked against the CPU reference.
@@ -128,15 +137,20 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   gpu::GpuOptions options;
   options.cuda_graph = !o.no_graph;
   options.fuse = !o.no_fuse;
+  options.compile_elementwise = !o.interpret;
+  const auto load_start = std::chrono::steady_clock::now();
   l.model = std::make_unique<gpu::GpuModel>(gpu::GpuModel::load(mc.graph, options));
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   const auto& st = l.model->stats();
   const std::vector<ConstantValue> out = l.model->run(mc.inputs);
   const double vs_cpu = worst_error(out, *cpu_reference);
   r.ok = vs_cpu <= o.rtol;
   std::printf("%s (%s): %d operators -> %d GPU steps (%d folded at load, %d fused); arena %.1f MB (%.1f MB without "
-              "sharing), weights %.1f MB, conv workspace %.1f MB; CUDA graph %s\n",
+              "sharing), weights %.1f MB, conv workspace %.1f MB; CUDA graph %s; elementwise programs %d compiled, %d "
+              "interpreted; loaded in %.2f s\n",
               mc.name.c_str(), role.c_str(), st.graph_ops, st.steps, st.folded, st.fused, st.arena_bytes / 1e6,
-              st.unshared_bytes / 1e6, st.weight_bytes / 1e6, st.workspace_bytes / 1e6, st.cuda_graph ? "yes" : "no");
+              st.unshared_bytes / 1e6, st.weight_bytes / 1e6, st.workspace_bytes / 1e6, st.cuda_graph ? "yes" : "no",
+              st.compiled_programs, st.interpreted_programs, load_s);
   std::printf("  check: relative L2 error vs the CPU interpreter %.2e (tolerance %.0e) %s", vs_cpu, o.rtol,
               r.ok ? "ok" : "FAIL");
   if (!mc.expected.empty()) {
@@ -173,7 +187,8 @@ void time_models(const Options& o, std::vector<Loaded*> models) {
                 "warm-up)\n",
                 l.name.c_str(), l.role.c_str(), l.result.ms, kRounds, per_round,
                 l.model->stats().cuda_graph ? "CUDA-graph replays" : "runs", o.warmup);
-    if (o.profile) print_profile(l.name + " (" + l.role + ")", *l.model, o.profile_iters, l.result.ms);
+    if (o.profile || o.profile_steps)
+      print_profile(l.name + " (" + l.role + ")", *l.model, l.graph, o.profile_iters, l.result.ms, o.profile_steps);
   }
   std::fflush(stdout);
 }
@@ -256,9 +271,12 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed replays first")->check(CLI::Range(0, 100000));
   app.add_option("--rtol", o.rtol, "largest relative L2 error vs the CPU reference");
   app.add_flag("--profile", o.profile, "print the per-operator time breakdown of each model");
+  app.add_flag("--profile-steps", o.profile_steps, "--profile, and every step's time with its output's shape");
   app.add_option("--profile-iters", o.profile_iters, "profiled runs (median per step)");
   app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph");
   app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");
+  app.add_flag("--interpret-elementwise", o.interpret,
+               "run elementwise programs on the interpreter kernel instead of compiling each (NVRTC)");
   app.add_option("--name", o.name, "the model's name in the table (default: the file's stem)");
   app.add_option("--db", o.db, "a database whose op_costs hold calibrate's step times: print predicted times too")
       ->check(CLI::ExistingFile);

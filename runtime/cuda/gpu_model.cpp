@@ -86,6 +86,9 @@ GpuModel GpuModel::load(const Graph& graph, const GpuOptions& options) {
     }
   LowerCtx ctx{m->graph, m->plan, *m->gpu, m->arena.data(), m->weights.data(), options.conv_workspace_limit};
   ctx.conv_choice = options.conv_choice;
+  ctx.compile_elementwise = options.compile_elementwise;
+  ctx.compiled_programs = &m->stats.compiled_programs;
+  ctx.interpreted_programs = &m->stats.interpreted_programs;
   for (size_t t = 0; t < m->plan.tasks.size(); ++t) {
     Step s = lower_task(ctx, m->plan.tasks[t], t);
     if (s.run) m->steps.push_back(std::move(s));

@@ -30,6 +30,9 @@ struct GpuOptions {
   bool fuse = true;        // elementwise chains; conv + bias (+ residual) + relu
   size_t conv_workspace_limit = size_t{256} << 20;
   ConvChoice conv_choice = ConvChoice::kFaster;
+  // Elementwise programs compiled for the device with NVRTC (ew_compile.h);
+  // false: every program runs on the interpreter kernel.
+  bool compile_elementwise = true;
 };
 
 struct ModelStats {
@@ -39,6 +42,8 @@ struct ModelStats {
   int fused = 0;          // nodes merged into another node's step
   int64_t arena_bytes = 0, unshared_bytes = 0, weight_bytes = 0, workspace_bytes = 0;
   bool cuda_graph = false;
+  int compiled_programs = 0;     // elementwise programs running as their own compiled kernels
+  int interpreted_programs = 0;  // elementwise programs on the interpreter kernel
 };
 
 // One step's time in a profile: its operators ("conv2d+add+relu") and node.

@@ -17,6 +17,13 @@ void* LowerCtx::ptr(ValueRef v) const {
   fail(where(v.node), "value " + std::to_string(v.output) + " has no place in the memory plan");
 }
 
+EwLauncher LowerCtx::elementwise_launcher(const EwProgram& program, bool int64_program) const {
+  EwLauncher launcher(program, int64_program, compile_elementwise);
+  int* count = launcher.compiled() ? compiled_programs : interpreted_programs;
+  if (count) ++*count;
+  return launcher;
+}
+
 Strides LowerCtx::strides(ValueRef v) const {
   const ValueSlot& s = plan.slot(v);
   if (s.strides.empty()) return gpu::row_major(shape(v));

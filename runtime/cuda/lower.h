@@ -11,6 +11,7 @@
 
 #include "runtime/cuda/gpu_context.h"
 #include "runtime/cuda/gpu_error.h"
+#include "runtime/cuda/ew_compile.h"
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/cuda/kernels.h"
 #include "runtime/execution_plan.h"
@@ -31,7 +32,13 @@ struct LowerCtx {
   char* weights = nullptr;
   size_t conv_workspace_limit = 0;
   ConvChoice conv_choice = ConvChoice::kFaster;
+  bool compile_elementwise = true;
+  // Counted as programs are lowered: compiled ones and interpreted ones.
+  int* compiled_programs = nullptr;
+  int* interpreted_programs = nullptr;
 
+  // The launcher of an elementwise program (ew_compile.h), counted.
+  EwLauncher elementwise_launcher(const EwProgram& program, bool int64_program) const;
   void* ptr(ValueRef v) const;
   // Element strides of a value as the plan stores it (row-major unless a strided view).
   Strides strides(ValueRef v) const;

@@ -185,7 +185,8 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   const Shape ys = g.node(task.root()).output_shapes[0];
   // y = relu(y + bias[c] (+ residual)): the fallback should cuDNN refuse the
   // fused call for this algorithm.
-  const EwProgram relu_epilogue = epilogue_program(y, ys, bias, residual, true);
+  // Rarely runs, so not compiled (nor counted).
+  const EwLauncher relu_epilogue(epilogue_program(y, ys, bias, residual, true), false, false);
   GpuContext* gpu = &ctx.gpu;
   auto cudnn_step = [=](AlgoChoice choice) -> std::function<void()> {
     return [=] {
@@ -207,7 +208,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
           TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws,
                                                 ws_bytes, &zero, d->y, y),
                         where);
-          launch_ew_float(relu_epilogue, static_cast<float*>(y), gpu->stream);
+          relu_epilogue.launch(y, gpu->stream);
           check_launch("conv epilogue", where);
         } else {
           check(fused, "cudnnConvolutionBiasActivationForward", where);
@@ -233,7 +234,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
                          w.pad_bottom == 0 && w.pad_right == 0 && geo.groups == 1;
   if (pointwise) {
     const bool has_epilogue = bias || residual || relu;
-    const EwProgram epilogue = epilogue_program(y, ys, bias, residual, relu);
+    const EwLauncher epilogue = ctx.elementwise_launcher(epilogue_program(y, ys, bias, residual, relu), false);
     const int hw = to_int(w.out_h * w.out_w), cin = to_int(geo.in_channels), kout = to_int(geo.out_channels);
     const int batch = to_int(geo.batch);
     other = [=] {
@@ -244,7 +245,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
                                               hw, int64_t{kout} * hw, batch),
                     where);
       if (has_epilogue) {
-        launch_ew_float(epilogue, static_cast<float*>(y), gpu->stream);
+        epilogue.launch(y, gpu->stream);
         check_launch("conv epilogue", where);
       }
       (void)zeros;  // the epilogue's bias when relu had none: kept alive with the step

@@ -337,14 +337,10 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   simplify_program(p);
   void* out = ctx.ptr({root, 0});
   GpuContext* gpu = &ctx.gpu;
-  if (ints)
-    return [p, out, gpu, where] {
-      launch_ew_int64(p, static_cast<int64_t*>(out), gpu->stream);
-      check_launch("elementwise (int64)", where);
-    };
-  return [p, out, gpu, where] {
-    launch_ew_float(p, out, gpu->stream);
-    check_launch("elementwise", where);
+  const EwLauncher launcher = ctx.elementwise_launcher(p, ints);
+  return [launcher, out, gpu, where, ints] {
+    launcher.launch(out, gpu->stream);
+    check_launch(ints ? "elementwise (int64)" : "elementwise", where);
   };
 }
 
