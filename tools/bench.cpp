@@ -14,9 +14,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <memory>
 #include <filesystem>
 #include <map>
+#include <memory>
 
 #include "optimizer/cost_model.h"
 #include "optimizer/plan_cost_model.h"
@@ -145,12 +145,13 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   const std::vector<ConstantValue> out = l.model->run(mc.inputs);
   const double vs_cpu = worst_error(out, *cpu_reference);
   r.ok = vs_cpu <= o.rtol;
-  std::printf("%s (%s): %d operators -> %d GPU steps (%d folded at load, %d fused); arena %.1f MB (%.1f MB without "
-              "sharing), weights %.1f MB, conv workspace %.1f MB; CUDA graph %s; elementwise programs %d compiled, %d "
-              "interpreted; loaded in %.2f s\n",
-              mc.name.c_str(), role.c_str(), st.graph_ops, st.steps, st.folded, st.fused, st.arena_bytes / 1e6,
-              st.unshared_bytes / 1e6, st.weight_bytes / 1e6, st.workspace_bytes / 1e6, st.cuda_graph ? "yes" : "no",
-              st.compiled_programs, st.interpreted_programs, load_s);
+  std::printf(
+      "%s (%s): %d operators -> %d GPU steps (%d folded at load, %d fused); arena %.1f MB (%.1f MB without "
+      "sharing), weights %.1f MB, conv workspace %.1f MB; CUDA graph %s; elementwise programs %d compiled, %d "
+      "interpreted; loaded in %.2f s\n",
+      mc.name.c_str(), role.c_str(), st.graph_ops, st.steps, st.folded, st.fused, st.arena_bytes / 1e6,
+      st.unshared_bytes / 1e6, st.weight_bytes / 1e6, st.workspace_bytes / 1e6, st.cuda_graph ? "yes" : "no",
+      st.compiled_programs, st.interpreted_programs, load_s);
   std::printf("  check: relative L2 error vs the CPU interpreter %.2e (tolerance %.0e) %s", vs_cpu, o.rtol,
               r.ok ? "ok" : "FAIL");
   if (!mc.expected.empty()) {

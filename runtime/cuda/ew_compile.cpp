@@ -32,56 +32,94 @@ std::string ew_instruction_expression(const EwInstr& ins, bool int64_program) {
   const std::string a = reg(ins.a), b = reg(ins.b), c = reg(ins.c);
   const std::string one = int64_program ? "1LL" : "1.f", zero = int64_program ? "0LL" : "0.f";
   auto flag = [&](const std::string& cond) { return "(" + cond + " ? " + one + " : " + zero + ")"; };
-  // The interpreter's apply() (kernels_elementwise.cu), formula by formula.
-  switch (ins.op) {
-    case EwOp::kAdd: return a + " + " + b;
-    case EwOp::kSub: return a + " - " + b;
-    case EwOp::kMul: return a + " * " + b;
-    case EwOp::kDiv: return int64_program ? "(" + b + " == 0LL ? 0LL : " + a + " / " + b + ")" : a + " / " + b;
-    case EwOp::kMax: return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
-    case EwOp::kNeg: return "-" + a;
-    case EwOp::kAbs: return "(" + a + " < " + zero + " ? -" + a + " : " + a + ")";
-    case EwOp::kEqual: return flag(a + " == " + b);
-    case EwOp::kLess: return flag(a + " < " + b);
-    case EwOp::kGreater: return flag(a + " > " + b);
-    case EwOp::kLessEqual: return flag(a + " <= " + b);
-    case EwOp::kGreaterEqual: return flag(a + " >= " + b);
-    case EwOp::kNot: return flag(a + " == " + zero);
-    case EwOp::kNonZero: return flag(a + " != " + zero);
-    case EwOp::kWhere: return "(" + a + " != " + zero + " ? " + b + " : " + c + ")";
-    default: break;
-  }
-  if (int64_program) return ins.op == EwOp::kTrunc ? a : "0LL";  // integers are whole; float-only operators give 0
   const std::string p0 = float_literal(ins.p0), p1 = float_literal(ins.p1);
+  // Float-only instructions give 0 in an int64 program, as apply's do.
+  auto real = [&](const std::string& e) { return int64_program ? std::string("0LL") : e; };
+  // The interpreter's apply() (kernels_elementwise.cu), formula by formula;
+  // no default: a new instruction is a -Wswitch error here.
   switch (ins.op) {
-    case EwOp::kPow: return "powf(" + a + ", " + b + ")";
-    case EwOp::kRelu: return "(" + a + " > 0.f ? " + a + " : 0.f)";
-    case EwOp::kSigmoid: return "1.f / (1.f + expf(-" + a + "))";
-    case EwOp::kTanh: return "tanhf(" + a + ")";
-    case EwOp::kSqrt: return "sqrtf(" + a + ")";
-    case EwOp::kExp: return "expf(" + a + ")";
-    case EwOp::kLog: return "logf(" + a + ")";
-    case EwOp::kErf: return "erff(" + a + ")";
-    case EwOp::kRsqrt: return "1.f / sqrtf(" + a + ")";
-    case EwOp::kLeakyRelu: return "(" + a + " >= 0.f ? " + a + " : " + p0 + " * " + a + ")";
-    case EwOp::kHardSigmoid: return "fmaxf(0.f, fminf(1.f, " + p0 + " * " + a + " + " + p1 + "))";
-    case EwOp::kHardSwish: return a + " * fmaxf(0.f, fminf(1.f, " + a + " / 6.f + 0.5f))";
-    case EwOp::kClip: return "fminf(fmaxf(" + a + ", " + p0 + "), " + p1 + ")";
-    case EwOp::kSoftplus: return "(" + a + " > 0.f ? " + a + " + log1pf(expf(-" + a + ")) : log1pf(expf(" + a + ")))";
-    case EwOp::kFloor: return "floorf(" + a + ")";
-    case EwOp::kCeil: return "ceilf(" + a + ")";
-    case EwOp::kIsNan: return "(" + a + " != " + a + " ? 1.f : 0.f)";
-    case EwOp::kTrunc: return "truncf(" + a + ")";
-    case EwOp::kAddConst: return a + " + " + p0;
-    case EwOp::kMulConst: return a + " * " + p0;
-    case EwOp::kDivConst: return a + " / " + p0;
-    case EwOp::kRSubConst: return p0 + " - " + a;
-    case EwOp::kRDivConst: return p0 + " / " + a;
-    case EwOp::kPowConst: return "powf(" + a + ", " + p0 + ")";
-    case EwOp::kGelu: return "0.5f * " + a + " * (1.f + erff(" + a + " * 0.70710678118654752f))";
-    default: break;
+    case EwOp::kAdd:
+      return a + " + " + b;
+    case EwOp::kSub:
+      return a + " - " + b;
+    case EwOp::kMul:
+      return a + " * " + b;
+    case EwOp::kDiv:
+      return int64_program ? "(" + b + " == 0LL ? 0LL : " + a + " / " + b + ")" : a + " / " + b;
+    case EwOp::kMax:
+      return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    case EwOp::kNeg:
+      return "-" + a;
+    case EwOp::kAbs:
+      return "(" + a + " < " + zero + " ? -" + a + " : " + a + ")";
+    case EwOp::kEqual:
+      return flag(a + " == " + b);
+    case EwOp::kLess:
+      return flag(a + " < " + b);
+    case EwOp::kGreater:
+      return flag(a + " > " + b);
+    case EwOp::kLessEqual:
+      return flag(a + " <= " + b);
+    case EwOp::kGreaterEqual:
+      return flag(a + " >= " + b);
+    case EwOp::kNot:
+      return flag(a + " == " + zero);
+    case EwOp::kNonZero:
+      return flag(a + " != " + zero);
+    case EwOp::kWhere:
+      return "(" + a + " != " + zero + " ? " + b + " : " + c + ")";
+    case EwOp::kTrunc:
+      return int64_program ? a : "truncf(" + a + ")";  // integers are whole
+    case EwOp::kPow:
+      return real("powf(" + a + ", " + b + ")");
+    case EwOp::kRelu:
+      return real("(" + a + " > 0.f ? " + a + " : 0.f)");
+    case EwOp::kSigmoid:
+      return real("1.f / (1.f + expf(-" + a + "))");
+    case EwOp::kTanh:
+      return real("tanhf(" + a + ")");
+    case EwOp::kSqrt:
+      return real("sqrtf(" + a + ")");
+    case EwOp::kExp:
+      return real("expf(" + a + ")");
+    case EwOp::kLog:
+      return real("logf(" + a + ")");
+    case EwOp::kErf:
+      return real("erff(" + a + ")");
+    case EwOp::kRsqrt:
+      return real("1.f / sqrtf(" + a + ")");
+    case EwOp::kLeakyRelu:
+      return real("(" + a + " >= 0.f ? " + a + " : " + p0 + " * " + a + ")");
+    case EwOp::kHardSigmoid:
+      return real("fmaxf(0.f, fminf(1.f, " + p0 + " * " + a + " + " + p1 + "))");
+    case EwOp::kHardSwish:
+      return real(a + " * fmaxf(0.f, fminf(1.f, " + a + " / 6.f + 0.5f))");
+    case EwOp::kClip:
+      return real("fminf(fmaxf(" + a + ", " + p0 + "), " + p1 + ")");
+    case EwOp::kSoftplus:
+      return real("(" + a + " > 0.f ? " + a + " + log1pf(expf(-" + a + ")) : log1pf(expf(" + a + ")))");
+    case EwOp::kFloor:
+      return real("floorf(" + a + ")");
+    case EwOp::kCeil:
+      return real("ceilf(" + a + ")");
+    case EwOp::kIsNan:
+      return real("(" + a + " != " + a + " ? 1.f : 0.f)");
+    case EwOp::kAddConst:
+      return real(a + " + " + p0);
+    case EwOp::kMulConst:
+      return real(a + " * " + p0);
+    case EwOp::kDivConst:
+      return real(a + " / " + p0);
+    case EwOp::kRSubConst:
+      return real(p0 + " - " + a);
+    case EwOp::kRDivConst:
+      return real(p0 + " / " + a);
+    case EwOp::kPowConst:
+      return real("powf(" + a + ", " + p0 + ")");
+    case EwOp::kGelu:
+      return real("0.5f * " + a + " * (1.f + erff(" + a + " * 0.70710678118654752f))");
   }
-  return "0.f";  // not reached: every float instruction is above
+  return zero;  // not reached: the switch names every instruction
 }
 
 std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
@@ -90,7 +128,8 @@ std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
   const char* index = fits_32_bits(count) ? "int" : "long long";
   std::string s;
   s += "struct EwKernelArgs { const void* in[" + std::to_string(kMaxEwInputs) + "]; void* out; long long count; };\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") tgr_ew(const EwKernelArgs args) {\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+       ") tgr_ew(const EwKernelArgs args) {\n";
   s += std::string("  typedef ") + index + " I;\n";
   for (int k = 0; k < p.inputs; ++k) {
     const char* stored = int64_program || p.in[k].int64 ? "long long" : "float";
@@ -126,7 +165,8 @@ std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
       }
       if (at.empty()) at = "0";
     }
-    s += std::string("    const ") + type + " " + reg(k) + " = (" + type + ")in" + std::to_string(k) + "[" + at + "];\n";
+    s +=
+        std::string("    const ") + type + " " + reg(k) + " = (" + type + ")in" + std::to_string(k) + "[" + at + "];\n";
   }
   for (int c = 0; c < p.instrs; ++c) {
     const EwInstr& ins = p.code[c];
@@ -184,8 +224,7 @@ const void* cached_kernel(const std::string& source) {
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
       arch = 0;
-    else
-      arch = major * 10 + minor;
+    else arch = major * 10 + minor;
   }
   const void* kernel = nullptr;
   if (arch > 0) {

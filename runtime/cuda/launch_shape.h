@@ -26,8 +26,7 @@ inline void collapse(Dims& dims, Strides* const* strides, int count) {
   for (int d = 0; d < dims.rank; ++d) {
     if (dims.size[d] == 1) continue;
     bool joins = out.rank > 0;
-    for (int j = 0; j < count && joins; ++j)
-      joins = merged[j].s[out.rank - 1] == strides[j]->s[d] * dims.size[d];
+    for (int j = 0; j < count && joins; ++j) joins = merged[j].s[out.rank - 1] == strides[j]->s[d] * dims.size[d];
     if (joins) {
       out.size[out.rank - 1] *= dims.size[d];
       for (int j = 0; j < count; ++j) merged[j].s[out.rank - 1] = strides[j]->s[d];

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/cuda/ew_compile.h"
 #include "runtime/cuda/gpu_context.h"
 #include "runtime/cuda/gpu_error.h"
-#include "runtime/cuda/ew_compile.h"
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/cuda/kernels.h"
 #include "runtime/execution_plan.h"

@@ -71,7 +71,7 @@ TEST(EwCompile, SourceWritesTheProgramAndOnlyStridedShapesIn) {
   EwProgram p = one_instruction(EwOp::kGelu, false, data);
   std::string source = gpu::ew_kernel_source(p, false);
   EXPECT_NE(source.find("erff(r0 * 0.70710678118654752f)"), std::string::npos) << source;
-  EXPECT_NE(source.find("% 50"), std::string::npos) << source;  // the broadcast row's coordinates
+  EXPECT_NE(source.find("% 50"), std::string::npos) << source;           // the broadcast row's coordinates
   EXPECT_NE(source.find("(float)in2[i]"), std::string::npos) << source;  // an int64 input converted on load
   // All inputs contiguous: the count is an argument, so every count shares one kernel.
   EwProgram a = one_instruction(EwOp::kAdd, false, data), b = a;
@@ -153,7 +153,8 @@ TEST(GpuCompiledPrograms, AModelsProgramsAreCompiledAndMatchTheInterpreted) {
   const ValueRef x = g.add_input("x", {1, 16, 9, 9}), w = g.add_input("w", {16, 16}), s = g.add_input("s", {16, 1, 1});
   const ValueRef rows = g.apply("transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
   const ValueRef matrix = g.apply("reshape", {rows}, {{"shape", std::vector<int64_t>{81, 16}}});
-  const ValueRef product = g.apply("reshape", {g.apply("matmul", {matrix, w})}, {{"shape", std::vector<int64_t>{1, 9, 9, 16}}});
+  const ValueRef product =
+      g.apply("reshape", {g.apply("matmul", {matrix, w})}, {{"shape", std::vector<int64_t>{1, 9, 9, 16}}});
   const ValueRef t = g.apply("erf", {g.apply("mul", {product, rows})});
   const ValueRef back = g.apply("transpose", {t}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}});
   g.add_output(g.apply("add", {g.apply("mul", {s, back}), x}));
