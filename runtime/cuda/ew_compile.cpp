@@ -136,9 +136,8 @@ std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
     s += "  const " + std::string(stored) + "* __restrict__ in" + std::to_string(k) + " = (const " + stored +
          "*)args.in[" + std::to_string(k) + "];\n";
   }
-  const bool int64_out = int64_program || p.int64_out;
-  s += std::string("  ") + (int64_out ? "long long" : "float") + "* __restrict__ out = (" +
-       (int64_out ? "long long" : "float") + "*)args.out;\n";
+  const std::string out_type = int64_program || p.int64_out ? "long long" : "float";
+  s += "  " + out_type + "* __restrict__ out = (" + out_type + "*)args.out;\n";
   s += "  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)args.count; i += (I)gridDim.x * blockDim.x) {\n";
   // Coordinates over the collapsed shape, when some input is strided.
   const bool strided = std::any_of(p.in, p.in + p.inputs, [](const EwInput& in) { return !in.contiguous; });
@@ -173,7 +172,7 @@ std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
     s += std::string("    const ") + type + " " + reg(ins.dst) + " = " + ew_instruction_expression(ins, int64_program) +
          ";\n";
   }
-  s += std::string("    out[i] = (") + (int64_out ? "long long" : "float") + ")" + reg(p.result) + ";\n";
+  s += "    out[i] = (" + out_type + ")" + reg(p.result) + ";\n";
   s += "  }\n}\n";
   return s;
 }

@@ -31,14 +31,15 @@
 namespace tgr::gpu {
 
 // The C++ expression instruction `ins` computes from registers named
-// r<a>, r<b>, r<c>, in `type` ("float" or "long long"), as the interpreter's
-// apply() does.
+// r<a>, r<b>, r<c>, in float (in long long for an int64 program), as the
+// interpreter's apply() does.
 std::string ew_instruction_expression(const EwInstr& ins, bool int64_program);
 
 // A kernel `tgr_ew(EwKernelArgs)` computing `program` (its inputs already
-// collapsed: collapse_inputs), for `count` output elements. Programs whose
-// inputs are all contiguous give the same source for every count (the count
-// is an argument); a strided input writes its sizes and strides in.
+// collapsed: collapse_inputs). Programs whose inputs are all contiguous give
+// the same source for every output size (the element count is an argument;
+// only the index type, 32 or 64 bits, depends on it); a strided input writes
+// the collapsed sizes and its strides in.
 std::string ew_kernel_source(const EwProgram& program, bool int64_program);
 
 // What the generated kernel takes: the inputs' and the output's device
