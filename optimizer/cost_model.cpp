@@ -84,9 +84,25 @@ double AnalyticCostModel::bytes(const Graph& graph, const Node& node) {
   return 4.0 * n;
 }
 
+double AnalyticCostModel::parallel_fraction(const Graph& graph, const Node& node, double multiprocessors) {
+  if (node.op->name != "conv2d") return 1.0;
+  const Shape& x = graph.shape(node.inputs[0]);
+  const Shape& w = graph.shape(node.inputs[1]);
+  const Shape& y = node.output_shapes[0];
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || w[1] <= 0) return 1.0;
+  const int64_t groups = x[1] / w[1];
+  const int64_t channels_per_group = y[1] / std::max<int64_t>(groups, 1);
+  const int64_t pixels = y[0] * y[2] * y[3];
+  constexpr int64_t kTile = 64;
+  const double tiles = static_cast<double>(groups) * static_cast<double>((channels_per_group + kTile - 1) / kTile) *
+                       static_cast<double>((pixels + kTile - 1) / kTile);
+  return std::min(1.0, tiles / multiprocessors);
+}
+
 double AnalyticCostModel::op_cost_us(const Graph& graph, const Node& node) {
   if (is_free(node, params_.split_is_view)) return 0;
-  const double compute = flops(graph, node) / params_.peak_flops;
+  const double compute =
+      flops(graph, node) / (params_.peak_flops * parallel_fraction(graph, node, params_.multiprocessors));
   const double memory = bytes(graph, node) / params_.bandwidth;
   return std::max(compute, memory) * 1e6 + params_.launch_us;
 }

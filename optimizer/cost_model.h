@@ -13,7 +13,12 @@
 // 2 x output elements x (input channels per group x KH x KW) for conv2d,
 // the input elements for pooling and reductions, the output elements for
 // everything else. Bytes: every input and output read or written once, 4
-// bytes per element.
+// bytes per element. A convolution that gives the GPU fewer output tiles
+// (64 channels x 64 pixels, per group) than it has multiprocessors (132)
+// runs at that fraction of the peak (parallel_fraction): at batch 1,
+// ResNet-50's last 3 x 3 convolutions make 8 tiles, and cuDNN runs them
+// at a thirtieth of the peak. This is what makes split-K pay (a convolution
+// cut into groups over its input channels, summed: rules/extra.rules).
 //
 // MeasuredCostModel (per operator; the tgr-gpu target now costs the
 // runtime's plan's steps instead, optimizer/plan_cost_model.h): the milliseconds stored in the rules database's
@@ -59,6 +64,7 @@ struct RooflineParams {
   double peak_flops = 67e12;      // FLOP/s (H100 SXM, FP32, no tensor cores)
   double bandwidth = 3.35e12;     // bytes/s (H100 SXM, HBM3)
   double launch_us = 3.0;         // per kernel
+  double multiprocessors = 132;   // H100 SXM; a convolution with fewer output tiles runs that much below peak
   // Split as a view (TASO's assumption, the analytic default). The measured
   // model's fallback costs it as the copy tgr's GPU runtime makes.
   bool split_is_view = true;
@@ -71,6 +77,9 @@ class AnalyticCostModel : public CostModel {
   std::string describe() const override;
   static double flops(const Graph& graph, const Node& node);
   static double bytes(const Graph& graph, const Node& node);
+  // The fraction of the GPU a convolution's output tiles (64 x 64, per
+  // group) occupy, at most 1; 1 for other operators.
+  static double parallel_fraction(const Graph& graph, const Node& node, double multiprocessors = 132);
 
  private:
   RooflineParams params_;

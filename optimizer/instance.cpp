@@ -61,10 +61,24 @@ Environment environment(const Graph& graph, const DirectedRule& rule, const Matc
 constexpr size_t kMaxChoices = 16;  // candidate values per parameter
 constexpr size_t kMaxCombinations = 64;
 
+// A value equal to a dimension takes that dimension's model value. One that
+// equals none, but divides one or is a multiple of one, scales with it: the
+// halves of a channel axis (split-K's kernel pieces, a dimension / 2) and
+// stacked copies of it (its grouped outputs, a dimension x 2) re-derive as
+// the model's dimension / 2 and x 2. The proof checks whichever is taken.
 std::vector<int64_t> element_candidates(int64_t gen, const Environment& env) {
   std::vector<int64_t> out;
+  auto add = [&](int64_t m) {
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  };
   for (const auto& [g, m] : env.dims)
-    if (g == gen && std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+    if (g == gen) add(m);
+  if (out.empty() && gen > 1) {
+    for (const auto& [g, m] : env.dims)
+      if (g > gen && g % gen == 0 && m % (g / gen) == 0) add(m / (g / gen));
+    for (const auto& [g, m] : env.dims)
+      if (g > 1 && g < gen && gen % g == 0) add(m * (gen / g));
+  }
   if (out.empty()) out.push_back(gen);
   return out;
 }

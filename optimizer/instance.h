@@ -16,7 +16,9 @@
 // the corresponding dimension at the model's shapes. Where several
 // dimensions fit, the candidates are tried in order and the first that
 // type-checks with output shapes equal to the source's is taken; the proof
-// decides whether it is right. A value that equals no dimension is kept.
+// decides whether it is right. A value that equals no dimension but divides
+// one, or is a multiple of one, scales with it (a channel axis cut in halves
+// re-derives as the model's channels / 2); any other value is kept.
 #pragma once
 
 #include <cstdint>

@@ -34,7 +34,10 @@ PlanCostModel::Features PlanCostModel::features_of(const std::string& signature)
     const Graph g = graph_of_signature(ns.op_signature);
     const Node& n = g.node(g.outputs()[0].node);
     if (k == 0) f.first_op = n.op->name;
-    f.flops += AnalyticCostModel::flops(g, n);
+    // FLOPs at the rate the step's parallelism allows (a convolution with
+    // few output tiles runs below peak), so that the fit prices a split-K
+    // grouped convolution no one measured by what it occupies.
+    f.flops += AnalyticCostModel::flops(g, n) / AnalyticCostModel::parallel_fraction(g, n);
     f.bytes += AnalyticCostModel::bytes(g, n);
     // A value passed inside the step is neither written to memory nor read back.
     for (size_t i = 0; i < ns.source.size() && i < n.inputs.size(); ++i)

@@ -9,6 +9,7 @@
 #
 #   bash bundle/gpu/tools/device/gpu_bench.sh [MODEL ...]
 #   STAGES="tests bench" bash ...     (any of: tests export calibrate optimize bench peers)
+#   SEARCH=saturate bash ...          (optimize's --search: backtrack, the default, or saturate)
 # The bundle comes from tools/device/make_gpu_bundle.sh. Logs go to $OUT when
 # set (the `run` tool's folder), else /tmp/tgr-gpu-out.
 set -uo pipefail
@@ -56,13 +57,13 @@ for m in "${models[@]}"; do
     # one creates that are still missing are measured, and the search runs
     # again with every step it can meet measured.
     if [[ -n $device ]] && has calibrate &&
-       "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --target roofline \
+       "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --search "${SEARCH:-backtrack}" --target roofline \
          "$work/$m.onnx" -o "$work/$m.candidates.onnx" > "$out/optimize_${m}_0.log" 2>&1; then
       "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.candidates.onnx" --test-data "$work/$m-testdata" --iters 30 \
         > "$out/calibrate_${m}_candidates.log" 2>&1 || tail -3 "$out/calibrate_${m}_candidates.log"
     fi
     for round in 1 2; do
-      if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" "${cost[@]}" \
+      if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --search "${SEARCH:-backtrack}" "${cost[@]}" \
            "$work/$m.onnx" -o "$work/$m.opt.onnx" > "$out/optimize_${m}_$round.log" 2>&1; then
         opt=("$work/$m.opt.onnx")
       else
