@@ -59,6 +59,11 @@ void PlanCostModel::fit_table() {
       groups[f.kind + ":" + f.first_op].push_back(p);
       groups[f.kind].push_back(p);
       groups[""].push_back(p);
+      if (f.kind == "conv" || f.kind == "product") {
+        const std::string head = f.kind + "|" + parse_step_signature(signature).nodes.at(0).op_signature;
+        auto [it, added] = same_head_ms_.emplace(head, ms);
+        if (!added) it->second = std::min(it->second, ms);
+      }
     } catch (const std::exception&) {
       // A signature this build cannot read (an operator it lacks): measured, never fitted.
     }
@@ -95,8 +100,19 @@ double PlanCostModel::step_us(const std::string& signature, bool* measured) {
   } else {
     const ParsedStepSignature step = parse_step_signature(signature);
     auto op = step.nodes.size() == 1 ? costs_.find(step.nodes[0].op_signature) : costs_.end();
+    // A convolution or product measured with another epilogue (the bare
+    // operator, as extraction costs it alone, or with a bias, relu or
+    // residual its plan fuses): the epilogue runs inside the library call
+    // and costs next to nothing, so that measurement beats any fit. Still a
+    // fallback (counted as missing).
+    auto head = step.kind == "conv" || step.kind == "product"
+                    ? same_head_ms_.find(step.kind + "|" + step.nodes.at(0).op_signature)
+                    : same_head_ms_.end();
     if (op != costs_.end()) {
       us = op->second * 1000.0;
+    } else if (head != same_head_ms_.end()) {
+      us = head->second * 1000.0;
+      from_table = false;
     } else {
       us = fitted_us(signature);
       from_table = false;

@@ -9,7 +9,10 @@
 // Alias steps (views) and nodes computed at load cost nothing.
 //
 // A step the table lacks costs, in order: the operator's own row (a step of
-// one node, timed alone by an older calibrate: the same kernel); a fit of
+// one node, timed alone by an older calibrate: the same kernel); the same
+// convolution or product measured with another epilogue (a bias, relu or
+// residual runs inside the library call: extraction's lone convolution
+// costs what the model's fused one measured); a fit of
 // the table's steps, ms = a + b FLOPs + c bytes (optimizer/cost_fit.h),
 // fitted per kind and first operator ("conv:conv2d", "node:matmul") where
 // three steps of it are measured, else per kind ("elementwise"), else over
@@ -87,6 +90,9 @@ class PlanCostModel : public CostModel {
   std::unordered_map<std::string, double> costs_;
   RooflineParams roofline_;
   size_t measured_steps_ = 0;
+  // "kind|first operator signature" -> the least milliseconds of the
+  // measured conv and product steps with that head (any epilogue).
+  std::unordered_map<std::string, double> same_head_ms_;
   std::unordered_map<std::string, Fit> fits_;  // by "kind:first_op" and by "kind"; "" for all steps
   mutable std::shared_mutex cache_mutex_;
   std::unordered_map<std::string, std::pair<double, bool>> cache_;  // signature -> (us, measured)

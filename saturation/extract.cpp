@@ -143,6 +143,13 @@ NodeCosts::NodeCosts(const EGraph& egraph, optimizer::CostModel* model, Signatur
           operands.push_back(g.add_input(std::move(name), d.shapes[0], d.dtypes[0]));
         }
         const std::vector<ValueRef> outs = g.add_op(*oi.op, oi.params, std::move(operands));
+        // Outputs, or a model that plans the graph (PlanCostModel) finds
+        // nothing to run and costs the operator nothing.
+        for (size_t k = 0; k < outs.size(); ++k) {
+          std::string name = "y";
+          name += std::to_string(k);
+          g.add_output(outs[k], std::move(name));
+        }
         it = by_signature.emplace(std::move(key), model->op_cost_us(g, g.node(outs[0].node))).first;
       }
       costs_[c][i] = it->second;

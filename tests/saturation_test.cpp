@@ -14,6 +14,7 @@
 #include "optimizer/backtracking_search.h"
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
+#include "optimizer/plan_cost_model.h"
 #include "runtime/interpreter.h"
 #include "saturation/egraph.h"
 #include "saturation/extract.h"
@@ -340,6 +341,33 @@ TEST(Cycles, AMultiPatternUnionThatWouldCloseACycleIsFilteredAndTheResultIsValid
 }
 
 // --- extraction -------------------------------------------------------------------
+
+// A cost model that plans whole graphs (the runtime's execution plan, as
+// --target tgr-gpu) prices an e-node by the plan of the operator alone: a
+// graph of that operator whose value is an output, so that the plan runs it.
+// (Without the output the plan was empty and every operator free, and the
+// ILP had nothing to choose by.)
+TEST(ExtractionCosts, AnOperatorCostsWhatThePlanOfItAloneCosts) {
+  Graph m;
+  const ValueRef x = m.add_input("x", {1, 64, 14, 14});
+  const ValueRef c = m.apply("conv2d", {x, weight(m, {64, 64, 3, 3}, 1)});
+  m.add_output(m.apply("relu", {c}), "y");
+  EGraph g;
+  g.add_graph(m);
+  g.rebuild();
+  optimizer::PlanCostModel plan("test device", {});  // nothing measured: the roofline per step
+  const NodeCosts costs(g, &plan);
+  int priced = 0;
+  for (ClassId id : g.class_ids()) {
+    const EClass& cls = g.eclass(id);
+    for (size_t i = 0; i < cls.nodes.size(); ++i) {
+      if (cls.nodes[i].kind != NodeKind::kOp || g.is_constant_node(cls.nodes[i])) continue;
+      EXPECT_GT(costs.cost(id, i), 0.0);
+      ++priced;
+    }
+  }
+  EXPECT_EQ(priced, 2);  // conv2d and relu
+}
 
 // Costs by operator: what the brute force and the ILP both see.
 struct TableCost : optimizer::CostModel {
