@@ -114,7 +114,10 @@ double PlanCostModel::step_us(const std::string& signature, bool* measured) {
       us = head->second * 1000.0;
       from_table = false;
     } else {
-      us = fitted_us(signature);
+      // Priced above its fit: the search takes exactly the steps whose
+      // guesses are too low (the optimizer's curse), so a guess must win by
+      // a margin before it displaces what was measured.
+      us = fitted_us(signature) * kUnmeasuredMargin;
       from_table = false;
     }
   }

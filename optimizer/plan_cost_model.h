@@ -12,14 +12,14 @@
 // one node, timed alone by an older calibrate: the same kernel); the same
 // convolution or product measured with another epilogue (a bias, relu or
 // residual runs inside the library call: extraction's lone convolution
-// costs what the model's fused one measured); a fit of
-// the table's steps, ms = a + b FLOPs + c bytes (optimizer/cost_fit.h),
-// fitted per kind and first operator ("conv:conv2d", "node:matmul") where
-// three steps of it are measured, else per kind ("elementwise"), else over
-// all steps; with no step measured, the H100 roofline per step (cost_model.h's
-// RooflineParams). A step's FLOPs are its nodes' (AnalyticCostModel::flops);
-// its bytes are its nodes' minus the values passed inside the step (written
-// and read once each, 4 bytes per element).
+// costs what the model's fused one measured); a fit of the table's steps,
+// ms = a + b FLOPs + c bytes (optimizer/cost_fit.h), fitted per kind and
+// first operator ("conv:conv2d", "node:matmul") where three steps of it are
+// measured, else per kind ("elementwise"), else over all steps; with no step
+// measured, the H100 roofline per step (cost_model.h's RooflineParams). A
+// guess (fit or roofline) is priced 25 % above itself (kUnmeasuredMargin). A step's FLOPs are its nodes'
+// (AnalyticCostModel::flops); its bytes are its nodes' minus the values passed inside the step (written and read once
+// each, 4 bytes per element).
 //
 // Per node (op_cost_us, what equality saturation's extraction and the
 // report's per-node costs read): each node gets its step's cost in
@@ -45,6 +45,8 @@ namespace tgr::optimizer {
 
 class PlanCostModel : public CostModel {
  public:
+  // What a step costed by the fit costs, over its fit (see step_us).
+  static constexpr double kUnmeasuredMargin = 1.25;
   // `costs`: the op_costs rows of one device, signature -> milliseconds:
   // step rows (step signatures) and operator rows alike.
   PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline = {});

@@ -53,25 +53,27 @@ for m in "${models[@]}"; do
     # The search can only take a merge whose merged step it can cost, and
     # an unmeasured step gets a guess fitted to the measured ones. So first
     # the steps it could reach are measured: those of the model optimized
-    # with the analytic costs. Then two measured rounds: steps the first
-    # one creates that are still missing are measured, and the search runs
-    # again with every step it can meet measured.
+    # with the analytic costs. Then up to five measured rounds: the steps
+    # a round's graph has that are still missing are measured, and the
+    # search runs again, until a round's graph has none missing.
     if [[ -n $device ]] && has calibrate &&
        "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --search "${SEARCH:-backtrack}" --target roofline \
          "$work/$m.onnx" -o "$work/$m.candidates.onnx" > "$out/optimize_${m}_0.log" 2>&1; then
       "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.candidates.onnx" --test-data "$work/$m-testdata" --iters 30 \
         > "$out/calibrate_${m}_candidates.log" 2>&1 || tail -3 "$out/calibrate_${m}_candidates.log"
     fi
-    for round in 1 2; do
+    for round in 1 2 3 4 5; do
       if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --search "${SEARCH:-backtrack}" "${cost[@]}" \
            "$work/$m.onnx" -o "$work/$m.opt.onnx" > "$out/optimize_${m}_$round.log" 2>&1; then
         opt=("$work/$m.opt.onnx")
       else
         opt=(); tail -3 "$out/optimize_${m}_$round.log"; break
       fi
-      if ((round == 1)) && [[ -n $device ]] && has calibrate; then
-        "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.opt.onnx" --test-data "$work/$m-testdata" --iters 30 > "$out/calibrate_${m}_opt.log" 2>&1 \
-          || tail -3 "$out/calibrate_${m}_opt.log"
+      if ((round < 5)) && [[ -n $device ]] && has calibrate; then
+        "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.opt.onnx" --test-data "$work/$m-testdata" --iters 30 > "$out/calibrate_${m}_opt$round.log" 2>&1 \
+          || tail -3 "$out/calibrate_${m}_opt$round.log"
+        new_steps=$(sed -n "s/^device '.*': \([0-9]*\) step signatures measured.*/\1/p" "$out/calibrate_${m}_opt$round.log" | tail -1)
+        [[ ${new_steps:-1} == 0 ]] && break
       else
         break
       fi
