@@ -226,6 +226,7 @@ void print_predictions(const Options& o, const std::string& name, const std::vec
 int bench(const Options& o) {
   std::printf("%s\n", cuda_device_report().c_str());
   if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
+  warm_up_gpu(0.5);
   std::vector<ConstantValue> reference;
   Loaded original_model = load_and_check(o, o.models[0], "original", nullptr, &reference);
   const bool has_opt = o.models.size() > 1;

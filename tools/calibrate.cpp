@@ -18,6 +18,7 @@
 #include <map>
 
 #include "rules_db/rules_db.h"
+#include "runtime/cuda/device_info.h"
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/cuda/step_timing.h"
 #include "runtime/execution_plan.h"
@@ -41,6 +42,7 @@ struct Options {
 
 int calibrate(const Options& o) {
   if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
+  warm_up_gpu(0.5);
   rules_db::RulesDb table = rules_db::RulesDb::open(o.db, true);  // the op_costs table
   std::string device;
   std::map<std::string, double> known;  // this device's stored costs, by signature

@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <chrono>
+
 namespace tgr {
 
 std::string cuda_device_report() {
@@ -22,6 +24,20 @@ std::string cuda_device_report() {
          std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
   }
   return s;
+}
+
+void warm_up_gpu(double seconds) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return;
+  void* buffer = nullptr;
+  constexpr size_t kBytes = size_t{256} << 20;
+  if (cudaMalloc(&buffer, kBytes) != cudaSuccess) return;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+    for (int i = 0; i < 20; ++i) cudaMemsetAsync(buffer, i, kBytes);
+    cudaDeviceSynchronize();
+  }
+  cudaFree(buffer);
 }
 
 }  // namespace tgr
