@@ -50,8 +50,8 @@ bool same_file(const std::string& a, const std::string& b) {
 
 CostedGraph costed(const Graph& graph, CostModel& cost) { return CostedGraph{graph, cost.node_costs_us(graph)}; }
 
-// The summary's search line for the backtracking search.
-void print_backtracking(std::FILE* out, const OptimizeReport& report) {
+// The summary's line for the backtracking search ("search:", or "then:" after another search).
+void print_backtracking(std::FILE* out, const OptimizeReport& report, const char* label) {
   const OptimizeOptions& o = report.options;
   const BacktrackingStats& st = report.search;
   char stopped[96];
@@ -62,9 +62,9 @@ void print_backtracking(std::FILE* out, const OptimizeReport& report) {
     std::snprintf(stopped, sizeof stopped, "%s",
                   st.budget_exhausted ? "stopped at the budget" : "stopped with every graph within alpha expanded");
   std::fprintf(out,
-               "  search:         backtracking, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, "
+               "  %-16sbacktracking, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, "
                "%lld kept, %lld duplicates, %lld pruned by cost\n",
-               stopped, static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
+               label, stopped, static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
                static_cast<long long>(st.candidates), static_cast<long long>(st.pushed),
                static_cast<long long>(st.duplicates), static_cast<long long>(st.pruned));
 }
@@ -78,7 +78,7 @@ double six_digits(double v) {
 }
 
 std::string OptimizeReport::stop_reason() const {
-  if (other_search) return other_search->stop_reason;
+  if (other_search && !backtracked_after) return other_search->stop_reason;
   if (search.timed_out) return "time_limit";
   if (search.budget_exhausted) return "budget";
   return "queue_empty";
@@ -133,7 +133,10 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       {"below_min_gain", below_min_gain},
       {"rules_applied", std::move(applied)},
       {"rewrites", std::move(rewrites_json)},
-      {"search", other_search ? other_search->report : std::move(backtracking)},
+      {"search", !other_search       ? std::move(backtracking)
+                 : backtracked_after ? nlohmann::ordered_json{{"saturation", other_search->report},
+                                                              {"backtracking", std::move(backtracking)}}
+                                     : other_search->report},
       {"proofs",
        {{"proved", proofs.proved},
         {"failed", proofs.failed},
@@ -175,10 +178,9 @@ void OptimizeReport::print_summary(std::FILE* out) const {
     std::fprintf(out, "    %s#%-6lld x%-3d %s\n", shipped ? "default" : "", static_cast<long long>(u.id), u.count,
                  u.text.c_str());
   }
-  if (other_search) {
-    std::fprintf(out, "  search:         %s\n", other_search->summary.c_str());
-  } else {
-    print_backtracking(out, *this);
+  if (other_search) std::fprintf(out, "  search:         %s\n", other_search->summary.c_str());
+  if (!other_search || backtracked_after) {
+    print_backtracking(out, *this, backtracked_after ? "then:" : "search:");
   }
   std::fprintf(out,
                "  proofs:         %lld instances proved at model shapes, %lld not proved (not applied), %lld cached, "
@@ -261,6 +263,22 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     result.applied = std::move(outcome.applied);
     result.rewrites = std::move(outcome.rewrites);
     report.other_search = std::move(outcome);
+    if (o.backtrack_after_search) {
+      BacktrackingResult then = backtracking_search(result.best, rules, *cost, instances, o.backtracking);
+      report.backtracked_after = true;
+      result.stats = then.stats;
+      if (then.best_cost < result.best_cost) {
+        result.best = std::move(then.best);
+        result.best_cost = then.best_cost;
+        for (const RuleUse& u : then.applied) {
+          auto same = std::find_if(result.applied.begin(), result.applied.end(),
+                                   [&](const RuleUse& a) { return a.text == u.text; });
+          if (same == result.applied.end()) result.applied.push_back(u);
+          else same->count += u.count;
+        }
+        result.rewrites.insert(result.rewrites.end(), then.rewrites.begin(), then.rewrites.end());
+      }
+    }
   } else {
     result = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
   }

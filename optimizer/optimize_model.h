@@ -69,6 +69,13 @@ struct OptimizeOptions {
   // gains less risks a slower model.
   double min_gain = 0.02;
   SearchFunction search;             // another search instead of the backtracking one; empty: backtracking
+  // With `search`: then the backtracking search (options `backtracking`)
+  // from the graph it found, and the better of the two graphs kept
+  // (`optimize --search both`). Saturation extracts by per-operator costs,
+  // blind to the plan's fusion, and found less than backtracking on CNNs
+  // under --target tgr-gpu; backtracking alone misses BERT's combined
+  // rewrites that saturation finds. Each stage has its own time limit.
+  bool backtrack_after_search = false;
   unsigned proof_timeout_ms = 1000;  // per instance proof
   // Keep the graphs before and after, with each node's cost, in the report
   // (OptimizeReport::before, after; what optimize --report-html draws).
@@ -101,6 +108,7 @@ struct OptimizeReport {
   std::optional<CostedGraph> before, after;
   BacktrackingStats search;
   std::optional<SearchOutcome> other_search;  // with OptimizeOptions::search (its graph not kept)
+  bool backtracked_after = false;             // and then backtracking (`search` holds its stats)
   FoldStats fold;
   int opaque_nodes = 0;    // ONNX nodes outside the operator table, kept as they are
   bool unchanged = false;  // no rule applied: the input file was copied

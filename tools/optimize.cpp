@@ -62,8 +62,10 @@ int main(int argc, char** argv) {
       app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
   std::string search = "backtrack";
   tgr::saturation::SaturationOptions saturation;
-  app.add_option("--search", search, "backtrack (TASO) | saturate (equality saturation, ILP extraction)")
-      ->check(CLI::IsMember({"backtrack", "saturate"}));
+  app.add_option("--search", search,
+                 "backtrack (TASO) | saturate (equality saturation, ILP extraction) | both (saturate, then backtrack "
+                 "from its graph; each with --timeout)")
+      ->check(CLI::IsMember({"backtrack", "saturate", "both"}));
   app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
@@ -104,10 +106,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> input_shapes;
   tgr::cli::add_input_shape_option(app, input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
-  if (search == "saturate")
+  if (search == "saturate" || search == "both")
     o.search = tgr::saturation::saturation_search(
         saturation, timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt,
         o.backtracking.parallel);
+  o.backtrack_after_search = search == "both";
   if (no_default_rules) o.default_rules_db.clear();
   o.target.target = tgr::optimizer::parse_target(target);
   if (o.target.costs_db.empty())
