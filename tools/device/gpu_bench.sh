@@ -9,7 +9,7 @@
 #
 #   bash bundle/gpu/tools/device/gpu_bench.sh [MODEL ...]
 #   STAGES="tests bench" bash ...     (any of: tests export calibrate optimize bench peers)
-#   SEARCH=saturate bash ...          (optimize's --search: backtrack, the default, or saturate)
+#   SEARCH=both bash ...              (optimize's --search: backtrack, the default, saturate or both)
 # The bundle comes from tools/device/make_gpu_bundle.sh. Logs go to $OUT when
 # set (the `run` tool's folder), else /tmp/tgr-gpu-out.
 set -uo pipefail
