@@ -33,7 +33,7 @@ namespace {
 // arguments, named as its options (--node-limit: node_limit). Defaults are
 // those of the option structs, as in the tool.
 struct OptimizeSettings {
-  std::string search = "backtrack";  // backtrack | saturate
+  std::string search = "backtrack";  // backtrack | saturate | both
   std::optional<double> timeout;     // --timeout; saturate's too when given
   bool sequential = false;
   tgr::saturation::SaturationOptions saturation;
@@ -72,11 +72,12 @@ std::string optimize_file(const std::string& model, const std::string& output, c
   for (const auto& [key, value] : settings) apply_setting(o, s, key.cast<std::string>(), value);
   if (s.timeout) o.backtracking.timeout_s = *s.timeout;
   o.backtracking.parallel = !s.sequential;
-  // As `optimize --search saturate` (saturation/saturation.h).
-  if (s.search == "saturate") {
+  // As `optimize --search saturate|both` (saturation/saturation.h).
+  if (s.search == "saturate" || s.search == "both") {
     o.search = saturation::saturation_search(s.saturation, s.timeout, o.backtracking.parallel);
+    o.backtrack_after_search = s.search == "both";
   } else if (s.search != "backtrack") {
-    throw std::invalid_argument("search '" + s.search + "': expected backtrack or saturate");
+    throw std::invalid_argument("search '" + s.search + "': expected backtrack, saturate or both");
   }
   // As `optimize --target` (tools/optimize.cpp): the measured targets read
   // the shipped table (onnxruntime-cpu) or the rules database (tgr-gpu).

@@ -44,7 +44,7 @@ _OPTIONS = {
     "budget": "graphs the search pops from its queue (--budget)",
     "alpha": "keep graphs costing less than alpha times the best (--alpha, 1 to 10)",
     "timeout": "seconds the search may take (--timeout)",
-    "search": "'backtrack' (TASO) or 'saturate' (equality saturation) (--search)",
+    "search": "'backtrack' (TASO), 'saturate' (equality saturation) or 'both' (saturate, then backtrack) (--search)",
     "node_limit": "saturate: e-nodes (--node-limit)",
     "iterations": "saturate: iterations (--iterations)",
     "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",
@@ -73,8 +73,8 @@ def _check_options(options: Mapping[str, Any]) -> None:
         raise ValueError(f"alpha={options['alpha']!r}: must be in [1, 10]")
     if "ilp_timeout" in options and not options["ilp_timeout"] >= 0:
         raise ValueError(f"ilp_timeout={options['ilp_timeout']!r}: must not be negative")
-    if "search" in options and options["search"] not in ("backtrack", "saturate"):
-        raise ValueError(f"search={options['search']!r}: expected 'backtrack' or 'saturate'")
+    if "search" in options and options["search"] not in ("backtrack", "saturate", "both"):
+        raise ValueError(f"search={options['search']!r}: expected 'backtrack', 'saturate' or 'both'")
 
 
 def _shapes(input_shapes: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, List[int]]:

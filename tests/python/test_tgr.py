@@ -87,6 +87,15 @@ def test_optimize_with_saturation():
     check_optimized(BERT, optimized, report, inputs)
 
 
+def test_optimize_with_saturation_then_backtracking():
+    inputs, _ = load_test_data("bert_tiny")
+    optimized, report = tgr.optimize(BERT, target="roofline", search="both", timeout=5)
+    assert set(report["search"]) == {"saturation", "backtracking"}
+    check_optimized(BERT, optimized, report, inputs)
+    with pytest.raises(ValueError, match="expected 'backtrack', 'saturate' or 'both'"):
+        tgr.optimize(BERT, search="anneal")
+
+
 def test_input_shapes_fix_a_symbolic_dimension():
     model = onnx.load(str(VIT))
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
