@@ -48,6 +48,12 @@ void add_stats(MatchStats& into, const MatchStats& s) {
 
 }  // namespace
 
+void count_rule_use(std::vector<RuleUse>& uses, int64_t id, const std::string& text, int times) {
+  auto use = std::find_if(uses.begin(), uses.end(), [&](const RuleUse& u) { return u.id == id && u.text == text; });
+  if (use == uses.end()) uses.push_back({id, text, times});
+  else use->count += times;
+}
+
 BacktrackingResult backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
                                               InstanceProver& prover, const BacktrackingOptions& options) {
   const auto start = Clock::now();
@@ -149,10 +155,7 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     result.rewrites.push_back((*it)->rewrite);
     const DirectedRule& r = rules[(*it)->rule];
-    auto use = std::find_if(result.applied.begin(), result.applied.end(),
-                            [&](const RuleUse& u) { return u.id == r.id && u.text == r.text; });
-    if (use == result.applied.end()) result.applied.push_back({r.id, r.text, 1});
-    else ++use->count;
+    count_rule_use(result.applied, r.id, r.text);
   }
   stats.seconds = elapsed();
   return result;

@@ -39,6 +39,9 @@ struct RuleUse {
   std::string text;  // in the direction applied
   int count = 0;
 };
+// Counts `times` more applications of rule `id` (direction `text`) in
+// `uses`: an entry per rule and direction, in the order first applied.
+void count_rule_use(std::vector<RuleUse>& uses, int64_t id, const std::string& text, int times = 1);
 
 struct BacktrackingStats {
   int64_t popped = 0, candidates = 0, duplicates = 0, pruned = 0, unprovable = 0, no_instance = 0, pushed = 0;

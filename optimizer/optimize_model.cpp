@@ -270,12 +270,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
       if (then.best_cost < result.best_cost) {
         result.best = std::move(then.best);
         result.best_cost = then.best_cost;
-        for (const RuleUse& u : then.applied) {
-          auto same = std::find_if(result.applied.begin(), result.applied.end(),
-                                   [&](const RuleUse& a) { return a.text == u.text; });
-          if (same == result.applied.end()) result.applied.push_back(u);
-          else same->count += u.count;
-        }
+        for (const RuleUse& u : then.applied) count_rule_use(result.applied, u.id, u.text, u.count);
         result.rewrites.insert(result.rewrites.end(), then.rewrites.begin(), then.rewrites.end());
       }
     }

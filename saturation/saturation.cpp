@@ -77,10 +77,7 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
     for (uint32_t origin : origins) {
       const optimizer::DirectedRule& r = rules.at(runner.rule_of(origin));
       result.rewrites.push_back(runner.rewrite_of(origin));
-      auto use = std::find_if(result.applied.begin(), result.applied.end(),
-                              [&](const optimizer::RuleUse& u) { return u.id == r.id && u.text == r.text; });
-      if (use == result.applied.end()) result.applied.push_back({r.id, r.text, 1});
-      else ++use->count;
+      optimizer::count_rule_use(result.applied, r.id, r.text);
     }
     result.best = std::move(best);
     result.best_cost = best_cost;
