@@ -22,24 +22,13 @@ Prints "names kept: ..." and exits 0, or names the first failure and exits 1.
 import json
 import os
 import re
-import subprocess
 import sys
 
 import onnx
 
+from check_util import fail, run
+
 RULE_NAME = re.compile(r"^(.*)/(?:default_)?rule(\d+)/[a-z_0-9]+$")
-
-
-def fail(message):
-    print("FAIL: " + message, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(command):
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        fail("%s exited %d:\n%s%s" % (" ".join(command), result.returncode, result.stdout, result.stderr))
-    return result.stdout
 
 
 def main(argv):

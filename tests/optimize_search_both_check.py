@@ -17,22 +17,11 @@ Prints "search both: ..." and exits 0, or names the first failure and exits 1.
 
 import json
 import os
-import subprocess
 import sys
 
 import onnx
 
-
-def fail(message):
-    print("FAIL: " + message, file=sys.stderr)
-    sys.exit(1)
-
-
-def run(command):
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        fail(f"{' '.join(command)} exited {result.returncode}: {result.stderr.strip()}")
-    return result.stdout
+from check_util import fail, run
 
 
 optimize, run_tool, model, testdata, work = sys.argv[1:6]
