@@ -79,7 +79,8 @@ class AnalyticCostModel : public CostModel {
   static double bytes(const Graph& graph, const Node& node);
   // The fraction of the GPU a convolution's output tiles (64 x 64, per
   // group) occupy, at most 1; 1 for other operators.
-  static double parallel_fraction(const Graph& graph, const Node& node, double multiprocessors = 132);
+  static double parallel_fraction(const Graph& graph, const Node& node,
+                                  double multiprocessors = RooflineParams{}.multiprocessors);
 
  private:
   RooflineParams params_;

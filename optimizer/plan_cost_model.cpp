@@ -33,7 +33,10 @@ PlanCostModel::Features PlanCostModel::features_of(const std::string& signature)
     const StepNodeSignature& ns = step.nodes[k];
     const Graph g = graph_of_signature(ns.op_signature);
     const Node& n = g.node(g.outputs()[0].node);
-    if (k == 0) f.first_op = n.op->name;
+    if (k == 0) {
+      f.first_op = n.op->name;
+      f.head = step.kind + "|" + ns.op_signature;
+    }
     // FLOPs at the rate the step's parallelism allows (a convolution with
     // few output tiles runs below peak), so that the fit prices a split-K
     // grouped convolution no one measured by what it occupies.
@@ -60,8 +63,7 @@ void PlanCostModel::fit_table() {
       groups[f.kind].push_back(p);
       groups[""].push_back(p);
       if (f.kind == "conv" || f.kind == "product") {
-        const std::string head = f.kind + "|" + parse_step_signature(signature).nodes.at(0).op_signature;
-        auto [it, added] = same_head_ms_.emplace(head, ms);
+        auto [it, added] = same_head_ms_.emplace(f.head, ms);
         if (!added) it->second = std::min(it->second, ms);
       }
     } catch (const std::exception&) {

@@ -17,8 +17,9 @@
 // first operator ("conv:conv2d", "node:matmul") where three steps of it are
 // measured, else per kind ("elementwise"), else over all steps; with no step
 // measured, the H100 roofline per step (cost_model.h's RooflineParams). A
-// guess (fit or roofline) is priced 25 % above itself (kUnmeasuredMargin). A step's FLOPs are its nodes'
-// (AnalyticCostModel::flops); its bytes are its nodes' minus the values passed inside the step (written and read once
+// guess (fit or roofline) is priced 25 % above itself (kUnmeasuredMargin).
+// A step's FLOPs are its nodes' (AnalyticCostModel::flops); its bytes are
+// its nodes' minus the values passed inside the step (written and read once
 // each, 4 bytes per element).
 //
 // Per node (op_cost_us, what equality saturation's extraction and the
@@ -82,6 +83,7 @@ class PlanCostModel : public CostModel {
   };
   struct Features {
     std::string kind, first_op;
+    std::string head;  // "kind|first node's operator signature" (same_head_ms_'s key)
     double flops = 0, bytes = 0;
   };
   static Features features_of(const std::string& signature);
