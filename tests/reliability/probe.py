@@ -87,8 +87,8 @@ def model(nodes, inputs, outputs, initializers=(), opset=17):
     return m
 
 
-def vinfo(name, shape, elem=TensorProto.FLOAT):
-    return helper.make_tensor_value_info(name, elem, shape)
+def vinfo(name, shape, elem=None):  # elem None: float (TensorProto may be missing at --list)
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT if elem is None else elem, shape)
 
 
 def tensor_file(path, array, name="x"):
