@@ -49,8 +49,10 @@ struct LowerCtx {
 };
 
 // Milliseconds of one run of `f` (its launches on `stream`): the median of
-// 9 runs after 3 warm-ups, by CUDA events: a choice made once at load
-// should not hang on one slow run or on clocks still rising. For choosing between
+// 9 runs after 3 warm-ups, by CUDA events, each run enqueued behind a delay
+// kernel so that the time is the GPU's, not the host's (as in the model's
+// CUDA graph): a choice made once at load should not hang on one slow run,
+// on clocks still rising, or on host overhead the graph never pays. For choosing between
 // implementations of one step at load (cuDNN's and cuBLASLt's algorithms,
 // the runtime's own kernels).
 double time_launches_ms(const std::function<void()>& f, cudaStream_t stream, const Where& where);

@@ -1,14 +1,16 @@
 // conv2d on cuDNN (NCHW float32, groups, stride, dilation; FMA math, so no
 // TF32), with the bias, residual and relu of its task fused through
 // cudnnConvolutionBiasActivationForward where the task ends in relu. The
-// algorithm is chosen by measurement (cudnnFindConvolutionForwardAlgorithm's
-// ranking, then its first candidates timed as the step runs them) once per
+// algorithm is chosen by measurement (every algorithm cudnnFindConvolution-
+// ForwardAlgorithm lists, timed as the step runs it) once per
 // convolution signature and epilogue, and cached for the process. 1x1
 // convolutions may run on cuBLAS and depthwise ones on the runtime's own
 // kernel instead (kernels_conv.cu), where that measured faster at load. Asymmetric
 // padding (cuDNN pads symmetrically) is applied by copying the input into a
 // zeroed, padded scratch buffer first.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,9 +42,8 @@ struct AlgoChoice {
 };
 
 std::mutex cache_mutex;
-// cuDNN's ranking of its algorithms per convolution signature (FMA math,
-// within the workspace limit, fastest first), and the one timed fastest per
-// signature and epilogue.
+// cuDNN's algorithms per convolution signature (FMA math, within the
+// workspace limit), and the one timed fastest per signature and epilogue.
 std::map<std::string, std::vector<AlgoChoice>>& algo_cache() {
   static std::map<std::string, std::vector<AlgoChoice>> cache;
   return cache;
@@ -57,6 +58,16 @@ std::map<std::string, TimedAlgo>& timed_algo() {
 }
 
 int to_int(int64_t v) { return static_cast<int>(v); }
+
+// TGR_GPU_LOG_CHOICES=1: each timed choice of implementation goes to stderr
+// (docs/gpu.md), to see why two loads of one model differ.
+bool log_choices() {
+  static const bool on = [] {
+    const char* v = std::getenv("TGR_GPU_LOG_CHOICES");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
 
 // Convolutions with another implementation (cuBLAS for 1x1, the depthwise
 // kernel): whether it beat cuDNN, per signature and epilogue.
@@ -140,12 +151,14 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
     key += ",";
     key += std::to_string(v);
   }
-  // cuDNN's own measurement (cudnnFind: one run per algorithm, of the plain
-  // convolution) ranks the candidates; the first few are then timed as this
-  // step runs them (fused bias, activation, residual; below), and the
-  // fastest is kept. One run each let two processes choose differently for
-  // the same model (ResNet-50 in 1.96 to 2.34 ms on one H100).
-  constexpr int kTimedCandidates = 4;
+  // cudnnFind lists the algorithms that can run this convolution; every
+  // float32 (FMA) one within the workspace limit is then timed as this step
+  // runs it (fused bias, activation, residual; below), and the fastest is
+  // kept. cudnnFind's own ranking is not trusted: it times one run per
+  // algorithm, the first of which includes loading that algorithm's kernels,
+  // and taking its first four let two processes choose differently for the
+  // same convolution (DenseNet-121's 3x3 at 14x14: 23.5 us in one calibrate
+  // run, 53.3 us in another).
   std::vector<AlgoChoice> candidates;
   {
     std::lock_guard<std::mutex> lock(cache_mutex);
@@ -158,7 +171,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       TGR_GPU_CHECK(cudnnFindConvolutionForwardAlgorithm(ctx.gpu.cudnn, d->x, d->w, d->conv, d->y,
                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
                     where);
-      for (int i = 0; i < returned && static_cast<int>(candidates.size()) < kTimedCandidates; ++i)
+      for (int i = 0; i < returned; ++i)
         if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH &&
             perf[i].memory <= ctx.conv_workspace_limit)
           candidates.push_back({perf[i].algo, perf[i].memory});
@@ -286,10 +299,15 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       size_t most = 0;
       for (const AlgoChoice& a : candidates) most = std::max(most, a.workspace);
       if (gpu->conv_workspace.bytes() < most) gpu->conv_workspace = DeviceBuffer(most, "convolution workspace");
+      std::string log;
       for (const AlgoChoice& a : candidates) {
         const double ms = time_launches_ms(cudnn_step(a), gpu->stream, where);
         if (&a == &candidates.front() || ms < cudnn.ms) cudnn = {a, ms};
+        log += " algo " + std::to_string(static_cast<int>(a.algo)) + " " + std::to_string(ms * 1e3) + " us;";
       }
+      if (log_choices())
+        std::fprintf(stderr, "conv %s: %s chosen algo %d\n", choice_key.c_str(), log.c_str(),
+                     static_cast<int>(cudnn.choice.algo));
       lock.lock();
       timed_algo()[choice_key] = cudnn;
     }
@@ -304,6 +322,9 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
     if (it != other_choice().end()) return it->second ? other : via_cudnn;
   }
   const double other_ms = time_launches_ms(other, gpu->stream, where);
+  if (log_choices())
+    std::fprintf(stderr, "conv %s: %s %.2f us against cuDNN's %.2f us\n", choice_key.c_str(),
+                 pointwise ? "cuBLAS" : "depthwise kernel", other_ms * 1e3, cudnn.ms * 1e3);
   std::lock_guard<std::mutex> lock(cache_mutex);
   other_choice()[choice_key] = other_ms < cudnn.ms;
   return other_ms < cudnn.ms ? other : via_cudnn;
