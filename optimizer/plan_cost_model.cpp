@@ -35,7 +35,10 @@ PlanCostModel::Features PlanCostModel::features_of(const std::string& signature)
     const Node& n = g.node(g.outputs()[0].node);
     if (k == 0) {
       f.first_op = n.op->name;
-      f.head = step.kind + "|" + ns.op_signature;
+      if (step.kind == "conv" || step.kind == "product" ||
+          (step.nodes.size() == 1 &&
+           (f.first_op == "conv2d" || f.first_op == "matmul" || f.first_op == "batch_matmul")))
+        f.head = ns.op_signature;
     }
     // FLOPs at the rate the step's parallelism allows (a convolution with
     // few output tiles runs below peak), so that the fit prices a split-K
@@ -62,7 +65,7 @@ void PlanCostModel::fit_table() {
       groups[f.kind + ":" + f.first_op].push_back(p);
       groups[f.kind].push_back(p);
       groups[""].push_back(p);
-      if (f.kind == "conv" || f.kind == "product") {
+      if (!f.head.empty()) {
         auto [it, added] = same_head_ms_.emplace(f.head, ms);
         if (!added) it->second = std::min(it->second, ms);
       }
@@ -70,11 +73,79 @@ void PlanCostModel::fit_table() {
       // A signature this build cannot read (an operator it lacks): measured, never fitted.
     }
   }
+  for (const auto& [head, ms] : same_head_ms_) {
+    HeadShape h = head_shape(head);
+    head_families_[h.pattern].push_back({std::move(h.numbers), ms});
+  }
   for (const auto& [key, points] : groups) {
     if (points.size() < 3 && !(key.empty() && !points.empty())) continue;
     const auto c = fit_nonnegative(points);
     fits_[key] = {c[0], c[1], c[2]};
   }
+}
+
+PlanCostModel::HeadShape PlanCostModel::head_shape(std::string_view op_signature) {
+  HeadShape h;
+  int depth = 0;  // inside [...]: parameters, kept as written
+  for (size_t i = 0; i < op_signature.size();) {
+    const char ch = op_signature[i];
+    if (depth == 0 && ch >= '0' && ch <= '9') {
+      int64_t v = 0;
+      while (i < op_signature.size() && op_signature[i] >= '0' && op_signature[i] <= '9')
+        v = v * 10 + (op_signature[i++] - '0');
+      h.numbers.push_back(v);
+      h.pattern += '#';
+      continue;
+    }
+    depth += ch == '[' ? 1 : ch == ']' ? -1 : 0;
+    h.pattern += ch;
+    ++i;
+  }
+  return h;
+}
+
+double PlanCostModel::interpolated_ms(const std::string& head) const {
+  if (head.empty()) return 0;
+  const HeadShape want = head_shape(head);
+  auto family = head_families_.find(want.pattern);
+  if (family == head_families_.end()) return 0;
+  // The measured heads that differ from `want` in one size (every position
+  // where they differ holds one value there and another here: a product's
+  // K appears in both operands), grouped by which positions differ.
+  struct Side {
+    double x = 0, ms = 0;
+    bool found = false;
+  };
+  std::map<std::vector<bool>, std::pair<Side, Side>> axes;  // positions -> (nearest below, nearest above)
+  for (const auto& [numbers, ms] : family->second) {
+    if (numbers.size() != want.numbers.size()) continue;
+    std::vector<bool> differ(numbers.size());
+    int64_t theirs = -1, ours = -1;
+    bool one_size = true;
+    for (size_t i = 0; i < numbers.size(); ++i) {
+      if (numbers[i] == want.numbers[i]) continue;
+      differ[i] = true;
+      if (theirs < 0) theirs = numbers[i], ours = want.numbers[i];
+      else if (numbers[i] != theirs || want.numbers[i] != ours) one_size = false;
+    }
+    if (theirs < 0 || !one_size) continue;
+    auto& [below, above] = axes[differ];
+    const double x = static_cast<double>(theirs);
+    if (theirs < ours && (!below.found || x > below.x)) below = {x, ms, true};
+    if (theirs > ours && (!above.found || x < above.x)) above = {x, ms, true};
+  }
+  // Linear between the nearest measured sizes on each side; where several
+  // sizes bracket it, the dearest estimate.
+  double best = 0;
+  for (const auto& [differ, sides] : axes) {
+    const auto& [below, above] = sides;
+    if (!below.found || !above.found) continue;
+    double x = 0;
+    for (size_t i = 0; i < differ.size(); ++i)
+      if (differ[i]) x = static_cast<double>(want.numbers[i]);
+    best = std::max(best, below.ms + (above.ms - below.ms) * (x - below.x) / (above.x - below.x));
+  }
+  return best;
 }
 
 double PlanCostModel::fitted_us(const std::string& signature) const {
@@ -107,13 +178,15 @@ double PlanCostModel::step_us(const std::string& signature, bool* measured) {
     // residual its plan fuses): the epilogue runs inside the library call
     // and costs next to nothing, so that measurement beats any fit. Still a
     // fallback (counted as missing).
-    auto head = step.kind == "conv" || step.kind == "product"
-                    ? same_head_ms_.find(step.kind + "|" + step.nodes.at(0).op_signature)
-                    : same_head_ms_.end();
+    const std::string head_signature = features_of(signature).head;
+    auto head = head_signature.empty() ? same_head_ms_.end() : same_head_ms_.find(head_signature);
     if (op != costs_.end()) {
       us = op->second * 1000.0;
     } else if (head != same_head_ms_.end()) {
       us = head->second * 1000.0;
+      from_table = false;
+    } else if (const double between = interpolated_ms(head_signature); between > 0) {
+      us = between * 1000.0 * kInterpolatedMargin;
       from_table = false;
     } else {
       // Priced above its fit: the search takes exactly the steps whose

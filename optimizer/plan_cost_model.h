@@ -10,9 +10,13 @@
 //
 // A step the table lacks costs, in order: the operator's own row (a step of
 // one node, timed alone by an older calibrate: the same kernel); the same
-// convolution or product measured with another epilogue (a bias, relu or
-// residual runs inside the library call: extraction's lone convolution
-// costs what the model's fused one measured); a fit of the table's steps,
+// convolution or product measured with another epilogue or none (a bias,
+// relu or residual runs inside the library call: extraction's lone
+// convolution costs what the model's fused one measured); for a convolution
+// or product, the line between the measured ones of the same shape but one
+// size, the nearest below and above it (a merged product 128x768x1536
+// between the model's 768 and the merged 2304), priced 10 % above
+// (kInterpolatedMargin); a fit of the table's steps,
 // ms = a + b FLOPs + c bytes (optimizer/cost_fit.h), fitted per kind and
 // first operator ("conv:conv2d", "node:matmul") where three steps of it are
 // measured, else per kind ("elementwise"), else over all steps; with no step
@@ -36,6 +40,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +53,10 @@ class PlanCostModel : public CostModel {
  public:
   // What a step costed by the fit costs, over its fit (see step_us).
   static constexpr double kUnmeasuredMargin = 1.25;
+  // What a convolution or product interpolated between two measured sizes
+  // costs, over the interpolation (a library call's time is not linear in
+  // a size, but it lies between its neighbours').
+  static constexpr double kInterpolatedMargin = 1.1;
   // `costs`: the op_costs rows of one device, signature -> milliseconds:
   // step rows (step signatures) and operator rows alike.
   PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline = {});
@@ -83,10 +92,22 @@ class PlanCostModel : public CostModel {
   };
   struct Features {
     std::string kind, first_op;
-    std::string head;  // "kind|first node's operator signature" (same_head_ms_'s key)
+    // A convolution or product step's (a library call, with an epilogue or
+    // none): its first node's operator signature (same_head_ms_'s key); else empty.
+    std::string head;
     double flops = 0, bytes = 0;
   };
   static Features features_of(const std::string& signature);
+  // An operator signature's sizes and the rest ("matmul(float:128x768,float:768x1536)":
+  // pattern "matmul(float:#x#,float:#x#)", numbers 128 768 768 1536; parameters in [] kept as written).
+  struct HeadShape {
+    std::string pattern;
+    std::vector<int64_t> numbers;
+  };
+  static HeadShape head_shape(std::string_view op_signature);
+  // Milliseconds of a head between the measured heads of its pattern that
+  // differ from it in one size; 0 where none lie on both sides.
+  double interpolated_ms(const std::string& head) const;
   void fit_table();
   ExecutionPlan plan_of(const Graph& graph) const;
 
@@ -94,9 +115,11 @@ class PlanCostModel : public CostModel {
   std::unordered_map<std::string, double> costs_;
   RooflineParams roofline_;
   size_t measured_steps_ = 0;
-  // "kind|first operator signature" -> the least milliseconds of the
-  // measured conv and product steps with that head (any epilogue).
+  // A head (Features::head) -> the least milliseconds of the measured steps
+  // with that head (any epilogue).
   std::unordered_map<std::string, double> same_head_ms_;
+  // HeadShape pattern -> the measured heads of that pattern: (sizes, least ms).
+  std::unordered_map<std::string, std::vector<std::pair<std::vector<int64_t>, double>>> head_families_;
   std::unordered_map<std::string, Fit> fits_;  // by "kind:first_op" and by "kind"; "" for all steps
   mutable std::shared_mutex cache_mutex_;
   std::unordered_map<std::string, std::pair<double, bool>> cache_;  // signature -> (us, measured)

@@ -137,27 +137,37 @@ ParsedStepSignature parse_step_signature(std::string_view signature) {
 
 Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies) {
   Graph g;
-  std::map<std::pair<int32_t, int32_t>, ValueRef> outside;  // a value read from outside the task -> its node in g
+  // A value read from outside the task -> its node in g: graph inputs are
+  // shared by the copies (in the model the step's input was just written,
+  // so it is in L2), constants are per copy (in the model a step's weights
+  // are its own; shared, eight copies read one weight from L2 and a
+  // weight-heavy step timed faster than it runs in the model).
+  std::map<std::pair<int32_t, int32_t>, ValueRef> inputs, constants;
   uint64_t seed = 11;
   auto outside_value = [&](ValueRef v) {
-    if (auto it = outside.find({v.node, v.output}); it != outside.end()) return it->second;
+    if (auto it = inputs.find({v.node, v.output}); it != inputs.end()) return it->second;
+    if (auto it = constants.find({v.node, v.output}); it != constants.end()) return it->second;
     const Node& producer = model.node(v.node);
     const Shape& shape = model.shape(v);
     const DType dtype = model.dtype(v);
     ValueRef r;
-    if (producer.is_constant()) r = g.add_constant(*producer.constant);
-    else if (v.node < static_cast<int32_t>(plan.folded.size()) && plan.folded[v.node])
+    if (producer.is_constant()) {
+      r = g.add_constant(*producer.constant);
+    } else if (v.node < static_cast<int32_t>(plan.folded.size()) && plan.folded[v.node]) {
       r = g.add_constant(dtype == DType::kFloat ? ConstantValue(random_tensor<float>(shape, seed++))
                                                 : ConstantValue(dtype, Tensor<int64_t>(shape)));
-    else {
+    } else {
       std::string name = "in";
-      name += std::to_string(outside.size());
+      name += std::to_string(inputs.size());
       r = g.add_input(std::move(name), shape, dtype);
+      inputs.emplace(std::pair{v.node, v.output}, r);
+      return r;
     }
-    outside.emplace(std::pair{v.node, v.output}, r);
+    constants.emplace(std::pair{v.node, v.output}, r);
     return r;
   };
   for (int c = 0; c < copies; ++c) {
+    constants.clear();
     std::map<int32_t, std::vector<ValueRef>> inside;  // model node -> its outputs in g
     for (int32_t m : task.nodes) {
       const Node& n = model.node(m);

@@ -59,7 +59,8 @@ ParsedStepSignature parse_step_signature(std::string_view signature);
 // copies of the task's nodes. A value the task reads from outside is a graph
 // input, shared by the copies; a weight (a constant node) is that constant,
 // a value computed at load a constant of its type and shape (float: values
-// in [-0.5, 0.5), integers: zeros, always valid indices); each copy's last
+// in [-0.5, 0.5), integers: zeros, always valid indices), each copy with its
+// own (so that, as in the model, a step's weights are not in L2); each copy's last
 // node's outputs are graph outputs. Its plan (with fusion) has `copies`
 // tasks of the task's signature, so its replay time divided by `copies` is
 // the step's time with the launch overhead of one CUDA graph shared.

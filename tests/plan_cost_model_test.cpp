@@ -132,6 +132,49 @@ TEST(PlanCostModel, AConvolutionMeasuredWithAnEpilogueCostsThatAlone) {
   EXPECT_DOUBLE_EQ(model.graph_cost(bare), 21.0);
 }
 
+// A product with a bias measured, the bare product (a step of kind "node",
+// not "product") unmeasured: the measurement, as for a convolution above.
+TEST(PlanCostModel, AProductMeasuredWithABiasCostsThatBare) {
+  Graph biased;
+  biased.add_output(
+      biased.apply("add", {biased.apply("matmul", {biased.add_input("x", {16, 32}), weight(biased, {32, 64}, 1)}),
+                           weight(biased, {64}, 2)}));
+  Graph bare;
+  bare.add_output(bare.apply("matmul", {bare.add_input("x", {16, 32}), weight(bare, {32, 64}, 1)}));
+  const std::vector<std::string> biased_steps = steps_of(biased), bare_steps = steps_of(bare);
+  ASSERT_EQ(biased_steps.size(), 1u);
+  ASSERT_EQ(bare_steps.size(), 1u);
+  ASSERT_NE(biased_steps[0], bare_steps[0]);
+  PlanCostModel model("test-gpu", {{biased_steps[0], 0.012}});
+  EXPECT_DOUBLE_EQ(model.graph_cost(bare), 12.0);
+}
+
+// A merged product no one measured, between two measured sizes of it (BERT's
+// 768 x 1536 between 768 x 768 and the merged 768 x 2304): on the line
+// between them, over kInterpolatedMargin; off their range, the fit.
+TEST(PlanCostModel, AnUnmeasuredProductSizeIsInterpolatedBetweenMeasuredOnes) {
+  auto product = [](int64_t n) {
+    Graph g;
+    g.add_output(g.apply("matmul", {g.add_input("x", {128, 768}), weight(g, {768, n}, 1)}));
+    return g;
+  };
+  const std::string small = steps_of(product(768))[0], large = steps_of(product(2304))[0];
+  PlanCostModel model("test-gpu", {{small, 0.010}, {large, 0.020}});
+  EXPECT_NEAR(model.graph_cost(product(1536)), 15.0 * PlanCostModel::kInterpolatedMargin, 1e-9);
+  EXPECT_NEAR(model.graph_cost(product(1152)), 12.5 * PlanCostModel::kInterpolatedMargin, 1e-9);
+  EXPECT_EQ(model.missing_steps(), 2u);
+  // Above the largest measured size nothing brackets it: not the line's 30 us.
+  EXPECT_NE(model.graph_cost(product(3072)), 30.0 * PlanCostModel::kInterpolatedMargin);
+  // K is one size in two places (both operands' shapes).
+  auto by_k = [](int64_t k) {
+    Graph g;
+    g.add_output(g.apply("matmul", {g.add_input("x", {128, k}), weight(g, {k, 768}, 1)}));
+    return g;
+  };
+  PlanCostModel k_model("test-gpu", {{steps_of(by_k(512))[0], 0.008}, {steps_of(by_k(1024))[0], 0.012}});
+  EXPECT_NEAR(k_model.graph_cost(by_k(768)), 10.0 * PlanCostModel::kInterpolatedMargin, 1e-9);
+}
+
 TEST(PlanCostModel, TheSearchMergesExactlyWhenTheMergedStepIsMeasuredFaster) {
   const BacktrackingResult faster = search_two_convs(0.012);  // 12 us against 30 us
   EXPECT_EQ(count_ops(faster.best, "conv2d"), 1);

@@ -3,6 +3,8 @@
 // `calibrate` times for a step. No GPU needed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "ir/text.h"
 #include "runtime/execution_plan.h"
 #include "runtime/interpreter.h"
@@ -99,6 +101,13 @@ TEST(StepGraph, CopiesPlanAsTheSameStepWithWeightsAndLoadTimeValuesAsConstants) 
   for (const Task& t : plan.tasks) {
     const Graph step = step_graph(g, plan, t, 3);
     EXPECT_EQ(step.inputs().size(), 1u);  // the weight and the folded bias are constants
+    // Each copy reads its own weight and bias (the conv step's two constants).
+    auto constants = [](const Graph& graph) {
+      return std::count_if(graph.nodes().begin(), graph.nodes().end(), [](const Node& n) { return n.is_constant(); });
+    };
+    const Graph one = step_graph(g, plan, t, 1);
+    EXPECT_EQ(constants(one), g.node(t.nodes[0]).op->name == "conv2d" ? 2 : 0);
+    EXPECT_EQ(constants(step), 3 * constants(one));
     EXPECT_EQ(signatures(step, make_execution_plan(step)), std::vector<std::string>(3, step_signature(g, t)));
     EXPECT_EQ(step.outputs().size(), 3u);
   }
