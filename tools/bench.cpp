@@ -77,8 +77,10 @@ double worst_error(const std::vector<ConstantValue>& actual, const std::vector<C
   return worst;
 }
 
+// `predicted`: with --db, the plan cost model: each step's row then shows
+// its predicted time beside the measured one (and whether from the table).
 void print_profile(const std::string& label, gpu::GpuModel& model, const Graph& graph, int iters, double replay_ms,
-                   bool each_step) {
+                   bool each_step, optimizer::PlanCostModel* predicted) {
   const std::vector<gpu::StepTime> steps = model.profile(iters);
   struct Row {
     int count = 0;
@@ -104,11 +106,23 @@ void print_profile(const std::string& label, gpu::GpuModel& model, const Graph& 
   print("by operator (first of a fused step)", by_op);
   print("by step (fused operators joined by +)", by_label);
   if (!each_step) return;
-  std::printf("  %5s %-36s %-20s %10s\n", "step", "operators", "output", "ms");
+  // node -> its step's predicted time (the cost model's plan, made again on the CPU)
+  std::map<int32_t, const optimizer::PlanCostModel::StepCost*> step_of;
+  std::vector<optimizer::PlanCostModel::StepCost> costed;
+  if (predicted) {
+    costed = predicted->plan_costs(graph);
+    for (const auto& c : costed)
+      for (int32_t n : c.nodes) step_of[n] = &c;
+  }
+  std::printf("  %5s %-36s %-20s %10s%s\n", "step", "operators", "output", "ms",
+              predicted ? "  predicted ms (table or fitted)" : "");
   for (size_t k = 0; k < steps.size(); ++k) {
     const gpu::StepTime& s = steps[k];
     const std::string shape = s.node >= 0 ? shape_to_string(graph.node(s.node).output_shapes.at(0)) : "-";
-    std::printf("  %5zu %-36s %-20s %10.4f\n", k, s.label.c_str(), shape.c_str(), s.ms);
+    std::printf("  %5zu %-36s %-20s %10.4f", k, s.label.c_str(), shape.c_str(), s.ms);
+    if (auto it = step_of.find(s.node); it != step_of.end())
+      std::printf("  %10.4f %s", it->second->us / 1000.0, it->second->measured ? "table" : "fitted");
+    std::printf("\n");
   }
 }
 
@@ -194,8 +208,13 @@ void time_models(const Options& o, std::vector<Loaded*> models) {
                 "warm-up)\n",
                 l.name.c_str(), l.role.c_str(), l.result.ms, kRounds, per_round,
                 l.model->stats().cuda_graph ? "CUDA-graph replays" : "runs", o.warmup);
-    if (o.profile || o.profile_steps)
-      print_profile(l.name + " (" + l.role + ")", *l.model, l.graph, o.profile_iters, l.result.ms, o.profile_steps);
+    if (o.profile || o.profile_steps) {
+      std::unique_ptr<optimizer::PlanCostModel> predicted;
+      if (!o.db.empty())
+        predicted = optimizer::PlanCostModel::from_db(o.db, o.device.empty() ? l.model->device_name() : o.device);
+      print_profile(l.name + " (" + l.role + ")", *l.model, l.graph, o.profile_iters, l.result.ms, o.profile_steps,
+                    predicted.get());
+    }
   }
   std::fflush(stdout);
 }
@@ -292,7 +311,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed replays first")->check(CLI::Range(0, 100000));
   app.add_option("--rtol", o.rtol, "largest relative L2 error vs the CPU reference");
   app.add_flag("--profile", o.profile, "print the per-operator time breakdown of each model");
-  app.add_flag("--profile-steps", o.profile_steps, "--profile, and every step's time with its output's shape");
+  app.add_flag("--profile-steps", o.profile_steps,
+               "--profile, and every step's time with its output's shape (with --db, its predicted time beside)");
   app.add_option("--profile-iters", o.profile_iters, "profiled runs (median per step)");
   app.add_flag("--no-decoy", o.no_decoy, "do not load (and drop) a copy of the first model before timing");
   app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph");
