@@ -50,10 +50,11 @@ bool same_file(const std::string& a, const std::string& b) {
 
 CostedGraph costed(const Graph& graph, CostModel& cost) { return CostedGraph{graph, cost.node_costs_us(graph)}; }
 
-// The summary's line for the backtracking search ("search:", or "then:" after another search).
-void print_backtracking(std::FILE* out, const OptimizeReport& report, const char* label) {
+// The summary's line for a backtracking search ("search:", or "then:" and
+// "and:" with --search both).
+void print_backtracking(std::FILE* out, const OptimizeReport& report, const BacktrackingStats& st, const char* label,
+                        const char* from) {
   const OptimizeOptions& o = report.options;
-  const BacktrackingStats& st = report.search;
   char stopped[96];
   if (st.timed_out)
     std::snprintf(stopped, sizeof stopped, "stopped at the %g s time limit (more time may find more)",
@@ -62,9 +63,9 @@ void print_backtracking(std::FILE* out, const OptimizeReport& report, const char
     std::snprintf(stopped, sizeof stopped, "%s",
                   st.budget_exhausted ? "stopped at the budget" : "stopped with every graph within alpha expanded");
   std::fprintf(out,
-               "  %-16sbacktracking, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, "
+               "  %-16sbacktracking%s, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, "
                "%lld kept, %lld duplicates, %lld pruned by cost\n",
-               label, stopped, static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
+               label, from, stopped, static_cast<long long>(st.popped), o.backtracking.budget, o.backtracking.alpha,
                static_cast<long long>(st.candidates), static_cast<long long>(st.pushed),
                static_cast<long long>(st.duplicates), static_cast<long long>(st.pruned));
 }
@@ -102,19 +103,31 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
     rule_sets.push_back({{"path", options.default_rules_db},
                          {"proved", default_rules.proved},
                          {"directions", default_rules.directions}});
-  nlohmann::ordered_json backtracking = {{"popped", search.popped},
-                                         {"candidates", search.candidates},
-                                         {"pushed", search.pushed},
-                                         {"duplicates", search.duplicates},
-                                         {"pruned_by_cost", search.pruned},
-                                         {"unproved_instances", search.unprovable},
-                                         {"matches_rejected_used_outside", search.matches.used_outside},
-                                         {"matches_rejected_cycle", search.matches.cycles},
-                                         {"budget", options.backtracking.budget},
-                                         {"alpha", six_digits(options.backtracking.alpha)},
-                                         {"timed_out", search.timed_out},
-                                         {"stop_reason", stop_reason()},
-                                         {"seconds", six_digits(search.seconds)}};
+  auto backtracking_json = [&](const BacktrackingStats& st, const std::string& stopped) {
+    return nlohmann::ordered_json{{"popped", st.popped},
+                                  {"candidates", st.candidates},
+                                  {"pushed", st.pushed},
+                                  {"duplicates", st.duplicates},
+                                  {"pruned_by_cost", st.pruned},
+                                  {"unproved_instances", st.unprovable},
+                                  {"matches_rejected_used_outside", st.matches.used_outside},
+                                  {"matches_rejected_cycle", st.matches.cycles},
+                                  {"budget", options.backtracking.budget},
+                                  {"alpha", six_digits(options.backtracking.alpha)},
+                                  {"timed_out", st.timed_out},
+                                  {"stop_reason", stopped},
+                                  {"seconds", six_digits(st.seconds)}};
+  };
+  nlohmann::ordered_json backtracking = backtracking_json(search, stop_reason());
+  nlohmann::ordered_json both;
+  if (other_search && backtracked_after) {
+    both = {{"saturation", other_search->report}, {"backtracking", std::move(backtracking)}};
+    if (from_input)
+      both["backtracking_from_input"] = backtracking_json(*from_input, from_input->timed_out          ? "time_limit"
+                                                                       : from_input->budget_exhausted ? "budget"
+                                                                                                      : "queue_empty");
+    both["kept"] = kept;
+  }
   return {
       {"model", options.model},
       {"output", options.output},
@@ -134,8 +147,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       {"rules_applied", std::move(applied)},
       {"rewrites", std::move(rewrites_json)},
       {"search", !other_search       ? std::move(backtracking)
-                 : backtracked_after ? nlohmann::ordered_json{{"saturation", other_search->report},
-                                                              {"backtracking", std::move(backtracking)}}
+                 : backtracked_after ? std::move(both)
                                      : other_search->report},
       {"proofs",
        {{"proved", proofs.proved},
@@ -179,9 +191,10 @@ void OptimizeReport::print_summary(std::FILE* out) const {
                  u.text.c_str());
   }
   if (other_search) std::fprintf(out, "  search:         %s\n", other_search->summary.c_str());
-  if (!other_search || backtracked_after) {
-    print_backtracking(out, *this, backtracked_after ? "then:" : "search:");
-  }
+  if (!other_search || backtracked_after)
+    print_backtracking(out, *this, search, backtracked_after ? "then:" : "search:", "");
+  if (from_input) print_backtracking(out, *this, *from_input, "and:", " from the input");
+  if (!kept.empty()) std::fprintf(out, "  kept:           the graph of %s (the cheapest)\n", kept.c_str());
   std::fprintf(out,
                "  proofs:         %lld instances proved at model shapes, %lld not proved (not applied), %lld cached, "
                "%.0f ms",
@@ -266,12 +279,23 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     if (o.backtrack_after_search) {
       BacktrackingResult then = backtracking_search(result.best, rules, *cost, instances, o.backtracking);
       report.backtracked_after = true;
+      report.kept = "saturation";
       result.stats = then.stats;
       if (then.best_cost < result.best_cost) {
         result.best = std::move(then.best);
         result.best_cost = then.best_cost;
         for (const RuleUse& u : then.applied) count_rule_use(result.applied, u.id, u.text, u.count);
         result.rewrites.insert(result.rewrites.end(), then.rewrites.begin(), then.rewrites.end());
+        report.kept = "saturation, then backtracking";
+      }
+      BacktrackingResult direct = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
+      report.from_input = direct.stats;
+      if (direct.best_cost < result.best_cost) {
+        result.best = std::move(direct.best);
+        result.best_cost = direct.best_cost;
+        result.applied = std::move(direct.applied);
+        result.rewrites = std::move(direct.rewrites);
+        report.kept = "backtracking from the input";
       }
     }
   } else {

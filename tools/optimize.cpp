@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   tgr::saturation::SaturationOptions saturation;
   app.add_option("--search", search,
                  "backtrack (TASO) | saturate (equality saturation, ILP extraction) | both (saturate, then backtrack "
-                 "from its graph; each with --timeout)")
+                 "from its graph, and backtrack from the model; the cheapest kept; each with --timeout)")
       ->check(CLI::IsMember({"backtrack", "saturate", "both"}));
   app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")
       ->check(tgr::cli::at_least(int64_t{1}));
