@@ -1,6 +1,7 @@
 #include "optimizer/plan_cost_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -89,7 +90,12 @@ PlanCostModel::HeadShape PlanCostModel::head_shape(std::string_view op_signature
   int depth = 0;  // inside [...]: parameters, kept as written
   for (size_t i = 0; i < op_signature.size();) {
     const char ch = op_signature[i];
-    if (depth == 0 && ch >= '0' && ch <= '9') {
+    // A size is a digit run after a separator (':', ',', the 'x' between
+    // two sizes); digits within a name (int64) are not.
+    const auto letter = [&](size_t k) { return std::isalpha(static_cast<unsigned char>(op_signature[k])) != 0; };
+    const auto digit = [&](size_t k) { return std::isdigit(static_cast<unsigned char>(op_signature[k])) != 0; };
+    const bool in_name = i > 0 && letter(i - 1) && !(op_signature[i - 1] == 'x' && i > 1 && digit(i - 2));
+    if (depth == 0 && !in_name && ch >= '0' && ch <= '9') {
       int64_t v = 0;
       while (i < op_signature.size() && op_signature[i] >= '0' && op_signature[i] <= '9')
         v = v * 10 + (op_signature[i++] - '0');

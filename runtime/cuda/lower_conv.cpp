@@ -303,7 +303,8 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       for (const AlgoChoice& a : candidates) {
         const double ms = time_launches_ms(cudnn_step(a), gpu->stream, where);
         if (&a == &candidates.front() || ms < cudnn.ms) cudnn = {a, ms};
-        log += " algo " + std::to_string(static_cast<int>(a.algo)) + " " + std::to_string(ms * 1e3) + " us;";
+        if (log_choices())
+          log += " algo " + std::to_string(static_cast<int>(a.algo)) + " " + std::to_string(ms * 1e3) + " us;";
       }
       if (log_choices())
         std::fprintf(stderr, "conv %s: %s chosen algo %d\n", choice_key.c_str(), log.c_str(),
