@@ -215,10 +215,9 @@ std::vector<StepTime> GpuModel::profile(int iters) {
   Impl& m = *impl_;
   const size_t n = m.steps.size();
   Events ev(n + 1);
-  int clock_khz = 0;
-  TGR_GPU_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), (Where{"profile"}));
-  // Enough delay for the host to enqueue every step (~30 us each).
-  const int64_t cycles = static_cast<int64_t>(clock_khz) * (1 + static_cast<int64_t>(n) * 30 / 1000);
+  // Enough delay for the host to enqueue every step (~30 us each), in whole milliseconds.
+  const int64_t cycles =
+      delay_cycles(1000.0 * static_cast<double>(1 + static_cast<int64_t>(n) * 30 / 1000), Where{"profile"});
   std::vector<std::vector<double>> times(n);
   for (int it = 0; it < iters + 1; ++it) {
     launch_delay(cycles, m.gpu->stream);

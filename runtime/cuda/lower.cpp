@@ -32,14 +32,18 @@ Strides LowerCtx::strides(ValueRef v) const {
   return out;
 }
 
+int64_t delay_cycles(double us, const Where& where) {
+  int clock_khz = 0;
+  TGR_GPU_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), where);
+  return static_cast<int64_t>(clock_khz * us / 1000.0);
+}
+
 double time_launches_ms(const std::function<void()>& f, cudaStream_t stream, const Where& where) {
   cudaEvent_t start = nullptr, stop = nullptr;
   TGR_GPU_CHECK(cudaEventCreate(&start), where);
   TGR_GPU_CHECK(cudaEventCreate(&stop), where);
-  int clock_khz = 0;
-  TGR_GPU_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), where);
   // 200 us of spinning: longer than the host takes to enqueue one run.
-  const int64_t delay_cycles = static_cast<int64_t>(clock_khz) / 5;
+  const int64_t delay = delay_cycles(200, where);
   for (int i = 0; i < 3; ++i) f();
   std::vector<float> times;
   for (int i = 0; i < 9; ++i) {
@@ -47,7 +51,7 @@ double time_launches_ms(const std::function<void()>& f, cudaStream_t stream, con
     // time between the events is the GPU's alone, as in the model's CUDA
     // graph; without it, an implementation with a slow host side (cuDNN's
     // fused call spends tens of microseconds there) looked slow.
-    launch_delay(delay_cycles, stream);
+    launch_delay(delay, stream);
     TGR_GPU_CHECK(cudaEventRecord(start, stream), where);
     f();
     TGR_GPU_CHECK(cudaEventRecord(stop, stream), where);

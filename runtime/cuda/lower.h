@@ -48,6 +48,9 @@ struct LowerCtx {
   DType dtype(ValueRef v) const { return graph.dtype(v); }
 };
 
+// `us` microseconds in clock cycles of GPU 0 (launch_delay's unit).
+int64_t delay_cycles(double us, const Where& where);
+
 // Milliseconds of one run of `f` (its launches on `stream`): the median of
 // 9 runs after 3 warm-ups, by CUDA events, each run enqueued behind a delay
 // kernel so that the time is the GPU's, not the host's (as in the model's
