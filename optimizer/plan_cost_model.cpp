@@ -88,17 +88,16 @@ void PlanCostModel::fit_table() {
 PlanCostModel::HeadShape PlanCostModel::head_shape(std::string_view op_signature) {
   HeadShape h;
   int depth = 0;  // inside [...]: parameters, kept as written
+  const auto letter = [&](size_t k) { return std::isalpha(static_cast<unsigned char>(op_signature[k])) != 0; };
+  const auto digit = [&](size_t k) { return std::isdigit(static_cast<unsigned char>(op_signature[k])) != 0; };
   for (size_t i = 0; i < op_signature.size();) {
     const char ch = op_signature[i];
     // A size is a digit run after a separator (':', ',', the 'x' between
     // two sizes); digits within a name (int64) are not.
-    const auto letter = [&](size_t k) { return std::isalpha(static_cast<unsigned char>(op_signature[k])) != 0; };
-    const auto digit = [&](size_t k) { return std::isdigit(static_cast<unsigned char>(op_signature[k])) != 0; };
     const bool in_name = i > 0 && letter(i - 1) && !(op_signature[i - 1] == 'x' && i > 1 && digit(i - 2));
-    if (depth == 0 && !in_name && ch >= '0' && ch <= '9') {
+    if (depth == 0 && !in_name && digit(i)) {
       int64_t v = 0;
-      while (i < op_signature.size() && op_signature[i] >= '0' && op_signature[i] <= '9')
-        v = v * 10 + (op_signature[i++] - '0');
+      while (i < op_signature.size() && digit(i)) v = v * 10 + (op_signature[i++] - '0');
       h.numbers.push_back(v);
       h.pattern += '#';
       continue;
@@ -154,8 +153,9 @@ double PlanCostModel::interpolated_ms(const std::string& head) const {
   return best;
 }
 
-double PlanCostModel::fitted_us(const std::string& signature) const {
-  const Features f = features_of(signature);
+double PlanCostModel::fitted_us(const std::string& signature) const { return fitted_us(features_of(signature)); }
+
+double PlanCostModel::fitted_us(const Features& f) const {
   for (const std::string& key : {f.kind + ":" + f.first_op, f.kind, std::string()}) {
     auto it = fits_.find(key);
     if (it != fits_.end()) return (it->second.a + it->second.b * f.flops + it->second.c * f.bytes) * 1000.0;
@@ -184,22 +184,22 @@ double PlanCostModel::step_us(const std::string& signature, bool* measured) {
     // residual its plan fuses): the epilogue runs inside the library call
     // and costs next to nothing, so that measurement beats any fit. Still a
     // fallback (counted as missing).
-    const std::string head_signature = features_of(signature).head;
-    auto head = head_signature.empty() ? same_head_ms_.end() : same_head_ms_.find(head_signature);
     if (op != costs_.end()) {
       us = op->second * 1000.0;
-    } else if (head != same_head_ms_.end()) {
-      us = head->second * 1000.0;
-      from_table = false;
-    } else if (const double between = interpolated_ms(head_signature); between > 0) {
-      us = between * 1000.0 * kInterpolatedMargin;
-      from_table = false;
     } else {
-      // Priced above its fit: the search takes exactly the steps whose
-      // guesses are too low (the optimizer's curse), so a guess must win by
-      // a margin before it displaces what was measured.
-      us = fitted_us(signature) * kUnmeasuredMargin;
       from_table = false;
+      const Features f = features_of(signature);  // parsed once for the fallbacks below
+      auto head = f.head.empty() ? same_head_ms_.end() : same_head_ms_.find(f.head);
+      if (head != same_head_ms_.end()) {
+        us = head->second * 1000.0;
+      } else if (const double between = interpolated_ms(f.head); between > 0) {
+        us = between * 1000.0 * kInterpolatedMargin;
+      } else {
+        // Priced above its fit: the search takes exactly the steps whose
+        // guesses are too low (the optimizer's curse), so a guess must win by
+        // a margin before it displaces what was measured.
+        us = fitted_us(f) * kUnmeasuredMargin;
+      }
     }
   }
   std::unique_lock lock(cache_mutex_);

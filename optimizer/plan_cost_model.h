@@ -98,6 +98,7 @@ class PlanCostModel : public CostModel {
     double flops = 0, bytes = 0;
   };
   static Features features_of(const std::string& signature);
+  double fitted_us(const Features& f) const;
   // An operator signature's sizes and the rest ("matmul(float:128x768,float:768x1536)":
   // pattern "matmul(float:#x#,float:#x#)", numbers 128 768 768 1536; parameters in [] kept as written).
   struct HeadShape {
