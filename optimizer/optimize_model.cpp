@@ -70,6 +70,13 @@ void print_backtracking(std::FILE* out, const OptimizeReport& report, const Back
                static_cast<long long>(st.duplicates), static_cast<long long>(st.pruned));
 }
 
+// Why a backtracking search stopped (OptimizeReport::stop_reason's words).
+std::string backtracking_stop_reason(const BacktrackingStats& st) {
+  if (st.timed_out) return "time_limit";
+  if (st.budget_exhausted) return "budget";
+  return "queue_empty";
+}
+
 }  // namespace
 
 double six_digits(double v) {
@@ -80,9 +87,7 @@ double six_digits(double v) {
 
 std::string OptimizeReport::stop_reason() const {
   if (other_search && !backtracked_after) return other_search->stop_reason;
-  if (search.timed_out) return "time_limit";
-  if (search.budget_exhausted) return "budget";
-  return "queue_empty";
+  return backtracking_stop_reason(search);
 }
 
 nlohmann::ordered_json OptimizeReport::to_json() const {
@@ -123,9 +128,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
   if (other_search && backtracked_after) {
     both = {{"saturation", other_search->report}, {"backtracking", std::move(backtracking)}};
     if (from_input)
-      both["backtracking_from_input"] = backtracking_json(*from_input, from_input->timed_out          ? "time_limit"
-                                                                       : from_input->budget_exhausted ? "budget"
-                                                                                                      : "queue_empty");
+      both["backtracking_from_input"] = backtracking_json(*from_input, backtracking_stop_reason(*from_input));
     both["kept"] = kept;
   }
   return {
