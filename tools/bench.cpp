@@ -194,7 +194,7 @@ double median(std::vector<double> v) {
 // replays, then the median over rounds), so that neither gets a better
 // moment of the GPU: timed one after the other, the second of two copies
 // of one BERT-base model ran 5% slower.
-void time_models(const Options& o, std::vector<Loaded*> models) {
+void time_models(const Options& o, std::vector<Loaded*> models, optimizer::PlanCostModel* predicted) {
   constexpr int kRounds = 10;
   const int per_round = std::max(10, o.iters / kRounds);
   std::vector<std::vector<double>> rounds(models.size());
@@ -208,23 +208,18 @@ void time_models(const Options& o, std::vector<Loaded*> models) {
                 "warm-up)\n",
                 l.name.c_str(), l.role.c_str(), l.result.ms, kRounds, per_round,
                 l.model->stats().cuda_graph ? "CUDA-graph replays" : "runs", o.warmup);
-    if (o.profile || o.profile_steps) {
-      std::unique_ptr<optimizer::PlanCostModel> predicted;
-      if (!o.db.empty())
-        predicted = optimizer::PlanCostModel::from_db(o.db, o.device.empty() ? l.model->device_name() : o.device);
+    if (o.profile || o.profile_steps)
       print_profile(l.name + " (" + l.role + ")", *l.model, l.graph, o.profile_iters, l.result.ms, o.profile_steps,
-                    predicted.get());
-    }
+                    predicted);
   }
   std::fflush(stdout);
 }
 
-// Predicted (the plan cost model over --db's step costs) against measured, and the achieved fraction of the limits.
-void print_predictions(const Options& o, const std::string& name, const std::vector<Loaded*>& models) {
+// Predicted (`cost`: the plan cost model over --db's step costs; null without --db) against measured, and the
+// achieved fraction of the limits.
+void print_predictions(const std::string& name, const std::vector<Loaded*>& models, optimizer::PlanCostModel* cost) {
   std::vector<double> predicted;
-  if (!o.db.empty()) {
-    const std::string device = o.device.empty() ? models[0]->model->device_name() : o.device;
-    auto cost = optimizer::PlanCostModel::from_db(o.db, device);
+  if (cost) {
     for (Loaded* l : models) {
       predicted.push_back(cost->graph_cost(l->graph) / 1000.0);
       std::printf("  predicted %s (%s): %.4f ms, measured %.4f ms (%.3fx)\n", l->name.c_str(), l->role.c_str(),
@@ -272,10 +267,16 @@ int bench(const Options& o) {
   if (has_opt) optimized_model = load_and_check(o, o.models[1], "optimized", &reference, nullptr);
   std::vector<Loaded*> timed{&original_model};
   if (has_opt) timed.push_back(&optimized_model);
-  time_models(o, timed);
+  // With --db: the plan cost model over calibrate's step times, read once
+  // for the profile's per-step predictions and the predicted totals.
+  std::unique_ptr<optimizer::PlanCostModel> predicted;
+  if (!o.db.empty())
+    predicted =
+        optimizer::PlanCostModel::from_db(o.db, o.device.empty() ? original_model.model->device_name() : o.device);
+  time_models(o, timed, predicted.get());
   std::string name = o.name;
   if (name.empty()) name = std::filesystem::path(o.models[0]).stem().string();
-  print_predictions(o, name, timed);
+  print_predictions(name, timed, predicted.get());
   const Result& original = original_model.result;
   const Result& optimized = optimized_model.result;
   const bool ok = original.ok && (!has_opt || optimized.ok);
