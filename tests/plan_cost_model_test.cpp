@@ -116,6 +116,17 @@ BacktrackingResult search_two_convs(double merged_ms) {
 // A convolution whose bare step is unmeasured costs what the same
 // convolution measured with its bias and relu (the epilogue runs inside
 // cuDNN's call): what extraction sees of a convolution alone.
+// `bare` and `fused` are one step each, of different signatures; with only
+// `fused` measured (`ms`), `bare` costs that measurement.
+void expect_bare_costs_the_fused_measurement(const Graph& fused, const Graph& bare, double ms) {
+  const std::vector<std::string> fused_steps = steps_of(fused), bare_steps = steps_of(bare);
+  ASSERT_EQ(fused_steps.size(), 1u);
+  ASSERT_EQ(bare_steps.size(), 1u);
+  ASSERT_NE(fused_steps[0], bare_steps[0]);
+  PlanCostModel model("test-gpu", {{fused_steps[0], ms}});
+  EXPECT_DOUBLE_EQ(model.graph_cost(bare), ms * 1000.0);
+}
+
 TEST(PlanCostModel, AConvolutionMeasuredWithAnEpilogueCostsThatAlone) {
   Graph fused;
   const ValueRef x = fused.add_input("x", {1, 8, 6, 6});
@@ -124,12 +135,7 @@ TEST(PlanCostModel, AConvolutionMeasuredWithAnEpilogueCostsThatAlone) {
       fused.apply("relu", {fused.apply("add", {fused.apply("conv2d", {x, weight(fused, {8, 8, 3, 3}, 1)}), b})}));
   Graph bare;
   bare.add_output(bare.apply("conv2d", {bare.add_input("x", {1, 8, 6, 6}), weight(bare, {8, 8, 3, 3}, 1)}));
-  const std::vector<std::string> fused_steps = steps_of(fused), bare_steps = steps_of(bare);
-  ASSERT_EQ(fused_steps.size(), 1u);
-  ASSERT_EQ(bare_steps.size(), 1u);
-  ASSERT_NE(fused_steps[0], bare_steps[0]);
-  PlanCostModel model("test-gpu", {{fused_steps[0], 0.021}});
-  EXPECT_DOUBLE_EQ(model.graph_cost(bare), 21.0);
+  expect_bare_costs_the_fused_measurement(fused, bare, 0.021);
 }
 
 // A product with a bias measured, the bare product (a step of kind "node",
@@ -141,12 +147,7 @@ TEST(PlanCostModel, AProductMeasuredWithABiasCostsThatBare) {
                            weight(biased, {64}, 2)}));
   Graph bare;
   bare.add_output(bare.apply("matmul", {bare.add_input("x", {16, 32}), weight(bare, {32, 64}, 1)}));
-  const std::vector<std::string> biased_steps = steps_of(biased), bare_steps = steps_of(bare);
-  ASSERT_EQ(biased_steps.size(), 1u);
-  ASSERT_EQ(bare_steps.size(), 1u);
-  ASSERT_NE(biased_steps[0], bare_steps[0]);
-  PlanCostModel model("test-gpu", {{biased_steps[0], 0.012}});
-  EXPECT_DOUBLE_EQ(model.graph_cost(bare), 12.0);
+  expect_bare_costs_the_fused_measurement(biased, bare, 0.012);
 }
 
 // A merged product no one measured, between two measured sizes of it (BERT's

@@ -44,7 +44,8 @@ _OPTIONS = {
     "budget": "graphs the search pops from its queue (--budget)",
     "alpha": "keep graphs costing less than alpha times the best (--alpha, 1 to 10)",
     "timeout": "seconds the search may take (--timeout)",
-    "search": "'backtrack' (TASO), 'saturate' (equality saturation) or 'both' (saturate, then backtrack) (--search)",
+    "search": "'backtrack' (TASO), 'saturate' (equality saturation) or 'both' (saturate, then backtrack; "
+    "and backtrack from the model; the cheapest kept) (--search)",
     "node_limit": "saturate: e-nodes (--node-limit)",
     "iterations": "saturate: iterations (--iterations)",
     "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",
