@@ -196,8 +196,9 @@ struct OpDef {
 };
 
 // The few operators that a pass must recognise by identity, for a pattern of
-// its own (the GPU plan fuses conv2d [+ add] [+ relu]; the GPU elementwise
-// program expands batch_norm into six instructions), named once here so the
+// its own (the GPU plan fuses conv2d [+ add] [+ relu], and a product's mul
+// by a constant scale; the GPU elementwise program expands batch_norm into
+// six instructions), named once here so the
 // comparison is against the table entry (`n.op == &known_ops::relu()`).
 namespace known_ops {
 const OpDef& add();
@@ -206,6 +207,7 @@ const OpDef& conv2d();
 const OpDef& batch_norm();
 const OpDef& matmul();
 const OpDef& batch_matmul();
+const OpDef& mul();
 }  // namespace known_ops
 
 class OpTable {

@@ -164,5 +164,9 @@ const OpDef& batch_matmul() {
   static const OpDef& op = OpTable::instance().get("batch_matmul");
   return op;
 }
+const OpDef& mul() {
+  static const OpDef& op = OpTable::instance().get("mul");
+  return op;
+}
 
 }  // namespace tgr::known_ops

@@ -41,8 +41,23 @@ Shape broadcast_or_fail(Ctx& c, const Shape& a, const Shape& b) {
   return out;
 }
 
+// A float constant of one element whose rank is at most the other
+// operand's broadcasts exactly as a scalar would: it is imported as one (a
+// [1] tensor is how exporters write attention's scale when they compute it
+// from a shape), so that rules over scalar variables (`s0=scalar`) match it.
+ValueRef scalar_if_one_element(Ctx& c, ValueRef v, ValueRef other) {
+  const ConstantValue* value = c.constant_value(v);
+  if (!value || !value->is_float() || value->real.data.size() != 1 || c.rank(v) == 0 || c.rank(v) > c.rank(other) ||
+      c.constant_value(other))
+    return v;
+  return c.constant(ConstantValue(Tensor<float>(Shape{}, {value->real.data[0]})));
+}
+
 OperatorImporter binary(const char* op) {
-  return [op](Ctx& c) { c.set_output(0, c.emit(op, {c.input(0), c.input(1)})); };
+  return [op](Ctx& c) {
+    const ValueRef a = c.input(0), b = c.input(1);
+    c.set_output(0, c.emit(op, {scalar_if_one_element(c, a, b), scalar_if_one_element(c, b, a)}));
+  };
 }
 
 OperatorImporter unary(const char* op) {

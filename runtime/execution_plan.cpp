@@ -166,21 +166,52 @@ struct Builder {
     }
   }
 
-  // matmul [+ reshape] [+ add(bias per column)] [+ add(residual)] [+ relu],
-  // when at least one of bias, residual, relu follows: a kProduct task (one
-  // cuBLASLt call whose epilogue adds the bias and applies the relu; the
-  // residual is its C matrix, beta = 1). The reshape (BERT's and ConvNeXt's
-  // Linear layers: [B*S, H] back to [B, S, H]) must keep the last axis and be
-  // a view, so the product's rows are the reshaped value's rows. Otherwise
-  // the matmul stays a task of its own (kNode) and nothing is claimed.
+  // When `mul` multiplies the value of `from` by a one-element float
+  // constant (computed at load) and keeps its shape: that constant.
+  std::optional<ValueRef> scale_operand(const Node& mul, int32_t from) const {
+    if (mul.op != &known_ops::mul() || mul.output_shapes[0] != graph.node(from).output_shapes[0]) return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      const ValueRef s = mul.inputs[side], other = mul.inputs[1 - side];
+      const Node& sn = graph.node(s.node);
+      if (other.node == from && s.node != from && graph.dtype(s) == DType::kFloat &&
+          num_elements(graph.shape(s)) == 1 && (sn.is_constant() || folded[s.node]))
+        return s;
+    }
+    return std::nullopt;
+  }
+
+  // matmul [+ mul(scale)] [+ reshape] [+ add(bias per column)] [+ add(residual)]
+  // [+ relu], when at least one of scale, bias, residual, relu follows: a
+  // kProduct task (one cuBLASLt call whose alpha is the scale, whose epilogue
+  // adds the bias and applies the relu; the residual is its C matrix, beta =
+  // 1). The reshape (BERT's and ConvNeXt's Linear layers: [B*S, H] back to
+  // [B, S, H]) must keep the last axis and be a view, so the product's rows
+  // are the reshaped value's rows. batch_matmul [+ mul(scale)]: a kProduct
+  // task when the scale follows (attention's scores, one strided-batched
+  // call with alpha). Otherwise the product stays a task of its own (kNode)
+  // and nothing is claimed.
   void product_task(int32_t mm, Task& t) {
     t.nodes = {mm};
     if (!options.fuse) return;
-    const int64_t columns = graph.node(mm).output_shapes[0][1];
+    const bool batched = graph.node(mm).op == &known_ops::batch_matmul();
+    const int64_t columns = graph.node(mm).output_shapes[0].back();
     std::vector<int32_t> members{mm};
     int32_t cur = mm;
     Task fused;
     fused.kind = Task::Kind::kProduct;
+    if (auto next = only_consumer(cur); next && !views.is_view({mm, 0}) && !views.is_view({*next, 0})) {
+      if (auto s = scale_operand(graph.node(*next), cur)) {
+        fused.scale = *s;
+        members.push_back(*next);
+        cur = *next;
+      }
+    }
+    if (batched) {
+      if (!fused.scale) return;
+      fused.nodes = std::move(members);
+      t = std::move(fused);
+      return;
+    }
     if (auto next = only_consumer(cur)) {
       const Node& r = graph.node(*next);
       if (r.op->traits.view == ViewKind::kReshape && views.runs_nothing(*next) && !r.output_shapes[0].empty() &&
@@ -214,7 +245,7 @@ struct Builder {
       members.push_back(*next);
       cur = *next;
     }
-    if (!fused.bias && !fused.residual && !fused.relu) return;  // a reshape alone: it stays an alias
+    if (!fused.scale && !fused.bias && !fused.residual && !fused.relu) return;  // a reshape alone: it stays an alias
     fused.nodes = std::move(members);
     t = std::move(fused);
   }
@@ -231,7 +262,8 @@ struct Builder {
       Task t;
       if (n.op == &known_ops::conv2d()) {
         conv_task(i, t);
-      } else if (n.op == &known_ops::matmul() && n.output_dtypes[0] == DType::kFloat) {
+      } else if ((n.op == &known_ops::matmul() || n.op == &known_ops::batch_matmul()) &&
+                 n.output_dtypes[0] == DType::kFloat) {
         product_task(i, t);
       } else if (views.runs_nothing(i)) {
         t.kind = Task::Kind::kAlias;  // every output a view: nothing to run

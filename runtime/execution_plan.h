@@ -33,8 +33,9 @@ struct Task {
     kNode,         // one node, by its operator's kernel
     kElementwise,  // a chain of elementwise nodes in one kernel (maybe one node)
     kConv,         // conv2d, then optionally add(bias per channel), add(residual), relu
-    kProduct,      // matmul [+ reshape keeping the last axis], then add(bias per column) and/or
-                   // add(residual), optionally relu: one cuBLASLt call with an epilogue
+    kProduct,      // matmul [+ mul(scale)] [+ reshape keeping the last axis], then add(bias per
+                   // column) and/or add(residual), optionally relu: one cuBLASLt call with an
+                   // epilogue; or batch_matmul + mul(scale): one cuBLAS call with alpha = scale
     kAlias,        // reshape or split whose outputs are all views (views.h): no work
   };
   Kind kind = Kind::kNode;
@@ -42,8 +43,12 @@ struct Task {
   // kConv, kProduct: the fused bias (per channel / per column: a vector broadcast
   // along the output's rows), residual (the output's shape) and relu. Members
   // of `nodes` past the first are exactly the adds and relu (and, for
-  // kProduct, a reshape right after the matmul) that these fields describe.
+  // kProduct, the mul by `scale` and a reshape right after the product) that
+  // these fields describe.
   std::optional<ValueRef> bias, residual;
+  // kProduct: a one-element float constant (computed at load) the product is
+  // multiplied by before the epilogue: cuBLAS's alpha (attention's scale).
+  std::optional<ValueRef> scale;
   bool relu = false;
   // Values of other tasks (or inputs, constants) the task reads.
   std::vector<ValueRef> reads;

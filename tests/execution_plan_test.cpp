@@ -199,6 +199,37 @@ TEST(ExecutionPlan, AProductReadElsewhereIsNotFused) {
   EXPECT_EQ(make_execution_plan(g4, PlanOptions{false}).tasks.size(), 2u);
 }
 
+TEST(ExecutionPlan, AConstantScaleOfAProductIsItsAlpha) {
+  // Attention's scores scaled once (the form rules/extra.rules gives them):
+  // batch_matmul and the mul by a one-element constant are one step.
+  const std::string two = "add(ones[shape=1](), ones[shape=1]())";  // computed at load
+  const Graph g =
+      build_graph("softmax[axis=2](mul(batch_matmul(q, k), " + two + "))", parse_shape_map("q=4x5x8,k=4x8x5"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  const Task* scores = task_with(plan, g, "batch_matmul+mul");
+  ASSERT_NE(scores, nullptr);
+  EXPECT_EQ(scores->kind, Task::Kind::kProduct);
+  ASSERT_TRUE(scores->scale);
+  EXPECT_EQ(plan.slot(*scores->scale).home, ValueSlot::Home::kConstant);
+  EXPECT_FALSE(scores->bias || scores->residual || scores->relu);
+  // A matmul: the scale, then the Linear's bias, in one cuBLASLt call.
+  const Graph lg = build_graph("add(mul(" + two + ", matmul(x, w)), b)", parse_shape_map("x=5x16,w=16x24,b=24"));
+  const ExecutionPlan lplan = make_execution_plan(lg);
+  ASSERT_EQ(lplan.tasks.size(), 1u);
+  EXPECT_EQ(task_label(lg, lplan.tasks[0]), "matmul+mul+add");
+  EXPECT_TRUE(lplan.tasks[0].scale && lplan.tasks[0].bias);
+  // Not a scale: a scalar known only at run time (a graph input), a vector, a scale after the bias.
+  for (const char* expr : {"mul(batch_matmul(q, k), s)", "mul(batch_matmul(q, k), c)",
+                           "mul(add(matmul(x, w), b), add(ones[shape=1](), ones[shape=1]()))"}) {
+    const Graph ng = build_graph(expr, parse_shape_map("q=4x5x8,k=4x8x5,s=scalar,c=5,x=5x16,w=16x24,b=24"));
+    const ExecutionPlan nplan = make_execution_plan(ng);
+    for (const Task& t : nplan.tasks) EXPECT_FALSE(t.scale) << expr;
+    const Task* mul = task_with(nplan, ng, "mul");  // an elementwise step of its own
+    ASSERT_NE(mul, nullptr) << expr;
+    EXPECT_EQ(mul->kind, Task::Kind::kElementwise) << expr;
+  }
+}
+
 TEST(ExecutionPlan, AStridedBiasIsNotHandedToCublasLt) {
   // The bias is the second piece of a [25] vector: a view 4 bytes in, not
   // 16-byte aligned, so not plain: the add stays an elementwise step.

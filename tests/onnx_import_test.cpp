@@ -124,6 +124,26 @@ TEST(OnnxImport, ExporterArithmeticFoldsAway) {
   EXPECT_EQ(op_counts(import_model_file(kData + "/models/t5_encoder_tiny.onnx").graph).count("where"), 0u);
 }
 
+TEST(OnnxImport, OneElementConstantsBroadcastAsScalars) {
+  // ViT's attention scale is computed from a Shape, so it folds to a [1]
+  // tensor; broadcast against q and k it is imported as a rank-0 constant,
+  // the scalar that rules over `s0=scalar` match.
+  const ImportedModel m = import_model_file(kData + "/models/vit_tiny.onnx");
+  const Graph& g = m.graph;
+  int scalars = 0;
+  for (int32_t i : g.topological_order()) {
+    const Node& n = g.node(i);
+    if (!n.is_op() || n.op->name != "mul") continue;
+    for (ValueRef in : n.inputs) {
+      if (!g.node(in.node).is_constant() || num_elements(g.shape(in)) != 1) continue;
+      EXPECT_TRUE(g.shape(in).empty()) << "mul node " << i << " reads a one-element constant of shape "
+                                       << shape_to_string(g.shape(in));
+      ++scalars;
+    }
+  }
+  EXPECT_GE(scalars, 4);  // q's and k's scale in each of its two layers
+}
+
 // ConvTranspose becomes one conv2d whose kernel (flipped, channels swapped)
 // is computed at import; 1-D windows are 2-D ones between reshapes.
 TEST(OnnxImport, ConvTransposeAndOneDimensionalWindowsBecomeConv2d) {

@@ -8,15 +8,15 @@
 // a batch_matmul's [H, S, D] output so that the merged [S, H*D] is
 // row-major (runtime/views.h): ldc = H*D, batch stride D.
 //
-// Product tasks (Task::Kind::kProduct: matmul + bias per column [+ residual]
-// [+ relu]) run as one cuBLASLt matmul: the bias and relu are its epilogue
-// (CUBLASLT_EPILOGUE_BIAS / RELU_BIAS / RELU), the residual its C matrix
-// (beta = 1). cuBLASLt's GELU epilogue is the tanh approximation, not ONNX's
-// erf GELU, so it is not used: a GELU after a product stays an elementwise
-// program. The algorithm is the heuristic's first: timing the heuristic's
-// first eight at load and keeping the fastest made ViT-B/16 and ConvNeXt-tiny
-// slower on the H100 (likely because a product timed alone finds its
-// weights in L2, and in the model it does not).
+// Product tasks (Task::Kind::kProduct: matmul [+ scale] + bias per column
+// [+ residual] [+ relu]) run as one cuBLASLt matmul: the scale is its alpha,
+// the bias and relu are its epilogue (CUBLASLT_EPILOGUE_BIAS / RELU_BIAS /
+// RELU), the residual its C matrix (beta = 1); batch_matmul + scale (the
+// attention scores) is the strided-batched call with that alpha. cuBLASLt's
+// GELU epilogue is the tanh approximation, not ONNX's erf GELU, so it is not
+// used: a GELU after a product stays an elementwise program. The algorithm is the heuristic's first: timing the
+// heuristic's first eight at load and keeping the fastest made ViT-B/16 and ConvNeXt-tiny slower on the H100 (likely
+// because a product timed alone finds its weights in L2, and in the model it does not).
 #include <memory>
 
 #include "runtime/cuda/lower.h"
@@ -65,11 +65,23 @@ struct LtProduct {
   }
 };
 
-}  // namespace
+// The value of a product task's scale (a constant the plan computed at
+// load), or 1 without one: cuBLAS's alpha.
+float alpha_of(const LowerCtx& ctx, const Task& task, const Where& where) {
+  if (!task.scale) return 1.f;
+  const ValueSlot& slot = ctx.plan.slot(*task.scale);
+  if (slot.home != ValueSlot::Home::kConstant || slot.constant < 0)
+    fail(where, "the product's scale is not a constant computed at load");
+  const ConstantValue& c = ctx.plan.constants.at(static_cast<size_t>(slot.constant));
+  if (!c.is_float() || c.real.data.size() != 1) fail(where, "the product's scale is not one float");
+  return c.real.data[0];
+}
 
-std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
+// matmul or batch_matmul `node` through cublasSgemm(StridedBatched), C =
+// alpha A B written to `out` (the node's own output, or the output of the
+// task it heads).
+std::function<void()> lower_gemm(const LowerCtx& ctx, int32_t node, ValueRef out, float alpha, const Where& where) {
   const Node& n = ctx.graph.node(node);
-  const Where where = ctx.where(node);
   const Shape& a = ctx.shape(n.inputs[0]);
   const Shape& b = ctx.shape(n.inputs[1]);
   const bool batched = n.op == &known_ops::batch_matmul();
@@ -80,7 +92,6 @@ std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
   const Operand ob = operand(ctx, n.inputs[1], batched, where);
   // C, row-major (rows with unit stride, row stride ldc) is column-major C^T
   // (N x M) with leading dimension ldc: usually N, larger when written in place.
-  const ValueRef out{node, 0};
   const Strides cs = ctx.strides(out);
   const std::optional<CublasOutput> oc =
       cublas_output(ctx.shape(out), std::vector<int64_t>(cs.s, cs.s + ctx.shape(out).size()));
@@ -92,22 +103,31 @@ std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
   GpuContext* gpu = &ctx.gpu;
   const int m = static_cast<int>(M), k = static_cast<int>(K), nn = static_cast<int>(N);
   return [=] {
-    const float one = 1.f, zero = 0.f;
+    const float zero = 0.f;
     if (batch == 1)
       TGR_GPU_CHECK(
-          cublasSgemm(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, oa.data, oa.ld, &zero, pc, ldc),
+          cublasSgemm(gpu->cublas, ob.op, oa.op, nn, m, k, &alpha, ob.data, ob.ld, oa.data, oa.ld, &zero, pc, ldc),
           where);
     else
       TGR_GPU_CHECK(
-          cublasSgemmStridedBatched(gpu->cublas, ob.op, oa.op, nn, m, k, &one, ob.data, ob.ld, ob.batch_stride, oa.data,
-                                    oa.ld, oa.batch_stride, &zero, pc, ldc, stride_c, static_cast<int>(batch)),
+          cublasSgemmStridedBatched(gpu->cublas, ob.op, oa.op, nn, m, k, &alpha, ob.data, ob.ld, ob.batch_stride,
+                                    oa.data, oa.ld, oa.batch_stride, &zero, pc, ldc, stride_c, static_cast<int>(batch)),
           where);
   };
+}
+
+}  // namespace
+
+std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node) {
+  return lower_gemm(ctx, node, {node, 0}, 1.f, ctx.where(node));
 }
 
 std::function<void()> lower_product(const LowerCtx& ctx, const Task& task) {
   const Node& n = ctx.graph.node(task.nodes.front());
   const Where where = ctx.where(task.root());
+  const float alpha = alpha_of(ctx, task, where);
+  // batch_matmul + scale: no epilogue, so the strided-batched call with alpha.
+  if (n.op == &known_ops::batch_matmul()) return lower_gemm(ctx, task.nodes.front(), {task.root(), 0}, alpha, where);
   const Shape& a = ctx.shape(n.inputs[0]);
   const Shape& b = ctx.shape(n.inputs[1]);
   const int64_t M = a[0], K = a[1], N = b[1];
@@ -166,8 +186,7 @@ std::function<void()> lower_product(const LowerCtx& ctx, const Task& task) {
   const void* pa = oa.data;
   const void* pb = ob.data;
   return [=] {
-    const float one = 1.f;
-    TGR_GPU_CHECK(cublasLtMatmul(gpu->cublaslt, lt->desc, &one, pb, lt->a, pa, lt->b, &beta, pc, lt->c, pd, lt->d,
+    TGR_GPU_CHECK(cublasLtMatmul(gpu->cublaslt, lt->desc, &alpha, pb, lt->a, pa, lt->b, &beta, pc, lt->c, pd, lt->d,
                                  &lt->algo, workspace, workspace_bytes, gpu->stream),
                   where);
   };

@@ -228,6 +228,13 @@ const OpCase kFusionCases[] = {
      "p=6x3x5,v=6x5x7", 1e-4},  // 39: sequence-first, B = 2: ldc 42, batch stride 7 (28 bytes)
     {"relu(reshape[shape=2x5x32](transpose[perm=0x2x1x3](reshape[shape=2x4x5x8](batch_matmul(p, v)))))",
      "p=8x5x5,v=8x5x8", 1e-4},  // 40: batch-first, B = 2: copied
+    // a product's constant scale as cuBLAS's alpha (Task::scale): 2 here, so a dropped alpha fails
+    {"mul(batch_matmul(p, v), add(ones[shape=1](), ones[shape=1]()))", "p=3x5x7,v=3x7x4", 1e-4},  // 41
+    {"softmax[axis=2](mul(add(ones[shape=1](), ones[shape=1]()), "
+     "batch_matmul(q, reshape[shape=4x8x5](transpose[perm=0x2x3x1](reshape[shape=1x5x4x8](k))))))",
+     "q=4x5x8,k=5x32", 1e-4, 4},  // 42: keys op T, then softmax
+    {"add(mul(matmul(x, w), add(ones[shape=1](), ones[shape=1]())), b)", "x=9x13,w=13x11,b=11", 1e-4},  // 43: cuBLASLt
+    {"mul(matmul(x, w), add(ones[shape=1](), ones[shape=1]()))", "x=9x13,w=13x11", 1e-4},  // 44: alpha alone
     {"relu(reshape[shape=3x36](transpose[perm=0x2x1x3](reshape[shape=1x12x3x3](batch_matmul(p, "
      "transpose[perm=0x2x1](v))))))",
      "p=12x3x9,v=12x3x9", 1e-4},  // 41: 12 heads, keys-like operand through op T
