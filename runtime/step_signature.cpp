@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -133,6 +134,26 @@ ParsedStepSignature parse_step_signature(std::string_view signature) {
     start = end + kNodeSeparator.size();
   }
   return out;
+}
+
+int64_t step_weight_bytes(const Graph& model, const ExecutionPlan& plan, const Task& task) {
+  std::set<std::pair<int32_t, int32_t>> seen;
+  int64_t bytes = 0;
+  for (int32_t m : task.nodes)
+    for (ValueRef in : model.node(m).inputs) {
+      if (std::find(task.nodes.begin(), task.nodes.end(), in.node) != task.nodes.end()) continue;
+      const bool weight = model.node(in.node).is_constant() ||
+                          (in.node < static_cast<int32_t>(plan.folded.size()) && plan.folded[in.node]);
+      if (weight && seen.insert({in.node, in.output}).second)
+        bytes += num_elements(model.shape(in)) * (model.dtype(in) == DType::kFloat ? 4 : 8);
+    }
+  return bytes;
+}
+
+int copies_streaming_weights(int64_t weight_bytes, int64_t cache_bytes, int least, int most) {
+  if (weight_bytes <= 0 || cache_bytes <= 0) return least;
+  const int64_t needed = (2 * cache_bytes + weight_bytes - 1) / weight_bytes;
+  return static_cast<int>(std::clamp<int64_t>(needed, least, std::max(least, most)));
 }
 
 Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies) {

@@ -67,4 +67,16 @@ ParsedStepSignature parse_step_signature(std::string_view signature);
 // `plan` is `model`'s (its `folded`).
 Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies);
 
+// Bytes of the weights (constants and values computed at load) the task
+// reads: what each copy of step_graph holds of its own.
+int64_t step_weight_bytes(const Graph& model, const ExecutionPlan& plan, const Task& task);
+
+// How many copies make the copies' weights at least twice `cache_bytes`
+// (the GPU's L2): `least` at fewest, `most` at most. Eight copies of
+// ResNet-50's 3 x 3 convolution on 256 channels (2.4 MB of weights each) fit
+// in an H100's 50 MB L2, so every replay read them from L2 and timed it at
+// 55 us; in the model, whose weights (102 MB) do not fit, each run reads
+// them from memory: 75 us when the copies' weights exceed L2 as well.
+int copies_streaming_weights(int64_t weight_bytes, int64_t cache_bytes, int least, int most);
+
 }  // namespace tgr

@@ -113,5 +113,33 @@ TEST(StepGraph, CopiesPlanAsTheSameStepWithWeightsAndLoadTimeValuesAsConstants) 
   }
 }
 
+// Enough copies that their weights stream from memory, as in a model larger than L2.
+TEST(StepGraph, WeightHeavyStepsGetCopiesBeyondTheL2) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 256, 14, 14});
+  const ValueRef k = g.add_constant(ConstantValue(random_tensor<float>({256, 256, 3, 3}, 2)));
+  const ValueRef b = g.add_constant(ConstantValue(random_tensor<float>({1, 256, 1, 1}, 3)));
+  g.add_output(g.apply("relu", {g.apply("add", {g.apply("conv2d", {x, k}), b})}));
+  const ExecutionPlan plan = tasks_only(g);
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  const int64_t weights = step_weight_bytes(g, plan, plan.tasks[0]);
+  EXPECT_EQ(weights, (256 * 256 * 9 + 256) * 4);  // the kernel and the bias; not the input
+  const int64_t l2 = 50 << 20;                    // an H100's
+  const int copies = copies_streaming_weights(weights, l2, 8, 64);
+  EXPECT_EQ(copies, 45);  // 2 x 50 MiB over 2.36 MB
+  EXPECT_GE(copies * weights, 2 * l2);
+  EXPECT_LT((copies - 1) * weights, 2 * l2);
+  // Bounds: never below --repeat, never above --max-repeat; no weights, no cache size: --repeat.
+  EXPECT_EQ(copies_streaming_weights(weights, l2, 8, 32), 32);
+  EXPECT_EQ(copies_streaming_weights(weights, 1 << 20, 8, 64), 8);
+  EXPECT_EQ(copies_streaming_weights(0, l2, 8, 64), 8);
+  EXPECT_EQ(copies_streaming_weights(weights, 0, 8, 64), 8);
+  // An elementwise step of the same model reads no weights.
+  Graph e;
+  e.add_output(e.apply("sigmoid", {e.add_input("x", {1, 256, 14, 14})}));
+  const ExecutionPlan eplan = tasks_only(e);
+  EXPECT_EQ(step_weight_bytes(e, eplan, eplan.tasks[0]), 0);
+}
+
 }  // namespace
 }  // namespace tgr

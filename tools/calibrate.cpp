@@ -7,13 +7,16 @@
 // unless --force. What the tgr-gpu target's cost model reads
 // (optimizer/plan_cost_model.h).
 //
-// Each step is timed as a graph of --repeat copies of it, fused as in the
+// Each step is timed as a graph of --repeat copies of it (more, up to
+// --max-repeat, when the copies' weights would fit in the GPU's L2: in a
+// model larger than L2 a step reads its weights from memory), fused as in the
 // model, replayed as one CUDA graph (median of --iters after warm-up, CUDA
 // events) and divided by the copies (runtime/cuda/step_timing.h). Per model
 // it then prints the plan's predicted time (the sum of its steps) against
 // the model's measured replay.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -35,7 +38,7 @@ struct Options {
   std::string db;
   std::vector<std::string> models;
   std::string test_data;
-  int iters = 50, repeat = 8;
+  int iters = 50, repeat = 8, max_repeat = 64;
   bool force = false;
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
 };
@@ -49,6 +52,8 @@ int calibrate(const Options& o) {
   int measured = 0, cached = 0;
   gpu::StepTiming timing;
   timing.copies = o.repeat;
+  timing.max_copies = std::max(o.repeat, o.max_repeat);
+  timing.cache_bytes = gpu::l2_cache_bytes();
   timing.iters = o.iters;
   for (const std::string& path : o.models) {
     cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
@@ -111,6 +116,11 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--iters", o.iters, "timed replays per step signature (median)")->check(CLI::Range(1, 10000));
   app.add_option("--repeat", o.repeat, "copies of the step per replay")->check(CLI::Range(1, 64));
+  app.add_option("--max-repeat", o.max_repeat,
+                 "copies of a weight-heavy step per replay, at most: as many as make the copies' weights twice the "
+                 "GPU's L2, so that they are read from memory as in a model larger than L2 (--repeat's value: "
+                 "exactly --repeat copies)")
+      ->check(CLI::Range(1, 256));
   app.add_flag("--force", o.force, "measure again signatures the table already holds");
   tgr::cli::add_input_shape_option(app, o.input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;

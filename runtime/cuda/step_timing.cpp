@@ -1,5 +1,7 @@
 #include "runtime/cuda/step_timing.h"
 
+#include <cuda_runtime.h>
+
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/interpreter.h"
 #include "runtime/step_signature.h"
@@ -17,12 +19,22 @@ std::vector<ConstantValue> timing_inputs(const Graph& graph) {
   return values;
 }
 
+int64_t l2_cache_bytes() {
+  int bytes = 0;
+  if (cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, 0) != cudaSuccess) return 0;
+  return bytes;
+}
+
 double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task& task, const StepTiming& timing) {
   if (step_is_free(task)) return 0;
-  const Graph step = step_graph(model, plan, task, timing.copies);
+  const int copies = timing.cache_bytes > 0
+                         ? copies_streaming_weights(step_weight_bytes(model, plan, task), timing.cache_bytes,
+                                                    timing.copies, timing.max_copies)
+                         : timing.copies;
+  const Graph step = step_graph(model, plan, task, copies);
   GpuModel gpu = GpuModel::load(step);  // fusion on: each copy is the model's step
   gpu.set_inputs(timing_inputs(step));
-  return gpu.replay_ms(timing.iters, timing.warmup) / timing.copies;
+  return gpu.replay_ms(timing.iters, timing.warmup) / copies;
 }
 
 }  // namespace tgr::gpu

@@ -3,13 +3,15 @@
 // tgr-gpu target's cost model reads (optimizer/plan_cost_model.h).
 //
 // The step's graph (step_graph: --copies independent copies of the task's
-// nodes, weights as constants, values from other steps as inputs) is loaded
+// nodes, more for a step whose weights would otherwise stay in L2; weights
+// as constants, values from other steps as inputs) is loaded
 // with fusion on, so each copy is planned, lowered and fused exactly as in
 // the model, captured as one CUDA graph, replayed (median of `iters` after
 // warm-up, CUDA events), and the time divided by the copies: the launch
 // overhead of a replay is shared as in a model's replay.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "ir/graph.h"
@@ -21,7 +23,16 @@ struct StepTiming {
   int copies = 8;
   int iters = 50;
   int warmup = 5;
+  // > 0: more copies (up to max_copies) until the copies' weights are twice
+  // this many bytes (the GPU's L2, l2_cache_bytes()), so that each replay
+  // reads them from memory as a model larger than L2 does
+  // (copies_streaming_weights, runtime/step_signature.h).
+  int64_t cache_bytes = 0;
+  int max_copies = 64;
 };
+
+// The L2 cache of GPU 0, in bytes (0 without a GPU).
+int64_t l2_cache_bytes();
 
 // Milliseconds of one run of `task` (a task of `plan`, `model`'s plan); 0 for a free step.
 double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task& task, const StepTiming& timing = {});
