@@ -9,6 +9,7 @@
 #include "ir/op_signature.h"
 #include "ir/text.h"
 #include "runtime/interpreter.h"
+#include "runtime/views.h"
 
 namespace tgr {
 
@@ -145,7 +146,7 @@ int64_t step_weight_bytes(const Graph& model, const ExecutionPlan& plan, const T
       const bool weight = model.node(in.node).is_constant() ||
                           (in.node < static_cast<int32_t>(plan.folded.size()) && plan.folded[in.node]);
       if (weight && seen.insert({in.node, in.output}).second)
-        bytes += num_elements(model.shape(in)) * (model.dtype(in) == DType::kFloat ? 4 : 8);
+        bytes += num_elements(model.shape(in)) * device_element_bytes(model.dtype(in));
     }
   return bytes;
 }

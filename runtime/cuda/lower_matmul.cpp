@@ -14,9 +14,11 @@
 // RELU), the residual its C matrix (beta = 1); batch_matmul + scale (the
 // attention scores) is the strided-batched call with that alpha. cuBLASLt's
 // GELU epilogue is the tanh approximation, not ONNX's erf GELU, so it is not
-// used: a GELU after a product stays an elementwise program. The algorithm is the heuristic's first: timing the
-// heuristic's first eight at load and keeping the fastest made ViT-B/16 and ConvNeXt-tiny slower on the H100 (likely
-// because a product timed alone finds its weights in L2, and in the model it does not).
+// used: a GELU after a product stays an elementwise program. The algorithm
+// is the heuristic's first: timing the heuristic's first eight at load and
+// keeping the fastest made ViT-B/16 and ConvNeXt-tiny slower on the H100
+// (likely because a product timed alone finds its weights in L2, and in the
+// model it does not).
 #include <memory>
 
 #include "runtime/cuda/lower.h"
