@@ -50,7 +50,7 @@ ValueRef scalar_if_one_element(Ctx& c, ValueRef v, ValueRef other) {
   if (!value || !value->is_float() || value->real.data.size() != 1 || c.rank(v) == 0 || c.rank(v) > c.rank(other) ||
       c.constant_value(other))
     return v;
-  return c.constant(ConstantValue(Tensor<float>(Shape{}, {value->real.data[0]})));
+  return c.constant(scalar_float(value->real.data[0]));
 }
 
 OperatorImporter binary(const char* op) {

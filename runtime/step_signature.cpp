@@ -17,6 +17,12 @@ namespace {
 
 constexpr std::string_view kNodeSeparator = " ; ";
 
+// Whether the plan computes `node` at load (its `folded`; a plan made
+// without values may have none).
+bool computed_at_load(const ExecutionPlan& plan, int32_t node) {
+  return node < static_cast<int32_t>(plan.folded.size()) && plan.folded[node];
+}
+
 // The index in `task.nodes` of the node computing `v`, or -1.
 int member_index(const Task& task, ValueRef v) {
   auto it = std::find(task.nodes.begin(), task.nodes.end(), v.node);
@@ -143,8 +149,7 @@ int64_t step_weight_bytes(const Graph& model, const ExecutionPlan& plan, const T
   for (int32_t m : task.nodes)
     for (ValueRef in : model.node(m).inputs) {
       if (std::find(task.nodes.begin(), task.nodes.end(), in.node) != task.nodes.end()) continue;
-      const bool weight = model.node(in.node).is_constant() ||
-                          (in.node < static_cast<int32_t>(plan.folded.size()) && plan.folded[in.node]);
+      const bool weight = model.node(in.node).is_constant() || computed_at_load(plan, in.node);
       if (weight && seen.insert({in.node, in.output}).second)
         bytes += num_elements(model.shape(in)) * device_element_bytes(model.dtype(in));
     }
@@ -175,7 +180,7 @@ Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task
     ValueRef r;
     if (producer.is_constant()) {
       r = g.add_constant(*producer.constant);
-    } else if (v.node < static_cast<int32_t>(plan.folded.size()) && plan.folded[v.node]) {
+    } else if (computed_at_load(plan, v.node)) {
       r = g.add_constant(dtype == DType::kFloat ? ConstantValue(random_tensor<float>(shape, seed++))
                                                 : ConstantValue(dtype, Tensor<int64_t>(shape)));
     } else {

@@ -113,9 +113,6 @@ BacktrackingResult search_two_convs(double merged_ms) {
   return backtracking_search(g, rules, model, instances, options);
 }
 
-// A convolution whose bare step is unmeasured costs what the same
-// convolution measured with its bias and relu (the epilogue runs inside
-// cuDNN's call): what extraction sees of a convolution alone.
 // `bare` and `fused` are one step each, of different signatures; with only
 // `fused` measured (`ms`), `bare` costs that measurement.
 void expect_bare_costs_the_fused_measurement(const Graph& fused, const Graph& bare, double ms) {
@@ -127,6 +124,9 @@ void expect_bare_costs_the_fused_measurement(const Graph& fused, const Graph& ba
   EXPECT_DOUBLE_EQ(model.graph_cost(bare), ms * 1000.0);
 }
 
+// A convolution whose bare step is unmeasured costs what the same
+// convolution measured with its bias and relu (the epilogue runs inside
+// cuDNN's call): what extraction sees of a convolution alone.
 TEST(PlanCostModel, AConvolutionMeasuredWithAnEpilogueCostsThatAlone) {
   Graph fused;
   const ValueRef x = fused.add_input("x", {1, 8, 6, 6});

@@ -16,7 +16,6 @@
 // the model's measured replay.
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -52,7 +51,7 @@ int calibrate(const Options& o) {
   int measured = 0, cached = 0;
   gpu::StepTiming timing;
   timing.copies = o.repeat;
-  timing.max_copies = std::max(o.repeat, o.max_repeat);
+  timing.max_copies = o.max_repeat;  // never below --repeat (copies_streaming_weights)
   timing.cache_bytes = gpu::l2_cache_bytes();
   timing.iters = o.iters;
   for (const std::string& path : o.models) {
