@@ -715,9 +715,12 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
       support.assign(x, x + n_x);
     }
   }
-  // CBC gets what is left of the time limit, if anything is.
+  // CBC gets what is left of the time limit, if anything is, and if the LP
+  // relaxation was solved: CBC solves that LP first, without looking at its
+  // clock (BERT-tiny's 41,578 columns: 3.9 s in all for a 1.5 s limit).
   constexpr double kMinCbcSeconds = 0.05;
-  if (!support.empty() && static_cast<size_t>(n_x) > options.restrict_above &&
+  const bool lp_solved = !support.empty();
+  if (lp_solved && static_cast<size_t>(n_x) > options.restrict_above &&
       options.time_limit_s - elapsed() > 2 * kMinCbcSeconds) {
     const std::vector<double> start_solution = solution_of(incumbent);
     for (int j = 0; j < n_x; ++j) support[j] = support[j] > 1e-6 || start_solution[j] > 0.5 ? col_ub[j] : 0.0;
@@ -725,8 +728,8 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
     if (result.found_by == std::string("cbc")) result.found_by = "cbc_on_lp_support";
   }
   double bound = 0;
-  const bool optimal =
-      options.time_limit_s - elapsed() > kMinCbcSeconds && run_cbc(nullptr, options.time_limit_s - elapsed(), &bound);
+  const bool optimal = lp_solved && options.time_limit_s - elapsed() > kMinCbcSeconds &&
+                       run_cbc(nullptr, options.time_limit_s - elapsed(), &bound);
 
   result.selection = std::move(incumbent);
   result.objective = incumbent_cost;

@@ -205,10 +205,14 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
   };
 }
 
+double saturation_time_limit(double timeout_s, const SaturationOptions& options) {
+  return std::max(timeout_s / 2, timeout_s - (options.use_ilp ? options.ilp.time_limit_s : 0.0));
+}
+
 optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel) {
-  if (timeout_s) options.runner.time_limit_s = *timeout_s;
-  options.runner.parallel = parallel;
   options.use_ilp = options.ilp.time_limit_s > 0;
+  if (timeout_s) options.runner.time_limit_s = saturation_time_limit(*timeout_s, options);
+  options.runner.parallel = parallel;
   return saturation_search(options);
 }
 

@@ -78,5 +78,9 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options);
 // saturation as it limits the backtracking search, `parallel` as
 // --sequential, and an ILP time limit of 0 means greedy extraction only.
 optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel);
+// The saturation's own time limit within a search timeout that covers
+// extraction too (as backtracking's covers its whole search): the timeout less
+// the ILP's time limit when the ILP runs, but at least half the timeout.
+double saturation_time_limit(double timeout_s, const SaturationOptions& options);
 
 }  // namespace tgr::saturation

@@ -558,6 +558,16 @@ TEST(Runner, ATimeLimitIsReportedAsTheStopReason) {
   EXPECT_EQ(stop_reason_name(stats.stop), "time_limit");
 }
 
+TEST(Runner, TheSearchTimeoutLeavesTheIlpItsTimeLimit) {
+  SaturationOptions options;
+  options.use_ilp = true;
+  options.ilp.time_limit_s = 1.5;
+  EXPECT_DOUBLE_EQ(saturation_time_limit(8, options), 6.5);
+  EXPECT_DOUBLE_EQ(saturation_time_limit(2, options), 1.0);  // half the timeout at least
+  options.use_ilp = false;
+  EXPECT_DOUBLE_EQ(saturation_time_limit(8, options), 8);
+}
+
 TEST(Runner, IterationAndNodeLimitsAndSaturationAreReported) {
   optimizer::InstanceProver instances(prover(), proof_options());
   const auto rules = reordering_rules();

@@ -6,6 +6,7 @@ optimized model.
 usage: python3 tools/bench_search.py [--models DIR ...] [--db3 R3.DB] [--db4 R4.DB]
                                      [--configs a,b,c,d] [--out DIR] [--no-check]
                                      [--check-configs a,b,c,d] [--extra "OPTIMIZE FLAGS"]
+                                     [--target roofline|onnxruntime-cpu|tgr-gpu]
 
 Configurations (the rows of README's table):
   a  default rules (the shipped database), backtracking search
@@ -114,6 +115,7 @@ def main():
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--check-configs", default="a,b,c,d", help="configurations whose outputs are checked")
     ap.add_argument("--extra", default="", help="more optimize flags, space separated")
+    ap.add_argument("--target", default="roofline", help="optimize's --target (default roofline: the analytic model)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -132,7 +134,7 @@ def main():
                 continue
             out = os.path.join(args.out, f"{name}.{key}.onnx")
             report = os.path.join(args.out, f"{name}.{key}.json")
-            cmd = [os.path.join(BIN, "optimize"), path, "-o", out, "--report", report, "--search", search, "--target", "roofline"]
+            cmd = [os.path.join(BIN, "optimize"), path, "-o", out, "--report", report, "--search", search, "--target", args.target]
             if db:
                 cmd += ["--rules", db]
             cmd += args.extra.split()
