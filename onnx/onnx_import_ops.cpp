@@ -342,9 +342,10 @@ void import_conv(Ctx& c) {
     w = c.reshape(w, {s[0], s[1], 1, s[2]});
   }
   const Shape& ws = c.shape(w);
+  if (ws.size() != 4) c.fail("a 2-D convolution's weight must have rank 4, got " + shape_to_string(ws));
   const Ints strides = two(c, win, "strides", {1, 1}), dilations = two(c, win, "dilations", {1, 1});
   const int64_t group = c.attr_int("group", 1);
-  if (ws.size() == 4 && ws[1] * group != c.shape(x)[1])
+  if (ws[1] * group != c.shape(x)[1])
     c.fail("group " + std::to_string(group) + " does not match input channels " + std::to_string(c.shape(x)[1]) +
            " and weight " + shape_to_string(ws));
   ParamValue pad = window_padding(c, win, {ws[2], ws[3]}, strides, dilations);
