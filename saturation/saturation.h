@@ -74,13 +74,13 @@ std::string summary_line(const SaturationStats& stats);
 // optimizer/optimize_model.h): what `optimize --search saturate` runs.
 optimizer::SearchFunction saturation_search(const SaturationOptions& options);
 // The same with the program's settings, as `optimize --search saturate` and
-// the Python package take them: `timeout_s` (when given) limits the
-// saturation as it limits the backtracking search, `parallel` as
-// --sequential, and an ILP time limit of 0 means greedy extraction only.
+// the Python package take them: `timeout_s` (when given) limits saturation
+// and extraction together, as it limits the whole backtracking search (the
+// saturation gets saturation_time_limit of it), `parallel` as --sequential,
+// and an ILP time limit of 0 means greedy extraction only.
 optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel);
-// The saturation's own time limit within a search timeout that covers
-// extraction too (as backtracking's covers its whole search): the timeout less
-// the ILP's time limit when the ILP runs, but at least half the timeout.
+// The saturation's share of such a timeout: the timeout less the ILP's time
+// limit when the ILP runs, but at least half the timeout.
 double saturation_time_limit(double timeout_s, const SaturationOptions& options);
 
 }  // namespace tgr::saturation
