@@ -82,7 +82,8 @@ std::string_view stop_reason_name(StopReason reason);  // "saturated", "node_lim
 
 struct RunnerOptions {
   int iteration_limit = 20;
-  size_t node_limit = 50000;  // e-nodes (at 20,000 Inception-v3 stopped before the split-K of its merged branches; it uses 32,000)
+  // e-nodes (at 20,000 Inception-v3 stopped before the split-K of its merged branches; it uses 32,000)
+  size_t node_limit = 50000;
   double time_limit_s = 5;    // wall clock for the whole saturation (extraction comes on top)
   // New matches per rule and iteration before it is banned (egg's default
   // is 1,000). For a generated database's rules 256: at 1,024 their variants
