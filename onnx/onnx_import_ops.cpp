@@ -1160,18 +1160,33 @@ void import_shape(Ctx& c) {
 
 void import_range(Ctx& c) {
   const ConstantValue* start = c.constant_input(0);
-  if (!start || !c.constant_input(1) || !c.constant_input(2)) c.fail("start, limit and delta must be constants");
+  const ConstantValue* limit_value = c.constant_input(1);
+  const ConstantValue* delta_value = c.constant_input(2);
+  if (!start || !limit_value || !delta_value) c.fail("start, limit and delta must be constants");
+  // ONNX gives the three one type T; mixing them (an int start, a float limit)
+  // has no defined element type, and the integer path below reads delta's ints.
+  if (limit_value->dtype != start->dtype || delta_value->dtype != start->dtype)
+    c.fail("start, limit and delta must have the same type");
   const double s = c.constant_scalar(0, "start"), limit = c.constant_scalar(1, "limit"), delta = c.constant_scalar(2, "delta");
   if (delta == 0) c.fail("delta is 0");
-  c.check_element_count(std::max(0.0, std::ceil((limit - s) / delta)));  // before allocating
-  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - s) / delta)));
+  double count = std::ceil((limit - s) / delta);
+  if (!(count > 0)) count = 0;   // an empty range; NaN (an infinite or NaN bound) is empty too
+  c.check_element_count(count);  // before allocating
+  // Without import limits the count is still bounded by what an index can hold.
+  if (!(count < 0x1p62)) c.fail("a range of " + std::to_string(count) + " elements is too large");
+  const int64_t n = static_cast<int64_t>(count);
   if (start->is_float()) {
     std::vector<float> v(n);
     for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(s + static_cast<double>(i) * delta);
     c.set_output(0, c.constant(ConstantValue(Tensor<float>({n}, v))));
   } else {
     Ints v(n);
-    for (int64_t i = 0; i < n; ++i) v[i] = start->ints.data[0] + i * c.constant_input(2)->ints.data[0];
+    const int64_t first = start->ints.data.at(0), step = delta_value->ints.data.at(0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t offset = 0;  // the count is computed in doubles, so the last element may step past int64
+      if (__builtin_mul_overflow(i, step, &offset) || __builtin_add_overflow(first, offset, &v[i]))
+        c.fail("the range overflows int64");
+    }
     c.set_output(0, c.constant(int_tensor({n}, v)));
   }
 }

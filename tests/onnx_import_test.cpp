@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -235,6 +236,50 @@ TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
         << e.what();
   }
   EXPECT_GE(supported_onnx_operators().size(), 80u);
+}
+
+// Range's length is computed in doubles from the model's start, limit and
+// delta; bounds that make it negative, NaN or huge, or that mix types, are
+// errors or empty ranges, never an out-of-range conversion (UBSan found one
+// through the fuzzer: an int64 start with a float64 limit of -7.8e35).
+TEST(OnnxImport, RangeBoundsAreCheckedBeforeTheLengthIsComputed) {
+  auto with_bounds = [](const char* name, double start, double limit, double delta, int data_type) {
+    onnx::ModelProto m = load_model(model(name));
+    for (auto& init : *m.mutable_graph()->mutable_initializer()) {
+      const double v = init.name() == "start" ? start : init.name() == "limit" ? limit : delta;
+      init.clear_raw_data();
+      init.clear_float_data();
+      init.clear_int64_data();
+      init.clear_double_data();
+      init.set_data_type(init.name() == "limit" ? data_type : init.data_type());
+      if (init.data_type() == onnx::TensorProto::FLOAT) init.add_float_data(static_cast<float>(v));
+      else if (init.data_type() == onnx::TensorProto::DOUBLE) init.add_double_data(v);
+      else init.add_int64_data(static_cast<int64_t>(v));
+    }
+    return m;
+  };
+  auto error_of = [](const onnx::ModelProto& m) -> std::string {
+    try {
+      import_model(m);
+    } catch (const OnnxError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of(with_bounds("range_int64_add_op13", 0, -7.8e35, -1, onnx::TensorProto::DOUBLE))
+                .find("start, limit and delta must have the same type"),
+            std::string::npos);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (double limit : {-7.8e35, nan, -std::numeric_limits<double>::infinity()}) {
+    // An empty range: Add then fails to broadcast it against x (2 x 5).
+    const std::string e = error_of(with_bounds("range_float_add_op11", 0, limit, 1, onnx::TensorProto::FLOAT));
+    EXPECT_NE(e.find("node 'add_1'"), std::string::npos) << limit << ": " << e;
+  }
+  EXPECT_NE(error_of(with_bounds("range_float_add_op11", 0, 7.8e35, 1, onnx::TensorProto::FLOAT))
+                .find("elements is larger than the limit"),
+            std::string::npos);
+  // Within the limits it is still the range it was (the ctest onnx_op entries check its values).
+  EXPECT_EQ(error_of(with_bounds("range_float_add_op11", 1, 3.5, 0.5, onnx::TensorProto::FLOAT)), "");
 }
 
 }  // namespace
