@@ -1,15 +1,24 @@
 #include "ir/graph.h"
 #include "ir/hash.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace tgr {
 
 namespace {
 
+// Eight bytes per step: a model's weights are hundreds of megabytes, hashed
+// as each constant is added (byte-wise FNV-1a took 1.2 s of BERT-base's import).
 uint64_t hash_bytes(const void* data, size_t size, uint64_t h) {
   const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) h = fnv1a_step(h, p[i]);
+  size_t i = 0;
+  for (; i + sizeof(uint64_t) <= size; i += sizeof(uint64_t)) {
+    uint64_t word;
+    std::memcpy(&word, p + i, sizeof word);
+    h = hash_combine(h, word);
+  }
+  for (; i < size; ++i) h = fnv1a_step(h, p[i]);
   return h;
 }
 

@@ -464,9 +464,12 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
 }
 
 ImportedModel import_model_file(const std::string& path, const ImportOptions& options) {
-  const onnx::ModelProto model = load_model(path);
+  bool external_data = false;
+  const onnx::ModelProto model = load_model(path, &external_data);
   try {
-    return import_model(model, options);
+    ImportedModel imported = import_model(model, options);
+    imported.external_data = external_data;
+    return imported;
   } catch (const OnnxError& e) {
     if (dynamic_cast<const UnsupportedOperator*>(&e)) throw UnsupportedOperator("'" + path + "': " + e.what());
     throw OnnxError("'" + path + "': " + e.what());

@@ -47,6 +47,7 @@ struct ImportedModel {
   std::string producer;
   int folded_nodes = 0;  // ONNX nodes computed at import (constant subgraphs)
   int opaque_nodes = 0;  // nodes kept as opaque operators (keep_unsupported)
+  bool external_data = false;  // import_model_file: some weights were in files beside the model
 };
 
 ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options = {});

@@ -27,7 +27,8 @@ class OnnxError : public std::runtime_error {
 // stored as external data (initializers and tensor attributes of the main
 // graph's nodes) are read from files relative to the model's folder into
 // raw_data, so callers never see external data. Subgraphs are not visited.
-onnx::ModelProto load_model(const std::string& path);
+// `had_external_data`, when given, says whether any tensor was external.
+onnx::ModelProto load_model(const std::string& path, bool* had_external_data = nullptr);
 
 // Writes a model through a temporary file in the same folder and a rename, so
 // a failure never leaves a half-written file at `path`.

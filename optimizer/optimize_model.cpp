@@ -344,14 +344,16 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     // Nothing to gain: the model is written as it came, so that an
     // optimized model is never a re-export that merely orders the same
     // operators differently (on the H100 that alone moved BERT-base by 5%).
-    // A model whose weights live in external files is only copied where
-    // those files are found from the copy too (it loads); else re-exported.
-    std::filesystem::copy_file(o.model, o.output, std::filesystem::copy_options::overwrite_existing);
-    report.unchanged = true;
-    try {
-      (void)onnx_io::load_model(o.output);
-    } catch (const onnx_io::OnnxError&) {
-      report.unchanged = false;
+    // A model whose weights live in external files is only copied into the
+    // folder those files are in (their locations are relative); elsewhere it
+    // is re-exported, weights inside.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const bool finds_external_data = !model.external_data || fs::equivalent(fs::absolute(o.model).parent_path(),
+                                                                            fs::absolute(o.output).parent_path(), ec);
+    if (finds_external_data) {
+      fs::copy_file(o.model, o.output, fs::copy_options::overwrite_existing);
+      report.unchanged = true;
     }
   }
   if (!report.unchanged) onnx_io::save_model(onnx_io::export_graph(after, export_options), o.output);
