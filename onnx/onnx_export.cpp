@@ -1,6 +1,11 @@
 #include "onnx/onnx_export.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -111,10 +116,20 @@ struct OpContext {
 using Mapping = std::function<void(OpContext&)>;
 const std::map<std::string, Mapping, std::less<>>& mappings();
 
+// A graph constant whose initializer was written without its bytes, which
+// save_graph streams from the constant itself into the file.
+struct StreamedWeight {
+  int initializer = 0;  // index in GraphProto::initializer
+  std::shared_ptr<const ConstantValue> value;
+};
+
 class Exporter {
  public:
-  Exporter(const Graph& graph, const ExportOptions& options, onnx::GraphProto& out)
-      : graph_(graph), options_(options), out_(out) {}
+  // With `streamed`, large float and int64 graph constants are written as
+  // initializers without raw_data and listed there instead.
+  Exporter(const Graph& graph, const ExportOptions& options, onnx::GraphProto& out,
+           std::vector<StreamedWeight>* streamed = nullptr)
+      : graph_(graph), options_(options), out_(out), streamed_(streamed) {}
 
   void run();
 
@@ -133,6 +148,19 @@ class Exporter {
   // Writes an initializer under `name` (already claimed).
   void write_initializer(const ConstantValue& value, const std::string& name) {
     *out_.add_initializer() = constant_to_tensor(value, name);
+  }
+  // A constant of the graph: streamed (its bytes left out here) when large.
+  void write_graph_constant(const std::shared_ptr<const ConstantValue>& value, const std::string& name) {
+    constexpr int64_t kStreamedFromBytes = 64 * 1024;
+    const int64_t bytes = value->is_float()               ? value->real.size() * int64_t{sizeof(float)}
+                          : value->dtype == DType::kInt64 ? value->ints.size() * int64_t{sizeof(int64_t)}
+                                                          : 0;
+    if (!streamed_ || bytes < kStreamedFromBytes) return write_initializer(*value, name);
+    onnx::TensorProto& t = *out_.add_initializer();
+    t.set_name(name);
+    for (int64_t d : value->shape()) t.add_dims(d);
+    t.set_data_type(onnx_elem_type(value->dtype));
+    streamed_->push_back({out_.initializer_size() - 1, value});
   }
   // The node name reserved for IR node `index` (its own name), if any.
   std::string reserved_node_name(int32_t index) const {
@@ -187,6 +215,7 @@ class Exporter {
   std::unordered_map<int32_t, std::string> reserved_constant_names_, reserved_node_names_;
   std::unordered_set<int32_t> conv_weight_producers_;  // nodes with an output read as a conv2d weight
   std::unordered_map<int32_t, std::string> conv_biases_;  // constant node -> its 1-D Conv bias initializer
+  std::vector<StreamedWeight>* streamed_;
 };
 
 const Shape& OpContext::in_shape(size_t k) const { return ex.graph().shape(node.inputs.at(k)); }
@@ -331,7 +360,7 @@ void Exporter::run() {
     if (n.is_constant()) {
       names[i] = {constant_name(i)};
       if (auto r = conv_bias_reads.find(i); r == conv_bias_reads.end() || r->second < uses[i][0])
-        write_initializer(*n.constant, names[i][0]);
+        write_graph_constant(n.constant, names[i][0]);
       continue;
     }
     if (fusions.absorbed(i)) {  // written by its only reader
@@ -780,7 +809,9 @@ const std::map<std::string, Mapping, std::less<>>& mappings() {
 
 }  // namespace
 
-onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options) {
+namespace {
+
+onnx::ModelProto export_model(const Graph& graph, const ExportOptions& options, std::vector<StreamedWeight>* streamed) {
   onnx::ModelProto model;
   model.set_ir_version(options.ir_version);
   model.set_producer_name(options.producer_name);
@@ -789,7 +820,7 @@ onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options) 
   opset->set_version(options.opset);
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name(options.graph_name);
-  Exporter(graph, options, *g).run();
+  Exporter(graph, options, *g, streamed).run();
   // The domains of opaque nodes (a custom operator's), with the model's opsets.
   std::map<std::string, int64_t> domains;
   for (int32_t i : graph.topological_order()) {
@@ -804,6 +835,73 @@ onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options) 
     extra->set_version(version);
   }
   return model;
+}
+
+}  // namespace
+
+onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options) {
+  return export_model(graph, options, nullptr);
+}
+
+// The file holds what export_graph's model serializes to, but for the order
+// of fields, which protobuf leaves free: the model's own fields, then its
+// graph (its nodes, names and value infos, then the initializers, each
+// streamed weight's raw_data written from the graph's constant). Lengths
+// are computed first, since protobuf writes a message's length before it.
+void save_graph(const Graph& graph, const ExportOptions& options, const std::string& path) {
+  using google::protobuf::internal::WireFormatLite;
+  using google::protobuf::io::CodedOutputStream;
+  std::vector<StreamedWeight> streamed;
+  onnx::ModelProto model = export_model(graph, options, &streamed);
+  onnx::GraphProto graph_proto = std::move(*model.mutable_graph());
+  model.clear_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
+  initializers.Swap(graph_proto.mutable_initializer());
+
+  auto raw_bytes = [](const ConstantValue& v) -> std::pair<const void*, size_t> {
+    if (v.is_float()) return {v.real.data.data(), v.real.data.size() * sizeof(float)};
+    return {v.ints.data.data(), v.ints.data.size() * sizeof(int64_t)};
+  };
+  std::vector<const ConstantValue*> stream_of(static_cast<size_t>(initializers.size()), nullptr);
+  for (const StreamedWeight& w : streamed) stream_of[static_cast<size_t>(w.initializer)] = w.value.get();
+  static_assert(onnx::ModelProto::kGraphFieldNumber < 16 && onnx::GraphProto::kInitializerFieldNumber < 16 &&
+                onnx::TensorProto::kRawDataFieldNumber < 16);  // one-byte tags
+  auto length_delimited = [](size_t size) { return 1 + CodedOutputStream::VarintSize64(size) + size; };
+  std::vector<size_t> initializer_sizes;
+  size_t graph_size = graph_proto.ByteSizeLong();
+  for (int i = 0; i < initializers.size(); ++i) {
+    size_t size = initializers[i].ByteSizeLong();
+    if (const ConstantValue* v = stream_of[static_cast<size_t>(i)]) size += length_delimited(raw_bytes(*v).second);
+    initializer_sizes.push_back(size);
+    graph_size += length_delimited(size);
+  }
+  if (model.ByteSizeLong() + length_delimited(graph_size) > static_cast<size_t>(INT_MAX))
+    throw OnnxError("cannot write '" + path + "': the model is over 2 GB, the protobuf limit");
+
+  auto length_delimited_tag = [](int field) {
+    return WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  };
+  write_atomically(path, [&](std::ostream& os) {
+    google::protobuf::io::OstreamOutputStream stream(&os);
+    CodedOutputStream out(&stream);
+    model.SerializeWithCachedSizes(&out);
+    out.WriteTag(length_delimited_tag(onnx::ModelProto::kGraphFieldNumber));
+    out.WriteVarint64(graph_size);
+    graph_proto.SerializeWithCachedSizes(&out);
+    for (int i = 0; i < initializers.size(); ++i) {
+      out.WriteTag(length_delimited_tag(onnx::GraphProto::kInitializerFieldNumber));
+      out.WriteVarint64(initializer_sizes[static_cast<size_t>(i)]);
+      initializers[i].SerializeWithCachedSizes(&out);
+      if (const ConstantValue* v = stream_of[static_cast<size_t>(i)]) {
+        const auto [data, size] = raw_bytes(*v);
+        out.WriteTag(length_delimited_tag(onnx::TensorProto::kRawDataFieldNumber));
+        out.WriteVarint64(size);
+        out.WriteRaw(data, static_cast<int>(size));
+      }
+    }
+    out.Trim();
+    return !out.HadError();
+  });
 }
 
 const std::vector<std::pair<std::string, std::string>>& non_exportable_ops() {

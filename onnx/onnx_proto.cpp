@@ -82,36 +82,15 @@ bool parse_file(const std::string& path, google::protobuf::MessageLite& msg) {
   return ok;
 }
 
-// Writes `msg` to a temporary file next to `path`, then renames it over
-// `path`: readers see either the old file or the complete new one.
+// Writes `msg` to `path` through a temporary file (write_atomically).
 void write_file(const google::protobuf::MessageLite& msg, const std::string& path) {
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path() && !fs::is_directory(target.parent_path(), ec))
-    throw OnnxError("cannot write " + in_quotes(path) + ": folder " + in_quotes(target.parent_path().string()) +
-                    " does not exist");
   // Checked first so that the message says why; protobuf's own check would
   // only make the write below fail.
   if (msg.ByteSizeLong() > static_cast<size_t>(INT_MAX))
     throw OnnxError("cannot write " + in_quotes(path) + ": serialization failed (message over 2 GB)");
-  const std::string tmp = path + ".tmp" + std::to_string(std::random_device{}());
-  {
-    // Serialized straight into the file: a model's bytes are not held twice
-    // (a 440 MB string for BERT-base cost a second of page faults and copies).
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    const bool serialized = out && msg.SerializeToOstream(&out);
-    out.close();
-    if (!serialized || !out) {
-      fs::remove(tmp, ec);
-      throw OnnxError("cannot write " + in_quotes(path) + ": write to " + in_quotes(tmp) + " failed");
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw OnnxError("cannot write " + in_quotes(path) + ": " + ec.message());
-  }
+  // Serialized straight into the file: a model's bytes are not held twice
+  // (a 440 MB string for BERT-base cost a second of page faults and copies).
+  write_atomically(path, [&](std::ostream& out) { return msg.SerializeToOstream(&out); });
 }
 
 // Moves a tensor's external data (a byte range of a file next to the model)
@@ -262,6 +241,30 @@ onnx::ModelProto load_model(const std::string& path, bool* had_external_data) {
 }
 
 void save_model(const onnx::ModelProto& model, const std::string& path) { write_file(model, path); }
+
+void write_atomically(const std::string& path, const std::function<bool(std::ostream&)>& write) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path() && !fs::is_directory(target.parent_path(), ec))
+    throw OnnxError("cannot write " + in_quotes(path) + ": folder " + in_quotes(target.parent_path().string()) +
+                    " does not exist");
+  const std::string tmp = path + ".tmp" + std::to_string(std::random_device{}());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const bool written = out && write(out);
+    out.close();
+    if (!written || !out) {
+      fs::remove(tmp, ec);
+      throw OnnxError("cannot write " + in_quotes(path) + ": write to " + in_quotes(tmp) + " failed");
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw OnnxError("cannot write " + in_quotes(path) + ": " + ec.message());
+  }
+}
 
 int64_t default_opset(const onnx::ModelProto& model) {
   for (const auto& op : model.opset_import())

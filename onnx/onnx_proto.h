@@ -7,7 +7,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +35,11 @@ onnx::ModelProto load_model(const std::string& path, bool* had_external_data = n
 // Writes a model through a temporary file in the same folder and a rename, so
 // a failure never leaves a half-written file at `path`.
 void save_model(const onnx::ModelProto& model, const std::string& path);
+
+// What save_model does with the bytes `write` puts into the stream (it
+// returns false on failure): a temporary file in the same folder, renamed
+// over `path` once complete; OnnxError naming `path` on any failure.
+void write_atomically(const std::string& path, const std::function<bool(std::ostream&)>& write);
 
 // The opset version of the default domain ("" or "ai.onnx").
 int64_t default_opset(const onnx::ModelProto& model);

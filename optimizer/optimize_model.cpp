@@ -356,7 +356,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
       report.unchanged = true;
     }
   }
-  if (!report.unchanged) onnx_io::save_model(onnx_io::export_graph(after, export_options), o.output);
+  if (!report.unchanged) onnx_io::save_graph(after, export_options, o.output);
   report.export_seconds = seconds_since(t);
   report.cost_model = cost->describe();
   if (const auto* ort = dynamic_cast<const OnnxRuntimeCostModel*>(cost.get()); ort && !o.calibration_dir.empty())

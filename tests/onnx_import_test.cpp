@@ -334,5 +334,29 @@ TEST(OnnxRoundTrip, ImportExportImportIsTheSameGraph) {
   }
 }
 
+// save_graph streams the large weights into the file after the rest of the
+// graph: read back, the file is the model export_graph makes (protobuf
+// serializes a parsed message in field order, so equal bytes are an equal
+// model), large weights and small ones alike.
+TEST(OnnxRoundTrip, SaveGraphWritesWhatExportGraphMakes) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tgr_save_graph_test";
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"squeezenet1_1", "bert_tiny"}) {
+    SCOPED_TRACE(name);
+    const ImportedModel imported = import_model_file(kData + "/models/" + name + ".onnx");
+    ExportOptions options;
+    options.opset = imported.opset;
+    const onnx::ModelProto exported = export_graph(imported.graph, options);
+    int64_t large = 0, small = 0;
+    for (const auto& t : exported.graph().initializer()) ++(t.raw_data().size() >= 64 * 1024 ? large : small);
+    EXPECT_GT(large, 0);
+    EXPECT_GT(small, 0);
+    const std::string path = (dir / (std::string(name) + ".onnx")).string();
+    save_graph(imported.graph, options, path);
+    EXPECT_TRUE(load_model(path).SerializeAsString() == exported.SerializeAsString());
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tgr::onnx_io

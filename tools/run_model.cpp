@@ -90,7 +90,7 @@ std::vector<ConstantValue> compute(const Loaded& model, const std::string& path,
   if (!export_path.empty()) {
     onnx_io::ExportOptions export_options;
     export_options.opset = imported.opset;
-    onnx_io::save_model(onnx_io::export_graph(imported.graph, export_options), export_path);
+    onnx_io::save_graph(imported.graph, export_options, export_path);
     std::printf("exported the imported graph (opset %lld) to %s\n", static_cast<long long>(imported.opset), export_path.c_str());
   }
   start = std::chrono::steady_clock::now();
