@@ -313,10 +313,10 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     result.applied.clear();
     result.rewrites.clear();
   }
-  // The rules are not needed past the search: released before the export
-  // copies the weights into a ModelProto, so that the peak is the larger of
-  // the two, not their sum (a --max-ops 4 database's rules take 3 GB; with
-  // BERT-base's export on top the peak was 4.4 GB).
+  // The rules are not needed past the search: released before the export,
+  // so that the peak is the larger of the two, not their sum (a --max-ops 4
+  // database's rules take 3 GB; with BERT-base's export on top, when it still
+  // copied the weights into a ModelProto, the peak was 4.4 GB).
   std::vector<DirectedRule>().swap(rules);
   report.proofs = instances.stats();
   report.cost_before_us = result.initial_cost;
