@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -88,8 +89,16 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
     std::vector<std::vector<Candidate>> per_rule(rules.size());
     std::vector<MatchStats> match_stats(rules.size());
     std::vector<int64_t> no_instance(rules.size(), 0);
+    // The clock is also read between matches: one graph's expansion costs
+    // thousands of rewritten graphs on BERT-base (a second and more), so a
+    // check between graphs alone overshot --timeout by that much.
+    std::atomic<bool> out_of_time = false;
     auto expand = [&](size_t r) {
       for (const Match& m : find_matches(index, rules[r], options.matches_per_rule, &match_stats[r])) {
+        if (out_of_time || elapsed() > options.timeout_s) {
+          out_of_time = true;
+          return;
+        }
         std::optional<Instance> inst = instantiate(g, rules[r], m);
         // A partial rule's target is replaced by its checked correction
         // before it is applied and costed.
@@ -107,6 +116,7 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
     };
     if (options.parallel) tbb::parallel_for(size_t{0}, rules.size(), expand);
     else for (size_t r = 0; r < rules.size(); ++r) expand(r);
+    if (out_of_time) stats.timed_out = true;  // what was expanded is still kept
 
     // The hash and cost tests, in rule order (deterministic).
     std::vector<Candidate*> survivors;
