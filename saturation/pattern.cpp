@@ -25,8 +25,8 @@ class Continuation {
 class Matcher {
  public:
   Matcher(const EGraph& egraph, const Graph& pattern, size_t limit,
-          const std::function<bool(const PatternMatch&)>& keep)
-      : egraph_(egraph), pattern_(pattern), limit_(limit), keep_(keep) {
+          const std::function<bool(const PatternMatch&)>& keep, std::optional<Pattern::Clock::time_point> deadline)
+      : egraph_(egraph), pattern_(pattern), limit_(limit), keep_(keep), deadline_(deadline) {
     const size_t n = pattern.nodes().size();
     classes_.assign(n, kNoClass);
     heads_.assign(n, 0);
@@ -39,7 +39,12 @@ class Matcher {
   }
 
  private:
-  bool full() const { return matches_.size() >= limit_; }
+  // Enough matches, or past the deadline (stops every loop as a full list does).
+  bool full() const { return past_deadline_ || matches_.size() >= limit_; }
+  // The clock is read every 4,096 e-nodes tried: cheap next to the matching.
+  void check_deadline() {
+    if (deadline_ && ++steps_ % 4096 == 0 && Pattern::Clock::now() >= *deadline_) past_deadline_ = true;
+  }
   bool multi_output(const Node& n) const { return n.output_shapes.size() != 1; }
 
   void match_output(size_t k) {
@@ -139,6 +144,7 @@ class Matcher {
       return;
     }
     for (const ENode& n : egraph_.nodes_with_op(c, pn.op)) {
+      check_deadline();
       if (full()) return;
       if (n.children.size() != pn.inputs.size() || !params_match(pn, n)) continue;
       classes_[p] = c;
@@ -209,6 +215,9 @@ class Matcher {
   const Graph& pattern_;
   size_t limit_;
   const std::function<bool(const PatternMatch&)>& keep_;
+  std::optional<Pattern::Clock::time_point> deadline_;
+  uint32_t steps_ = 0;
+  bool past_deadline_ = false;
   // Per pattern node: the bound class (variables and operator nodes alike),
   // the matched e-node's head and operand order.
   std::vector<ClassId> classes_;
@@ -222,9 +231,10 @@ class Matcher {
 Pattern::Pattern(const optimizer::DirectedRule& rule) : source_(&rule.graphs.source) {}
 
 std::vector<PatternMatch> Pattern::search(const EGraph& egraph, size_t limit,
-                                          const std::function<bool(const PatternMatch&)>& keep) const {
+                                          const std::function<bool(const PatternMatch&)>& keep,
+                                          std::optional<Clock::time_point> deadline) const {
   if (limit == 0) return {};
-  return Matcher(egraph, *source_, limit, keep).run();
+  return Matcher(egraph, *source_, limit, keep, deadline).run();
 }
 
 }  // namespace tgr::saturation

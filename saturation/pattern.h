@@ -24,8 +24,10 @@
 // cycles are the runner's business (saturation/runner.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "optimizer/rule_set.h"
@@ -49,10 +51,15 @@ class Pattern {
  public:
   explicit Pattern(const optimizer::DirectedRule& rule);
 
+  using Clock = std::chrono::steady_clock;
+
   // The matches in a rebuilt e-graph that `keep` accepts (null: all), at
-  // most `limit`. Thread-safe (reads the e-graph only).
+  // most `limit`; with a `deadline`, those found by then (one pattern's
+  // search over a large e-graph can take a second). Thread-safe (reads the
+  // e-graph only).
   std::vector<PatternMatch> search(const EGraph& egraph, size_t limit,
-                                   const std::function<bool(const PatternMatch&)>& keep = {}) const;
+                                   const std::function<bool(const PatternMatch&)>& keep = {},
+                                   std::optional<Clock::time_point> deadline = std::nullopt) const;
 
   const Graph& source() const { return *source_; }
 

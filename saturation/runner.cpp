@@ -218,6 +218,11 @@ RunnerStats Runner::run() {
   const auto start = Clock::now();
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto out_of_time = [&] { return since(start) >= options_.time_limit_s; };
+  // For the pattern searches (none for a limit too large to be a time point).
+  std::optional<Clock::time_point> deadline;
+  if (options_.time_limit_s < 1e6)
+    deadline =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.time_limit_s));
   RunnerStats stats;
   std::vector<Pattern> patterns;
   patterns.reserve(rules_.size());
@@ -288,21 +293,25 @@ RunnerStats Runner::run() {
                   << std::min(schedule[r].times_banned, 20);
       // Searched past the limit, so that a banned rule keeps matches spread
       // over the model (keep_spread), not only the first found.
-      found[r] = patterns[r].search(egraph_, kSpreadScan * limits[r], [&](const PatternMatch& m) {
-        if (std::all_of(m.outputs.begin(), m.outputs.end(), [&](ClassId c) { return egraph_.data(c).constant; })) {
-          ++weight_only[r];
-          return false;
-        }
-        if (symmetric[r] && m.outputs[0] > m.outputs[1]) {
-          ++mirrored[r];
-          return false;
-        }
-        if (tried.count(key_of(r, m))) {
-          ++repeated[r];
-          return false;
-        }
-        return true;
-      });
+      found[r] = patterns[r].search(
+          egraph_, kSpreadScan * limits[r],
+          [&](const PatternMatch& m) {
+            if (std::all_of(m.outputs.begin(), m.outputs.end(), [&](ClassId c) { return egraph_.data(c).constant; })) {
+              ++weight_only[r];
+              return false;
+            }
+            if (symmetric[r] && m.outputs[0] > m.outputs[1]) {
+              ++mirrored[r];
+              return false;
+            }
+            if (tried.count(key_of(r, m))) {
+              ++repeated[r];
+              return false;
+            }
+            return true;
+          },
+          deadline);
+      if (out_of_time()) cut_short = true;
     };
     if (options_.parallel) tbb::parallel_for(size_t{0}, rules_.size(), search_rule);
     else

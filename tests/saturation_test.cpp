@@ -169,6 +169,25 @@ TEST(Pattern, CommutativeOperatorsMatchInEitherOrder) {
   EXPECT_EQ(g.leaf(g.eclass(matches[0].variables[1]).nodes[0].head).name, "b");
 }
 
+// A search stops at its deadline with the matches found so far: one
+// pattern over a large e-graph can take a second, and the runner's time
+// limit must hold inside it.
+TEST(Pattern, ASearchStopsAtItsDeadline) {
+  const auto rules = rules_of({{"relu(relu(x0)) => relu(x0)", "x0=4"}});
+  Graph m;
+  ValueRef v = m.add_input("a", {4});
+  for (int i = 0; i < 20000; ++i) v = m.apply("relu", {v});
+  m.add_output(v);
+  EGraph g;
+  g.add_graph(m);
+  g.rebuild();
+  const Pattern pattern(rules[0]);
+  EXPECT_EQ(pattern.search(g, 1 << 20).size(), 19999u);
+  EXPECT_EQ(pattern.search(g, 1 << 20, {}, Pattern::Clock::now() + std::chrono::hours(1)).size(), 19999u);
+  const size_t cut = pattern.search(g, 1 << 20, {}, Pattern::Clock::now() - std::chrono::seconds(1)).size();
+  EXPECT_LT(cut, 19999u);
+}
+
 TEST(Pattern, MultiPatternsJoinOnSharedVariables) {
   const auto rules =
       rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
