@@ -43,6 +43,7 @@ class OnnxRuntimeCostModel : public CostModel {
   double op_cost_us(const Graph& graph, const Node& node) override;
   double graph_cost(const Graph& graph) override;
   std::string describe() const override;
+  bool fuses_operators() const override { return true; }  // export_fusions.h, and relu in Conv or Gemm
 
   // The fallback's estimate of one application, in microseconds.
   double fitted_us(const Graph& graph, const Node& node) const;

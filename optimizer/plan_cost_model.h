@@ -67,6 +67,7 @@ class PlanCostModel : public CostModel {
   double op_cost_us(const Graph& graph, const Node& node) override;
   std::vector<double> node_costs_us(const Graph& graph) override;
   std::string describe() const override;
+  bool fuses_operators() const override { return true; }  // the plan's fused steps and views
 
   // One step of a graph's plan and its predicted time.
   struct StepCost {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "optimizer/rewrite.h"
 
@@ -50,9 +51,40 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
       share_tuples(egraph, costs, roots, greedy,
                    stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection);
   stats.shared_cost = selection_cost(egraph, costs, shared, roots);
-  const Selection& warm_start = shared;
+  // A model that fuses operators: the same passes again with each e-node
+  // priced in context (below it, the greedy choice), and the ILP on those
+  // prices. Pricing takes part of the ILP's time.
+  GreedyResult greedy_in_context, dag_in_context;
+  Selection shared_in_context;
+  std::optional<NodeCosts> in_context;
+  IlpOptions ilp_options = options.ilp;
+  if (cost.fuses_operators()) {
+    ContextCostOptions context_options;
+    context_options.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                                  0.5 * (options.use_ilp ? options.ilp.time_limit_s : 1.0)));
+    in_context = context_costs(egraph, costs, cost, greedy.selection, context_options, &stats.context);
+    greedy_in_context = greedy_extract(egraph, *in_context);
+    dag_in_context = greedy_dag_extract(egraph, *in_context);
+    const double tree = selection_cost(egraph, *in_context, greedy_in_context.selection, roots);
+    const double dag = selection_cost(egraph, *in_context, dag_in_context.selection, roots);
+    shared_in_context = share_tuples(egraph, *in_context, roots, greedy_in_context,
+                                     dag < tree ? dag_in_context.selection : greedy_in_context.selection);
+    ilp_options.time_limit_s = std::max(0.1, ilp_options.time_limit_s - since(extract_start));
+  }
+  const Selection& warm_start = in_context ? shared_in_context : shared;
   IlpResult ilp;
-  if (options.use_ilp) ilp = ilp_extract(egraph, costs, roots, greedy, warm_start, options.ilp);
+  if (options.use_ilp) {
+    if (in_context) {
+      // The ILP takes no negative costs (it would choose e-nodes no root needs).
+      NodeCosts clamped = *in_context;
+      for (ClassId c : egraph.class_ids())
+        for (size_t i = 0; i < egraph.eclass(c).nodes.size(); ++i)
+          clamped.set_cost(c, i, std::max(0.0, clamped.cost(c, i)));
+      ilp = ilp_extract(egraph, clamped, roots, greedy_in_context, warm_start, ilp_options);
+    } else {
+      ilp = ilp_extract(egraph, costs, roots, greedy, warm_start, ilp_options);
+    }
+  }
   // The candidates by the cost model's measure of whole graphs; on ties the
   // first: the ILP's, the DAG greedy's, the tree greedy's.
   const Selection* chosen = nullptr;
@@ -69,6 +101,9 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
     stats.extractor = extractor;
   };
   consider(ilp.selection, "ilp");
+  consider(shared_in_context, "shared_tuples_in_context");
+  consider(dag_in_context.selection, "greedy_dag_in_context");
+  consider(greedy_in_context.selection, "greedy_in_context");
   consider(shared, "shared_tuples");
   consider(greedy_dag.selection, "greedy_dag");
   consider(greedy.selection, "greedy");
@@ -147,6 +182,11 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
       {"greedy_cost_us", six_digits(s.greedy_cost)},
       {"greedy_dag_cost_us", six_digits(s.greedy_dag_cost)},
       {"shared_tuples_cost_us", six_digits(s.shared_cost)},
+      {"context_costs",
+       {{"priced_enodes", s.context.priced},
+        {"trees_costed", s.context.graphs_costed},
+        {"complete", s.context.complete},
+        {"seconds", six_digits(s.context.seconds)}}},
       {"ilp",
        {{"status", ilp_status_name(ilp.status)},
         {"found_by", ilp.found_by},

@@ -30,6 +30,7 @@
 #include "optimizer/instance.h"
 #include "optimizer/optimize_model.h"
 #include "optimizer/rule_set.h"
+#include "saturation/context_costs.h"
 #include "saturation/extract.h"
 #include "saturation/runner.h"
 
@@ -47,8 +48,11 @@ struct SaturationStats {
   double greedy_cost = 0;      // sum of the e-node costs of the (tree) greedy choice (us)
   double greedy_dag_cost = 0;  // the same of the DAG greedy choice
   double shared_cost = 0;      // the better of the two after share_tuples (the ILP's warm start)
+  ContextCostStats context;    // pricing in context (a model that fuses operators; else all zero)
   IlpResult ilp;               // status, objective, bound, gap, size (selection cleared)
-  std::string extractor;       // what gave the result: "ilp", "shared_tuples", "greedy_dag", "greedy", or "input"
+  // What gave the result: "ilp", "shared_tuples", "greedy_dag", "greedy" (priced
+  // alone), the last three "_in_context" (priced in context), or "input".
+  std::string extractor;
   double saturate_s = 0, extract_s = 0, seconds = 0;
 };
 

@@ -16,6 +16,7 @@
 #include "optimizer/fold_constants.h"
 #include "optimizer/plan_cost_model.h"
 #include "runtime/interpreter.h"
+#include "saturation/context_costs.h"
 #include "saturation/egraph.h"
 #include "saturation/extract.h"
 #include "saturation/pattern.h"
@@ -479,6 +480,62 @@ TEST(Extraction, IlpEqualsBruteForceOnSmallEGraphs) {
   // The trials did exercise cycles and sharing the tree-cost greedy misses.
   EXPECT_GT(cyclic, 0);
   EXPECT_GT(shared_better_than_greedy, 0);
+}
+
+// A model that runs an add inside the product it reads (as ONNX Runtime
+// runs a Gemm's C): graph_cost charges such an add nothing, op_cost_us
+// (one operator alone) charges it.
+struct FusingCost : TableCost {
+  double graph_cost(const Graph& graph) override {
+    double total = 0;
+    for (int32_t i : graph.topological_order()) {
+      const Node& n = graph.node(i);
+      if (!n.is_op()) continue;
+      const bool fused = n.op->name == "add" && graph.node(n.inputs[0].node).is_op() &&
+                         graph.node(n.inputs[0].node).op->name == "matmul";
+      if (!fused) total += op_cost_us(graph, n);
+    }
+    return total;
+  }
+  bool fuses_operators() const override { return true; }
+};
+
+TEST(ContextCosts, AFusionThatOperatorsAloneDoNotShowDecidesTheExtraction) {
+  // One class, two forms: add(matmul(x, w), b) and relu(matmul(x, w)) (not
+  // equal: the test joins them by hand). Alone the relu form is cheaper (10 +
+  // 2 against 10 + 3); in context the add runs inside the product (10).
+  EGraph g;
+  Graph m;
+  const ValueRef x = m.add_input("x", {2, 4});
+  const ValueRef p = m.apply("matmul", {x, weight(m, {4, 4}, 1)});
+  m.add_output(m.apply("add", {p, weight(m, {4}, 2)}), "with_bias");
+  m.add_output(m.apply("relu", {p}), "with_relu");
+  const std::vector<ClassId> outs = g.add_graph(m);
+  g.merge(outs[0], outs[1]);
+  g.rebuild();
+  const std::vector<ClassId> roots{g.find(outs[0])};
+  FusingCost model;
+  model.by_op = {{"matmul", 10}, {"add", 3}, {"relu", 2}};
+  const NodeCosts alone(g, &model);
+  const GreedyResult by_alone = greedy_extract(g, alone);
+  EXPECT_DOUBLE_EQ(selection_cost(g, alone, by_alone.selection, roots), 12);
+  ContextCostStats stats;
+  const NodeCosts in_context = context_costs(g, alone, model, by_alone.selection, {}, &stats);
+  EXPECT_TRUE(stats.complete);
+  EXPECT_EQ(stats.priced, 3u);  // matmul, add, relu
+  const GreedyResult by_context = greedy_extract(g, in_context);
+  EXPECT_DOUBLE_EQ(selection_cost(g, in_context, by_context.selection, roots), 10);
+  const Graph chosen = selection_graph(g, by_context.selection, roots, {"y"});
+  EXPECT_EQ(count_ops(chosen, "add"), 1);
+  EXPECT_EQ(count_ops(chosen, "relu"), 0);
+  EXPECT_DOUBLE_EQ(model.graph_cost(chosen), 10);
+  // A deadline already passed leaves the costs alone.
+  ContextCostOptions late;
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  ContextCostStats late_stats;
+  const NodeCosts unchanged = context_costs(g, alone, model, by_alone.selection, late, &late_stats);
+  EXPECT_FALSE(late_stats.complete);
+  EXPECT_DOUBLE_EQ(selection_cost(g, unchanged, by_alone.selection, roots), 12);
 }
 
 TEST(Extraction, TheIlpCountsASharedMergedProductOnce) {
