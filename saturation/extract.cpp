@@ -198,7 +198,8 @@ GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs) {
 }
 
 Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                       const GreedyResult& greedy, Selection selection) {
+                       const GreedyResult& greedy, Selection selection,
+                       std::optional<std::chrono::steady_clock::time_point> deadline) {
   // A way for a class to read a tuple: its projection e-node (class c,
   // e-node `node`), or an e-node of c with a projection class among its
   // children (`projection_class`, which then takes its projection e-node
@@ -236,6 +237,7 @@ Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::
   double best = selection_cost(egraph, costs, selection, roots);
   for (bool improved = true; improved;) {
     improved = false;
+    if (deadline && std::chrono::steady_clock::now() > *deadline) break;
     std::vector<char> used(selection.choice.size(), 0);
     walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) { used[c] = 1; });
     for (const auto& [tuple, tuple_readers] : readers) {

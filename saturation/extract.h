@@ -37,7 +37,9 @@
 // the best solution found and reports the gap to the bound.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -93,9 +95,11 @@ GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs);
 // cheaper operator. For each tuple class two or more of whose projection
 // classes the selection uses, tries reading all of them through the tuple
 // (the tuple's own derivation from `greedy`), keeps it where the selection
-// costs less and stays acyclic; repeats until nothing improves.
+// costs less and stays acyclic; repeats until nothing improves, or until
+// `deadline` (the selection improved so far).
 Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                       const GreedyResult& greedy, Selection selection);
+                       const GreedyResult& greedy, Selection selection,
+                       std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 // The sum of the costs of the e-nodes a selection uses for `roots` (each once).
 double selection_cost(const EGraph& egraph, const NodeCosts& costs, const Selection& selection,

@@ -67,8 +67,10 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
     dag_in_context = greedy_dag_extract(egraph, *in_context);
     const double tree = selection_cost(egraph, *in_context, greedy_in_context.selection, roots);
     const double dag = selection_cost(egraph, *in_context, dag_in_context.selection, roots);
-    shared_in_context = share_tuples(egraph, *in_context, roots, greedy_in_context,
-                                     dag < tree ? dag_in_context.selection : greedy_in_context.selection);
+    // (Bounded: with prices in context it can take many small steps.)
+    shared_in_context =
+        share_tuples(egraph, *in_context, roots, greedy_in_context,
+                     dag < tree ? dag_in_context.selection : greedy_in_context.selection, context_options.deadline);
     ilp_options.time_limit_s = std::max(0.1, ilp_options.time_limit_s - since(extract_start));
   }
   const Selection& warm_start = in_context ? shared_in_context : shared;
