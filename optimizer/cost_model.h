@@ -54,11 +54,12 @@ class CostModel {
   // their context (plan_cost_model.h) works that context out once here.
   virtual std::vector<double> node_costs_us(const Graph& graph);
   virtual std::string describe() const = 0;
-  // Whether graph_cost charges some operators less than op_cost_us does,
-  // because the runtime runs them inside another (a bias in its product):
-  // equality saturation then prices e-nodes in context
-  // (saturation/context_costs.h).
-  virtual bool fuses_operators() const { return false; }
+  // Whether equality saturation's extraction should also price e-nodes in
+  // context (saturation/context_costs.h): for a model whose graph_cost
+  // charges some operators less than op_cost_us does because the runtime
+  // runs them inside another (a bias in its product), and whose charges a
+  // small tree of an e-node's descendants reproduces.
+  virtual bool prices_in_context() const { return false; }
 };
 
 // For each node: whether it is computed from constants only (inputs of the

@@ -43,7 +43,9 @@ class OnnxRuntimeCostModel : public CostModel {
   double op_cost_us(const Graph& graph, const Node& node) override;
   double graph_cost(const Graph& graph) override;
   std::string describe() const override;
-  bool fuses_operators() const override { return true; }  // export_fusions.h, and relu in Conv or Gemm
+  // Its fusions (export_fusions.h, relu in Conv or Gemm) are patterns of at
+  // most three operators, which a tree of an e-node's descendants shows.
+  bool prices_in_context() const override { return true; }
 
   // The fallback's estimate of one application, in microseconds.
   double fitted_us(const Graph& graph, const Node& node) const;

@@ -67,7 +67,11 @@ class PlanCostModel : public CostModel {
   double op_cost_us(const Graph& graph, const Node& node) override;
   std::vector<double> node_costs_us(const Graph& graph) override;
   std::string describe() const override;
-  bool fuses_operators() const override { return true; }  // the plan's fused steps and views
+  // Not priced in context (CostModel::prices_in_context): a plan's steps
+  // depend on where values are placed (views; graph outputs are row-major,
+  // so a small tree's outputs are copies the model does not make), and
+  // GoogLeNet's extraction with the trees' prices (the fitted step costs)
+  // chose graphs costing 906 us where the prices alone gave 555 us.
 
   // One step of a graph's plan and its predicted time.
   struct StepCost {

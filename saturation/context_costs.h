@@ -3,9 +3,8 @@
 // Extraction (saturation/extract.h) prices each e-node alone. A cost model
 // that knows the runtime runs several operators as one (ONNX Runtime's Gemm
 // and Conv with their bias, a product between reshapes written as one
-// MatMul: onnx/export_fusions.h; the GPU plan's convolution and product
-// epilogues and elementwise chains: runtime/execution_plan.h) charges a
-// graph less than the sum of its operators alone, and which of two
+// MatMul: onnx/export_fusions.h) charges a graph less than the sum of its
+// operators alone, and which of two
 // equivalent forms is cheaper can depend on it: GPT-2's bias add moved
 // inside the reshape after its product lets ONNX Runtime run both reshapes
 // inside one MatMul, which no e-node priced alone shows.
@@ -20,7 +19,9 @@
 // negative: the outer reshape of reshape(matmul(reshape(x), w)) removes the
 // inner one's cost). The result is an estimate (a child read elsewhere too
 // may not fuse); the optimizer keeps whichever extracted graph costs least by
-// the model's graph_cost, so an estimate can only widen the choice.
+// the model's graph_cost, so an estimate can only widen the choice. Which
+// models are priced this way: CostModel::prices_in_context (not the GPU
+// plan's, whose small trees do not cost what they cost in the model).
 #pragma once
 
 #include <chrono>

@@ -58,7 +58,7 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   Selection shared_in_context;
   std::optional<NodeCosts> in_context;
   IlpOptions ilp_options = options.ilp;
-  if (cost.fuses_operators()) {
+  if (cost.prices_in_context()) {
     ContextCostOptions context_options;
     context_options.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                                                   0.5 * (options.use_ilp ? options.ilp.time_limit_s : 1.0)));
@@ -96,6 +96,7 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
     if (selection.choice.empty()) return;
     Graph g = selection_graph(egraph, selection, roots, names);
     const double c = cost.graph_cost(g);
+    stats.candidate_costs.emplace_back(extractor, c);
     if (chosen && !(c < best_cost)) return;
     best = std::move(g);
     best_cost = c;
@@ -184,6 +185,12 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
       {"greedy_cost_us", six_digits(s.greedy_cost)},
       {"greedy_dag_cost_us", six_digits(s.greedy_dag_cost)},
       {"shared_tuples_cost_us", six_digits(s.shared_cost)},
+      {"candidate_costs_us",
+       [&] {
+         nlohmann::ordered_json out = nlohmann::ordered_json::object();
+         for (const auto& [name, c] : s.candidate_costs) out[name] = six_digits(c);
+         return out;
+       }()},
       {"context_costs",
        {{"priced_enodes", s.context.priced},
         {"trees_costed", s.context.graphs_costed},

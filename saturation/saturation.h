@@ -53,6 +53,8 @@ struct SaturationStats {
   // What gave the result: "ilp", "shared_tuples", "greedy_dag", "greedy" (priced
   // alone), the last three "_in_context" (priced in context), or "input".
   std::string extractor;
+  // Each extractor's graph by CostModel::graph_cost (us), in the order considered.
+  std::vector<std::pair<std::string, double>> candidate_costs;
   double saturate_s = 0, extract_s = 0, seconds = 0;
 };
 

@@ -497,7 +497,7 @@ struct FusingCost : TableCost {
     }
     return total;
   }
-  bool fuses_operators() const override { return true; }
+  bool prices_in_context() const override { return true; }
 };
 
 TEST(ContextCosts, AFusionThatOperatorsAloneDoNotShowDecidesTheExtraction) {
