@@ -32,6 +32,7 @@
 #include "optimizer/rule_set.h"
 #include "saturation/context_costs.h"
 #include "saturation/extract.h"
+#include "saturation/refine.h"
 #include "saturation/runner.h"
 
 namespace tgr::saturation {
@@ -49,9 +50,11 @@ struct SaturationStats {
   double greedy_dag_cost = 0;  // the same of the DAG greedy choice
   double shared_cost = 0;      // the better of the two after share_tuples (the ILP's warm start)
   ContextCostStats context;    // pricing in context (a model that fuses operators; else all zero)
+  RefineStats refine;          // the refinement by graph_cost (the same models)
   IlpResult ilp;               // status, objective, bound, gap, size (selection cleared)
   // What gave the result: "ilp", "shared_tuples", "greedy_dag", "greedy" (priced
-  // alone), the last three "_in_context" (priced in context), or "input".
+  // alone), the last three "_in_context" (priced in context), "refined"
+  // (refine_by_graph_cost), or "input".
   std::string extractor;
   // Each extractor's graph by CostModel::graph_cost (us), in the order considered.
   std::vector<std::pair<std::string, double>> candidate_costs;

@@ -20,6 +20,7 @@
 #include "saturation/egraph.h"
 #include "saturation/extract.h"
 #include "saturation/pattern.h"
+#include "saturation/refine.h"
 #include "saturation/rewrite.h"
 #include "saturation/runner.h"
 #include "saturation/saturation.h"
@@ -536,6 +537,44 @@ TEST(ContextCosts, AFusionThatOperatorsAloneDoNotShowDecidesTheExtraction) {
   const NodeCosts unchanged = context_costs(g, alone, model, by_alone.selection, late, &late_stats);
   EXPECT_FALSE(late_stats.complete);
   EXPECT_DOUBLE_EQ(selection_cost(g, unchanged, by_alone.selection, roots), 12);
+}
+
+TEST(Refine, AParentsFusionThatDependsOnItsChildsENodeIsFoundByGraphCost) {
+  // The model: add(relu(x), b). Its relu class also holds matmul(x, w) (not
+  // equal: joined by hand). Priced alone or in context the relu is cheaper
+  // (3 against 4), but an add reading a matmul costs nothing: the graph
+  // with the matmul costs 4, with the relu 6. Only the whole graph shows it.
+  Graph m;
+  const ValueRef x = m.add_input("x", {2, 4});
+  const ValueRef r = m.apply("relu", {x});
+  m.add_output(m.apply("add", {r, weight(m, {4}, 2)}), "y");
+  EGraph g;
+  const std::vector<ClassId> roots = g.add_graph(m);
+  Graph other;
+  const ValueRef ox = other.add_input("x", {2, 4});
+  other.add_output(other.apply("matmul", {ox, weight(other, {4, 4}, 1)}), "p");
+  other.add_output(other.apply("relu", {ox}), "r");
+  const std::vector<ClassId> joined = g.add_graph(other);
+  g.merge(joined[0], joined[1]);
+  g.rebuild();
+  FusingCost model;
+  model.by_op = {{"matmul", 4}, {"add", 3}, {"relu", 3}};
+  const NodeCosts alone(g, &model);
+  const GreedyResult greedy = greedy_extract(g, alone);
+  const NodeCosts in_context = context_costs(g, alone, model, greedy.selection, {});
+  const GreedyResult by_context = greedy_extract(g, in_context);
+  const std::vector<std::string> names{"y"};
+  EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, by_context.selection, roots, names)), 6);
+  const Selection from_input = input_selection(g, alone);
+  EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, from_input, roots, names)), 6);  // the model itself
+  RefineStats stats;
+  const Selection refined = refine_by_graph_cost(g, in_context, from_input, by_context, roots, names, model,
+                                                 std::chrono::steady_clock::now() + std::chrono::seconds(10), &stats);
+  const Graph best = selection_graph(g, refined, roots, names);
+  EXPECT_DOUBLE_EQ(model.graph_cost(best), 4);
+  EXPECT_EQ(count_ops(best, "matmul"), 1);
+  EXPECT_EQ(stats.switches, 1u);
+  EXPECT_TRUE(stats.complete);
 }
 
 TEST(Extraction, TheIlpCountsASharedMergedProductOnce) {

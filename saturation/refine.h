@@ -1,0 +1,50 @@
+// Refining an extracted selection by the cost model's own measure of whole
+// graphs (CostModel::graph_cost), which no price per e-node reproduces where
+// the runtime fuses operators: whether a parent fuses with its child depends
+// on which e-node the child's class takes (ONNX Runtime runs
+// reshape(batch_matmul(reshape(a), reshape(b))) as one MatMul; with the
+// scale moved between the product and the reshape it runs three nodes), and
+// a class's own choice cannot see its parent's gain.
+//
+// refine_by_graph_cost is a local search: each class the selection uses, in
+// turn, tries each other e-node it has (what the e-node newly needs taken
+// from `fill`, a greedy extraction's selection); a switch
+// that makes the graph cheaper by graph_cost is kept, and the search goes
+// on until a pass over the used classes keeps none, or until the deadline
+// (each try builds and costs the whole graph).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "optimizer/cost_model.h"
+#include "saturation/egraph.h"
+#include "saturation/extract.h"
+
+namespace tgr::saturation {
+
+struct RefineStats {
+  size_t tries = 0;      // graphs built and costed
+  size_t switches = 0;   // switches kept
+  bool complete = true;  // a pass kept nothing (false: the deadline came first)
+  double seconds = 0;
+};
+
+// The e-nodes of the graph the e-graph was built from (origin 0), one per
+// class where the class has one (-1 elsewhere): refining from it descends
+// from the model one rewrite at a time by graph_cost, as the backtracking
+// search does, inside the e-graph.
+Selection input_selection(const EGraph& egraph, const NodeCosts& allowed);
+
+// `prices`: the e-node prices extraction used (which e-nodes it may take,
+// and the order switches are tried in: by their price with `fill`'s tree
+// costs below, cheapest first); `fill`: a greedy extraction with those
+// prices. Returns the refined selection (`selection` itself, completed by
+// fill, when nothing is cheaper).
+Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Selection selection,
+                               const GreedyResult& fill, const std::vector<ClassId>& roots,
+                               const std::vector<std::string>& output_names, optimizer::CostModel& model,
+                               std::chrono::steady_clock::time_point deadline, RefineStats* stats = nullptr);
+
+}  // namespace tgr::saturation
