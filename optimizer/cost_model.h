@@ -54,6 +54,11 @@ class CostModel {
   // their context (plan_cost_model.h) works that context out once here.
   virtual std::vector<double> node_costs_us(const Graph& graph);
   virtual std::string describe() const = 0;
+  // Whether graph_cost charges some operators less than op_cost_us does,
+  // because the runtime runs them inside another (a bias in its product):
+  // equality saturation then refines its extracted graph by graph_cost
+  // (saturation/refine.h).
+  virtual bool fuses_operators() const { return false; }
   // Whether equality saturation's extraction should also price e-nodes in
   // context (saturation/context_costs.h): for a model whose graph_cost
   // charges some operators less than op_cost_us does because the runtime

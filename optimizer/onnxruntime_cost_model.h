@@ -46,6 +46,7 @@ class OnnxRuntimeCostModel : public CostModel {
   // Its fusions (export_fusions.h, relu in Conv or Gemm) are patterns of at
   // most three operators, which a tree of an e-node's descendants shows.
   bool prices_in_context() const override { return true; }
+  bool fuses_operators() const override { return true; }
 
   // The fallback's estimate of one application, in microseconds.
   double fitted_us(const Graph& graph, const Node& node) const;

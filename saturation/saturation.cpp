@@ -59,6 +59,11 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   Selection shared_in_context;
   std::optional<NodeCosts> in_context;
   IlpOptions ilp_options = options.ilp;
+  // A model that fuses operators: the best graph is refined by graph_cost
+  // (below). The ILP then gets a fifth of the extraction's time (CBC has not
+  // improved on its warm start on our models), the refinement what is left.
+  const bool refine = cost.fuses_operators();
+  if (refine) ilp_options.time_limit_s = std::max(0.1, 0.2 * options.ilp.time_limit_s);
   if (cost.prices_in_context()) {
     ContextCostOptions context_options;
     context_options.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
@@ -72,9 +77,6 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
     shared_in_context =
         share_tuples(egraph, *in_context, roots, greedy_in_context,
                      dag < tree ? dag_in_context.selection : greedy_in_context.selection, context_options.deadline);
-    // The ILP gets a fifth of the extraction's time (CBC has not improved on
-    // its warm start on our models); refine_by_graph_cost what is left.
-    ilp_options.time_limit_s = std::max(0.1, 0.2 * options.ilp.time_limit_s);
   }
   const Selection& warm_start = in_context ? shared_in_context : shared;
   IlpResult ilp;
@@ -113,23 +115,24 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   consider(shared, "shared_tuples");
   consider(greedy_dag.selection, "greedy_dag");
   consider(greedy.selection, "greedy");
-  // Prices in context still miss a parent's fusion that depends on its
+  // Prices (alone, or in context) miss a parent's fusion that depends on its
   // child's e-node: the best graph is refined by graph_cost itself.
   // From the model's own e-nodes first (the backtracking search's descent,
   // inside the e-graph), then from the best extraction, sharing the time left.
   Selection from_input, refined;
-  if (in_context && chosen) {
+  if (refine && chosen) {
+    const NodeCosts& prices = in_context ? *in_context : costs;
+    const GreedyResult& fill = in_context ? greedy_in_context : greedy;
     const Selection from_extraction = *chosen;
     const double budget = options.use_ilp ? options.ilp.time_limit_s : 1.0;
     const auto deadline =
         extract_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
     const auto halfway = Clock::now() + (deadline - Clock::now()) / 2;
     RefineStats first;
-    from_input = refine_by_graph_cost(egraph, *in_context, input_selection(egraph, costs), greedy_in_context, roots,
-                                      names, cost, halfway, &first);
+    from_input =
+        refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost, halfway, &first);
     consider(from_input, "refined_from_input");
-    refined = refine_by_graph_cost(egraph, *in_context, from_extraction, greedy_in_context, roots, names, cost,
-                                   deadline, &stats.refine);
+    refined = refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, deadline, &stats.refine);
     consider(refined, "refined");
     stats.refine.tries += first.tries;
     stats.refine.switches += first.switches;
