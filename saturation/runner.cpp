@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -224,31 +225,58 @@ RunnerStats Runner::run() {
     deadline =
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.time_limit_s));
   RunnerStats stats;
-  std::vector<Pattern> patterns;
-  patterns.reserve(rules_.size());
-  for (const auto& r : rules_) patterns.emplace_back(r);
-  std::vector<RuleSchedule> schedule(rules_.size());
+  // Each rule's pattern (and whether its two outputs read the same up to
+  // renaming) is built when its stage first searches it: a --max-ops 4
+  // database's later stage costs nothing before it runs.
+  std::vector<std::optional<Pattern>> patterns(rules_.size());
   std::vector<char> symmetric(rules_.size(), 0);
-  for (size_t r = 0; r < rules_.size(); ++r) symmetric[r] = static_cast<char>(symmetric_outputs(rules_[r]));
+  std::vector<RuleSchedule> schedule(rules_.size());
   std::vector<char> active(rules_.size(), 1);
-  {
-    // The keys in parallel: a --max-ops 4 database has 350,000 directions.
-    std::vector<std::string> keys(rules_.size());
-    tbb::parallel_for(size_t{0}, rules_.size(), [&](size_t r) { keys[r] = rule_key(rules_[r]); });
-    std::unordered_set<std::string_view> seen;
+  // Staging (runner.h, "Stages"): stage 0 the shipped rules, stage 1 the
+  // other rules of at most kSmallRuleOps operators a side, stage 2 the rest;
+  // each stage runs with the rules of the stages before it.
+  std::vector<int> stage_of(rules_.size(), 0);
+  int stage = 0, last_stage = 0;
+  if (options_.shipped_rules_first) {
+    std::vector<char> present(3, 0);
+    for (size_t r = 0; r < rules_.size(); ++r) {
+      const optimizer::DirectedRule& rule = rules_[r];
+      const int ops = std::max(rule.graphs.source.num_ops(), rule.graphs.target.num_ops());
+      stage_of[r] = rule.shipped ? 0 : ops <= kSmallRuleOps ? 1 : 2;
+      present[static_cast<size_t>(stage_of[r])] = 1;
+    }
+    while (stage < 2 && !present[static_cast<size_t>(stage)]) ++stage;
+    last_stage = present[2] ? 2 : present[1] ? 1 : 0;
+  }
+  for (int& s : stage_of) s = std::max(s, stage);  // (stages without rules are skipped)
+  // Rules that read the same as an earlier one up to variable names are
+  // matched once: keyed when their stage starts (a later stage costs nothing
+  // before it runs), so a rule of an earlier stage is the one kept.
+  std::unordered_set<std::string> seen_keys;
+  auto activate_stage = [&](int k) {
+    std::vector<size_t> members;
     for (size_t r = 0; r < rules_.size(); ++r)
-      if (!seen.insert(keys[r]).second) {
-        active[r] = 0;
+      if (stage_of[r] == k) members.push_back(r);
+    // In parallel (a --max-ops 4 database has 400,000 directions, a second
+    // of keys), and within the time limit: a rule left without a key when
+    // the time is up stays out.
+    std::vector<std::string> keys(members.size());
+    std::vector<char> keyed(members.size(), 0);
+    tbb::parallel_for(size_t{0}, members.size(), [&](size_t i) {
+      if (out_of_time()) return;
+      keys[i] = rule_key(rules_[members[i]]);
+      keyed[i] = 1;
+    });
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (!keyed[i]) {
+        active[members[i]] = 0;
+      } else if (!seen_keys.insert(std::move(keys[i])).second) {
+        active[members[i]] = 0;
         ++stats.renamed_rules;
       }
-  }
-  // Staging: the shipped rules alone until they saturate or their time is up.
-  bool leading = false;
-  if (options_.shipped_rules_first) {
-    bool shipped = false, other = false;
-    for (const optimizer::DirectedRule& r : rules_) (r.shipped ? shipped : other) = true;
-    leading = shipped && other;
-  }
+    }
+  };
+  activate_stage(stage);
   MatchKeySet tried;                                           // attempted (or without an instance)
   std::unordered_map<MatchKey, double, MatchKeyHash> waiting;  // deferred: their local cost change
   size_t last_attempted = 0;                                   // proofs attempted in the last iteration
@@ -258,7 +286,19 @@ RunnerStats Runner::run() {
   // The lead stage's share is of the time the iterations have (setting up
   // the patterns of a large database takes a second or two of the limit).
   const double setup_s = since(start);
-  const double lead_end_s = setup_s + options_.lead_time_share * std::max(0.0, options_.time_limit_s - setup_s);
+  stats.setup_s = setup_s;
+  // A stage before the last ends when it saturates or when its share of the
+  // time left at its start is spent.
+  auto stage_end = [&](double stage_start_s) {
+    return stage_start_s + options_.lead_time_share * std::max(0.0, options_.time_limit_s - stage_start_s);
+  };
+  double stage_end_s = stage_end(setup_s);
+  auto next_stage = [&] {
+    ++stage;
+    activate_stage(stage);
+    stage_end_s = stage_end(since(start));
+    for (RuleSchedule& s : schedule) s.banned_until = 0;
+  };
 
   for (int iteration = 0;; ++iteration) {
     if (iteration >= options_.iteration_limit) {
@@ -273,7 +313,7 @@ RunnerStats Runner::run() {
       stats.stop = StopReason::kTimeLimit;
       break;
     }
-    if (leading && since(start) >= lead_end_s) leading = false;
+    while (stage < last_stage && since(start) >= stage_end_s) next_stage();
     IterationStats it;
 
     // 1. Search.
@@ -284,7 +324,7 @@ RunnerStats Runner::run() {
     std::atomic<bool> cut_short{false};
     auto search_rule = [&](size_t r) {
       if (!active[r] || schedule[r].banned_until > iteration) return;
-      if (leading && !rules_[r].shipped) return;
+      if (stage_of[r] > stage) return;
       if (out_of_time()) {
         cut_short = true;
         return;
@@ -293,7 +333,11 @@ RunnerStats Runner::run() {
                   << std::min(schedule[r].times_banned, 20);
       // Searched past the limit, so that a banned rule keeps matches spread
       // over the model (keep_spread), not only the first found.
-      found[r] = patterns[r].search(
+      if (!patterns[r]) {  // (each rule is one task of the parallel loop)
+        patterns[r].emplace(rules_[r]);
+        symmetric[r] = static_cast<char>(symmetric_outputs(rules_[r]));
+      }
+      found[r] = patterns[r]->search(
           egraph_, kSpreadScan * limits[r],
           [&](const PatternMatch& m) {
             if (std::all_of(m.outputs.begin(), m.outputs.end(), [&](ClassId c) { return egraph_.data(c).constant; })) {
@@ -372,7 +416,7 @@ RunnerStats Runner::run() {
     // iteration's share of the time left; the rest wait for a later
     // iteration (not remembered as tried, they are matched again).
     t = Clock::now();
-    const double left = (leading ? lead_end_s : options_.time_limit_s) - since(start);
+    const double left = (stage < last_stage ? stage_end_s : options_.time_limit_s) - since(start);
     const double slice = std::max(std::min(left, options_.min_prove_slice_s), left * options_.prove_share);
     const auto slice_end = t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slice));
     std::vector<std::optional<MatchInstance>> instances(work.size());
@@ -496,7 +540,8 @@ RunnerStats Runner::run() {
     stats.rebuild_s += it.rebuild_s;
     stats.per_iteration.push_back(it);
     stats.iterations = iteration + 1;
-    if (leading) stats.lead_iterations = iteration + 1;
+    if (stage == 0 && last_stage > 0) stats.lead_iterations = iteration + 1;
+    if (stage <= 1 && last_stage == 2) stats.small_rule_iterations = iteration + 1;
 
     if (node_limit) {
       stats.stop = StopReason::kNodeLimit;
@@ -507,9 +552,8 @@ RunnerStats Runner::run() {
       break;
     }
     const bool changed = it.unions > 0 || it.nodes != nodes_before || it.classes != classes_before || deferred > 0;
-    if (!changed && leading) {  // the lead stage saturated (bans lifted early): all rules from here
-      leading = false;
-      for (RuleSchedule& s : schedule) s.banned_until = 0;
+    if (!changed && stage < last_stage) {  // the stage saturated (bans lifted early): the next one from here
+      next_stage();
       continue;
     }
     if (!changed) {
