@@ -781,6 +781,38 @@ TEST(Runner, TheShippedRulesRunAloneUntilTheySaturateThenAllRules) {
   EXPECT_GE(not_shipped, 1);
 }
 
+TEST(Runner, ADatabasesSmallRulesRunBeforeItsLargeOnes) {
+  // Shipped: reassociation (2 operators a side); the database: commutativity
+  // (1) and a reordering of four adds (4). Stages: the shipped rule alone,
+  // then with commutativity, then all.
+  optimizer::InstanceProver instances(prover(), proof_options());
+  std::vector<DirectedRule> rules = reordering_rules();
+  for (DirectedRule& r : rules) r.shipped = true;
+  for (DirectedRule& r : rules_of({{"add(x0, x1) => add(x1, x0)", "x0=2x4,x1=2x4"},
+                                   {"add(add(add(add(x0, x1), x2), x3), x4) => add(x4, add(x3, add(x2, add(x1, x0))))",
+                                    "x0=2x4,x1=2x4,x2=2x4,x3=2x4,x4=2x4"}}))
+    rules.push_back(std::move(r));
+  ASSERT_EQ(rules.back().graphs.source.num_ops(), 4);
+  EGraph g;
+  g.add_graph(add_chain(5));
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  options.iteration_limit = 200;
+  options.shipped_rules_first = true;
+  Runner runner(g, rules, instances, options);
+  const RunnerStats stats = runner.run();
+  EXPECT_EQ(stop_reason_name(stats.stop), "saturated");
+  ASSERT_GE(stats.lead_iterations, 1);
+  ASSERT_GT(stats.small_rule_iterations, stats.lead_iterations);
+  EXPECT_GT(stats.iterations, stats.small_rule_iterations);  // the last stage ran
+  // No application of the four-operator rule before the last stage.
+  int64_t before_last = 0;
+  for (int i = 0; i < stats.small_rule_iterations; ++i) before_last += stats.per_iteration[i].applied;
+  for (int64_t origin = 1; origin <= before_last; ++origin)
+    EXPECT_LT(rules[runner.rule_of(static_cast<uint32_t>(origin))].graphs.source.num_ops(), 4)
+        << "application " << origin;
+}
+
 TEST(Runner, MatchesOnWeightsOnlyAreSkipped) {
   // add(w0, w1) is folded at export whatever its form: rewriting it cannot
   // change a cost. add(x, ...) is a real operator and is rewritten.
