@@ -18,6 +18,133 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 using optimizer::six_digits;  // the report's numbers, as the optimizer prints them
 
+// Shares of the extraction's time (--ilp-timeout) for a cost model that
+// fuses operators (CostModel::fuses_operators): pricing in context takes up
+// to kContextPricingShare, the ILP kIlpShareWhenRefining (CBC has not
+// improved on its warm start on our models), refinement by graph_cost what
+// is left.
+constexpr double kContextPricingShare = 0.3;
+constexpr double kIlpShareWhenRefining = 0.2;
+constexpr double kMinIlpSeconds = 0.1;
+
+Clock::time_point after(Clock::time_point t, double seconds) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+struct Extracted {
+  Graph graph;
+  double cost = 0;
+  Selection selection;  // empty: no candidate
+};
+
+// Extraction: the greedy choices, then the ILP from them, for a model that
+// fuses operators the same with prices in context and a refinement by
+// graph_cost; of all candidates the graph that costs least by the cost
+// model's own measure of whole graphs (on ties the first considered).
+Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roots,
+                           const std::vector<std::string>& names, optimizer::CostModel& cost,
+                           const SaturationOptions& options, SaturationStats& stats) {
+  const auto extract_start = Clock::now();
+  const double budget_s = options.use_ilp ? options.ilp.time_limit_s : 1.0;
+  const auto extraction_deadline = after(extract_start, budget_s);
+  const NodeCosts costs(egraph, &cost);
+  const GreedyResult greedy = greedy_extract(egraph, costs);
+  const GreedyResult greedy_dag = greedy_dag_extract(egraph, costs);
+  stats.greedy_cost = selection_cost(egraph, costs, greedy.selection, roots);
+  stats.greedy_dag_cost = selection_cost(egraph, costs, greedy_dag.selection, roots);
+  // (share_tuples within the extraction's time: on a large e-graph its
+  // passes can take seconds.)
+  const Selection shared = share_tuples(
+      egraph, costs, roots, greedy, stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection,
+      extraction_deadline);
+  stats.shared_cost = selection_cost(egraph, costs, shared, roots);
+
+  // A model whose fusions small trees show: the same passes again with each
+  // e-node priced in context (below it, the greedy choice).
+  GreedyResult greedy_in_context, dag_in_context;
+  Selection shared_in_context;
+  std::optional<NodeCosts> in_context;
+  const bool refine = cost.fuses_operators();
+  IlpOptions ilp_options = options.ilp;
+  if (refine) ilp_options.time_limit_s = std::max(kMinIlpSeconds, kIlpShareWhenRefining * options.ilp.time_limit_s);
+  if (cost.prices_in_context()) {
+    ContextCostOptions context_options;
+    context_options.deadline = after(Clock::now(), kContextPricingShare * budget_s);
+    in_context = context_costs(egraph, costs, cost, greedy.selection, context_options, &stats.context);
+    greedy_in_context = greedy_extract(egraph, *in_context);
+    dag_in_context = greedy_dag_extract(egraph, *in_context);
+    const double tree = selection_cost(egraph, *in_context, greedy_in_context.selection, roots);
+    const double dag = selection_cost(egraph, *in_context, dag_in_context.selection, roots);
+    // (Bounded: with prices in context it can take many small steps.)
+    shared_in_context =
+        share_tuples(egraph, *in_context, roots, greedy_in_context,
+                     dag < tree ? dag_in_context.selection : greedy_in_context.selection, context_options.deadline);
+  }
+
+  // The ILP's limit counts from the extraction's start: the greedy passes
+  // before it take seconds on large e-graphs (Inception-v3's 30,000 e-nodes
+  // with the --max-ops 4 database: 1.7 s), and the extraction as a whole
+  // keeps to --ilp-timeout.
+  ilp_options.time_limit_s =
+      std::min(ilp_options.time_limit_s, std::max(kMinIlpSeconds, budget_s - since(extract_start)));
+  IlpResult& ilp = stats.ilp;
+  if (options.use_ilp) {
+    if (in_context) {
+      // The ILP takes no negative costs (it would choose e-nodes no root needs).
+      NodeCosts clamped = *in_context;
+      for (ClassId c : egraph.class_ids())
+        for (size_t i = 0; i < egraph.eclass(c).nodes.size(); ++i)
+          clamped.set_cost(c, i, std::max(0.0, clamped.cost(c, i)));
+      ilp = ilp_extract(egraph, clamped, roots, greedy_in_context, shared_in_context, ilp_options);
+    } else {
+      ilp = ilp_extract(egraph, costs, roots, greedy, shared, ilp_options);
+    }
+  }
+
+  Extracted best;
+  auto consider = [&](const Selection& selection, const char* extractor) {
+    if (selection.choice.empty()) return;
+    Graph g = selection_graph(egraph, selection, roots, names);
+    const double c = cost.graph_cost(g);
+    stats.candidate_costs.emplace_back(extractor, c);
+    if (!best.selection.choice.empty() && !(c < best.cost)) return;
+    best = {std::move(g), c, selection};
+    stats.extractor = extractor;
+  };
+  consider(ilp.selection, "ilp");
+  consider(shared_in_context, "shared_tuples_in_context");
+  consider(dag_in_context.selection, "greedy_dag_in_context");
+  consider(greedy_in_context.selection, "greedy_in_context");
+  consider(shared, "shared_tuples");
+  consider(greedy_dag.selection, "greedy_dag");
+  consider(greedy.selection, "greedy");
+
+  // Prices (alone, or in context) miss a parent's fusion that depends on its
+  // child's e-node: the best graph is refined by graph_cost itself, from
+  // the model's own e-nodes first (the backtracking search's descent, inside
+  // the e-graph), then from the best extraction, sharing the time left.
+  if (refine && !best.selection.choice.empty()) {
+    const NodeCosts& prices = in_context ? *in_context : costs;
+    const GreedyResult& fill = in_context ? greedy_in_context : greedy;
+    const Selection from_extraction = best.selection;
+    const auto halfway = Clock::now() + (extraction_deadline - Clock::now()) / 2;
+    RefineStats first;
+    consider(
+        refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost, halfway, &first),
+        "refined_from_input");
+    consider(refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, extraction_deadline,
+                                  &stats.refine),
+             "refined");
+    stats.refine.tries += first.tries;
+    stats.refine.switches += first.switches;
+    stats.refine.complete = stats.refine.complete && first.complete;
+    stats.refine.seconds += first.seconds;
+  }
+  ilp.selection.choice.clear();
+  stats.extract_s = since(extract_start);
+  return best;
+}
+
 }  // namespace
 
 SaturationResult saturate_and_extract(const Graph& graph, const std::vector<optimizer::DirectedRule>& rules,
@@ -39,134 +166,23 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   stats.eclasses = egraph.num_classes();
   stats.saturate_s = since(start);
 
-  // Extraction: the greedy choice, then the ILP from it; the graph that
-  // costs least by the cost model's own measure of whole graphs wins.
-  const auto extract_start = Clock::now();
-  const NodeCosts costs(egraph, &cost);
-  const GreedyResult greedy = greedy_extract(egraph, costs);
-  const GreedyResult greedy_dag = greedy_dag_extract(egraph, costs);
-  stats.greedy_cost = selection_cost(egraph, costs, greedy.selection, roots);
-  stats.greedy_dag_cost = selection_cost(egraph, costs, greedy_dag.selection, roots);
   const std::vector<std::string>& names = initial.output_names();
-  // (share_tuples within the extraction's time: on a large e-graph its
-  // passes can take seconds.)
-  const auto extraction_deadline =
-      extract_start + std::chrono::duration_cast<Clock::duration>(
-                          std::chrono::duration<double>(options.use_ilp ? options.ilp.time_limit_s : 1.0));
-  const Selection shared = share_tuples(
-      egraph, costs, roots, greedy, stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection,
-      extraction_deadline);
-  stats.shared_cost = selection_cost(egraph, costs, shared, roots);
-  // A model that fuses operators: the same passes again with each e-node
-  // priced in context (below it, the greedy choice), and the ILP on those
-  // prices. Pricing takes part of the ILP's time.
-  GreedyResult greedy_in_context, dag_in_context;
-  Selection shared_in_context;
-  std::optional<NodeCosts> in_context;
-  IlpOptions ilp_options = options.ilp;
-  // A model that fuses operators: the best graph is refined by graph_cost
-  // (below). The ILP then gets a fifth of the extraction's time (CBC has not
-  // improved on its warm start on our models), the refinement what is left.
-  const bool refine = cost.fuses_operators();
-  if (refine) ilp_options.time_limit_s = std::max(0.1, 0.2 * options.ilp.time_limit_s);
-  if (cost.prices_in_context()) {
-    ContextCostOptions context_options;
-    context_options.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                                  0.3 * (options.use_ilp ? options.ilp.time_limit_s : 1.0)));
-    in_context = context_costs(egraph, costs, cost, greedy.selection, context_options, &stats.context);
-    greedy_in_context = greedy_extract(egraph, *in_context);
-    dag_in_context = greedy_dag_extract(egraph, *in_context);
-    const double tree = selection_cost(egraph, *in_context, greedy_in_context.selection, roots);
-    const double dag = selection_cost(egraph, *in_context, dag_in_context.selection, roots);
-    // (Bounded: with prices in context it can take many small steps.)
-    shared_in_context =
-        share_tuples(egraph, *in_context, roots, greedy_in_context,
-                     dag < tree ? dag_in_context.selection : greedy_in_context.selection, context_options.deadline);
-  }
-  const Selection& warm_start = in_context ? shared_in_context : shared;
-  // The ILP's limit counts from the extraction's start: the greedy passes
-  // before it take seconds on large e-graphs (Inception-v3's 30,000 e-nodes
-  // with the --max-ops 4 database: 1.7 s), and the extraction as a whole
-  // keeps to --ilp-timeout.
-  ilp_options.time_limit_s =
-      std::min(ilp_options.time_limit_s, std::max(0.1, options.ilp.time_limit_s - since(extract_start)));
-  IlpResult ilp;
-  if (options.use_ilp) {
-    if (in_context) {
-      // The ILP takes no negative costs (it would choose e-nodes no root needs).
-      NodeCosts clamped = *in_context;
-      for (ClassId c : egraph.class_ids())
-        for (size_t i = 0; i < egraph.eclass(c).nodes.size(); ++i)
-          clamped.set_cost(c, i, std::max(0.0, clamped.cost(c, i)));
-      ilp = ilp_extract(egraph, clamped, roots, greedy_in_context, warm_start, ilp_options);
-    } else {
-      ilp = ilp_extract(egraph, costs, roots, greedy, warm_start, ilp_options);
-    }
-  }
-  // The candidates by the cost model's measure of whole graphs; on ties the
-  // first: the ILP's, the DAG greedy's, the tree greedy's.
-  const Selection* chosen = nullptr;
-  Graph best;
-  double best_cost = 0;
-  auto consider = [&](const Selection& selection, const char* extractor) {
-    if (selection.choice.empty()) return;
-    Graph g = selection_graph(egraph, selection, roots, names);
-    const double c = cost.graph_cost(g);
-    stats.candidate_costs.emplace_back(extractor, c);
-    if (chosen && !(c < best_cost)) return;
-    best = std::move(g);
-    best_cost = c;
-    chosen = &selection;
-    stats.extractor = extractor;
-  };
-  consider(ilp.selection, "ilp");
-  consider(shared_in_context, "shared_tuples_in_context");
-  consider(dag_in_context.selection, "greedy_dag_in_context");
-  consider(greedy_in_context.selection, "greedy_in_context");
-  consider(shared, "shared_tuples");
-  consider(greedy_dag.selection, "greedy_dag");
-  consider(greedy.selection, "greedy");
-  // Prices (alone, or in context) miss a parent's fusion that depends on its
-  // child's e-node: the best graph is refined by graph_cost itself.
-  // From the model's own e-nodes first (the backtracking search's descent,
-  // inside the e-graph), then from the best extraction, sharing the time left.
-  Selection from_input, refined;
-  if (refine && chosen) {
-    const NodeCosts& prices = in_context ? *in_context : costs;
-    const GreedyResult& fill = in_context ? greedy_in_context : greedy;
-    const Selection from_extraction = *chosen;
-    const double budget = options.use_ilp ? options.ilp.time_limit_s : 1.0;
-    const auto deadline =
-        extract_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
-    const auto halfway = Clock::now() + (deadline - Clock::now()) / 2;
-    RefineStats first;
-    from_input =
-        refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost, halfway, &first);
-    consider(from_input, "refined_from_input");
-    refined = refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, deadline, &stats.refine);
-    consider(refined, "refined");
-    stats.refine.tries += first.tries;
-    stats.refine.switches += first.switches;
-    stats.refine.complete = stats.refine.complete && first.complete;
-    stats.refine.seconds += first.seconds;
-  }
-  if (best_cost < result.initial_cost) {
-    std::vector<uint32_t> origins = selection_origins(egraph, *chosen, roots);  // ascending: first application first
+  Extracted best = extract_cheapest(egraph, roots, names, cost, options, stats);
+  if (!best.selection.choice.empty() && best.cost < result.initial_cost) {
+    std::vector<uint32_t> origins =
+        selection_origins(egraph, best.selection, roots);  // ascending: first application first
     for (uint32_t origin : origins) {
       const optimizer::DirectedRule& r = rules.at(runner.rule_of(origin));
       result.rewrites.push_back(runner.rewrite_of(origin));
       optimizer::count_rule_use(result.applied, r.id, r.text);
     }
-    result.best = std::move(best);
-    result.best_cost = best_cost;
+    result.best = std::move(best.graph);
+    result.best_cost = best.cost;
   } else {  // never worse than the input
     result.best = std::move(initial);
     result.best_cost = result.initial_cost;
     stats.extractor = "input";
   }
-  stats.ilp = std::move(ilp);
-  stats.ilp.selection.choice.clear();
-  stats.extract_s = since(extract_start);
   stats.seconds = since(start);
   return result;
 }
