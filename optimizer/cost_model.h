@@ -59,11 +59,9 @@ class CostModel {
   // equality saturation then refines its extracted graph by graph_cost
   // (saturation/refine.h).
   virtual bool fuses_operators() const { return false; }
-  // Whether equality saturation's extraction should also price e-nodes in
-  // context (saturation/context_costs.h): for a model whose graph_cost
-  // charges some operators less than op_cost_us does because the runtime
-  // runs them inside another (a bias in its product), and whose charges a
-  // small tree of an e-node's descendants reproduces.
+  // Whether, besides, extraction should price e-nodes in context
+  // (saturation/context_costs.h): for a model that fuses operators in
+  // patterns a small tree of an e-node's descendants reproduces.
   virtual bool prices_in_context() const { return false; }
 };
 

@@ -23,39 +23,6 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// Visits the classes a selection uses for `roots`, children first.
-void walk_selection(const EGraph& egraph, const Selection& selection, const std::vector<ClassId>& roots,
-                    const std::function<void(ClassId, const ENode&)>& visit) {
-  enum : char { kNew, kOpen, kDone };
-  std::vector<char> state(selection.choice.size(), kNew);
-  // Iterative depth-first search (models are deep).
-  std::vector<std::pair<ClassId, size_t>> stack;
-  for (ClassId root : roots) {
-    root = egraph.find(root);
-    if (state.at(root) == kDone) continue;
-    stack.emplace_back(root, 0);
-    state[root] = kOpen;
-    while (!stack.empty()) {
-      auto& [c, next_child] = stack.back();
-      const int32_t choice = selection.choice.at(c);
-      if (choice < 0) throw std::logic_error("extraction: no e-node chosen for " + egraph.describe(c));
-      const ENode& n = egraph.eclass(c).nodes.at(static_cast<size_t>(choice));
-      if (next_child < n.children.size()) {
-        const ClassId d = egraph.find(n.children[next_child++]);
-        if (state.at(d) == kOpen) throw std::logic_error("extraction: the choice is cyclic at " + egraph.describe(d));
-        if (state[d] == kNew) {
-          state[d] = kOpen;
-          stack.emplace_back(d, 0);
-        }
-        continue;
-      }
-      visit(c, n);
-      state[c] = kDone;
-      stack.pop_back();
-    }
-  }
-}
-
 // Tarjan's strongly connected components of a directed graph given by
 // adjacency lists (iterative: e-graphs of deep models are deep); returns
 // each vertex's component number.
@@ -105,6 +72,38 @@ std::vector<size_t> strongly_connected_components(const std::vector<std::vector<
 }
 
 }  // namespace
+
+void walk_selection(const EGraph& egraph, const Selection& selection, const std::vector<ClassId>& roots,
+                    const std::function<void(ClassId, const ENode&)>& visit) {
+  enum : char { kNew, kOpen, kDone };
+  std::vector<char> state(selection.choice.size(), kNew);
+  // Iterative depth-first search (models are deep).
+  std::vector<std::pair<ClassId, size_t>> stack;
+  for (ClassId root : roots) {
+    root = egraph.find(root);
+    if (state.at(root) == kDone) continue;
+    stack.emplace_back(root, 0);
+    state[root] = kOpen;
+    while (!stack.empty()) {
+      auto& [c, next_child] = stack.back();
+      const int32_t choice = selection.choice.at(c);
+      if (choice < 0) throw std::logic_error("extraction: no e-node chosen for " + egraph.describe(c));
+      const ENode& n = egraph.eclass(c).nodes.at(static_cast<size_t>(choice));
+      if (next_child < n.children.size()) {
+        const ClassId d = egraph.find(n.children[next_child++]);
+        if (state.at(d) == kOpen) throw std::logic_error("extraction: the choice is cyclic at " + egraph.describe(d));
+        if (state[d] == kNew) {
+          state[d] = kOpen;
+          stack.emplace_back(d, 0);
+        }
+        continue;
+      }
+      visit(c, n);
+      state[c] = kDone;
+      stack.pop_back();
+    }
+  }
+}
 
 NodeCosts::NodeCosts(const EGraph& egraph, optimizer::CostModel* model, SignatureCosts* cache) {
   const size_t n_classes = egraph.class_ids().empty() ? 0 : egraph.class_ids().back() + 1;

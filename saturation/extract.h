@@ -39,6 +39,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -100,6 +101,12 @@ GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs);
 Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
                        const GreedyResult& greedy, Selection selection,
                        std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+
+// Visits each class a selection uses for `roots` once, with its chosen
+// e-node, children first. Throws std::logic_error if the selection is
+// cyclic or leaves a class it needs without an e-node.
+void walk_selection(const EGraph& egraph, const Selection& selection, const std::vector<ClassId>& roots,
+                    const std::function<void(ClassId, const ENode&)>& visit);
 
 // The sum of the costs of the e-nodes a selection uses for `roots` (each once).
 double selection_cost(const EGraph& egraph, const NodeCosts& costs, const Selection& selection,

@@ -4,32 +4,8 @@
 #include <stdexcept>
 
 namespace tgr::saturation {
-namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The classes `selection` uses for `roots`, parents before children (a
-// parent's switch changes what its children must be, so parents go first).
-std::vector<ClassId> used_classes(const EGraph& egraph, const Selection& selection, const std::vector<ClassId>& roots) {
-  std::vector<ClassId> order;
-  std::vector<char> seen(selection.choice.size(), 0);
-  std::vector<ClassId> stack;
-  for (ClassId r : roots) stack.push_back(egraph.find(r));
-  while (!stack.empty()) {
-    const ClassId c = stack.back();
-    stack.pop_back();
-    if (seen.at(c)) continue;
-    seen[c] = 1;
-    order.push_back(c);
-    const int32_t choice = selection.choice.at(c);
-    if (choice < 0) continue;
-    for (ClassId child : egraph.eclass(c).nodes.at(static_cast<size_t>(choice)).children)
-      stack.push_back(egraph.find(child));
-  }
-  return order;
-}
-
-}  // namespace
 
 Selection input_selection(const EGraph& egraph, const NodeCosts& allowed) {
   const std::vector<ClassId> ids = egraph.class_ids();
@@ -80,7 +56,13 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
       int32_t node;
     };
     std::vector<Switch> switches;
-    for (ClassId c : used_classes(egraph, selection, roots)) {
+    // The classes the selection uses, parents before children (a parent's
+    // switch changes what its children must be); the selection is complete
+    // and acyclic, since it was costed.
+    std::vector<ClassId> used;
+    walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) { used.push_back(c); });
+    std::reverse(used.begin(), used.end());
+    for (ClassId c : used) {
       const auto& nodes = egraph.eclass(c).nodes;
       const int32_t current = selection.choice[c];
       if (current < 0) continue;

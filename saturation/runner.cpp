@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -249,7 +248,6 @@ RunnerStats Runner::run() {
     while (stage < 2 && !present[static_cast<size_t>(stage)]) ++stage;
     last_stage = present[2] ? 2 : present[1] ? 1 : 0;
   }
-  for (int& s : stage_of) s = std::max(s, stage);  // (stages without rules are skipped)
   // Rules that read the same as an earlier one up to variable names are
   // matched once, the first in the rules' order kept: a shipped rule the
   // database also holds (the generated rules of rules/default.rules) runs
@@ -260,10 +258,10 @@ RunnerStats Runner::run() {
   // when it starts (a --max-ops 4 database's four-operator rules: a second
   // of keys that a run stopped before then does not spend).
   std::unordered_set<std::string> seen_keys;
-  auto activate = [&](const std::function<bool(int)>& in_stage) {
+  auto activate = [&](int first_stage, int last_stage_keyed) {  // the rules of these stages
     std::vector<size_t> members;
     for (size_t r = 0; r < rules_.size(); ++r)
-      if (in_stage(stage_of[r])) members.push_back(r);
+      if (stage_of[r] >= first_stage && stage_of[r] <= last_stage_keyed) members.push_back(r);
     // In parallel (a --max-ops 4 database has 400,000 directions, a second
     // of keys), and within the time limit: a rule left without a key when
     // the time is up stays out.
@@ -284,7 +282,7 @@ RunnerStats Runner::run() {
     }
   };
   const int keyed_late = last_stage == 2 ? 2 : 3;  // the stage keyed when it starts (3: none)
-  activate([&](int k) { return k < keyed_late; });
+  activate(0, keyed_late - 1);
   MatchKeySet tried;                                           // attempted (or without an instance)
   std::unordered_map<MatchKey, double, MatchKeyHash> waiting;  // deferred: their local cost change
   size_t last_attempted = 0;                                   // proofs attempted in the last iteration
@@ -303,7 +301,7 @@ RunnerStats Runner::run() {
   double stage_end_s = stage_end(setup_s);
   auto next_stage = [&] {
     ++stage;
-    if (stage == keyed_late) activate([&](int k) { return k == keyed_late; });
+    if (stage == keyed_late) activate(keyed_late, keyed_late);
     stage_end_s = stage_end(since(start));
     for (RuleSchedule& s : schedule) s.banned_until = 0;
   };
