@@ -116,6 +116,15 @@ struct OpContext {
 using Mapping = std::function<void(OpContext&)>;
 const std::map<std::string, Mapping, std::less<>>& mappings();
 
+// The bytes of a constant as an initializer's raw_data holds them: float32
+// and int64 values (bool constants, stored as ints, are written otherwise:
+// empty).
+std::pair<const void*, size_t> raw_bytes(const ConstantValue& v) {
+  if (v.is_float()) return {v.real.data.data(), v.real.data.size() * sizeof(float)};
+  if (v.dtype == DType::kInt64) return {v.ints.data.data(), v.ints.data.size() * sizeof(int64_t)};
+  return {nullptr, 0};
+}
+
 // A graph constant whose initializer was written without its bytes, which
 // save_graph streams from the constant itself into the file.
 struct StreamedWeight {
@@ -151,11 +160,8 @@ class Exporter {
   }
   // A constant of the graph: streamed (its bytes left out here) when large.
   void write_graph_constant(const std::shared_ptr<const ConstantValue>& value, const std::string& name) {
-    constexpr int64_t kStreamedFromBytes = 64 * 1024;
-    const int64_t bytes = value->is_float()               ? value->real.size() * int64_t{sizeof(float)}
-                          : value->dtype == DType::kInt64 ? value->ints.size() * int64_t{sizeof(int64_t)}
-                                                          : 0;
-    if (!streamed_ || bytes < kStreamedFromBytes) return write_initializer(*value, name);
+    constexpr size_t kStreamedFromBytes = 64 * 1024;
+    if (!streamed_ || raw_bytes(*value).second < kStreamedFromBytes) return write_initializer(*value, name);
     onnx::TensorProto& t = *out_.add_initializer();
     t.set_name(name);
     for (int64_t d : value->shape()) t.add_dims(d);
@@ -858,10 +864,6 @@ void save_graph(const Graph& graph, const ExportOptions& options, const std::str
   google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
   initializers.Swap(graph_proto.mutable_initializer());
 
-  auto raw_bytes = [](const ConstantValue& v) -> std::pair<const void*, size_t> {
-    if (v.is_float()) return {v.real.data.data(), v.real.data.size() * sizeof(float)};
-    return {v.ints.data.data(), v.ints.data.size() * sizeof(int64_t)};
-  };
   std::vector<const ConstantValue*> stream_of(static_cast<size_t>(initializers.size()), nullptr);
   for (const StreamedWeight& w : streamed) stream_of[static_cast<size_t>(w.initializer)] = w.value.get();
   static_assert(onnx::ModelProto::kGraphFieldNumber < 16 && onnx::GraphProto::kInitializerFieldNumber < 16 &&
