@@ -1,7 +1,12 @@
 #include "saturation/refine.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
+#include <unordered_map>
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 namespace tgr::saturation {
 
@@ -25,7 +30,7 @@ Selection input_selection(const EGraph& egraph, const NodeCosts& allowed) {
 Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Selection selection,
                                const GreedyResult& fill, const std::vector<ClassId>& roots,
                                const std::vector<std::string>& output_names, optimizer::CostModel& model,
-                               Clock::time_point deadline, RefineStats* stats) {
+                               Clock::time_point deadline, bool parallel, RefineStats* stats) {
   const auto start = Clock::now();
   RefineStats local;
   RefineStats& s = stats ? *stats : local;
@@ -35,7 +40,6 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
   for (size_t c = 0; c < selection.choice.size() && c < fill.selection.choice.size(); ++c)
     if (selection.choice[c] < 0) selection.choice[c] = fill.selection.choice[c];
   auto cost_of = [&](const Selection& trial) {
-    ++s.tries;
     return model.graph_cost(selection_graph(egraph, trial, roots, output_names));
   };
   // An e-node's price with its children's trees as fill prices them.
@@ -44,24 +48,42 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
     for (ClassId child : egraph.eclass(c).nodes[i].children) total += fill.tree_cost.at(egraph.find(child));
     return total;
   };
+  // The e-nodes each rule application added (ENode::origin), per class: a
+  // multi-output rule's outputs must switch together (two sibling
+  // convolutions merged into one pay only when both read the merged one),
+  // which no switch of one class reaches. Such an application is one move,
+  // as the backtracking search applies it.
+  std::unordered_map<uint32_t, std::vector<std::pair<ClassId, int32_t>>> by_origin;
+  for (ClassId c : egraph.class_ids()) {
+    const auto& nodes = egraph.eclass(c).nodes;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].origin != 0 && prices.allowed(c, i))
+        by_origin[nodes[i].origin].emplace_back(c, static_cast<int32_t>(i));
+  }
   double best = cost_of(selection);
+  ++s.tries;
   for (bool kept = true; kept;) {
     kept = false;
-    // The switches of this pass, most promising by the prices first; an
-    // e-node that is the chosen one with its operands reordered is skipped
-    // (the same graph).
-    struct Switch {
+    // The moves of this pass, most promising by the prices first: a switch
+    // of one class to another of its e-nodes, or of every class an
+    // application's e-nodes are in. An e-node that is the chosen one with
+    // its operands reordered is skipped (the same graph).
+    struct Move {
       double estimate;
-      ClassId c;
-      int32_t node;
+      std::vector<std::pair<ClassId, int32_t>> switches;
     };
-    std::vector<Switch> switches;
+    std::vector<Move> moves;
     // The classes the selection uses, parents before children (a parent's
     // switch changes what its children must be); the selection is complete
     // and acyclic, since it was costed.
     std::vector<ClassId> used;
     walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) { used.push_back(c); });
     std::reverse(used.begin(), used.end());
+    std::vector<char> is_used(selection.choice.size(), 0);
+    for (ClassId c : used) is_used[c] = 1;
+    auto gain_estimate = [&](ClassId c, int32_t node) {
+      return tree_price(c, static_cast<size_t>(node)) - tree_price(c, static_cast<size_t>(selection.choice[c]));
+    };
     for (ClassId c : used) {
       const auto& nodes = egraph.eclass(c).nodes;
       const int32_t current = selection.choice[c];
@@ -69,7 +91,6 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
       const ENode& now = nodes[static_cast<size_t>(current)];
       std::vector<ClassId> now_children = now.children;
       std::sort(now_children.begin(), now_children.end());
-      const double now_price = tree_price(c, static_cast<size_t>(current));
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (static_cast<int32_t>(i) == current || !prices.allowed(c, i)) continue;
         if (nodes[i].kind == now.kind && nodes[i].head == now.head) {
@@ -77,32 +98,74 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
           std::sort(children.begin(), children.end());
           if (children == now_children) continue;
         }
-        switches.push_back({tree_price(c, i) - now_price, c, static_cast<int32_t>(i)});
+        moves.push_back({gain_estimate(c, static_cast<int32_t>(i)), {{c, static_cast<int32_t>(i)}}});
       }
     }
-    std::stable_sort(switches.begin(), switches.end(),
-                     [](const Switch& a, const Switch& b) { return a.estimate < b.estimate; });
-    for (const Switch& sw : switches) {
+    for (const auto& [origin, added] : by_origin) {
+      Move move{0, {}};
+      size_t used_switched = 0;
+      for (const auto& [c, node] : added) {
+        if (selection.choice[c] == node) continue;
+        if (is_used[c] && selection.choice[c] >= 0) {
+          ++used_switched;
+          move.estimate += gain_estimate(c, node);
+        }
+        move.switches.emplace_back(c, node);
+      }
+      if (used_switched >= 2) moves.push_back(std::move(move));
+    }
+    std::stable_sort(moves.begin(), moves.end(), [](const Move& a, const Move& b) {
+      const bool ga = a.switches.size() > 1, gb = b.switches.size() > 1;
+      if (ga != gb) return ga;
+      return a.estimate < b.estimate; });
+    // Tried in batches, the batch's graphs built and costed in parallel
+    // (each try builds and costs the whole graph); the first of a batch
+    // that is cheaper is kept, and the next batch starts after it (the
+    // rest were costed against the selection before the switch).
+    const size_t batch = parallel ? 2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()) : 1;
+    std::vector<Selection> trials;
+    std::vector<double> costs;
+    for (size_t next = 0; next < moves.size();) {
       if (Clock::now() > deadline) {
         s.complete = false;
         s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         return selection;
       }
-      if (selection.choice[sw.c] == sw.node) continue;
-      Selection trial = selection;
-      trial.choice[sw.c] = sw.node;
-      double cost = 0;
-      try {
-        cost = cost_of(trial);
-      } catch (const std::logic_error&) {
-        continue;  // a cycle, or a class with no e-node to take
+      trials.clear();
+      std::vector<size_t> tried;  // the move of each trial
+      for (; next < moves.size() && trials.size() < batch; ++next) {
+        Selection trial = selection;
+        bool changes = false;
+        for (const auto& [c, node] : moves[next].switches) {
+          changes = changes || trial.choice[c] != node;
+          trial.choice[c] = node;
+        }
+        if (!changes) continue;
+        trials.push_back(std::move(trial));
+        tried.push_back(next);
       }
-      if (cost < best - 1e-9 * std::max(1.0, best)) {
-        best = cost;
-        selection = std::move(trial);
-        ++s.switches;
-        kept = true;
-      }
+      costs.assign(trials.size(), 0);
+      auto cost_trial = [&](size_t i) {
+        try {
+          costs[i] = cost_of(trials[i]);
+        } catch (const std::logic_error&) {
+          costs[i] = std::numeric_limits<double>::infinity();  // a cycle, or a class with no e-node to take
+        }
+      };
+      if (parallel && trials.size() > 1)
+        tbb::parallel_for(size_t{0}, trials.size(), cost_trial);
+      else
+        for (size_t i = 0; i < trials.size(); ++i) cost_trial(i);
+      s.tries += trials.size();
+      for (size_t i = 0; i < trials.size(); ++i)
+        if (costs[i] < best - 1e-9 * std::max(1.0, best)) {
+          best = costs[i];
+          selection = std::move(trials[i]);
+          ++s.switches;
+          kept = true;
+          next = tried[i] + 1;
+          break;
+        }
     }
   }
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();

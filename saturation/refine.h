@@ -40,11 +40,14 @@ Selection input_selection(const EGraph& egraph, const NodeCosts& allowed);
 // `prices`: the e-node prices extraction used (which e-nodes it may take,
 // and the order switches are tried in: by their price with `fill`'s tree
 // costs below, cheapest first); `fill`: a greedy extraction with those
-// prices. Returns the refined selection (`selection` itself, completed by
+// prices; `parallel`: the tries of a batch costed on TBB's threads (the
+// cost model's graph_cost must be thread-safe, as the backtracking search
+// needs too). Returns the refined selection (`selection` itself, completed by
 // fill, when nothing is cheaper).
 Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Selection selection,
                                const GreedyResult& fill, const std::vector<ClassId>& roots,
                                const std::vector<std::string>& output_names, optimizer::CostModel& model,
-                               std::chrono::steady_clock::time_point deadline, RefineStats* stats = nullptr);
+                               std::chrono::steady_clock::time_point deadline, bool parallel = true,
+                               RefineStats* stats = nullptr);
 
 }  // namespace tgr::saturation

@@ -43,10 +43,13 @@ struct Extracted {
 // model's own measure of whole graphs (on ties the first considered).
 Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roots,
                            const std::vector<std::string>& names, optimizer::CostModel& cost,
-                           const SaturationOptions& options, SaturationStats& stats) {
+                           const SaturationOptions& options, Clock::time_point search_start, SaturationStats& stats) {
   const auto extract_start = Clock::now();
   const double budget_s = options.use_ilp ? options.ilp.time_limit_s : 1.0;
   const auto extraction_deadline = after(extract_start, budget_s);
+  // Refinement may go on to the search's own deadline (SaturationOptions::timeout_s).
+  const auto refine_deadline =
+      options.timeout_s ? std::max(extraction_deadline, after(search_start, *options.timeout_s)) : extraction_deadline;
   const NodeCosts costs(egraph, &cost);
   const GreedyResult greedy = greedy_extract(egraph, costs);
   const GreedyResult greedy_dag = greedy_dag_extract(egraph, costs);
@@ -127,13 +130,14 @@ Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roo
     const NodeCosts& prices = in_context ? *in_context : costs;
     const GreedyResult& fill = in_context ? greedy_in_context : greedy;
     const Selection from_extraction = best.selection;
-    const auto halfway = Clock::now() + (extraction_deadline - Clock::now()) / 2;
+    const auto halfway = Clock::now() + (refine_deadline - Clock::now()) / 2;
     RefineStats first;
     consider(
-        refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost, halfway, &first),
+        refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost, halfway,
+                             options.runner.parallel, &first),
         "refined_from_input");
-    consider(refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, extraction_deadline,
-                                  &stats.refine),
+    consider(refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, refine_deadline,
+                                  options.runner.parallel, &stats.refine),
              "refined");
     stats.refine.tries += first.tries;
     stats.refine.switches += first.switches;
@@ -167,7 +171,7 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
   stats.saturate_s = since(start);
 
   const std::vector<std::string>& names = initial.output_names();
-  Extracted best = extract_cheapest(egraph, roots, names, cost, options, stats);
+  Extracted best = extract_cheapest(egraph, roots, names, cost, options, start, stats);
   if (!best.selection.choice.empty() && best.cost < result.initial_cost) {
     std::vector<uint32_t> origins =
         selection_origins(egraph, best.selection, roots);  // ascending: first application first
@@ -324,6 +328,7 @@ double saturation_time_limit(double timeout_s, const SaturationOptions& options)
 optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel) {
   options.use_ilp = options.ilp.time_limit_s > 0;
   if (timeout_s) options.runner.time_limit_s = saturation_time_limit(*timeout_s, options);
+  if (timeout_s) options.timeout_s = timeout_s;
   options.runner.parallel = parallel;
   return saturation_search(options);
 }

@@ -41,6 +41,11 @@ struct SaturationOptions {
   RunnerOptions runner;
   bool use_ilp = true;  // else greedy extraction only
   IlpOptions ilp;
+  // The whole search's time (saturation and extraction), when limited:
+  // refinement by graph cost (a cost model that fuses operators) runs on
+  // until it, past the extraction's --ilp-timeout, when saturation stopped
+  // early or the refinement is not done.
+  std::optional<double> timeout_s;
 };
 
 struct SaturationStats {

@@ -569,9 +569,49 @@ TEST(Refine, AParentsFusionThatDependsOnItsChildsENodeIsFoundByGraphCost) {
   EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, from_input, roots, names)), 6);  // the model itself
   RefineStats stats;
   const Selection refined = refine_by_graph_cost(g, in_context, from_input, by_context, roots, names, model,
-                                                 std::chrono::steady_clock::now() + std::chrono::seconds(10), &stats);
+                                                 std::chrono::steady_clock::now() + std::chrono::seconds(10), true, &stats);
   const Graph best = selection_graph(g, refined, roots, names);
   EXPECT_DOUBLE_EQ(model.graph_cost(best), 4);
+  EXPECT_EQ(count_ops(best, "matmul"), 1);
+  EXPECT_EQ(stats.switches, 1u);
+  EXPECT_TRUE(stats.complete);
+}
+
+TEST(Refine, AMultiOutputRulesOutputsSwitchTogether) {
+  // Two products of x, and (by hand, as rule application 1 would add it)
+  // one product over the concatenated weights, split. Either output alone
+  // read through the split keeps the other product (10 + 10 + 1 = 21
+  // against 20); both read through it cost 11. Only a move that switches
+  // every class the application added reaches it.
+  Graph m;
+  const ValueRef x = m.add_input("x", {2, 4});
+  m.add_output(m.apply("matmul", {x, weight(m, {4, 4}, 1)}), "q");
+  m.add_output(m.apply("matmul", {x, weight(m, {4, 4}, 2)}), "k");
+  EGraph g;
+  const std::vector<ClassId> roots = g.add_graph(m);
+  const ClassId x_class = g.find(g.eclass(roots[0]).nodes[0].children[0]);
+  const ClassId w0 = g.eclass(roots[0]).nodes[0].children[1], w1 = g.eclass(roots[1]).nodes[0].children[1];
+  const uint32_t application = 1;
+  const ClassId both = g.add_op(op("concat"), op("concat").make_params({{"axis", int64_t{1}}}), {w0, w1}, application);
+  const ClassId product = g.add_op(op("matmul"), op("matmul").make_params(), {x_class, both}, application);
+  const std::vector<ClassId> parts = g.add_op_outputs(
+      op("split"), op("split").make_params({{"axis", int64_t{1}}, {"sizes", std::vector<int64_t>{4, 4}}}), {product},
+      application);
+  g.merge(roots[0], parts[0]);
+  g.merge(roots[1], parts[1]);
+  g.rebuild();
+  const std::vector<ClassId> r{g.find(roots[0]), g.find(roots[1])};
+  TableCost model;
+  model.by_op = {{"matmul", 10}, {"split", 1}, {"concat", 1}};
+  const NodeCosts prices(g, &model);
+  const GreedyResult greedy = greedy_extract(g, prices);
+  const std::vector<std::string> names{"q", "k"};
+  EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, greedy.selection, r, names)), 20);
+  RefineStats stats;
+  const Selection refined = refine_by_graph_cost(g, prices, input_selection(g, prices), greedy, r, names, model,
+                                                 std::chrono::steady_clock::now() + std::chrono::seconds(10), true, &stats);
+  const Graph best = selection_graph(g, refined, r, names);
+  EXPECT_DOUBLE_EQ(model.graph_cost(best), 11);  // the concat of weights is folded: free
   EXPECT_EQ(count_ops(best, "matmul"), 1);
   EXPECT_EQ(stats.switches, 1u);
   EXPECT_TRUE(stats.complete);

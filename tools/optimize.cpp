@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> input_shapes;
   tgr::cli::add_input_shape_option(app, input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
+  // Refinement by graph cost may run to the search's --timeout (8 s
+  // unless given) even where saturation keeps its own default time limit.
+  saturation.timeout_s = o.backtracking.timeout_s;
   if (search == "saturate" || search == "both")
     o.search = tgr::saturation::saturation_search(
         saturation, timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt,
