@@ -64,10 +64,12 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
   ++s.tries;
   for (bool kept = true; kept;) {
     kept = false;
-    // The moves of this pass, most promising by the prices first: a switch
-    // of one class to another of its e-nodes, or of every class an
-    // application's e-nodes are in. An e-node that is the chosen one with
-    // its operands reordered is skipped (the same graph).
+    // The moves of this pass: a switch of one class to another of its
+    // e-nodes, or of every class an application's e-nodes are in. The
+    // applications come first (GoogLeNet's merges from the model's
+    // e-nodes, which the prices rank behind hundreds of single switches),
+    // each kind most promising by the prices first. An e-node that is the
+    // chosen one with its operands reordered is skipped (the same graph).
     struct Move {
       double estimate;
       std::vector<std::pair<ClassId, int32_t>> switches;
@@ -115,9 +117,10 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
       if (used_switched >= 2) moves.push_back(std::move(move));
     }
     std::stable_sort(moves.begin(), moves.end(), [](const Move& a, const Move& b) {
-      const bool ga = a.switches.size() > 1, gb = b.switches.size() > 1;
-      if (ga != gb) return ga;
-      return a.estimate < b.estimate; });
+      const bool a_applies = a.switches.size() > 1, b_applies = b.switches.size() > 1;
+      if (a_applies != b_applies) return a_applies;
+      return a.estimate < b.estimate;
+    });
     // Tried in batches, the batch's graphs built and costed in parallel
     // (each try builds and costs the whole graph); the first of a batch
     // that is cheaper is kept, and the next batch starts after it (the
@@ -152,8 +155,7 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
           costs[i] = std::numeric_limits<double>::infinity();  // a cycle, or a class with no e-node to take
         }
       };
-      if (parallel && trials.size() > 1)
-        tbb::parallel_for(size_t{0}, trials.size(), cost_trial);
+      if (parallel && trials.size() > 1) tbb::parallel_for(size_t{0}, trials.size(), cost_trial);
       else
         for (size_t i = 0; i < trials.size(); ++i) cost_trial(i);
       s.tries += trials.size();

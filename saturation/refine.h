@@ -6,12 +6,15 @@
 // scale moved between the product and the reshape it runs three nodes), and
 // a class's own choice cannot see its parent's gain.
 //
-// refine_by_graph_cost is a local search: each class the selection uses, in
-// turn, tries each other e-node it has (what the e-node newly needs taken
-// from `fill`, a greedy extraction's selection); a switch
-// that makes the graph cheaper by graph_cost is kept, and the search goes
-// on until a pass over the used classes keeps none, or until the deadline
-// (each try builds and costs the whole graph).
+// refine_by_graph_cost is a local search. Its moves: every class one rule
+// application added e-nodes to (ENode::origin) switched to them at once
+// (a two-output merge pays only when both outputs read the merged
+// operator: the backtracking search's step), and each class the selection
+// uses switched to each other e-node it has; what a move newly needs is
+// taken from `fill`, a greedy extraction's selection. A move that makes
+// the graph cheaper by graph_cost is kept, and the search goes on until a
+// pass keeps none, or until the deadline (each try builds and costs the
+// whole graph).
 #pragma once
 
 #include <chrono>

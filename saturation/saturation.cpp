@@ -132,10 +132,9 @@ Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roo
     const Selection from_extraction = best.selection;
     const auto halfway = Clock::now() + (refine_deadline - Clock::now()) / 2;
     RefineStats first;
-    consider(
-        refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost, halfway,
-                             options.runner.parallel, &first),
-        "refined_from_input");
+    consider(refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost, halfway,
+                                  options.runner.parallel, &first),
+             "refined_from_input");
     consider(refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, refine_deadline,
                                   options.runner.parallel, &stats.refine),
              "refined");

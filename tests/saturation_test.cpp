@@ -568,8 +568,9 @@ TEST(Refine, AParentsFusionThatDependsOnItsChildsENodeIsFoundByGraphCost) {
   const Selection from_input = input_selection(g, alone);
   EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, from_input, roots, names)), 6);  // the model itself
   RefineStats stats;
-  const Selection refined = refine_by_graph_cost(g, in_context, from_input, by_context, roots, names, model,
-                                                 std::chrono::steady_clock::now() + std::chrono::seconds(10), true, &stats);
+  const Selection refined =
+      refine_by_graph_cost(g, in_context, from_input, by_context, roots, names, model,
+                           std::chrono::steady_clock::now() + std::chrono::seconds(10), true, &stats);
   const Graph best = selection_graph(g, refined, roots, names);
   EXPECT_DOUBLE_EQ(model.graph_cost(best), 4);
   EXPECT_EQ(count_ops(best, "matmul"), 1);
@@ -608,8 +609,9 @@ TEST(Refine, AMultiOutputRulesOutputsSwitchTogether) {
   const std::vector<std::string> names{"q", "k"};
   EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, greedy.selection, r, names)), 20);
   RefineStats stats;
-  const Selection refined = refine_by_graph_cost(g, prices, input_selection(g, prices), greedy, r, names, model,
-                                                 std::chrono::steady_clock::now() + std::chrono::seconds(10), true, &stats);
+  const Selection refined =
+      refine_by_graph_cost(g, prices, input_selection(g, prices), greedy, r, names, model,
+                           std::chrono::steady_clock::now() + std::chrono::seconds(10), true, &stats);
   const Graph best = selection_graph(g, refined, r, names);
   EXPECT_DOUBLE_EQ(model.graph_cost(best), 11);  // the concat of weights is folded: free
   EXPECT_EQ(count_ops(best, "matmul"), 1);
