@@ -41,8 +41,8 @@ struct RefineStats {
 Selection input_selection(const EGraph& egraph, const NodeCosts& allowed);
 
 // `prices`: the e-node prices extraction used (which e-nodes it may take,
-// and the order switches are tried in: by their price with `fill`'s tree
-// costs below, cheapest first); `fill`: a greedy extraction with those
+// and the order moves are tried in: applications before single switches,
+// each by its price with `fill`'s tree costs below, cheapest first); `fill`: a greedy extraction with those
 // prices; `parallel`: the tries of a batch costed on TBB's threads (the
 // cost model's graph_cost must be thread-safe, as the backtracking search
 // needs too). Returns the refined selection (`selection` itself, completed by

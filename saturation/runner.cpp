@@ -421,19 +421,21 @@ RunnerStats Runner::run() {
         // the analytic model, whose costs the estimate follows: there the
         // share cost DenseNet-121 its merges (x0.956 -> x1.000).
         const size_t fair = cost_ && cost_->fuses_operators() ? take / kFairShareDivisor : 0;
-        std::vector<std::vector<size_t>> by_rule(rules_.size());  // positions in ranked, best first
-        for (size_t k = 0; k < ranked.size(); ++k) by_rule[work[ranked[k].second].first].push_back(k);
         std::vector<char> chosen(ranked.size(), 0);
         size_t placed = 0;
-        for (size_t round = 0; placed < fair; ++round) {
-          bool any = false;
-          for (const auto& positions : by_rule) {
-            if (round >= positions.size() || placed >= fair) continue;
-            any = true;
-            chosen[positions[round]] = 1;
-            ++placed;
+        if (fair > 0) {  // (per rule: a database's 400,000 directions are not indexed for nothing)
+          std::vector<std::vector<size_t>> by_rule(rules_.size());  // positions in ranked, best first
+          for (size_t k = 0; k < ranked.size(); ++k) by_rule[work[ranked[k].second].first].push_back(k);
+          for (size_t round = 0; placed < fair; ++round) {
+            bool any = false;
+            for (const auto& positions : by_rule) {
+              if (round >= positions.size() || placed >= fair) continue;
+              any = true;
+              chosen[positions[round]] = 1;
+              ++placed;
+            }
+            if (!any) break;
           }
-          if (!any) break;
         }
         for (size_t k = 0; k < ranked.size() && placed < take; ++k)
           if (!chosen[k]) {

@@ -326,8 +326,10 @@ double saturation_time_limit(double timeout_s, const SaturationOptions& options)
 
 optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel) {
   options.use_ilp = options.ilp.time_limit_s > 0;
-  if (timeout_s) options.runner.time_limit_s = saturation_time_limit(*timeout_s, options);
-  if (timeout_s) options.timeout_s = timeout_s;
+  if (timeout_s) {
+    options.runner.time_limit_s = saturation_time_limit(*timeout_s, options);
+    options.timeout_s = timeout_s;
+  }
   options.runner.parallel = parallel;
   return saturation_search(options);
 }
