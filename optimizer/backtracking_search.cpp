@@ -69,6 +69,7 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
   std::multimap<double, Entry> queue;
   std::unordered_set<uint64_t> seen{search_hash(*initial)};
   queue.emplace(best_cost, best);
+  InstanceCache instances;  // every popped graph matches most of its parent's matches again
 
   while (!queue.empty()) {
     if (stats.popped >= options.budget) {
@@ -99,7 +100,7 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
           out_of_time = true;
           return;
         }
-        std::optional<Instance> inst = instantiate(g, rules[r], m);
+        std::optional<Instance> inst = instantiate(g, rules[r], m, &instances);
         // A partial rule's target is replaced by its checked correction
         // before it is applied and costed.
         if (!inst || (rules[r].partial && !correct_partial_instance(*inst, options.region_check))) {

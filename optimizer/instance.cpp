@@ -120,7 +120,30 @@ void collect_shape_params(Expr& e, std::vector<ParamValue*>& out) {
 
 }  // namespace
 
-std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule, const Match& match) {
+InstanceCache::Stats InstanceCache::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+std::optional<std::shared_ptr<const std::optional<InstanceCache::Built>>> InstanceCache::find(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    ++stats_.misses;
+    return std::nullopt;
+  }
+  ++stats_.hits;
+  return it->second;
+}
+
+void InstanceCache::insert(std::string key, std::shared_ptr<const std::optional<Built>> built) {
+  std::lock_guard lock(mutex_);
+  if (entries_.size() >= capacity_) entries_.clear();
+  entries_.emplace(std::move(key), std::move(built));
+}
+
+std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule, const Match& match,
+                                    InstanceCache* cache) {
   const Graph& pattern = rule.graphs.source;
   // Each model value is named by the first variable bound to it.
   std::map<std::string, std::string> rename;
@@ -156,6 +179,32 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
   std::string source_text;
   append_text(source, source_text);
 
+  // The rule's text, the source and the variables' shapes and element
+  // types decide the rest (the environment's dimensions are the variables'
+  // and the source's, whose parameters the source text prints).
+  std::string key;
+  if (cache) {
+    key = rule.text;
+    key += '\n';
+    key += source_text;
+    key += '\n';
+    key += inst.shapes;
+    for (const auto& [var, dtype] : dtypes) {
+      key += ',';
+      key += var;
+      key += ':';
+      key += dtype_name(dtype);
+    }
+    if (auto hit = cache->find(key)) {
+      const std::optional<InstanceCache::Built>& built = **hit;
+      if (!built) return std::nullopt;
+      inst.text = built->text;
+      inst.rule = built->rule;
+      inst.proof_axioms = rule.proof_axioms;
+      return inst;
+    }
+  }
+
   // Parsed again here rather than kept with every rule: a --max-ops 4
   // database's parsed sides took a gigabyte; a parse is microseconds.
   std::vector<Expr> target = parse_rule_expr(rule.text).target;
@@ -176,6 +225,9 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
       inst.rule = build_rule(text, shapes, dtypes);
       inst.text = std::move(text);
       inst.proof_axioms = rule.proof_axioms;
+      if (cache)
+        cache->insert(std::move(key), std::make_shared<const std::optional<InstanceCache::Built>>(
+                                          InstanceCache::Built{inst.text, inst.rule}));
       return inst;
     } catch (const ParseError&) {
       // this choice of parameters does not type-check (build_rule reports
@@ -185,6 +237,7 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
     while (i > 0 && ++at[i - 1] == choices[i - 1].size()) at[--i] = 0;
     if (i == 0) break;
   }
+  if (cache) cache->insert(std::move(key), std::make_shared<const std::optional<InstanceCache::Built>>());
   return std::nullopt;
 }
 

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -44,9 +45,41 @@ struct Instance {
   std::string proof_axioms;  // DirectedRule::proof_axioms: what InstanceProver replays first
 };
 
+// Instances built before, by rule, matched source and variable shapes: the
+// same rule matches the same subgraph again and again (every graph the
+// backtracking search pops, every repeated block of a model, both
+// directions' matches of a saturated e-graph), and building an instance
+// (printing, parsing and type-checking its rule at the model's shapes) was
+// the largest part of a search's time. Holds at most `capacity` entries
+// (then starts again empty). Thread-safe.
+class InstanceCache {
+ public:
+  explicit InstanceCache(size_t capacity = 1 << 16) : capacity_(capacity) {}
+  struct Stats {
+    int64_t hits = 0, misses = 0;
+  };
+  Stats stats() const;
+
+ private:
+  friend std::optional<Instance> instantiate(const Graph&, const DirectedRule&, const Match&, InstanceCache*);
+  struct Built {  // what instantiate derives from the key; nullopt: no instance
+    std::string text;
+    Rule rule;
+  };
+  std::optional<std::shared_ptr<const std::optional<Built>>> find(const std::string& key);
+  void insert(std::string key, std::shared_ptr<const std::optional<Built>> built);
+
+  size_t capacity_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const std::optional<Built>>> entries_;
+  Stats stats_;
+};
+
 // The instance of `rule` for `match` in `graph`, or nullopt when no
-// re-derivation of its parameters type-checks.
-std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule, const Match& match);
+// re-derivation of its parameters type-checks. With `cache`, an instance
+// built before for the same rule, source and shapes is reused.
+std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule, const Match& match,
+                                    InstanceCache* cache = nullptr);
 
 struct InstanceProofStats {
   int64_t proofs = 0, proved = 0, failed = 0, cache_hits = 0;

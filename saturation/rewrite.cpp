@@ -10,7 +10,7 @@
 namespace tgr::saturation {
 
 std::optional<MatchInstance> instantiate_match(const EGraph& egraph, const optimizer::DirectedRule& rule,
-                                               const PatternMatch& match) {
+                                               const PatternMatch& match, optimizer::InstanceCache* cache) {
   const Graph& pattern = rule.graphs.source;
   Graph cut;  // the match, cut out of the e-graph
   optimizer::Match cut_match;
@@ -50,7 +50,7 @@ std::optional<MatchInstance> instantiate_match(const EGraph& egraph, const optim
   }
   for (ValueRef pv : pattern.outputs()) cut_match.outputs.push_back(values[pv.node].at(pv.output));
 
-  std::optional<optimizer::Instance> instance = optimizer::instantiate(cut, rule, cut_match);
+  std::optional<optimizer::Instance> instance = optimizer::instantiate(cut, rule, cut_match, cache);
   if (!instance) return std::nullopt;
   MatchInstance out;
   for (const auto& [name, v] : instance->bindings) out.variable_classes.emplace(name, class_of_input.at(v.node));

@@ -45,9 +45,10 @@ struct MatchInstance {
 
 // The instance of `match` of `rule` at the classes' shapes, or nullopt when
 // no re-derivation of the target's parameters type-checks. Reads the
-// e-graph only (thread-safe on a rebuilt e-graph).
+// e-graph only (thread-safe on a rebuilt e-graph); `cache` as for
+// optimizer::instantiate.
 std::optional<MatchInstance> instantiate_match(const EGraph& egraph, const optimizer::DirectedRule& rule,
-                                               const PatternMatch& match);
+                                               const PatternMatch& match, optimizer::InstanceCache* cache = nullptr);
 
 // Whether applying the instance would change nothing: its target's every
 // node is in the e-graph already and each target output is in the class

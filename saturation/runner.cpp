@@ -471,7 +471,7 @@ RunnerStats Runner::run() {
         not_reached[i] = 1;
         return;
       }
-      instances[i] = instantiate_match(egraph_, rules_[work[i].first], *work[i].second);
+      instances[i] = instantiate_match(egraph_, rules_[work[i].first], *work[i].second, &instance_cache_);
       holds[i] = static_cast<char>(instances[i] && already_holds(egraph_, *instances[i], *work[i].second));
       if (instances[i] && cost_) delta[i] = local_cost_delta(egraph_, *instances[i], *cost_);
     };

@@ -177,6 +177,7 @@ class Runner {
   optimizer::CostModel* cost_;
   std::vector<size_t> applications_;
   std::vector<optimizer::AppliedRewrite> rewrites_;  // per application, as applications_
+  optimizer::InstanceCache instance_cache_;          // both directions' matches, every iteration
 };
 
 }  // namespace tgr::saturation

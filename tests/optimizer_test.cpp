@@ -130,6 +130,46 @@ TEST(Instance, SplitSizesAreRederivedFromTheModelShapes) {
   expect_same_outputs(g, rewritten);
 }
 
+TEST(Instance, TheCacheReturnsWhatABuildWouldAndKeysByShapes) {
+  const auto rules =
+      rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
+                 "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
+                 "w1))).1)",
+                 "x0=2x3,w0=3x4,w1=3x5"}});
+  // Two places with the same shapes (one instance), a third with others.
+  Graph g;
+  const ValueRef x = g.add_input("x", {8, 16});
+  const ValueRef y = g.add_input("y", {8, 16});
+  const ValueRef z = g.add_input("z", {8, 12});
+  g.add_output(g.apply("matmul", {x, weight(g, {16, 6}, 1)}));
+  g.add_output(g.apply("matmul", {x, weight(g, {16, 10}, 2)}));
+  g.add_output(g.apply("matmul", {y, weight(g, {16, 6}, 3)}));
+  g.add_output(g.apply("matmul", {y, weight(g, {16, 10}, 4)}));
+  g.add_output(g.apply("matmul", {z, weight(g, {12, 7}, 5)}));
+  g.add_output(g.apply("matmul", {z, weight(g, {12, 9}, 6)}));
+  const auto matches = find_matches(GraphIndex(g), rules[0]);
+  InstanceCache cache;
+  std::set<std::string> texts;
+  for (const Match& m : matches) {
+    const auto built = instantiate(g, rules[0], m);
+    const auto cached = instantiate(g, rules[0], m, &cache);
+    ASSERT_EQ(built.has_value(), cached.has_value());
+    if (!built) continue;
+    EXPECT_EQ(cached->text, built->text);
+    EXPECT_EQ(cached->shapes, built->shapes);
+    EXPECT_EQ(cached->bindings, built->bindings);  // this match's values, not the first's
+    EXPECT_EQ(cached->rule.target.nodes().size(), built->rule.target.nodes().size());
+    texts.insert(cached->text);
+  }
+  EXPECT_NE(std::find_if(texts.begin(), texts.end(),
+                         [](const std::string& t) { return t.find("sizes=7x9") != std::string::npos; }),
+            texts.end());
+  const InstanceCache::Stats stats = cache.stats();
+  EXPECT_EQ(stats.hits + stats.misses, static_cast<int64_t>(matches.size()));
+  EXPECT_GE(stats.hits, 1);                                     // x's pair and y's pair: one build
+  EXPECT_EQ(stats.misses, static_cast<int64_t>(texts.size()));  // one build per distinct instance
+}
+
 // --- names (optimizer/node_names.h) -------------------------------------------------
 
 TEST(Names, ARewriteKeepsTheNamesOfWhatSurvivesAndNamesWhatItMakesAfterTheRule) {
