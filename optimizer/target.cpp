@@ -11,10 +11,12 @@ const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> all = {
       {Target::kOnnxRuntimeCpu, "onnxruntime-cpu",
        "ONNX Runtime on the CPU: operator times measured with ONNX Runtime (a table measured on the build machine "
-       "ships with tgr; tools/calibrate_ort.py measures your own)"},
-      {Target::kTgrGpu, "tgr-gpu", "tgr's CUDA runtime: its execution plan's steps, timed by `calibrate` on --device"},
+       "ships with tgr; tools/calibrate_ort.py measures your own)",
+       "backtrack"},
+      {Target::kTgrGpu, "tgr-gpu", "tgr's CUDA runtime: its execution plan's steps, timed by `calibrate` on --device",
+       "saturate"},
       {Target::kRoofline, "roofline",
-       "no runtime: an analytic H100 roofline (67 TFLOP/s, 3.35 TB/s, 3 us per operator)"},
+       "no runtime: an analytic H100 roofline (67 TFLOP/s, 3.35 TB/s, 3 us per operator)", "saturate"},
   };
   return all;
 }
@@ -23,6 +25,12 @@ std::string_view target_name(Target target) {
   for (const TargetInfo& t : targets())
     if (t.target == target) return t.name;
   throw std::logic_error("a target without a name");
+}
+
+std::string_view default_search(Target target) {
+  for (const TargetInfo& t : targets())
+    if (t.target == target) return t.default_search;
+  throw std::logic_error("a target without a default search");
 }
 
 Target parse_target(std::string_view name) {

@@ -39,9 +39,17 @@ struct TargetInfo {
   Target target;
   std::string_view name;  // what --target takes
   std::string_view help;  // one line for --help
+  // optimize's --search where none is given: the search that found graphs
+  // as cheap or cheaper on every model measured for this target
+  // (docs/benchmarks.md): "saturate" for tgr-gpu (whose plan costs the
+  // refinement by graph cost follows) and roofline; "backtrack" for
+  // onnxruntime-cpu, where both searches found the same graphs on all 18
+  // models and backtracking took 0.5 s where saturation took up to 8.
+  std::string_view default_search;
 };
 const std::vector<TargetInfo>& targets();
 std::string_view target_name(Target target);
+std::string_view default_search(Target target);  // TargetInfo::default_search
 // Throws std::invalid_argument naming the targets for an unknown name.
 Target parse_target(std::string_view name);
 

@@ -33,7 +33,7 @@ namespace {
 // arguments, named as its options (--node-limit: node_limit). Defaults are
 // those of the option structs, as in the tool.
 struct OptimizeSettings {
-  std::string search = "backtrack";  // backtrack | saturate | both
+  std::string search;                // backtrack | saturate | both; empty: the target's default
   std::optional<double> timeout;     // --timeout; saturate's too when given
   bool sequential = false;
   tgr::saturation::SaturationOptions saturation;
@@ -72,7 +72,12 @@ std::string optimize_file(const std::string& model, const std::string& output, c
   for (const auto& [key, value] : settings) apply_setting(o, s, key.cast<std::string>(), value);
   if (s.timeout) o.backtracking.timeout_s = *s.timeout;
   o.backtracking.parallel = !s.sequential;
-  // As `optimize --search saturate|both` (saturation/saturation.h).
+  // As `optimize --search saturate|both` (saturation/saturation.h), and
+  // without it the target's search (optimizer::TargetInfo::default_search).
+  if (s.search.empty()) s.search = optimizer::default_search(optimizer::parse_target(target));
+  // Refinement by graph cost may run to the search's timeout (8 s unless
+  // given), as the tool's.
+  s.saturation.timeout_s = o.backtracking.timeout_s;
   if (s.search == "saturate" || s.search == "both") {
     o.search = saturation::saturation_search(s.saturation, s.timeout, o.backtracking.parallel);
     o.backtrack_after_search = s.search == "both";

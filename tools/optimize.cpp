@@ -60,12 +60,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 10.0));
   auto* timeout =
       app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
-  std::string search = "backtrack";
+  std::string search;  // empty: the target's (TargetInfo::default_search)
   tgr::saturation::SaturationOptions saturation;
-  app.add_option("--search", search,
-                 "backtrack (TASO) | saturate (equality saturation, ILP extraction) | both (saturate, then backtrack "
-                 "from its graph, and backtrack from the model; the cheapest kept; each with --timeout)")
-      ->check(CLI::IsMember({"backtrack", "saturate", "both"}));
+  std::string search_help =
+      "backtrack (TASO) | saturate (equality saturation, ILP extraction) | both (saturate, then backtrack from its "
+      "graph, and backtrack from the model; the cheapest kept; each with --timeout)\n(default: the target's:";
+  for (const auto& t : tgr::optimizer::targets())
+    search_help += std::string(&t == &tgr::optimizer::targets().front() ? " " : ", ") + std::string(t.name) + " " +
+                   std::string(t.default_search);
+  search_help += ")";
+  app.add_option("--search", search, search_help)->check(CLI::IsMember({"backtrack", "saturate", "both"}));
   app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
@@ -109,6 +113,7 @@ int main(int argc, char** argv) {
   // Refinement by graph cost may run to the search's --timeout (8 s
   // unless given) even where saturation keeps its own default time limit.
   saturation.timeout_s = o.backtracking.timeout_s;
+  if (search.empty()) search = tgr::optimizer::default_search(tgr::optimizer::parse_target(target));
   if (search == "saturate" || search == "both")
     o.search = tgr::saturation::saturation_search(
         saturation, timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt,

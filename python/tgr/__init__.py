@@ -45,7 +45,8 @@ _OPTIONS = {
     "alpha": "keep graphs costing less than alpha times the best (--alpha, 1 to 10)",
     "timeout": "seconds the search may take (--timeout)",
     "search": "'backtrack' (TASO), 'saturate' (equality saturation) or 'both' (saturate, then backtrack; "
-    "and backtrack from the model; the cheapest kept) (--search)",
+    "and backtrack from the model; the cheapest kept) (--search; default: the target's, 'saturate' for "
+    "tgr-gpu and roofline, 'backtrack' for onnxruntime-cpu)",
     "node_limit": "saturate: e-nodes (--node-limit)",
     "iterations": "saturate: iterations (--iterations)",
     "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",

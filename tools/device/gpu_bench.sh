@@ -9,10 +9,11 @@
 #
 #   bash bundle/gpu/tools/device/gpu_bench.sh [MODEL ...]
 #   STAGES="tests bench" bash ...     (any of: tests export calibrate optimize bench peers)
-#   SEARCH=both bash ...              (optimize's --search: backtrack, the default, saturate or both)
+#   SEARCH=both bash ...              (optimize's --search: backtrack, saturate or both; default the target's)
 # The bundle comes from tools/device/make_gpu_bundle.sh. Logs go to $OUT when
 # set (the `run` tool's folder), else /tmp/tgr-gpu-out.
 set -uo pipefail
+search=(${SEARCH:+--search "$SEARCH"})  # none: optimize's default for the target
 B=$(cd "$(dirname "$0")/../.." && pwd)
 export LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}"
 export TGR_TEST_DATA="$B/tests/data"
@@ -57,13 +58,13 @@ for m in "${models[@]}"; do
     # a round's graph has that are still missing are measured, and the
     # search runs again, until a round's graph has none missing.
     if [[ -n $device ]] && has calibrate &&
-       "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --search "${SEARCH:-backtrack}" --target roofline \
+       "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" "${search[@]}" --target roofline \
          "$work/$m.onnx" -o "$work/$m.candidates.onnx" > "$out/optimize_${m}_0.log" 2>&1; then
       "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.candidates.onnx" --test-data "$work/$m-testdata" --iters 30 \
         > "$out/calibrate_${m}_candidates.log" 2>&1 || tail -3 "$out/calibrate_${m}_candidates.log"
     fi
     for round in 1 2 3 4 5; do
-      if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" --search "${SEARCH:-backtrack}" "${cost[@]}" \
+      if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" "${search[@]}" "${cost[@]}" \
            "$work/$m.onnx" -o "$work/$m.opt.onnx" > "$out/optimize_${m}_$round.log" 2>&1; then
         opt=("$work/$m.opt.onnx")
       else
