@@ -72,22 +72,12 @@ std::string optimize_file(const std::string& model, const std::string& output, c
   for (const auto& [key, value] : settings) apply_setting(o, s, key.cast<std::string>(), value);
   if (s.timeout) o.backtracking.timeout_s = *s.timeout;
   o.backtracking.parallel = !s.sequential;
-  // As `optimize --search saturate|both` (saturation/saturation.h), and
-  // without it the target's search (optimizer::TargetInfo::default_search).
-  if (s.search.empty()) s.search = optimizer::default_search(optimizer::parse_target(target));
-  // Refinement by graph cost may run to the search's timeout (8 s unless
-  // given), as the tool's.
-  s.saturation.timeout_s = o.backtracking.timeout_s;
-  if (s.search == "saturate" || s.search == "both") {
-    o.search = saturation::saturation_search(s.saturation, s.timeout, o.backtracking.parallel);
-    o.backtrack_after_search = s.search == "both";
-  } else if (s.search != "backtrack") {
-    throw std::invalid_argument("search '" + s.search + "': expected backtrack, saturate or both");
-  }
   // As `optimize --target` (tools/optimize.cpp): the measured targets read
   // the shipped table (onnxruntime-cpu) or the rules database (tgr-gpu).
   o.target.target = optimizer::parse_target(target);
   o.target.costs_db = o.target.target == optimizer::Target::kTgrGpu ? rules_db : default_rules_db;
+  // As `optimize --search` (the target's search when not given).
+  saturation::use_search(o, s.search, s.saturation, s.timeout);
   optimizer::OptimizeReport report;
   {
     py::gil_scoped_release unlocked;  // the search runs on TBB threads; other Python threads may go on

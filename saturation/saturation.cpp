@@ -334,4 +334,14 @@ optimizer::SearchFunction saturation_search(SaturationOptions options, std::opti
   return saturation_search(options);
 }
 
+void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation,
+                std::optional<double> timeout_s) {
+  if (search.empty()) search = optimizer::default_search(o.target.target);
+  if (search != "backtrack" && search != "saturate" && search != "both")
+    throw std::invalid_argument("search '" + search + "': expected backtrack, saturate or both");
+  saturation.timeout_s = o.backtracking.timeout_s;
+  if (search != "backtrack") o.search = saturation_search(saturation, timeout_s, o.backtracking.parallel);
+  o.backtrack_after_search = search == "both";
+}
+
 }  // namespace tgr::saturation

@@ -93,6 +93,14 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options);
 // saturation gets saturation_time_limit of it), `parallel` as --sequential,
 // and an ILP time limit of 0 means greedy extraction only.
 optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel);
+// optimize's --search set on `o`, for the tool and the Python package alike:
+// "backtrack", "saturate" or "both"; empty: the target's
+// (optimizer::TargetInfo::default_search; o.target.target must be set).
+// `timeout_s` is --timeout when given (as for saturation_search above);
+// refinement by graph cost may run to o.backtracking.timeout_s either way.
+// Throws std::invalid_argument naming the searches for another name.
+void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation,
+                std::optional<double> timeout_s);
 // The saturation's share of such a timeout: the timeout less the ILP's time
 // limit when the ILP runs, but at least half the timeout.
 double saturation_time_limit(double timeout_s, const SaturationOptions& options);

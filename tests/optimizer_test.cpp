@@ -54,6 +54,13 @@ const std::pair<std::string, std::string> kConcatConvs{
     "concat[axis=1](conv2d(i0, k0), conv2d(i0, k1)) => conv2d(i0, concat[axis=0](k0, k1))",
     "i0=1x2x4x4,k0=2x2x3x3,k1=2x2x3x3"};
 
+// Two products of one input merged into one over concatenated weights, split
+// (a two-output rule).
+const std::pair<std::string, std::string> kMergeProducts{
+    "(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, w1))).0, "
+    "split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, w1))).1)",
+    "x0=2x3,w0=3x4,w1=3x5"};
+
 Graph two_convs(bool first_also_output) {
   Graph g;
   const ValueRef x = g.add_input("x", {1, 4, 8, 8});
@@ -83,10 +90,7 @@ TEST(Matching, IntermediateUsedOutsideTheMatchIsRejected) {
 TEST(Matching, ReplacementThatWouldReadItsOwnResultIsRejected) {
   // (m0, m1) with m1 = matmul(x, relu(m0)): merging them would make the
   // merged product read relu of its own output.
-  const auto rules = rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
-                                "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
-                                "w1))).1)",
-                                "x0=2x3,w0=3x4,w1=3x5"}});
+  const auto rules = rules_of({kMergeProducts});
   Graph g;
   const ValueRef x = g.add_input("x", {4, 4});
   const ValueRef m0 = g.apply("matmul", {x, weight(g, {4, 4}, 1)});
@@ -109,10 +113,7 @@ TEST(Matching, ParametersMustBeEqual) {
 // --- instances at model shapes --------------------------------------------------
 
 TEST(Instance, SplitSizesAreRederivedFromTheModelShapes) {
-  const auto rules = rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
-                                "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
-                                "w1))).1)",
-                                "x0=2x3,w0=3x4,w1=3x5"}});
+  const auto rules = rules_of({kMergeProducts});
   Graph g;
   const ValueRef x = g.add_input("x", {8, 16});
   g.add_output(g.apply("matmul", {x, weight(g, {16, 6}, 1)}));
@@ -131,11 +132,7 @@ TEST(Instance, SplitSizesAreRederivedFromTheModelShapes) {
 }
 
 TEST(Instance, TheCacheReturnsWhatABuildWouldAndKeysByShapes) {
-  const auto rules =
-      rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
-                 "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
-                 "w1))).1)",
-                 "x0=2x3,w0=3x4,w1=3x5"}});
+  const auto rules = rules_of({kMergeProducts});
   // Two places with the same shapes (one instance), a third with others.
   Graph g;
   const ValueRef x = g.add_input("x", {8, 16});
@@ -173,11 +170,7 @@ TEST(Instance, TheCacheReturnsWhatABuildWouldAndKeysByShapes) {
 // --- names (optimizer/node_names.h) -------------------------------------------------
 
 TEST(Names, ARewriteKeepsTheNamesOfWhatSurvivesAndNamesWhatItMakesAfterTheRule) {
-  const auto rules =
-      rules_of({{"(matmul(x0, w0), matmul(x0, w1)) => (split[axis=1, sizes=4x5](matmul(x0, "
-                 "concat[axis=1](w0, w1))).0, split[axis=1, sizes=4x5](matmul(x0, concat[axis=1](w0, "
-                 "w1))).1)",
-                 "x0=2x3,w0=3x4,w1=3x5"}});
+  const auto rules = rules_of({kMergeProducts});
   Graph g;
   const ValueRef x = g.add_input("x", {8, 16});
   const OpDef& matmul = OpTable::instance().get("matmul");

@@ -110,17 +110,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> input_shapes;
   tgr::cli::add_input_shape_option(app, input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
-  // Refinement by graph cost may run to the search's --timeout (8 s
-  // unless given) even where saturation keeps its own default time limit.
-  saturation.timeout_s = o.backtracking.timeout_s;
-  if (search.empty()) search = tgr::optimizer::default_search(tgr::optimizer::parse_target(target));
-  if (search == "saturate" || search == "both")
-    o.search = tgr::saturation::saturation_search(
-        saturation, timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt,
-        o.backtracking.parallel);
-  o.backtrack_after_search = search == "both";
   if (no_default_rules) o.default_rules_db.clear();
   o.target.target = tgr::optimizer::parse_target(target);
+  tgr::saturation::use_search(o, search, saturation,
+                              timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt);
   if (o.target.costs_db.empty())
     o.target.costs_db = o.target.target == tgr::optimizer::Target::kTgrGpu ? o.rules_db : TGR_DEFAULT_RULES;
   return tgr::cli::guarded("optimize", [&] {
