@@ -125,7 +125,7 @@ InstanceCache::Stats InstanceCache::stats() const {
   return stats_;
 }
 
-std::optional<std::shared_ptr<const std::optional<InstanceCache::Built>>> InstanceCache::find(const std::string& key) {
+std::optional<std::shared_ptr<const InstanceCache::Built>> InstanceCache::find(const std::string& key) {
   std::lock_guard lock(mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
@@ -136,7 +136,7 @@ std::optional<std::shared_ptr<const std::optional<InstanceCache::Built>>> Instan
   return it->second;
 }
 
-void InstanceCache::insert(std::string key, std::shared_ptr<const std::optional<Built>> built) {
+void InstanceCache::insert(std::string key, std::shared_ptr<const Built> built) {
   std::lock_guard lock(mutex_);
   if (entries_.size() >= capacity_) entries_.clear();
   entries_.emplace(std::move(key), std::move(built));
@@ -196,10 +196,9 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
       key += dtype_name(dtype);
     }
     if (auto hit = cache->find(key)) {
-      const std::optional<InstanceCache::Built>& built = **hit;
-      if (!built) return std::nullopt;
-      inst.text = built->text;
-      inst.rule = built->rule;
+      if (!*hit) return std::nullopt;
+      inst.text = (*hit)->text;
+      inst.rule = (*hit)->rule;
       inst.proof_axioms = rule.proof_axioms;
       return inst;
     }
@@ -226,8 +225,8 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
       inst.text = std::move(text);
       inst.proof_axioms = rule.proof_axioms;
       if (cache)
-        cache->insert(std::move(key), std::make_shared<const std::optional<InstanceCache::Built>>(
-                                          InstanceCache::Built{inst.text, inst.rule}));
+        cache->insert(std::move(key),
+                      std::make_shared<const InstanceCache::Built>(InstanceCache::Built{inst.text, inst.rule}));
       return inst;
     } catch (const ParseError&) {
       // this choice of parameters does not type-check (build_rule reports
@@ -237,7 +236,7 @@ std::optional<Instance> instantiate(const Graph& graph, const DirectedRule& rule
     while (i > 0 && ++at[i - 1] == choices[i - 1].size()) at[--i] = 0;
     if (i == 0) break;
   }
-  if (cache) cache->insert(std::move(key), std::make_shared<const std::optional<InstanceCache::Built>>());
+  if (cache) cache->insert(std::move(key), nullptr);
   return std::nullopt;
 }
 

@@ -62,16 +62,17 @@ class InstanceCache {
 
  private:
   friend std::optional<Instance> instantiate(const Graph&, const DirectedRule&, const Match&, InstanceCache*);
-  struct Built {  // what instantiate derives from the key; nullopt: no instance
+  struct Built {  // what instantiate derives from the key
     std::string text;
     Rule rule;
   };
-  std::optional<std::shared_ptr<const std::optional<Built>>> find(const std::string& key);
-  void insert(std::string key, std::shared_ptr<const std::optional<Built>> built);
+  // nullopt: not cached; a null pointer: cached as having no instance.
+  std::optional<std::shared_ptr<const Built>> find(const std::string& key);
+  void insert(std::string key, std::shared_ptr<const Built> built);
 
   size_t capacity_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const std::optional<Built>>> entries_;
+  std::unordered_map<std::string, std::shared_ptr<const Built>> entries_;
   Stats stats_;
 };
 
