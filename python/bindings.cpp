@@ -47,6 +47,7 @@ void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std
   else if (key == "node_limit") s.saturation.runner.node_limit = v.cast<size_t>();
   else if (key == "iterations") s.saturation.runner.iteration_limit = v.cast<int>();
   else if (key == "ilp_timeout") s.saturation.ilp.time_limit_s = v.cast<double>();
+  else if (key == "refine_window") s.saturation.refine_window = v.cast<size_t>();
   else if (key == "device") o.target.gpu_device = v.cast<std::string>();
   else if (key == "proof_timeout_ms") o.proof_timeout_ms = v.cast<unsigned>();
   else if (key == "sequential") s.sequential = v.cast<bool>();

@@ -1,7 +1,10 @@
 #include "saturation/refine.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -27,10 +30,21 @@ Selection input_selection(const EGraph& egraph, const NodeCosts& allowed) {
   return out;
 }
 
+RefineStats& RefineStats::operator+=(const RefineStats& other) {
+  screened += other.screened;
+  tries += other.tries;
+  switches += other.switches;
+  complete = complete && other.complete;
+  seconds += other.seconds;
+  return *this;
+}
+
 Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Selection selection,
                                const GreedyResult& fill, const std::vector<ClassId>& roots,
                                const std::vector<std::string>& output_names, optimizer::CostModel& model,
-                               Clock::time_point deadline, bool parallel, RefineStats* stats) {
+                               const RefineOptions& options, RefineStats* stats) {
+  const Clock::time_point deadline = options.deadline;
+  const bool parallel = options.parallel;
   const auto start = Clock::now();
   RefineStats local;
   RefineStats& s = stats ? *stats : local;
@@ -62,6 +76,13 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
   }
   double best = cost_of(selection);
   ++s.tries;
+  std::optional<SelectionWindows> windows;
+  if (options.window_radius > 0) {
+    windows.emplace(egraph, roots, model, options.window_radius);
+    windows->reset(selection);
+  }
+  // A cost lower than `than` by more than rounding.
+  auto cheaper = [](double cost, double than) { return cost < than - 1e-9 * std::max(1.0, std::abs(than)); };
   for (bool kept = true; kept;) {
     kept = false;
     // The moves of this pass: a switch of one class to another of its
@@ -121,13 +142,20 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
       if (a_applies != b_applies) return a_applies;
       return a.estimate < b.estimate;
     });
-    // Tried in batches, the batch's graphs built and costed in parallel
-    // (each try builds and costs the whole graph); the first of a batch
-    // that is cheaper is kept, and the next batch starts after it (the
-    // rest were costed against the selection before the switch).
-    const size_t batch = parallel ? 2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()) : 1;
+    // Tried in batches: each move of a batch screened by its window (in
+    // parallel), the ones the windows say are cheaper built and costed
+    // whole (in parallel); the first in move order that is cheaper is
+    // kept, and the next batch starts after it (the rest were costed
+    // against the selection before the switch).
+    const size_t threads = parallel ? static_cast<size_t>(tbb::this_task_arena::max_concurrency()) : 1;
+    const size_t batch = (windows ? 8 : 2) * threads;
     std::vector<Selection> trials;
     std::vector<double> costs;
+    auto each = [&](size_t count, const std::function<void(size_t)>& body) {
+      if (parallel && count > 1) tbb::parallel_for(size_t{0}, count, body);
+      else
+        for (size_t i = 0; i < count; ++i) body(i);
+    };
     for (size_t next = 0; next < moves.size();) {
       if (Clock::now() > deadline) {
         s.complete = false;
@@ -147,25 +175,39 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
         trials.push_back(std::move(trial));
         tried.push_back(next);
       }
-      costs.assign(trials.size(), 0);
-      auto cost_trial = [&](size_t i) {
+      std::vector<size_t> whole;  // the trials costed whole
+      if (windows) {
+        std::vector<double> deltas(trials.size(), 0);
+        each(trials.size(), [&](size_t i) {
+          try {
+            deltas[i] = windows->delta(trials[i]);
+          } catch (const std::logic_error&) {
+            deltas[i] = std::numeric_limits<double>::infinity();  // a cycle, or a class with no e-node to take
+          }
+        });
+        s.screened += trials.size();
+        for (size_t i = 0; i < trials.size(); ++i)
+          if (cheaper(deltas[i], 0)) whole.push_back(i);
+      } else {
+        for (size_t i = 0; i < trials.size(); ++i) whole.push_back(i);
+      }
+      costs.assign(whole.size(), 0);
+      each(whole.size(), [&](size_t k) {
         try {
-          costs[i] = cost_of(trials[i]);
+          costs[k] = cost_of(trials[whole[k]]);
         } catch (const std::logic_error&) {
-          costs[i] = std::numeric_limits<double>::infinity();  // a cycle, or a class with no e-node to take
+          costs[k] = std::numeric_limits<double>::infinity();  // a cycle, or a class with no e-node to take
         }
-      };
-      if (parallel && trials.size() > 1) tbb::parallel_for(size_t{0}, trials.size(), cost_trial);
-      else
-        for (size_t i = 0; i < trials.size(); ++i) cost_trial(i);
-      s.tries += trials.size();
-      for (size_t i = 0; i < trials.size(); ++i)
-        if (costs[i] < best - 1e-9 * std::max(1.0, best)) {
-          best = costs[i];
-          selection = std::move(trials[i]);
+      });
+      s.tries += whole.size();
+      for (size_t k = 0; k < whole.size(); ++k)
+        if (cheaper(costs[k], best)) {
+          best = costs[k];
+          selection = std::move(trials[whole[k]]);
+          if (windows) windows->reset(selection);
           ++s.switches;
           kept = true;
-          next = tried[i] + 1;
+          next = tried[whole[k]] + 1;
           break;
         }
     }

@@ -13,8 +13,10 @@
 // uses switched to each other e-node it has; what a move newly needs is
 // taken from `fill`, a greedy extraction's selection. A move that makes
 // the graph cheaper by graph_cost is kept, and the search goes on until a
-// pass keeps none, or until the deadline (each try builds and costs the
-// whole graph).
+// pass keeps none, or until the deadline. Each move is first costed by the
+// region it changes (window.h: a few dozen operators); only a move that
+// region says is cheaper is built and costed whole (a try), and only a try
+// that graph_cost confirms is kept.
 #pragma once
 
 #include <chrono>
@@ -24,14 +26,28 @@
 #include "optimizer/cost_model.h"
 #include "saturation/egraph.h"
 #include "saturation/extract.h"
+#include "saturation/window.h"
 
 namespace tgr::saturation {
 
 struct RefineStats {
-  size_t tries = 0;      // graphs built and costed
+  size_t screened = 0;   // moves costed by their window
+  size_t tries = 0;      // whole graphs built and costed
   size_t switches = 0;   // switches kept
   bool complete = true;  // a pass kept nothing (false: the deadline came first)
   double seconds = 0;
+  // Two refinements' stats as one (complete when both were).
+  RefineStats& operator+=(const RefineStats& other);
+};
+
+struct RefineOptions {
+  std::chrono::steady_clock::time_point deadline;
+  // The tries of a batch costed on TBB's threads (the cost model's
+  // graph_cost must be thread-safe, as the backtracking search needs too).
+  bool parallel = true;
+  // Moves are screened by the cost of their window of this radius
+  // (window.h); 0: every move is built and costed whole.
+  size_t window_radius = SelectionWindows::kDefaultRadius;
 };
 
 // The e-nodes of the graph the e-graph was built from (origin 0), one per
@@ -43,14 +59,11 @@ Selection input_selection(const EGraph& egraph, const NodeCosts& allowed);
 // `prices`: the e-node prices extraction used (which e-nodes it may take,
 // and the order moves are tried in: applications before single switches,
 // each by its price with `fill`'s tree costs below, cheapest first); `fill`: a greedy extraction with those
-// prices; `parallel`: the tries of a batch costed on TBB's threads (the
-// cost model's graph_cost must be thread-safe, as the backtracking search
-// needs too). Returns the refined selection (`selection` itself, completed by
+// prices. Returns the refined selection (`selection` itself, completed by
 // fill, when nothing is cheaper).
 Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Selection selection,
                                const GreedyResult& fill, const std::vector<ClassId>& roots,
                                const std::vector<std::string>& output_names, optimizer::CostModel& model,
-                               std::chrono::steady_clock::time_point deadline, bool parallel = true,
-                               RefineStats* stats = nullptr);
+                               const RefineOptions& options, RefineStats* stats = nullptr);
 
 }  // namespace tgr::saturation

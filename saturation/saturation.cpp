@@ -132,16 +132,18 @@ Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roo
     const Selection from_extraction = best.selection;
     const auto halfway = Clock::now() + (refine_deadline - Clock::now()) / 2;
     RefineStats first;
-    consider(refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost, halfway,
-                                  options.runner.parallel, &first),
+    RefineOptions refine_options;
+    refine_options.parallel = options.runner.parallel;
+    refine_options.window_radius = options.refine_window;
+    refine_options.deadline = halfway;
+    consider(refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost,
+                                  refine_options, &first),
              "refined_from_input");
-    consider(refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, refine_deadline,
-                                  options.runner.parallel, &stats.refine),
-             "refined");
-    stats.refine.tries += first.tries;
-    stats.refine.switches += first.switches;
-    stats.refine.complete = stats.refine.complete && first.complete;
-    stats.refine.seconds += first.seconds;
+    refine_options.deadline = refine_deadline;
+    consider(
+        refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, refine_options, &stats.refine),
+        "refined");
+    stats.refine += first;
   }
   ilp.selection.choice.clear();
   stats.extract_s = since(extract_start);
@@ -252,7 +254,8 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
          return out;
        }()},
       {"refine",
-       {{"tries", s.refine.tries},
+       {{"screened", s.refine.screened},
+        {"tries", s.refine.tries},
         {"switches", s.refine.switches},
         {"complete", s.refine.complete},
         {"seconds", six_digits(s.refine.seconds)}}},

@@ -46,6 +46,9 @@ struct SaturationOptions {
   // until it, past the extraction's --ilp-timeout, when saturation stopped
   // early or the refinement is not done.
   std::optional<double> timeout_s;
+  // Refinement's moves are screened by the cost of the region they change,
+  // this many steps around it (window.h); 0: every move costed whole.
+  size_t refine_window = SelectionWindows::kDefaultRadius;
 };
 
 struct SaturationStats {

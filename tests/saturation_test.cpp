@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -24,6 +25,7 @@
 #include "saturation/rewrite.h"
 #include "saturation/runner.h"
 #include "saturation/saturation.h"
+#include "saturation/window.h"
 #include "tests/optimizer_test_util.h"
 #include "verifier/axioms.h"
 
@@ -539,6 +541,12 @@ TEST(ContextCosts, AFusionThatOperatorsAloneDoNotShowDecidesTheExtraction) {
   EXPECT_DOUBLE_EQ(selection_cost(g, unchanged, by_alone.selection, roots), 12);
 }
 
+RefineOptions in_ten_seconds() {
+  RefineOptions options;
+  options.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  return options;
+}
+
 TEST(Refine, AParentsFusionThatDependsOnItsChildsENodeIsFoundByGraphCost) {
   // The model: add(relu(x), b). Its relu class also holds matmul(x, w) (not
   // equal: joined by hand). Priced alone or in context the relu is cheaper
@@ -569,8 +577,7 @@ TEST(Refine, AParentsFusionThatDependsOnItsChildsENodeIsFoundByGraphCost) {
   EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, from_input, roots, names)), 6);  // the model itself
   RefineStats stats;
   const Selection refined =
-      refine_by_graph_cost(g, in_context, from_input, by_context, roots, names, model,
-                           std::chrono::steady_clock::now() + std::chrono::seconds(10), true, &stats);
+      refine_by_graph_cost(g, in_context, from_input, by_context, roots, names, model, in_ten_seconds(), &stats);
   const Graph best = selection_graph(g, refined, roots, names);
   EXPECT_DOUBLE_EQ(model.graph_cost(best), 4);
   EXPECT_EQ(count_ops(best, "matmul"), 1);
@@ -610,13 +617,160 @@ TEST(Refine, AMultiOutputRulesOutputsSwitchTogether) {
   EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, greedy.selection, r, names)), 20);
   RefineStats stats;
   const Selection refined =
-      refine_by_graph_cost(g, prices, input_selection(g, prices), greedy, r, names, model,
-                           std::chrono::steady_clock::now() + std::chrono::seconds(10), true, &stats);
+      refine_by_graph_cost(g, prices, input_selection(g, prices), greedy, r, names, model, in_ten_seconds(), &stats);
   const Graph best = selection_graph(g, refined, r, names);
   EXPECT_DOUBLE_EQ(model.graph_cost(best), 11);  // the concat of weights is folded: free
   EXPECT_EQ(count_ops(best, "matmul"), 1);
   EXPECT_EQ(stats.switches, 1u);
   EXPECT_TRUE(stats.complete);
+  EXPECT_GT(stats.screened, 0u);  // moves screened by their windows first
+  // Every move built whole (no windows): the same graph.
+  RefineOptions whole = in_ten_seconds();
+  whole.window_radius = 0;
+  RefineStats whole_stats;
+  const Selection without_windows =
+      refine_by_graph_cost(g, prices, input_selection(g, prices), greedy, r, names, model, whole, &whole_stats);
+  EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, without_windows, r, names)), 11);
+  EXPECT_EQ(whole_stats.screened, 0u);
+  EXPECT_GE(whole_stats.tries, stats.tries);
+}
+
+// --- refinement windows (window.h) --------------------------------------------
+
+// A random e-graph of elementwise operators over two inputs (some classes
+// merged, so classes hold alternatives) and a greedy selection of it.
+struct RandomEGraph {
+  EGraph g;
+  std::vector<ClassId> roots;
+  Selection selection;
+};
+std::optional<RandomEGraph> random_egraph(std::mt19937& rng) {
+  const std::vector<const char*> unary = {"relu", "tanh", "exp", "neg"};
+  const std::vector<const char*> binary = {"add", "mul", "sub"};
+  RandomEGraph out;
+  EGraph& g = out.g;
+  std::vector<ClassId> classes = {g.add_input(input_node("x", {4, 8})), g.add_input(input_node("y", {4, 8}))};
+  const int n_ops = 8 + static_cast<int>(rng() % 8);
+  for (int k = 0; k < n_ops; ++k) {
+    const ClassId a = classes[rng() % classes.size()], b = classes[rng() % classes.size()];
+    if (rng() % 2) {
+      const OpDef& o = op(unary[rng() % unary.size()]);
+      classes.push_back(g.add_op(o, o.make_params(), {a}));
+    } else {
+      const OpDef& o = op(binary[rng() % binary.size()]);
+      classes.push_back(g.add_op(o, o.make_params(), {a, b}));
+    }
+  }
+  out.roots = {classes.back(), classes[classes.size() - 3]};
+  for (int k = 0; k < 3; ++k)
+    g.merge(classes[2 + rng() % (classes.size() - 2)], classes[2 + rng() % (classes.size() - 2)]);
+  g.rebuild();
+  for (ClassId& c : out.roots) c = g.find(c);
+  TableCost unit;
+  unit.by_op = {{"relu", 1.0}, {"tanh", 1.0}, {"exp", 1.0}, {"neg", 1.0}, {"add", 1.0}, {"mul", 1.0}, {"sub", 1.0}};
+  const GreedyResult greedy = greedy_extract(g, NodeCosts(g, &unit));
+  for (ClassId c : out.roots)
+    if (greedy.settled[c] < 0) return std::nullopt;  // every derivation of a root is cyclic
+  out.selection = greedy.selection;
+  return out;
+}
+
+// Every single switch of a class the selection uses: its window delta at
+// `radius` and the whole graphs' delta (nullopt where the trial is cyclic:
+// both must then refuse it).
+std::vector<std::pair<double, double>> window_and_whole_deltas(const RandomEGraph& e, optimizer::CostModel& model,
+                                                               size_t radius) {
+  const std::vector<std::string> names{"a", "b"};
+  SelectionWindows windows(e.g, e.roots, model, radius);
+  windows.reset(e.selection);
+  const double current = model.graph_cost(selection_graph(e.g, e.selection, e.roots, names));
+  std::vector<std::pair<double, double>> out;
+  std::vector<ClassId> used;
+  walk_selection(e.g, e.selection, e.roots, [&](ClassId c, const ENode&) { used.push_back(c); });
+  for (ClassId c : used) {
+    for (size_t i = 0; i < e.g.eclass(c).nodes.size(); ++i) {
+      if (static_cast<int32_t>(i) == e.selection.choice[c]) continue;
+      Selection trial = e.selection;
+      trial.choice[c] = static_cast<int32_t>(i);
+      double whole = 0;
+      try {
+        whole = model.graph_cost(selection_graph(e.g, trial, e.roots, names)) - current;
+      } catch (const std::logic_error&) {
+        EXPECT_THROW(windows.delta(trial), std::logic_error);  // the same cycle
+        continue;
+      }
+      out.emplace_back(windows.delta(trial), whole);
+    }
+  }
+  return out;
+}
+
+TEST(Window, AnUnboundedRadiusGivesTheWholeGraphsDelta) {
+  // Under the GPU plan's costs (elementwise chains fused into one step, so
+  // a switch changes what its neighbours cost), a window that reaches every
+  // class is the two whole graphs; and under a cost that is a sum of
+  // operators, a window of radius 1 is exact already.
+  optimizer::PlanCostModel plan("test device", {});  // the roofline per step
+  TableCost table;
+  table.by_op = {{"relu", 1.0}, {"tanh", 2.0}, {"exp", 3.5}, {"neg", 0.5}, {"add", 1.5}, {"mul", 2.5}, {"sub", 4.0}};
+  std::mt19937 rng(2026);
+  size_t moves = 0, fused_differs = 0;
+  for (int round = 0; round < 100; ++round) {
+    const std::optional<RandomEGraph> e = random_egraph(rng);
+    if (!e) continue;
+    for (const auto& [window, whole] : window_and_whole_deltas(*e, plan, 1000)) {
+      EXPECT_NEAR(window, whole, 1e-9) << "round " << round;
+      ++moves;
+    }
+    for (const auto& [window, whole] : window_and_whole_deltas(*e, table, 1)) EXPECT_NEAR(window, whole, 1e-9);
+    for (const auto& [window, whole] : window_and_whole_deltas(*e, plan, 1))
+      if (std::abs(window - whole) > 1e-9) ++fused_differs;
+  }
+  EXPECT_GT(moves, 100u);
+  // The fused plan's deltas at radius 1 are a screen, not exact: some moves
+  // differ (which is why refinement confirms each by the whole graph).
+  EXPECT_GT(fused_differs, 0u);
+}
+
+TEST(Window, AChangeReachesOnlyItsNeighbourhood) {
+  // A chain of 20 operators with one alternative in the middle (relu or
+  // tanh of class 10's operand): the window of radius 2 around a switch
+  // there holds that class and at most two steps either side of it.
+  Graph m;
+  ValueRef v = m.add_input("x", {4, 8});
+  std::vector<ValueRef> chain;
+  for (int k = 0; k < 20; ++k) {
+    v = m.apply(k % 2 ? "neg" : "exp", {v});
+    chain.push_back(v);
+  }
+  m.add_output(v, "y");
+  EGraph g;
+  const std::vector<ClassId> roots = g.add_graph(m);
+  // The class of chain[10] gets a second e-node: tanh of chain[9]'s class.
+  ClassId middle = roots[0];
+  for (int k = 19; k > 10; --k) middle = g.find(g.eclass(middle).nodes[0].children[0]);
+  const ClassId below = g.find(g.eclass(middle).nodes[0].children[0]);
+  const ClassId alternative = g.add_op(op("tanh"), op("tanh").make_params(), {below});
+  g.merge(middle, alternative);
+  g.rebuild();
+  middle = g.find(middle);
+  TableCost table;
+  table.by_op = {{"exp", 1.0}, {"neg", 1.0}, {"tanh", 0.5}};
+  const NodeCosts costs(g, &table);
+  Selection current = input_selection(g, costs);
+  ASSERT_EQ(g.eclass(middle).nodes.size(), 2u);
+  const int32_t exp_node = g.op_of(g.eclass(middle).nodes[0])->name == "exp" ? 0 : 1;
+  current.choice[middle] = exp_node;
+  Selection trial = current;
+  trial.choice[middle] = 1 - exp_node;
+  SelectionWindows windows(g, {g.find(roots[0])}, table, 2);
+  windows.reset(current);
+  const std::vector<ClassId> window = windows.window(trial);
+  EXPECT_EQ(window.size(), 5u);  // the switched class, two below, two above
+  EXPECT_NE(std::find(window.begin(), window.end(), middle), window.end());
+  EXPECT_EQ(std::find(window.begin(), window.end(), g.find(roots[0])), window.end());
+  EXPECT_NEAR(windows.delta(trial), -0.5, 1e-12);  // tanh for exp
+  EXPECT_THROW(SelectionWindows(g, roots, table, 0), std::invalid_argument);
 }
 
 TEST(Extraction, TheIlpCountsASharedMergedProductOnce) {

@@ -76,6 +76,11 @@ int main(int argc, char** argv) {
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
       ->check(tgr::cli::at_least(0.0));
+  app.add_option("--refine-window", saturation.refine_window,
+                 "saturate, under a target that fuses operators: each refinement move is first costed on the "
+                 "operators within this many steps of what it changes, and built whole only where that is cheaper "
+                 "(0: every move built whole)")
+      ->capture_default_str();
   std::string target_help = "where the model will run, which decides what the search minimises:";
   std::vector<std::string> target_names;
   for (const auto& t : tgr::optimizer::targets()) {

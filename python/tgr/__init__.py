@@ -50,6 +50,8 @@ _OPTIONS = {
     "node_limit": "saturate: e-nodes (--node-limit)",
     "iterations": "saturate: iterations (--iterations)",
     "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",
+    "refine_window": "saturate: refinement moves first costed on the operators within this many steps of "
+    "their change, 0: every move built whole (--refine-window)",
     "device": "target tgr-gpu: the GPU whose measured costs to read (--device)",
     "proof_timeout_ms": "per instance proof (--proof-timeout-ms)",
     "sequential": "expand on one thread (--sequential)",
@@ -75,6 +77,9 @@ def _check_options(options: Mapping[str, Any]) -> None:
         raise ValueError(f"alpha={options['alpha']!r}: must be in [1, 10]")
     if "ilp_timeout" in options and not options["ilp_timeout"] >= 0:
         raise ValueError(f"ilp_timeout={options['ilp_timeout']!r}: must not be negative")
+    if "refine_window" in options and not (isinstance(options["refine_window"], int)
+                                           and options["refine_window"] >= 0):
+        raise ValueError(f"refine_window={options['refine_window']!r}: must be a whole number, 0 or more")
     if "search" in options and options["search"] not in ("backtrack", "saturate", "both"):
         raise ValueError(f"search={options['search']!r}: expected 'backtrack', 'saturate' or 'both'")
 
