@@ -28,6 +28,7 @@ import argparse
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -114,7 +115,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench_search"))
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--check-configs", default="a,b,c,d", help="configurations whose outputs are checked")
-    ap.add_argument("--extra", default="", help="more optimize flags, space separated")
+    ap.add_argument("--extra", default="", help="more optimize flags, as a shell would split them")
     ap.add_argument("--target", default="roofline", help="optimize's --target (default roofline: the analytic model)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -137,7 +138,7 @@ def main():
             cmd = [os.path.join(BIN, "optimize"), path, "-o", out, "--report", report, "--search", search, "--target", args.target]
             if db:
                 cmd += ["--rules", db]
-            cmd += args.extra.split()
+            cmd += shlex.split(args.extra)
             rc, text, wall, rss = run_measured(cmd)
             if rc != 0:
                 print(f"{name} ({key}): optimize failed (exit {rc})\n{text}", flush=True)
