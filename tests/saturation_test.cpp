@@ -1090,6 +1090,52 @@ TEST(Runner, ABannedRuleKeepsMatchesSpreadOverTheModel) {
   EXPECT_TRUE(merged(4));
 }
 
+TEST(Runner, UnderACostThatFusesEveryRuleGetsAShareOfTheInstantiations) {
+  // 300 relu(relu(x_i)): 300 matches of the rule that drops a relu (one
+  // launch fewer: ranked first) and 600 of the rule that adds one (ranked
+  // last), more than the first iteration's 256 places. Under a cost that
+  // fuses operators, whose costs launches do not predict, a quarter of the
+  // places go to every rule in turn, so the second rule is tried too; under
+  // a sum of operators the places follow the ranking.
+  Graph m;
+  for (int i = 0; i < 300; ++i) {
+    std::string name = "x";
+    name += std::to_string(i);
+    const ValueRef x = m.add_input(std::move(name), {2, 4});
+    std::string out = "y";
+    out += std::to_string(i);
+    m.add_output(m.apply("relu", {m.apply("relu", {x})}), std::move(out));
+  }
+  const auto rules = rules_of({{"relu(relu(x0)) => relu(x0)", "x0=2x4"}, {"relu(x0) => relu(relu(x0))", "x0=2x4"}});
+  struct FusingTable : TableCost {
+    bool fuses_operators() const override { return true; }
+  };
+  auto applied_by_rule = [&](optimizer::CostModel& cost) {
+    EGraph g;
+    g.add_graph(m);
+    optimizer::InstanceProver instances(prover(), proof_options());
+    RunnerOptions options;
+    options.time_limit_s = 120;
+    options.iteration_limit = 1;
+    Runner runner(g, rules, instances, options, &cost);
+    const RunnerStats stats = runner.run();
+    std::vector<int> count(rules.size(), 0);
+    for (int64_t origin = 1; origin <= stats.per_iteration.at(0).applied; ++origin)
+      ++count.at(runner.rule_of(static_cast<uint32_t>(origin)));
+    return count;
+  };
+  FusingTable fusing;
+  fusing.by_op = {{"relu", 1.0}};
+  const std::vector<int> shared = applied_by_rule(fusing);
+  EXPECT_GT(shared[0], 0);
+  EXPECT_GT(shared[1], 0);  // the rule that adds a launch had places
+  TableCost sum;
+  sum.by_op = {{"relu", 1.0}};
+  const std::vector<int> ranked = applied_by_rule(sum);
+  EXPECT_GT(ranked[0], 0);
+  EXPECT_EQ(ranked[1], 0);  // every place went to the rule ranked first
+}
+
 // --- saturation against backtracking ------------------------------------------------------
 
 TEST(Saturation, FindsAGraphTheBacktrackingSearchMissesWithTheSameRules) {

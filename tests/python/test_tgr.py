@@ -97,6 +97,24 @@ def test_optimize_with_saturation_then_backtracking():
     check_optimized(BERT, optimized, report, inputs)
     with pytest.raises(ValueError, match="expected 'backtrack', 'saturate' or 'both'"):
         tgr.optimize(BERT, search="anneal")
+    with pytest.raises(ValueError, match="refine_window=-1: must be a whole number, 0 or more"):
+        tgr.optimize(BERT, refine_window=-1)
+
+
+def test_refinement_windows_screen_moves_and_zero_builds_every_move_whole():
+    # tgr-gpu with no table: the fitted plan costs, which fuse operators, so
+    # saturation refines its graph; each move screened by its window first.
+    inputs, _ = load_test_data("bert_tiny")
+    screened = {}
+    for window in (3, 0):
+        optimized, report = tgr.optimize(BERT, target="tgr-gpu", device="no-such-gpu", search="saturate",
+                                         timeout=4, refine_window=window)
+        refine = report["search"]["refine"]
+        screened[window] = refine["screened"]
+        assert refine["tries"] > 0
+        check_optimized(BERT, optimized, report, inputs)
+    assert screened[3] > 0
+    assert screened[0] == 0
 
 
 def test_input_shapes_fix_a_symbolic_dimension():
