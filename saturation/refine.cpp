@@ -149,12 +149,17 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
     // against the selection before the switch).
     const size_t threads = parallel ? static_cast<size_t>(tbb::this_task_arena::max_concurrency()) : 1;
     const size_t batch = (windows ? 8 : 2) * threads;
-    std::vector<Selection> trials;
+    std::vector<SelectionWindows::Switches> trials;  // each move's switches that change the selection
     std::vector<double> costs;
     auto each = [&](size_t count, const std::function<void(size_t)>& body) {
       if (parallel && count > 1) tbb::parallel_for(size_t{0}, count, body);
       else
         for (size_t i = 0; i < count; ++i) body(i);
+    };
+    auto with = [&](const SelectionWindows::Switches& switches) {
+      Selection trial = selection;
+      for (const auto& [c, node] : switches) trial.choice[c] = node;
+      return trial;
     };
     for (size_t next = 0; next < moves.size();) {
       if (Clock::now() > deadline) {
@@ -165,14 +170,11 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
       trials.clear();
       std::vector<size_t> tried;  // the move of each trial
       for (; next < moves.size() && trials.size() < batch; ++next) {
-        Selection trial = selection;
-        bool changes = false;
-        for (const auto& [c, node] : moves[next].switches) {
-          changes = changes || trial.choice[c] != node;
-          trial.choice[c] = node;
-        }
-        if (!changes) continue;
-        trials.push_back(std::move(trial));
+        SelectionWindows::Switches switches;
+        for (const auto& [c, node] : moves[next].switches)
+          if (selection.choice[c] != node) switches.emplace_back(c, node);
+        if (switches.empty()) continue;
+        trials.push_back(std::move(switches));
         tried.push_back(next);
       }
       std::vector<size_t> whole;  // the trials costed whole
@@ -194,7 +196,7 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
       costs.assign(whole.size(), 0);
       each(whole.size(), [&](size_t k) {
         try {
-          costs[k] = cost_of(trials[whole[k]]);
+          costs[k] = cost_of(with(trials[whole[k]]));
         } catch (const std::logic_error&) {
           costs[k] = std::numeric_limits<double>::infinity();  // a cycle, or a class with no e-node to take
         }
@@ -203,7 +205,7 @@ Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Se
       for (size_t k = 0; k < whole.size(); ++k)
         if (cheaper(costs[k], best)) {
           best = costs[k];
-          selection = std::move(trials[whole[k]]);
+          selection = with(trials[whole[k]]);
           if (windows) windows->reset(selection);
           ++s.switches;
           kept = true;

@@ -19,6 +19,13 @@ std::string value_name(const char* prefix, size_t c, size_t k) {
 
 }  // namespace
 
+int32_t SelectionWindows::ChoiceOf::operator()(ClassId c) const {
+  if (switches)
+    for (const auto& [switched, node] : *switches)
+      if (switched == c) return node;
+  return base->choice[c];
+}
+
 SelectionWindows::SelectionWindows(const EGraph& egraph, const std::vector<ClassId>& roots, optimizer::CostModel& model,
                                    size_t radius)
     : egraph_(egraph), model_(model), radius_(radius) {
@@ -50,17 +57,26 @@ void SelectionWindows::reset(const Selection& current) {
   });
 }
 
+SelectionWindows::Switches SelectionWindows::switches_to(const Selection& trial) const {
+  if (trial.choice.size() != current_.choice.size())
+    throw std::logic_error("refinement window: the trial has another number of classes");
+  Switches out;
+  for (size_t c = 0; c < trial.choice.size(); ++c)
+    if (trial.choice[c] != current_.choice[c]) out.emplace_back(static_cast<ClassId>(c), trial.choice[c]);
+  return out;
+}
+
 std::vector<ClassId> SelectionWindows::window(const Selection& trial) const {
+  const Switches switches = switches_to(trial);
   std::vector<char> in_window, trial_used;
-  std::vector<ClassId> classes = window(trial, in_window, trial_used);
+  std::vector<ClassId> classes = window(ChoiceOf{&current_, &switches}, in_window, trial_used);
   std::sort(classes.begin(), classes.end());
   return classes;
 }
 
-std::vector<ClassId> SelectionWindows::window(const Selection& trial, std::vector<char>& in_window,
+std::vector<ClassId> SelectionWindows::window(const ChoiceOf& trial, std::vector<char>& in_window,
                                               std::vector<char>& trial_used) const {
   const size_t n = current_.choice.size();
-  if (trial.choice.size() != n) throw std::logic_error("refinement window: the trial has another number of classes");
   // The classes the trial uses (a depth-first walk from the roots, as
   // walk_selection, listing them instead of visiting every class).
   trial_used.assign(n, 0);
@@ -75,7 +91,7 @@ std::vector<ClassId> SelectionWindows::window(const Selection& trial, std::vecto
       state[root] = kOpen;
       while (!stack.empty()) {
         auto& [c, next_child] = stack.back();
-        const int32_t choice = trial.choice[c];
+        const int32_t choice = trial(c);
         if (choice < 0) throw std::logic_error("refinement window: no e-node chosen for " + egraph_.describe(c));
         const ENode& node = egraph_.eclass(c).nodes[static_cast<size_t>(choice)];
         if (next_child < node.children.size()) {
@@ -95,8 +111,9 @@ std::vector<ClassId> SelectionWindows::window(const Selection& trial, std::vecto
     }
     for (ClassId c : trial_list) state[c] = 1;  // kDone -> used
   }
-  auto chosen = [&](const Selection& s, ClassId c) -> const ENode& {
-    return egraph_.eclass(c).nodes[static_cast<size_t>(s.choice[c])];
+  const ChoiceOf current{&current_, nullptr};
+  auto chosen = [&](const ChoiceOf& s, ClassId c) -> const ENode& {
+    return egraph_.eclass(c).nodes[static_cast<size_t>(s(c))];
   };
   // R: the classes whose e-node differs between the selections, or that
   // only one of them uses.
@@ -108,7 +125,7 @@ std::vector<ClassId> SelectionWindows::window(const Selection& trial, std::vecto
     frontier.push_back(c);
   };
   for (ClassId c : trial_list)
-    if (!used_[c] || current_.choice[c] != trial.choice[c]) changed(c);
+    if (!used_[c] || current_.choice[c] != trial(c)) changed(c);
   for (ClassId c : used_list_)
     if (!trial_used[c]) changed(c);
   classes = frontier;
@@ -126,10 +143,10 @@ std::vector<ClassId> SelectionWindows::window(const Selection& trial, std::vecto
     std::vector<ClassId> next;
     for (ClassId c : frontier) {
       if (used_[c]) {
-        for (ClassId child : chosen(current_, c).children) visit(child, next);
+        for (ClassId child : chosen(current, c).children) visit(child, next);
         for (uint32_t k = reader_start_[c]; k < reader_start_[c + 1]; ++k) visit(readers_[k], next);
       }
-      if (trial_used[c] && trial.choice[c] != current_.choice[c])
+      if (trial_used[c] && trial(c) != current_.choice[c])
         for (ClassId child : chosen(trial, c).children) visit(child, next);
     }
     frontier = std::move(next);
@@ -141,8 +158,8 @@ std::vector<ClassId> SelectionWindows::window(const Selection& trial, std::vecto
   while (!stack.empty()) {
     const ClassId c = stack.back();
     stack.pop_back();
-    for (const Selection* s : {&current_, &trial}) {
-      if (!(s == &current_ ? used_[c] : trial_used[c])) continue;
+    for (const ChoiceOf* s : {&current, &trial}) {
+      if (!(s == &current ? used_[c] : trial_used[c])) continue;
       for (ClassId child : chosen(*s, c).children) {
         child = egraph_.find(child);
         if (in_window[child] || !egraph_.data(child).constant) continue;
@@ -155,7 +172,7 @@ std::vector<ClassId> SelectionWindows::window(const Selection& trial, std::vecto
   return classes;
 }
 
-Graph SelectionWindows::window_graph(const Selection& selection, const std::vector<ClassId>& classes,
+Graph SelectionWindows::window_graph(const ChoiceOf& selection, const std::vector<ClassId>& classes,
                                      const std::vector<char>& in_window, const std::vector<char>& used) const {
   Graph g;
   std::unordered_map<ClassId, std::vector<ValueRef>> values;
@@ -179,7 +196,7 @@ Graph SelectionWindows::window_graph(const Selection& selection, const std::vect
     state[start] = kOpen;
     while (!stack.empty()) {
       auto& [c, next_child] = stack.back();
-      const ENode& n = egraph_.eclass(c).nodes.at(static_cast<size_t>(selection.choice.at(c)));
+      const ENode& n = egraph_.eclass(c).nodes.at(static_cast<size_t>(selection(c)));
       if (next_child < n.children.size()) {
         const ClassId d = egraph_.find(n.children[next_child++]);
         if (!inside(d)) continue;
@@ -242,12 +259,15 @@ Graph SelectionWindows::window_graph(const Selection& selection, const std::vect
   return g;
 }
 
-double SelectionWindows::delta(const Selection& trial) const {
+double SelectionWindows::delta(const Switches& switches) const {
+  const ChoiceOf trial{&current_, &switches};
   std::vector<char> in_window, trial_used;
   const std::vector<ClassId> classes = window(trial, in_window, trial_used);
-  const Graph before = window_graph(current_, classes, in_window, used_);
+  const Graph before = window_graph(ChoiceOf{&current_, nullptr}, classes, in_window, used_);
   const Graph after = window_graph(trial, classes, in_window, trial_used);
   return model_.graph_cost(after) - model_.graph_cost(before);
 }
+
+double SelectionWindows::delta(const Selection& trial) const { return delta(switches_to(trial)); }
 
 }  // namespace tgr::saturation

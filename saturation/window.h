@@ -32,6 +32,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "optimizer/cost_model.h"
@@ -55,19 +57,32 @@ class SelectionWindows {
   // and acyclic for the roots.
   void reset(const Selection& current);
 
-  // graph_cost of the trial's window minus the current selection's.
-  // Throws std::logic_error where the trial is cyclic or incomplete.
-  // Thread-safe between resets (for a thread-safe cost model).
+  // A move: classes switched to other e-nodes (class, index of its e-node).
+  using Switches = std::vector<std::pair<ClassId, int32_t>>;
+
+  // graph_cost of the window of the current selection with `switches`
+  // made, minus the current selection's. Throws std::logic_error where the
+  // move makes the selection cyclic or incomplete. Thread-safe between
+  // resets (for a thread-safe cost model).
+  double delta(const Switches& switches) const;
+  // The same for a whole selection (its differences from the current one).
   double delta(const Selection& trial) const;
 
   // The classes of a trial's window (for tests and reports).
   std::vector<ClassId> window(const Selection& trial) const;
 
  private:
-  std::vector<ClassId> window(const Selection& trial, std::vector<char>& in_window,
-                              std::vector<char>& trial_used) const;
-  Graph window_graph(const Selection& selection, const std::vector<ClassId>& classes,
-                     const std::vector<char>& in_window, const std::vector<char>& used) const;
+  // A selection's choice per class: `base`'s, but for the classes in
+  // `switches` (a move has a few; no copy of the whole selection per move).
+  struct ChoiceOf {
+    const Selection* base;
+    const Switches* switches;
+    int32_t operator()(ClassId c) const;
+  };
+  Switches switches_to(const Selection& trial) const;
+  std::vector<ClassId> window(const ChoiceOf& trial, std::vector<char>& in_window, std::vector<char>& trial_used) const;
+  Graph window_graph(const ChoiceOf& selection, const std::vector<ClassId>& classes, const std::vector<char>& in_window,
+                     const std::vector<char>& used) const;
 
   const EGraph& egraph_;
   std::vector<ClassId> roots_;
