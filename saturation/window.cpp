@@ -52,9 +52,9 @@ void SelectionWindows::reset(const Selection& current) {
   for (size_t c = 0; c < n; ++c) reader_start_[c + 1] = reader_start_[c] + count[c];
   readers_.assign(reader_start_[n], 0);
   std::vector<uint32_t> next(reader_start_.begin(), reader_start_.end() - 1);
-  walk_selection(egraph_, current_, roots_, [&](ClassId c, const ENode& node) {
-    for (ClassId child : node.children) readers_[next[egraph_.find(child)]++] = c;
-  });
+  for (ClassId c : used_list_)
+    for (ClassId child : egraph_.eclass(c).nodes[static_cast<size_t>(current_.choice[c])].children)
+      readers_[next[egraph_.find(child)]++] = c;
 }
 
 SelectionWindows::Switches SelectionWindows::switches_to(const Selection& trial) const {
@@ -69,9 +69,7 @@ SelectionWindows::Switches SelectionWindows::switches_to(const Selection& trial)
 std::vector<ClassId> SelectionWindows::window(const Selection& trial) const {
   const Switches switches = switches_to(trial);
   std::vector<char> in_window, trial_used;
-  std::vector<ClassId> classes = window(ChoiceOf{&current_, &switches}, in_window, trial_used);
-  std::sort(classes.begin(), classes.end());
-  return classes;
+  return window(ChoiceOf{&current_, &switches}, in_window, trial_used);
 }
 
 std::vector<ClassId> SelectionWindows::window(const ChoiceOf& trial, std::vector<char>& in_window,
@@ -169,6 +167,7 @@ std::vector<ClassId> SelectionWindows::window(const ChoiceOf& trial, std::vector
       }
     }
   }
+  std::sort(classes.begin(), classes.end());  // both window graphs list their outputs in this order
   return classes;
 }
 
@@ -245,9 +244,7 @@ Graph SelectionWindows::window_graph(const ChoiceOf& selection, const std::vecto
   // windows list the same ones). Constant classes are not: they are folded.
   for (size_t k = 0; k < roots_.size(); ++k)
     if (inside(roots_[k])) g.add_output(values.at(roots_[k]).at(0), value_name("root", k, 0));
-  std::vector<ClassId> sorted(classes);
-  std::sort(sorted.begin(), sorted.end());
-  for (ClassId c : sorted) {
+  for (ClassId c : classes) {
     if (!inside(c) || is_root_[c] || egraph_.data(c).constant) continue;
     bool read_outside = false;
     for (uint32_t k = reader_start_[c]; k < reader_start_[c + 1] && !read_outside; ++k)

@@ -80,6 +80,7 @@ class SelectionWindows {
     int32_t operator()(ClassId c) const;
   };
   Switches switches_to(const Selection& trial) const;
+  // The window's classes, ascending (window_graph lists outputs in that order).
   std::vector<ClassId> window(const ChoiceOf& trial, std::vector<char>& in_window, std::vector<char>& trial_used) const;
   Graph window_graph(const ChoiceOf& selection, const std::vector<ClassId>& classes, const std::vector<char>& in_window,
                      const std::vector<char>& used) const;

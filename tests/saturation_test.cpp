@@ -431,35 +431,47 @@ double brute_force(const EGraph& g, const NodeCosts& costs, const std::vector<Cl
   return best;
 }
 
+// A random e-graph's classes: inputs x and y of `shape` (the first two),
+// then `min_ops` to `min_ops + spread - 1` elementwise operators, each over
+// classes added before it.
+std::vector<ClassId> add_random_ops(EGraph& g, std::mt19937& rng, const Shape& shape, int min_ops, int spread) {
+  const std::vector<const char*> unary = {"relu", "tanh", "exp", "neg"};
+  const std::vector<const char*> binary = {"add", "mul", "sub"};
+  std::vector<ClassId> classes = {g.add_input(input_node("x", shape)), g.add_input(input_node("y", shape))};
+  const int n_ops = min_ops + static_cast<int>(rng() % static_cast<unsigned>(spread));
+  for (int k = 0; k < n_ops; ++k) {
+    const ClassId a = classes[rng() % classes.size()], b = classes[rng() % classes.size()];
+    if (rng() % 2) {
+      const OpDef& o = op(unary[rng() % unary.size()]);
+      classes.push_back(g.add_op(o, o.make_params(), {a}));
+    } else {
+      const OpDef& o = op(binary[rng() % binary.size()]);
+      classes.push_back(g.add_op(o, o.make_params(), {a, b}));
+    }
+  }
+  return classes;
+}
+
+// Alternatives: three unions of random operator classes of add_random_ops
+// (sound or not does not matter to extraction), then rebuild.
+void merge_random_ops(EGraph& g, std::mt19937& rng, const std::vector<ClassId>& classes) {
+  for (int k = 0; k < 3; ++k) {
+    const ClassId a = classes[2 + rng() % (classes.size() - 2)], b = classes[2 + rng() % (classes.size() - 2)];
+    g.merge(a, b);
+  }
+  g.rebuild();
+}
+
 TEST(Extraction, IlpEqualsBruteForceOnSmallEGraphs) {
   TableCost cost;
   cost.by_op = {{"relu", 1.0}, {"tanh", 2.0}, {"exp", 3.5}, {"neg", 0.5}, {"add", 1.5}, {"mul", 2.5}, {"sub", 4.0}};
-  const std::vector<const char*> unary = {"relu", "tanh", "exp", "neg"};
-  const std::vector<const char*> binary = {"add", "mul", "sub"};
   std::mt19937 rng(12345);
   int cyclic = 0, shared_better_than_greedy = 0;
   for (int trial = 0; trial < 40; ++trial) {
     EGraph g;
-    std::vector<ClassId> classes = {g.add_input(input_node("x", {4})), g.add_input(input_node("y", {4}))};
-    const int n_ops = 4 + static_cast<int>(rng() % 4);
-    for (int k = 0; k < n_ops; ++k) {
-      const ClassId a = classes[rng() % classes.size()], b = classes[rng() % classes.size()];
-      if (rng() % 2) {
-        const OpDef& o = op(unary[rng() % unary.size()]);
-        classes.push_back(g.add_op(o, o.make_params(), {a}));
-      } else {
-        const OpDef& o = op(binary[rng() % binary.size()]);
-        classes.push_back(g.add_op(o, o.make_params(), {a, b}));
-      }
-    }
+    const std::vector<ClassId> classes = add_random_ops(g, rng, {4}, 4, 4);
     const std::vector<ClassId> roots = {classes.back(), classes[classes.size() - 2]};
-    // Alternatives: unions of random operator classes (sound or not does
-    // not matter to extraction), and a few more e-nodes.
-    for (int k = 0; k < 3; ++k) {
-      const ClassId a = classes[2 + rng() % (classes.size() - 2)], b = classes[2 + rng() % (classes.size() - 2)];
-      g.merge(a, b);
-    }
-    g.rebuild();
+    merge_random_ops(g, rng, classes);
     if (!g.acyclic()) ++cyclic;
     std::vector<ClassId> r = roots;
     for (ClassId& c : r) c = g.find(c);
@@ -645,26 +657,11 @@ struct RandomEGraph {
   Selection selection;
 };
 std::optional<RandomEGraph> random_egraph(std::mt19937& rng) {
-  const std::vector<const char*> unary = {"relu", "tanh", "exp", "neg"};
-  const std::vector<const char*> binary = {"add", "mul", "sub"};
   RandomEGraph out;
   EGraph& g = out.g;
-  std::vector<ClassId> classes = {g.add_input(input_node("x", {4, 8})), g.add_input(input_node("y", {4, 8}))};
-  const int n_ops = 8 + static_cast<int>(rng() % 8);
-  for (int k = 0; k < n_ops; ++k) {
-    const ClassId a = classes[rng() % classes.size()], b = classes[rng() % classes.size()];
-    if (rng() % 2) {
-      const OpDef& o = op(unary[rng() % unary.size()]);
-      classes.push_back(g.add_op(o, o.make_params(), {a}));
-    } else {
-      const OpDef& o = op(binary[rng() % binary.size()]);
-      classes.push_back(g.add_op(o, o.make_params(), {a, b}));
-    }
-  }
+  const std::vector<ClassId> classes = add_random_ops(g, rng, {4, 8}, 8, 8);
   out.roots = {classes.back(), classes[classes.size() - 3]};
-  for (int k = 0; k < 3; ++k)
-    g.merge(classes[2 + rng() % (classes.size() - 2)], classes[2 + rng() % (classes.size() - 2)]);
-  g.rebuild();
+  merge_random_ops(g, rng, classes);
   for (ClassId& c : out.roots) c = g.find(c);
   TableCost unit;
   unit.by_op = {{"relu", 1.0}, {"tanh", 1.0}, {"exp", 1.0}, {"neg", 1.0}, {"add", 1.0}, {"mul", 1.0}, {"sub", 1.0}};
