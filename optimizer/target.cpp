@@ -21,17 +21,15 @@ const std::vector<TargetInfo>& targets() {
   return all;
 }
 
-std::string_view target_name(Target target) {
+const TargetInfo& target_info(Target target) {
   for (const TargetInfo& t : targets())
-    if (t.target == target) return t.name;
-  throw std::logic_error("a target without a name");
+    if (t.target == target) return t;
+  throw std::logic_error("a target missing from targets()");
 }
 
-std::string_view default_search(Target target) {
-  for (const TargetInfo& t : targets())
-    if (t.target == target) return t.default_search;
-  throw std::logic_error("a target without a default search");
-}
+std::string_view target_name(Target target) { return target_info(target).name; }
+
+std::string_view default_search(Target target) { return target_info(target).default_search; }
 
 Target parse_target(std::string_view name) {
   std::string names;

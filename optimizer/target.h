@@ -48,6 +48,7 @@ struct TargetInfo {
   std::string_view default_search;
 };
 const std::vector<TargetInfo>& targets();
+const TargetInfo& target_info(Target target);  // its entry of targets()
 std::string_view target_name(Target target);
 std::string_view default_search(Target target);  // TargetInfo::default_search
 // Throws std::invalid_argument naming the targets for an unknown name.
