@@ -217,6 +217,12 @@ Runner::Runner(EGraph& egraph, const std::vector<optimizer::DirectedRule>& rules
                RunnerOptions options, optimizer::CostModel* cost)
     : egraph_(egraph), rules_(rules), prover_(prover), options_(options), cost_(cost) {}
 
+size_t effective_node_limit(const RunnerOptions& options, size_t start_nodes) {
+  if (options.growth_limit <= 0) return options.node_limit;
+  const auto scaled = static_cast<size_t>(options.growth_limit * static_cast<double>(start_nodes));
+  return std::min(options.node_limit, std::max(options.min_node_limit, scaled));
+}
+
 RunnerStats Runner::run() {
   const auto start = Clock::now();
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -227,6 +233,7 @@ RunnerStats Runner::run() {
     deadline =
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.time_limit_s));
   RunnerStats stats;
+  stats.node_limit = effective_node_limit(options_, egraph_.num_nodes());
   // Each rule's pattern (and whether its two outputs read the same up to
   // renaming) is built when its stage first searches it: a --max-ops 4
   // database's later stage costs nothing before it runs.
@@ -313,7 +320,7 @@ RunnerStats Runner::run() {
       stats.stop = StopReason::kIterationLimit;
       break;
     }
-    if (egraph_.num_nodes() >= options_.node_limit) {
+    if (egraph_.num_nodes() >= stats.node_limit) {
       stats.stop = StopReason::kNodeLimit;
       break;
     }
@@ -555,7 +562,7 @@ RunnerStats Runner::run() {
       ++it.applied;
       it.unions += a.unions;
       stats.cycles_filtered += a.cycles_filtered;
-      node_limit = egraph_.num_nodes() >= options_.node_limit;
+      node_limit = egraph_.num_nodes() >= stats.node_limit;
     }
     stats.unions += it.unions;
     it.apply_s = since(t);

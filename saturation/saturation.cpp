@@ -223,6 +223,7 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
       {"kind", "saturation"},
       {"stop_reason", std::string(stop_reason_name(r.stop))},
       {"iterations", r.iterations},
+      {"node_limit", r.node_limit},
       {"lead_iterations", r.lead_iterations},
       {"small_rule_iterations", r.small_rule_iterations},
       {"enodes", s.enodes},
@@ -294,9 +295,9 @@ std::string summary_line(const SaturationStats& s) {
   const RunnerStats& r = s.runner;
   char line[512];
   std::snprintf(line, sizeof line,
-                "saturation, stopped: %s after %d iterations, %zu e-nodes in %zu e-classes; %lld matches, %lld "
-                "unions, %lld cycles filtered, %lld rule bans; extracted by %s (ILP %s, gap %.3g)",
-                std::string(stop_reason_name(r.stop)).c_str(), r.iterations, s.enodes, s.eclasses,
+                "saturation, stopped: %s after %d iterations, %zu e-nodes (limit %zu) in %zu e-classes; %lld matches, "
+                "%lld unions, %lld cycles filtered, %lld rule bans; extracted by %s (ILP %s, gap %.3g)",
+                std::string(stop_reason_name(r.stop)).c_str(), r.iterations, s.enodes, r.node_limit, s.eclasses,
                 static_cast<long long>(r.matches), static_cast<long long>(r.unions),
                 static_cast<long long>(r.cycles_filtered), static_cast<long long>(r.bans), s.extractor.c_str(),
                 ilp_status_name(s.ilp.status).c_str(), s.ilp.gap);

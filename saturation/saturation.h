@@ -37,6 +37,12 @@
 
 namespace tgr::saturation {
 
+// optimize's default growth limit (RunnerOptions::growth_limit): the
+// e-graph may grow to this many times the model's e-nodes (at least
+// RunnerOptions::min_node_limit, at most --node-limit). An explicit
+// --node-limit (node_limit= in Python) replaces it.
+inline constexpr double kDefaultGrowthLimit = 80;
+
 struct SaturationOptions {
   RunnerOptions runner;
   bool use_ilp = true;  // else greedy extraction only

@@ -70,8 +70,17 @@ int main(int argc, char** argv) {
                    std::string(t.default_search);
   search_help += ")";
   app.add_option("--search", search, search_help)->check(CLI::IsMember({"backtrack", "saturate", "both"}));
-  app.add_option("--node-limit", saturation.runner.node_limit, "saturate: e-nodes")
-      ->check(tgr::cli::at_least(int64_t{1}));
+  saturation.runner.growth_limit = tgr::saturation::kDefaultGrowthLimit;
+  auto* node_limit = app.add_option("--node-limit", saturation.runner.node_limit,
+                                    "saturate: e-nodes (given: this limit alone, instead of --node-growth's)")
+                         ->check(tgr::cli::at_least(int64_t{1}));
+  auto* node_growth =
+      app.add_option("--node-growth", saturation.runner.growth_limit,
+                     "saturate: the e-graph grows to at most this many times the model's e-nodes (at least " +
+                         std::to_string(saturation.runner.min_node_limit) + ", at most --node-limit; 0: --node-limit alone)")
+          ->capture_default_str()
+          ->check(tgr::cli::at_least(0.0));
+  node_limit->excludes(node_growth);
   app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
@@ -116,6 +125,7 @@ int main(int argc, char** argv) {
   tgr::cli::add_input_shape_option(app, input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   if (no_default_rules) o.default_rules_db.clear();
+  if (node_limit->count() > 0) saturation.runner.growth_limit = 0;  // the limit given, alone
   o.target.target = tgr::optimizer::parse_target(target);
   tgr::saturation::use_search(o, search, saturation,
                               timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt);

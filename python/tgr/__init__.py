@@ -47,7 +47,9 @@ _OPTIONS = {
     "search": "'backtrack' (TASO), 'saturate' (equality saturation) or 'both' (saturate, then backtrack; "
     "and backtrack from the model; the cheapest kept) (--search; default: the target's, 'saturate' for "
     "tgr-gpu and roofline, 'backtrack' for onnxruntime-cpu)",
-    "node_limit": "saturate: e-nodes (--node-limit)",
+    "node_limit": "saturate: e-nodes, this limit alone (--node-limit)",
+    "node_growth": "saturate: e-nodes per e-node of the model, at least 5,000, at most node_limit; 0: "
+    "node_limit alone (--node-growth)",
     "iterations": "saturate: iterations (--iterations)",
     "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",
     "refine_window": "saturate: refinement moves first costed on the operators within this many steps of "
@@ -75,6 +77,8 @@ def _check_options(options: Mapping[str, Any]) -> None:
         positive(key)
     if "alpha" in options and not 1.0 <= options["alpha"] <= 10.0:
         raise ValueError(f"alpha={options['alpha']!r}: must be in [1, 10]")
+    if "node_growth" in options and not options["node_growth"] >= 0:
+        raise ValueError(f"node_growth={options['node_growth']!r}: must not be negative")
     if "ilp_timeout" in options and not options["ilp_timeout"] >= 0:
         raise ValueError(f"ilp_timeout={options['ilp_timeout']!r}: must not be negative")
     if "refine_window" in options and not (isinstance(options["refine_window"], int)

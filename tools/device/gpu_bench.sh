@@ -10,10 +10,11 @@
 #   bash bundle/gpu/tools/device/gpu_bench.sh [MODEL ...]
 #   STAGES="tests bench" bash ...     (any of: tests export calibrate optimize bench peers)
 #   SEARCH=both bash ...              (optimize's --search: backtrack, saturate or both; default the target's)
+#   OPTIMIZE_FLAGS="--node-growth 0" bash ...   (more optimize flags, as a shell splits them)
 # The bundle comes from tools/device/make_gpu_bundle.sh. Logs go to $OUT when
 # set (the `run` tool's folder), else /tmp/tgr-gpu-out.
 set -uo pipefail
-search=(${SEARCH:+--search "$SEARCH"})  # none: optimize's default for the target
+search=(${SEARCH:+--search "$SEARCH"} ${OPTIMIZE_FLAGS:-})  # none: optimize's default for the target
 B=$(cd "$(dirname "$0")/../.." && pwd)
 export LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}"
 export TGR_TEST_DATA="$B/tests/data"
