@@ -12,7 +12,7 @@ const std::vector<TargetInfo>& targets() {
       {Target::kOnnxRuntimeCpu, "onnxruntime-cpu",
        "ONNX Runtime on the CPU: operator times measured with ONNX Runtime (a table measured on the build machine "
        "ships with tgr; tools/calibrate_ort.py measures your own)",
-       "backtrack"},
+       "saturate"},
       {Target::kTgrGpu, "tgr-gpu", "tgr's CUDA runtime: its execution plan's steps, timed by `calibrate` on --device",
        "saturate"},
       {Target::kRoofline, "roofline",

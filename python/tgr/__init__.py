@@ -46,7 +46,7 @@ _OPTIONS = {
     "timeout": "seconds the search may take (--timeout)",
     "search": "'backtrack' (TASO), 'saturate' (equality saturation) or 'both' (saturate, then backtrack; "
     "and backtrack from the model; the cheapest kept) (--search; default: the target's, 'saturate' for "
-    "tgr-gpu and roofline, 'backtrack' for onnxruntime-cpu)",
+    "every target)",
     "node_limit": "saturate: e-nodes, this limit alone (--node-limit)",
     "node_growth": "saturate: e-nodes per e-node of the model, at least 5,000, at most node_limit; 0: "
     "node_limit alone (--node-growth)",
