@@ -233,7 +233,12 @@ RunnerStats Runner::run() {
     deadline =
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.time_limit_s));
   RunnerStats stats;
+  // Each stage may add the e-nodes the scaled limit allows beyond where it
+  // started, within options_.node_limit for the whole run (runner.h,
+  // RunnerOptions::growth_limit): a small model's shipped rules reach their
+  // limit, and a database's rules still get their own growth after them.
   stats.node_limit = effective_node_limit(options_, egraph_.num_nodes());
+  const size_t stage_growth = stats.node_limit > egraph_.num_nodes() ? stats.node_limit - egraph_.num_nodes() : 0;
   // Each rule's pattern (and whether its two outputs read the same up to
   // renaming) is built when its stage first searches it: a --max-ops 4
   // database's later stage costs nothing before it runs.
@@ -312,6 +317,7 @@ RunnerStats Runner::run() {
     ++stage;
     if (stage == keyed_late) activate(keyed_late, keyed_late);
     stage_end_s = stage_end(since(start));
+    stats.node_limit = std::min(options_.node_limit, egraph_.num_nodes() + stage_growth);
     for (RuleSchedule& s : schedule) s.banned_until = 0;
   };
 
@@ -320,6 +326,10 @@ RunnerStats Runner::run() {
       stats.stop = StopReason::kIterationLimit;
       break;
     }
+    // At a stage's node limit the next stage starts, while the whole run's allows it.
+    while (egraph_.num_nodes() >= stats.node_limit && stage < last_stage &&
+           egraph_.num_nodes() < options_.node_limit)
+      next_stage();
     if (egraph_.num_nodes() >= stats.node_limit) {
       stats.stop = StopReason::kNodeLimit;
       break;
@@ -593,7 +603,7 @@ RunnerStats Runner::run() {
     if (stage == 0 && last_stage > 0) stats.lead_iterations = iteration + 1;
     if (stage <= 1 && last_stage == 2) stats.small_rule_iterations = iteration + 1;
 
-    if (node_limit) {
+    if (node_limit && (stage == last_stage || egraph_.num_nodes() >= options_.node_limit)) {
       stats.stop = StopReason::kNodeLimit;
       break;
     }

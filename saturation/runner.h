@@ -104,7 +104,12 @@ struct RunnerOptions {
   // its roofline graph's x0.714 at 5,000 e-nodes in 1.9 s and x0.710 at
   // 50,000 in 6.8 s, and the same graph under ONNX Runtime's costs in 1.6 s
   // against 7.6 s; the rest of the time went to commutativity and
-  // associativity variants and to extracting from them. 0: node_limit alone.
+  // associativity variants and to extracting from them. In a staged run
+  // (shipped_rules_first) each stage may add that many e-nodes beyond where
+  // it started (a stage at its limit hands on to the next), within
+  // node_limit for the whole run: the shipped rules of a small model reach
+  // their limit, and a database's rules still get their own growth. 0:
+  // node_limit alone.
   double growth_limit = 0;
   size_t min_node_limit = 5000;
   double time_limit_s = 5;    // wall clock for the whole saturation (extraction comes on top)
@@ -146,7 +151,7 @@ size_t effective_node_limit(const RunnerOptions& options, size_t start_nodes);
 
 struct RunnerStats {
   StopReason stop = StopReason::kSaturated;
-  size_t node_limit = 0;  // the limit this run kept to (effective_node_limit)
+  size_t node_limit = 0;  // the limit in force when the run stopped (effective_node_limit; per stage, see growth_limit)
   int iterations = 0;
   int lead_iterations = 0;       // of them, with the shipped rules alone (RunnerOptions::shipped_rules_first)
   int small_rule_iterations = 0;  // of them, without the rules of more than kSmallRuleOps operators a side

@@ -911,6 +911,37 @@ TEST(Runner, IterationAndNodeLimitsAndSaturationAreReported) {
   }
 }
 
+TEST(Runner, TheNodeLimitFollowsTheModelsSize) {
+  RunnerOptions options;
+  options.node_limit = 50000;
+  EXPECT_EQ(effective_node_limit(options, 300), 50000u);  // growth_limit 0: node_limit alone
+  options.growth_limit = 80;
+  options.min_node_limit = 5000;
+  EXPECT_EQ(effective_node_limit(options, 200), 16000u);  // 80 x 200
+  EXPECT_EQ(effective_node_limit(options, 20), 5000u);    // at least min_node_limit
+  EXPECT_EQ(effective_node_limit(options, 1000), 50000u);  // at most node_limit
+  options.node_limit = 3000;
+  EXPECT_EQ(effective_node_limit(options, 20), 3000u);  // node_limit wins over the floor
+
+  // A run keeps to the scaled limit and reports it: a chain whose orders
+  // outgrow 10 x its e-nodes stops there, where the absolute limit alone
+  // would let it go on.
+  optimizer::InstanceProver instances(prover(), proof_options());
+  const auto rules = reordering_rules();
+  EGraph g;
+  g.add_graph(add_chain(6));
+  const size_t start = g.num_nodes();
+  RunnerOptions scaled;
+  scaled.time_limit_s = 120;
+  scaled.node_limit = 1000000;
+  scaled.growth_limit = 10;
+  scaled.min_node_limit = 1;
+  const RunnerStats stats = Runner(g, rules, instances, scaled).run();
+  EXPECT_EQ(stats.node_limit, 10 * start);
+  EXPECT_EQ(stats.stop, StopReason::kNodeLimit);
+  EXPECT_GE(g.num_nodes(), stats.node_limit);
+}
+
 TEST(Runner, TheBackoffSchedulerBansARuleThatFloods) {
   optimizer::InstanceProver instances(prover(), proof_options());
   EGraph g;
@@ -972,6 +1003,44 @@ TEST(Runner, TheShippedRulesRunAloneUntilTheySaturateThenAllRules) {
   for (int64_t origin = lead_applied + 1; origin <= lead_applied + applied; ++origin)
     not_shipped += !rules[runner.rule_of(static_cast<uint32_t>(origin))].shipped;
   EXPECT_GE(not_shipped, 1);
+}
+
+TEST(Runner, AStageAtItsNodeLimitHandsOnToTheNext) {
+  // The shipped reordering outgrows the chain's scaled limit in the first
+  // stage; the database's stage still runs after it, with its own growth.
+  // An absolute limit of the same size stops the run in stage one.
+  optimizer::InstanceProver instances(prover(), proof_options());
+  std::vector<DirectedRule> rules = reordering_rules();
+  for (DirectedRule& r : rules) r.shipped = true;
+  for (DirectedRule& r : rules_of({{"add(x0, x1) => add(x1, x0)", "x0=2x4,x1=2x4"}})) rules.push_back(std::move(r));
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  options.shipped_rules_first = true;
+  options.node_limit = 1000000;
+  options.growth_limit = 3;
+  options.min_node_limit = 1;
+  EGraph g;
+  g.add_graph(add_chain(6));
+  const size_t start = g.num_nodes();
+  Runner runner(g, rules, instances, options);
+  const RunnerStats stats = runner.run();
+  ASSERT_GE(stats.lead_iterations, 1);
+  EXPECT_GE(stats.per_iteration[static_cast<size_t>(stats.lead_iterations) - 1].nodes, 3 * start);
+  ASSERT_GT(stats.iterations, stats.lead_iterations);
+  EXPECT_EQ(stats.stop, StopReason::kNodeLimit);
+  // The second stage's limit is its start plus the same growth, and the
+  // e-graph grew past the first stage's.
+  EXPECT_GT(stats.node_limit, 3 * start);
+  EXPECT_GT(g.num_nodes(), stats.per_iteration[static_cast<size_t>(stats.lead_iterations) - 1].nodes);
+
+  EGraph h;
+  h.add_graph(add_chain(6));
+  RunnerOptions absolute = options;
+  absolute.growth_limit = 0;
+  absolute.node_limit = 3 * start;
+  const RunnerStats capped = Runner(h, rules, instances, absolute).run();
+  EXPECT_EQ(capped.stop, StopReason::kNodeLimit);
+  EXPECT_EQ(capped.iterations, capped.lead_iterations);
 }
 
 TEST(Runner, ADatabasesSmallRulesRunBeforeItsLargeOnes) {
