@@ -553,7 +553,8 @@ RunnerStats Runner::run() {
     t = Clock::now();
     const size_t nodes_before = egraph_.num_nodes(), classes_before = egraph_.num_classes();
     bool node_limit = false;
-    for (size_t i = 0; i < work.size() && !node_limit; ++i) {
+    size_t i = 0;
+    for (; i < work.size() && !node_limit; ++i) {
       if (!proved[i]) continue;
       // Each union checks for the cycles it would close, a walk of the
       // e-graph: thousands of applications to a large one take many
@@ -574,6 +575,11 @@ RunnerStats Runner::run() {
       stats.cycles_filtered += a.cycles_filtered;
       node_limit = egraph_.num_nodes() >= stats.node_limit;
     }
+    // Proved but not applied (the stage's node limit, or the time): matched
+    // again later, so that the next stage applies them (their proofs are
+    // cached).
+    for (; i < work.size(); ++i)
+      if (proved[i]) tried.erase(key_of(work[i].first, *work[i].second));
     stats.unions += it.unions;
     it.apply_s = since(t);
 

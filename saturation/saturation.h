@@ -41,7 +41,7 @@ namespace tgr::saturation {
 // e-graph may grow to this many times the model's e-nodes (at least
 // RunnerOptions::min_node_limit, at most --node-limit). An explicit
 // --node-limit (node_limit= in Python) replaces it.
-inline constexpr double kDefaultGrowthLimit = 80;
+inline constexpr double kDefaultGrowthLimit = 120;
 
 struct SaturationOptions {
   RunnerOptions runner;
