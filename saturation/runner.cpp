@@ -233,12 +233,13 @@ RunnerStats Runner::run() {
     deadline =
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.time_limit_s));
   RunnerStats stats;
-  // Each stage may add the e-nodes the scaled limit allows beyond where it
-  // started, within options_.node_limit for the whole run (runner.h,
-  // RunnerOptions::growth_limit): a small model's shipped rules reach their
-  // limit, and a database's rules still get their own growth after them.
-  stats.node_limit = effective_node_limit(options_, egraph_.num_nodes());
-  const size_t stage_growth = stats.node_limit > egraph_.num_nodes() ? stats.node_limit - egraph_.num_nodes() : 0;
+  // The scaled limit (runner.h, RunnerOptions::growth_limit): what a stage
+  // may add beyond where it started, within options_.node_limit; the last
+  // stage of a staged run (a database's rules) keeps to options_.node_limit.
+  const size_t stage_growth = [&] {
+    const size_t limit = effective_node_limit(options_, egraph_.num_nodes());
+    return limit > egraph_.num_nodes() ? limit - egraph_.num_nodes() : 0;
+  }();
   // Each rule's pattern (and whether its two outputs read the same up to
   // renaming) is built when its stage first searches it: a --max-ops 4
   // database's later stage costs nothing before it runs.
@@ -262,6 +263,12 @@ RunnerStats Runner::run() {
     while (stage < 2 && !present[static_cast<size_t>(stage)]) ++stage;
     last_stage = present[2] ? 2 : present[1] ? 1 : 0;
   }
+  const int first_run_stage = stage;  // the first stage with rules
+  auto stage_node_limit = [&] {
+    if (stage == last_stage && stage > first_run_stage) return options_.node_limit;
+    return std::min(options_.node_limit, egraph_.num_nodes() + stage_growth);
+  };
+  stats.node_limit = stage_node_limit();
   // Rules that read the same as an earlier one up to variable names are
   // matched once, the first in the rules' order kept: a shipped rule the
   // database also holds (the generated rules of rules/default.rules) runs
@@ -317,7 +324,7 @@ RunnerStats Runner::run() {
     ++stage;
     if (stage == keyed_late) activate(keyed_late, keyed_late);
     stage_end_s = stage_end(since(start));
-    stats.node_limit = std::min(options_.node_limit, egraph_.num_nodes() + stage_growth);
+    stats.node_limit = stage_node_limit();
     for (RuleSchedule& s : schedule) s.banned_until = 0;
   };
 
