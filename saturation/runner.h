@@ -100,11 +100,12 @@ struct RunnerOptions {
   // growth_limit times the e-nodes it starts with (the model's operators,
   // inputs and weights), but at least min_node_limit, and never more than
   // node_limit (effective_node_limit). A small model saturates its useful
-  // rewrites long before 50,000 e-nodes: SqueezeNet (91 operators) reached
-  // its roofline graph's x0.714 at 5,000 e-nodes in 1.9 s and x0.710 at
-  // 50,000 in 6.8 s, and the same graph under ONNX Runtime's costs in 1.6 s
-  // against 7.6 s; the rest of the time went to commutativity and
-  // associativity variants and to extracting from them. In a staged run
+  // rewrites long before 50,000 e-nodes: SqueezeNet (91 operators, 144
+  // e-nodes) reached its roofline graph's x0.710 at 120 times its e-nodes in
+  // 2.7 s, and in 6.9 s at 50,000 (x0.714 at 80 times); the rest of the time
+  // went to commutativity and associativity variants and to extracting from
+  // them (docs/benchmarks.md, "Saturation's node limit follows the model's
+  // size"). In a staged run
   // (shipped_rules_first) each stage before the last may add that many
   // e-nodes beyond where it started (a stage at its limit hands on to the
   // next), and the last (a database's rules) keeps to node_limit: its
