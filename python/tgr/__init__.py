@@ -79,6 +79,8 @@ def _check_options(options: Mapping[str, Any]) -> None:
         raise ValueError(f"alpha={options['alpha']!r}: must be in [1, 10]")
     if "node_growth" in options and not options["node_growth"] >= 0:
         raise ValueError(f"node_growth={options['node_growth']!r}: must not be negative")
+    if "node_growth" in options and "node_limit" in options:
+        raise ValueError("node_limit excludes node_growth (a node_limit given is the limit alone)")
     if "ilp_timeout" in options and not options["ilp_timeout"] >= 0:
         raise ValueError(f"ilp_timeout={options['ilp_timeout']!r}: must not be negative")
     if "refine_window" in options and not (isinstance(options["refine_window"], int)

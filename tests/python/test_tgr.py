@@ -101,6 +101,21 @@ def test_optimize_with_saturation_then_backtracking():
         tgr.optimize(BERT, refine_window=-1)
 
 
+def test_the_node_limit_follows_the_models_size_unless_given():
+    # BERT-tiny starts with 143 e-nodes, fewer than 5,000 / 20: growth 20
+    # gives the floor; a node_limit given is that limit alone.
+    _, scaled = tgr.optimize(BERT, target="roofline", search="saturate", node_growth=20, iterations=1)
+    assert scaled["search"]["node_limit"] == 5000
+    _, given = tgr.optimize(BERT, target="roofline", search="saturate", node_limit=7000, iterations=1)
+    assert given["search"]["node_limit"] == 7000
+    _, default = tgr.optimize(BERT, target="roofline", search="saturate", iterations=1)
+    assert 5000 < default["search"]["node_limit"] <= 50000
+    with pytest.raises(ValueError, match="node_limit excludes node_growth"):
+        tgr.optimize(BERT, node_limit=7000, node_growth=10)
+    with pytest.raises(ValueError, match="node_growth=-1: must not be negative"):
+        tgr.optimize(BERT, node_growth=-1)
+
+
 def test_refinement_windows_screen_moves_and_zero_builds_every_move_whole():
     # tgr-gpu with no table: the fitted plan costs, which fuse operators, so
     # saturation refines its graph; each move screened by its window first.
