@@ -36,11 +36,7 @@ struct OptimizeSettings {
   std::string search;                // backtrack | saturate | both; empty: the target's default
   std::optional<double> timeout;     // --timeout; saturate's too when given
   bool sequential = false;
-  tgr::saturation::SaturationOptions saturation = [] {
-    tgr::saturation::SaturationOptions o;
-    o.runner.growth_limit = tgr::saturation::kDefaultGrowthLimit;
-    return o;
-  }();
+  tgr::saturation::SaturationOptions saturation = tgr::saturation::optimize_defaults();
 };
 
 void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std::string& key, const py::handle& v) {
@@ -51,8 +47,7 @@ void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std
   else if (key == "node_limit") {
     s.saturation.runner.node_limit = v.cast<size_t>();
     s.saturation.runner.growth_limit = 0;  // the limit given, alone (as --node-limit)
-  } else if (key == "node_growth")
-    s.saturation.runner.growth_limit = v.cast<double>();
+  } else if (key == "node_growth") s.saturation.runner.growth_limit = v.cast<double>();
   else if (key == "iterations") s.saturation.runner.iteration_limit = v.cast<int>();
   else if (key == "ilp_timeout") s.saturation.ilp.time_limit_s = v.cast<double>();
   else if (key == "refine_window") s.saturation.refine_window = v.cast<size_t>();

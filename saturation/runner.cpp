@@ -269,6 +269,8 @@ RunnerStats Runner::run() {
     return std::min(options_.node_limit, egraph_.num_nodes() + stage_growth);
   };
   stats.node_limit = stage_node_limit();
+  // A stage at its node limit hands on to the next, while the whole run's limit allows it.
+  auto can_hand_on = [&] { return stage < last_stage && egraph_.num_nodes() < options_.node_limit; };
   // Rules that read the same as an earlier one up to variable names are
   // matched once, the first in the rules' order kept: a shipped rule the
   // database also holds (the generated rules of rules/default.rules) runs
@@ -333,10 +335,7 @@ RunnerStats Runner::run() {
       stats.stop = StopReason::kIterationLimit;
       break;
     }
-    // At a stage's node limit the next stage starts, while the whole run's allows it.
-    while (egraph_.num_nodes() >= stats.node_limit && stage < last_stage &&
-           egraph_.num_nodes() < options_.node_limit)
-      next_stage();
+    while (egraph_.num_nodes() >= stats.node_limit && can_hand_on()) next_stage();
     if (egraph_.num_nodes() >= stats.node_limit) {
       stats.stop = StopReason::kNodeLimit;
       break;
@@ -616,7 +615,7 @@ RunnerStats Runner::run() {
     if (stage == 0 && last_stage > 0) stats.lead_iterations = iteration + 1;
     if (stage <= 1 && last_stage == 2) stats.small_rule_iterations = iteration + 1;
 
-    if (node_limit && (stage == last_stage || egraph_.num_nodes() >= options_.node_limit)) {
+    if (node_limit && !can_hand_on()) {
       stats.stop = StopReason::kNodeLimit;
       break;
     }

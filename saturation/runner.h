@@ -105,11 +105,10 @@ struct RunnerOptions {
   // 2.7 s, and in 6.9 s at 50,000 (x0.714 at 80 times); the rest of the time
   // went to commutativity and associativity variants and to extracting from
   // them (docs/benchmarks.md, "Saturation's node limit follows the model's
-  // size"). In a staged run
-  // (shipped_rules_first) each stage before the last may add that many
-  // e-nodes beyond where it started (a stage at its limit hands on to the
-  // next), and the last (a database's rules) keeps to node_limit: its
-  // thousands of rules need the room (BERT-tiny with the --max-ops 3
+  // size"). In a staged run (shipped_rules_first) each stage before the
+  // last may add that many e-nodes beyond where it started (a stage at its
+  // limit hands on to the next), and the last (a database's rules) keeps to
+  // node_limit: its thousands of rules need the room (BERT-tiny with the --max-ops 3
   // database reached x0.845 under the roofline with room to grow, x0.859
   // when its last stage had the scaled growth too and stopped at it after 9
   // iterations). 0: node_limit alone.

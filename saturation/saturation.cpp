@@ -324,6 +324,12 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
   };
 }
 
+SaturationOptions optimize_defaults() {
+  SaturationOptions options;
+  options.runner.growth_limit = kDefaultGrowthLimit;
+  return options;
+}
+
 double saturation_time_limit(double timeout_s, const SaturationOptions& options) {
   return std::max(timeout_s / 2, timeout_s - (options.use_ilp ? options.ilp.time_limit_s : 0.0));
 }

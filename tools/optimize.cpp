@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   auto* timeout =
       app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
   std::string search;  // empty: the target's (TargetInfo::default_search)
-  tgr::saturation::SaturationOptions saturation;
+  tgr::saturation::SaturationOptions saturation = tgr::saturation::optimize_defaults();
   std::string search_help =
       "backtrack (TASO) | saturate (equality saturation, ILP extraction) | both (saturate, then backtrack from its "
       "graph, and backtrack from the model; the cheapest kept; each with --timeout)\n(default: the target's:";
@@ -70,14 +70,14 @@ int main(int argc, char** argv) {
                    std::string(t.default_search);
   search_help += ")";
   app.add_option("--search", search, search_help)->check(CLI::IsMember({"backtrack", "saturate", "both"}));
-  saturation.runner.growth_limit = tgr::saturation::kDefaultGrowthLimit;
   auto* node_limit = app.add_option("--node-limit", saturation.runner.node_limit,
                                     "saturate: e-nodes (given: this limit alone, instead of --node-growth's)")
                          ->check(tgr::cli::at_least(int64_t{1}));
   auto* node_growth =
       app.add_option("--node-growth", saturation.runner.growth_limit,
                      "saturate: the e-graph grows to at most this many times the model's e-nodes (at least " +
-                         std::to_string(saturation.runner.min_node_limit) + ", at most --node-limit; 0: --node-limit alone)")
+                         std::to_string(saturation.runner.min_node_limit) +
+                         ", at most --node-limit; 0: --node-limit alone)")
           ->capture_default_str()
           ->check(tgr::cli::at_least(0.0));
   node_limit->excludes(node_growth);
