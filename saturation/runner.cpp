@@ -271,20 +271,24 @@ RunnerStats Runner::run() {
   stats.node_limit = stage_node_limit();
   // A stage at its node limit hands on to the next, while the whole run's limit allows it.
   auto can_hand_on = [&] { return stage < last_stage && egraph_.num_nodes() < options_.node_limit; };
-  // Rules that read the same as an earlier one up to variable names are
-  // matched once, the first in the rules' order kept: a shipped rule the
-  // database also holds (the generated rules of rules/default.rules) runs
-  // with the database's rules, so the shipped stage is the hand-written
-  // rules of rules/extra.rules; measured that way, BERT-tiny with the
-  // --max-ops 3 database reached x0.845, and x0.859 with every shipped rule
-  // in the first stage. The rules of the last stage of a staged run are keyed
-  // when it starts (a --max-ops 4 database's four-operator rules: a second
-  // of keys that a run stopped before then does not spend).
+  // Rules that read the same as another up to variable names are matched
+  // once: the one of the earliest stage is kept (then the first in the
+  // rules' order), so a shipped rule that a database also holds (the
+  // generated rules of rules/default.rules) runs in the shipped stage, as
+  // it does without a database. When the database's copy was kept instead,
+  // the shipped stage was rules/extra.rules alone, and DenseNet-121 with the
+  // --max-ops 3 database (GPU plan costs) ended at x0.975, above the x0.949
+  // of the default rules alone; kept in the shipped stage (and with
+  // lead_time_share at 0.9), x0.933 (docs/benchmarks.md, "More rules, not
+  // worse, under a time limit"). The rules of the last stage of a staged run
+  // are keyed when it starts (a --max-ops 4 database's four-operator rules:
+  // a second of keys that a run stopped before then does not spend).
   std::unordered_set<std::string> seen_keys;
   auto activate = [&](int first_stage, int last_stage_keyed) {  // the rules of these stages
     std::vector<size_t> members;
     for (size_t r = 0; r < rules_.size(); ++r)
       if (stage_of[r] >= first_stage && stage_of[r] <= last_stage_keyed) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) { return stage_of[a] < stage_of[b]; });
     // In parallel (a --max-ops 4 database has 400,000 directions, a second
     // of keys), and within the time limit: a rule left without a key when
     // the time is up stays out.

@@ -132,6 +132,18 @@ TEST(Prover, ClosedTermsOfLayoutOperatorsAreEvaluated) {
   EXPECT_TRUE(cites(r, "concat_associative"));
 }
 
+// The same rule at shapes whose closed terms are too large to evaluate (more
+// than 2^22 elements; an instance at a model's shapes can hold an identity
+// matrix of 9216 x 9216): they are left as terms, and the proof may not
+// cite the evaluation.
+TEST(Prover, ClosedTermsTooLargeToEvaluateStayTerms) {
+  const ProofResult r = prove("concat[axis=0](ones[shape=4096x2048](), concat[axis=0](ones[shape=4096x2048](), w0)) => "
+                              "concat[axis=0](ones[shape=8192x2048](), w0)",
+                              "w0=2x2048", /*refute_trials=*/0);
+  EXPECT_FALSE(cites(r, "evaluation"));
+  EXPECT_NE(r.status, ProofStatus::kRefuted);
+}
+
 TEST(Prover, ShapeConditionsKeepAxiomsFromFalseInstances) {
   // split_concat gives the pieces back only when the cut is where they meet.
   const ProofResult met = prove("split[axis=0, sizes=2x2](concat[axis=0](a, b)).0 => a", "a=2x4,b=2x4");

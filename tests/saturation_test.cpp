@@ -1005,6 +1005,33 @@ TEST(Runner, TheShippedRulesRunAloneUntilTheySaturateThenAllRules) {
   EXPECT_GE(not_shipped, 1);
 }
 
+TEST(Runner, AShippedRuleADatabaseHoldsUnderOtherNamesRunsInTheShippedStage) {
+  // The database's rule comes first in the rules' order; the shipped one
+  // reads the same up to variable names. One of the two is matched, the
+  // shipped one, so the lead stage applies it as it would without a database.
+  optimizer::InstanceProver instances(prover(), proof_options());
+  std::vector<DirectedRule> rules = reordering_rules();
+  const size_t database_directions = rules.size();
+  for (DirectedRule& r : rules_of({{"add(add(x3, x4), x5) => add(add(x3, x5), x4)", "x3=2x4,x4=2x4,x5=2x4"}})) {
+    r.shipped = true;
+    rules.push_back(std::move(r));
+  }
+  EGraph g;
+  g.add_graph(add_chain(3));
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  options.shipped_rules_first = true;
+  Runner runner(g, rules, instances, options);
+  const RunnerStats stats = runner.run();
+  EXPECT_GE(stats.renamed_rules, static_cast<int64_t>(database_directions));
+  ASSERT_GE(stats.lead_iterations, 1);
+  ASSERT_GE(stats.per_iteration[0].applied, 1);
+  const int64_t applied = std::accumulate(stats.per_iteration.begin(), stats.per_iteration.end(), int64_t{0},
+                                          [](int64_t n, const IterationStats& it) { return n + it.applied; });
+  for (int64_t origin = 1; origin <= applied; ++origin)
+    EXPECT_TRUE(rules[runner.rule_of(static_cast<uint32_t>(origin))].shipped) << "application " << origin;
+}
+
 TEST(Runner, AStageAtItsNodeLimitHandsOnToTheNext) {
   // The shipped reordering outgrows the chain's scaled limit in the first
   // stage; the database's stage still runs after it, up to the absolute

@@ -228,6 +228,9 @@ class BidirectionalRewriteSearch {
     return replace(outs, eqs);
   }
 
+  // The largest closed term (in elements, per output) that is evaluated.
+  static constexpr int64_t kMaxFoldedElements = int64_t{1} << 22;
+
   static const axioms::Axiom& evaluation_axiom() {
     static const axioms::Axiom kEvaluation = [] {
       axioms::Axiom a;
@@ -244,6 +247,12 @@ class BidirectionalRewriteSearch {
     if (auto it = folded_.find(key); it != folded_.end()) return it->second;
     const Node& n = terms_.node(v.node);
     if (!n.is_op() || !n.op->traits.moves_elements || n.output_dtypes[v.output] != DType::kFloat) return std::nullopt;
+    // Too large to evaluate: left as a term (the other axioms still apply).
+    // Instances at a model's shapes can hold such terms (GPT-2 small:
+    // matmul(w0, eye[n=9216]()), whose folding evaluated 85 million
+    // elements in every form the search made: 7 s and gigabytes a proof).
+    for (const Shape& s : n.output_shapes)
+      if (num_elements(s) > kMaxFoldedElements) return std::nullopt;
     for (ValueRef in : n.inputs)
       if (!representative(in)) return std::nullopt;
     // Evaluate the closed term alone.
