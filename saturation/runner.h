@@ -141,9 +141,9 @@ struct RunnerOptions {
   // The shipped rules pay on the large models a time limit stops, and a
   // small model's shipped stage saturates long before its share is spent
   // (DenseNet-121 under the GPU plan's costs with the --max-ops 3 database:
-  // x0.961 at 0.9 against x0.975 at 0.75, with the shipped rules a database
-  // holds still in its stage; docs/benchmarks.md, "More rules, not worse,
-  // under a time limit").
+  // x0.961 at 0.9 against x0.975 at 0.75, both before the shipped rules a
+  // database holds stayed in the shipped stage; docs/benchmarks.md, "More
+  // rules, not worse, under a time limit").
   double lead_time_share = 0.9;
   pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::BacktrackingOptions
 };
