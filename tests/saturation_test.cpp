@@ -976,6 +976,14 @@ TEST(Runner, ShippedRulesHaveTheirOwnMatchLimit) {
   }
 }
 
+// A staged run (the shipped rules first) with time enough to saturate.
+RunnerOptions staged_options() {
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  options.shipped_rules_first = true;
+  return options;
+}
+
 TEST(Runner, TheShippedRulesRunAloneUntilTheySaturateThenAllRules) {
   optimizer::InstanceProver instances(prover(), proof_options());
   std::vector<DirectedRule> rules = reordering_rules();  // saturates a chain of three quickly
@@ -983,10 +991,7 @@ TEST(Runner, TheShippedRulesRunAloneUntilTheySaturateThenAllRules) {
   for (DirectedRule& r : rules_of({{"add(x0, x1) => add(x1, x0)", "x0=2x4,x1=2x4"}})) rules.push_back(std::move(r));
   EGraph g;
   g.add_graph(add_chain(3));
-  RunnerOptions options;
-  options.time_limit_s = 120;
-  options.shipped_rules_first = true;
-  Runner runner(g, rules, instances, options);
+  Runner runner(g, rules, instances, staged_options());
   const RunnerStats stats = runner.run();
   EXPECT_EQ(stats.stop, StopReason::kSaturated);
   ASSERT_GE(stats.lead_iterations, 1);
@@ -1018,10 +1023,7 @@ TEST(Runner, AShippedRuleADatabaseHoldsUnderOtherNamesRunsInTheShippedStage) {
   }
   EGraph g;
   g.add_graph(add_chain(3));
-  RunnerOptions options;
-  options.time_limit_s = 120;
-  options.shipped_rules_first = true;
-  Runner runner(g, rules, instances, options);
+  Runner runner(g, rules, instances, staged_options());
   const RunnerStats stats = runner.run();
   EXPECT_GE(stats.renamed_rules, static_cast<int64_t>(database_directions));
   ASSERT_GE(stats.lead_iterations, 1);
