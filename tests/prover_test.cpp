@@ -137,9 +137,10 @@ TEST(Prover, ClosedTermsOfLayoutOperatorsAreEvaluated) {
 // matrix of 9216 x 9216): they are left as terms, and the proof may not
 // cite the evaluation.
 TEST(Prover, ClosedTermsTooLargeToEvaluateStayTerms) {
-  const ProofResult r = prove("concat[axis=0](ones[shape=4096x2048](), concat[axis=0](ones[shape=4096x2048](), w0)) => "
-                              "concat[axis=0](ones[shape=8192x2048](), w0)",
-                              "w0=2x2048", /*refute_trials=*/0);
+  const ProofResult r = prove(
+      "concat[axis=0](ones[shape=4096x2048](), concat[axis=0](ones[shape=4096x2048](), w0)) => "
+      "concat[axis=0](ones[shape=8192x2048](), w0)",
+      "w0=2x2048", /*refute_trials=*/0);
   EXPECT_FALSE(cites(r, "evaluation"));
   EXPECT_NE(r.status, ProofStatus::kRefuted);
 }
