@@ -89,12 +89,12 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
                                       optimizer::CostModel& cost, optimizer::InstanceProver& prover,
                                       const SaturationOptions& options);
 
-// The stats as the report's "search" object, and as the summary's search line.
 // The options `optimize` and the Python package start from before their
 // arguments: the struct's defaults with the growth limit
 // kDefaultGrowthLimit (the struct itself leaves it off, node_limit alone).
 SaturationOptions optimize_defaults();
 
+// The stats as the report's "search" object, and as the summary's search line.
 nlohmann::ordered_json stats_json(const SaturationStats& stats);
 std::string summary_line(const SaturationStats& stats);
 

@@ -211,8 +211,8 @@ class BidirectionalRewriteSearch {
   // constants or move elements, of at most kMaxFoldedElements elements per
   // output, are evaluated with the float64 interpreter, which computes them
   // exactly (no arithmetic happens): two such terms are equal exactly when
-  // their values are. Each is replaced by the first term
-  // found with its value; the equation is an instance of `evaluation`.
+  // their values are. Each is replaced by the first term found with its
+  // value; the equation is an instance of `evaluation`.
   std::vector<ValueRef> fold_closed(const std::vector<ValueRef>& outs, std::vector<int>& used) {
     std::vector<Equation> eqs;
     for (ValueRef v : subterms(outs)) {
