@@ -1042,9 +1042,7 @@ TEST(Runner, AStageAtItsNodeLimitHandsOnToTheNext) {
   std::vector<DirectedRule> rules = reordering_rules();
   for (DirectedRule& r : rules) r.shipped = true;
   for (DirectedRule& r : rules_of({{"add(x0, x1) => add(x1, x0)", "x0=2x4,x1=2x4"}})) rules.push_back(std::move(r));
-  RunnerOptions options;
-  options.time_limit_s = 120;
-  options.shipped_rules_first = true;
+  RunnerOptions options = staged_options();
   options.growth_limit = 3;
   options.min_node_limit = 1;
   EGraph g;
@@ -1085,10 +1083,8 @@ TEST(Runner, ADatabasesSmallRulesRunBeforeItsLargeOnes) {
   ASSERT_EQ(rules.back().graphs.source.num_ops(), 4);
   EGraph g;
   g.add_graph(add_chain(5));
-  RunnerOptions options;
-  options.time_limit_s = 120;
+  RunnerOptions options = staged_options();
   options.iteration_limit = 200;
-  options.shipped_rules_first = true;
   Runner runner(g, rules, instances, options);
   const RunnerStats stats = runner.run();
   EXPECT_EQ(stop_reason_name(stats.stop), "saturated");
