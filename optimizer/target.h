@@ -40,17 +40,27 @@ struct TargetInfo {
   std::string_view name;  // what --target takes
   std::string_view help;  // one line for --help
   // optimize's --search where none is given: the search that found graphs
-  // as cheap or cheaper on every model measured for this target
-  // (docs/benchmarks.md): "saturate" for tgr-gpu (whose plan costs the
-  // refinement by graph cost follows) and roofline; "backtrack" for
-  // onnxruntime-cpu, where both searches found the same graphs on all 18
-  // models and backtracking took 0.5 s where saturation took up to 8.
+  // as cheap or cheaper on the models measured for this target
+  // (docs/benchmarks.md, "Which search runs without `--search`"):
+  // "saturate" for all three.
   std::string_view default_search;
+  // optimize's --node-growth where neither it nor --node-limit is given
+  // (saturation's RunnerOptions::growth_limit; 0: the node limit alone).
+  // 120 for onnxruntime-cpu and roofline: a small model's useful rewrites
+  // come in its first few thousand e-nodes there, and a fixed 50,000 only
+  // cost time (SqueezeNet 2.7 s instead of 6.9 s for the same graph under
+  // the roofline). 0 for tgr-gpu: its plan costs pay for the split-K forms
+  // of every convolution together with the merges, which fill the room
+  // first, and the scaled limit stopped before the best graphs (GoogLeNet
+  // x0.668 against x0.638 with the fitted costs, SqueezeNet x0.737 against
+  // x0.688; docs/benchmarks.md, "The GPU plan's node limit").
+  double default_node_growth;
 };
 const std::vector<TargetInfo>& targets();
 const TargetInfo& target_info(Target target);  // its entry of targets()
 std::string_view target_name(Target target);
 std::string_view default_search(Target target);  // TargetInfo::default_search
+double default_node_growth(Target target);      // TargetInfo::default_node_growth
 // Throws std::invalid_argument naming the targets for an unknown name.
 Target parse_target(std::string_view name);
 

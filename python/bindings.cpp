@@ -47,8 +47,11 @@ void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std
   else if (key == "node_limit") {
     s.saturation.runner.node_limit = v.cast<size_t>();
     s.saturation.runner.growth_limit = 0;  // the limit given, alone (as --node-limit)
-  } else if (key == "node_growth") s.saturation.runner.growth_limit = v.cast<double>();
-  else if (key == "iterations") s.saturation.runner.iteration_limit = v.cast<int>();
+    s.saturation.target_growth_limit = false;
+  } else if (key == "node_growth") {
+    s.saturation.runner.growth_limit = v.cast<double>();
+    s.saturation.target_growth_limit = false;
+  } else if (key == "iterations") s.saturation.runner.iteration_limit = v.cast<int>();
   else if (key == "ilp_timeout") s.saturation.ilp.time_limit_s = v.cast<double>();
   else if (key == "refine_window") s.saturation.refine_window = v.cast<size_t>();
   else if (key == "device") o.target.gpu_device = v.cast<std::string>();

@@ -326,7 +326,7 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
 
 SaturationOptions optimize_defaults() {
   SaturationOptions options;
-  options.runner.growth_limit = kDefaultGrowthLimit;
+  options.target_growth_limit = true;
   return options;
 }
 
@@ -350,6 +350,8 @@ void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOpt
   if (search != "backtrack" && search != "saturate" && search != "both")
     throw std::invalid_argument("search '" + search + "': expected backtrack, saturate or both");
   saturation.timeout_s = o.backtracking.timeout_s;
+  if (saturation.target_growth_limit)
+    saturation.runner.growth_limit = optimizer::default_node_growth(o.target.target);
   if (search != "backtrack") o.search = saturation_search(saturation, timeout_s, o.backtracking.parallel);
   o.backtrack_after_search = search == "both";
 }

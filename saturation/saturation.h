@@ -37,14 +37,12 @@
 
 namespace tgr::saturation {
 
-// optimize's default growth limit (RunnerOptions::growth_limit): the
-// e-graph may grow to this many times the model's e-nodes (at least
-// RunnerOptions::min_node_limit, at most --node-limit). An explicit
-// --node-limit (node_limit= in Python) replaces it.
-inline constexpr double kDefaultGrowthLimit = 120;
-
 struct SaturationOptions {
   RunnerOptions runner;
+  // runner.growth_limit is to be the target's (optimizer::default_node_growth),
+  // set by use_search: optimize was given neither --node-growth nor
+  // --node-limit (node_growth= and node_limit= in Python).
+  bool target_growth_limit = false;
   bool use_ilp = true;  // else greedy extraction only
   IlpOptions ilp;
   // The whole search's time (saturation and extraction), when limited:
@@ -90,8 +88,8 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
                                       const SaturationOptions& options);
 
 // The options `optimize` and the Python package start from before their
-// arguments: the struct's defaults with the growth limit
-// kDefaultGrowthLimit (the struct itself leaves it off, node_limit alone).
+// arguments: the struct's defaults with the target's growth limit
+// (target_growth_limit; the struct itself leaves it off, node_limit alone).
 SaturationOptions optimize_defaults();
 
 // The stats as the report's "search" object, and as the summary's search line.
@@ -112,6 +110,7 @@ optimizer::SearchFunction saturation_search(SaturationOptions options, std::opti
 // (optimizer::TargetInfo::default_search; o.target.target must be set).
 // `timeout_s` is --timeout when given (as for saturation_search above);
 // refinement by graph cost may run to o.backtracking.timeout_s either way.
+// With saturation.target_growth_limit, the growth limit becomes the target's.
 // Throws std::invalid_argument naming the searches for another name.
 void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation,
                 std::optional<double> timeout_s);

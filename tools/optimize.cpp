@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -73,13 +74,16 @@ int main(int argc, char** argv) {
   auto* node_limit = app.add_option("--node-limit", saturation.runner.node_limit,
                                     "saturate: e-nodes (given: this limit alone, instead of --node-growth's)")
                          ->check(tgr::cli::at_least(int64_t{1}));
-  auto* node_growth =
-      app.add_option("--node-growth", saturation.runner.growth_limit,
-                     "saturate: the e-graph grows to at most this many times the model's e-nodes (at least " +
-                         std::to_string(saturation.runner.min_node_limit) +
-                         ", at most --node-limit; 0: --node-limit alone)")
-          ->capture_default_str()
-          ->check(tgr::cli::at_least(0.0));
+  std::string growth_help = "saturate: the e-graph grows to at most this many times the model's e-nodes (at least " +
+                            std::to_string(saturation.runner.min_node_limit) +
+                            ", at most --node-limit; 0: --node-limit alone)\n(default: the target's:";
+  for (const auto& t : tgr::optimizer::targets())
+    growth_help += std::string(&t == &tgr::optimizer::targets().front() ? " " : ", ") + std::string(t.name) + " " +
+                   (std::ostringstream() << t.default_node_growth).str();
+  growth_help += ")";
+  auto* node_growth = app.add_option("--node-growth", saturation.runner.growth_limit, growth_help)
+                          ->default_str("")  // no one default: the target's, named in the help
+                          ->check(tgr::cli::at_least(0.0));
   node_limit->excludes(node_growth);
   app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
       ->check(tgr::cli::at_least(int64_t{1}));
@@ -126,6 +130,7 @@ int main(int argc, char** argv) {
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   if (no_default_rules) o.default_rules_db.clear();
   if (node_limit->count() > 0) saturation.runner.growth_limit = 0;  // the limit given, alone
+  if (node_limit->count() > 0 || node_growth->count() > 0) saturation.target_growth_limit = false;
   o.target.target = tgr::optimizer::parse_target(target);
   tgr::saturation::use_search(o, search, saturation,
                               timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt);

@@ -49,7 +49,8 @@ _OPTIONS = {
     "every target)",
     "node_limit": "saturate: e-nodes, this limit alone (--node-limit)",
     "node_growth": "saturate: e-nodes per e-node of the model, at least 5,000, at most node_limit; 0: "
-    "node_limit alone (--node-growth)",
+    "node_limit alone (--node-growth; default: the target's, 120 for onnxruntime-cpu and roofline, 0 for "
+    "tgr-gpu)",
     "iterations": "saturate: iterations (--iterations)",
     "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",
     "refine_window": "saturate: refinement moves first costed on the operators within this many steps of "

@@ -109,7 +109,13 @@ def test_the_node_limit_follows_the_models_size_unless_given():
     _, given = tgr.optimize(BERT, target="roofline", search="saturate", node_limit=7000, iterations=1)
     assert given["search"]["node_limit"] == 7000
     _, default = tgr.optimize(BERT, target="roofline", search="saturate", iterations=1)
-    assert 5000 < default["search"]["node_limit"] <= 50000
+    assert default["search"]["node_limit"] == 120 * 143
+    # tgr-gpu's growth is 0: the absolute limit alone, unless a growth is given.
+    _, gpu = tgr.optimize(BERT, target="tgr-gpu", device="no-such-gpu", search="saturate", iterations=1)
+    assert gpu["search"]["node_limit"] == 50000
+    _, gpu_scaled = tgr.optimize(BERT, target="tgr-gpu", device="no-such-gpu", search="saturate", node_growth=20,
+                                 iterations=1)
+    assert gpu_scaled["search"]["node_limit"] == 5000
     with pytest.raises(ValueError, match="node_limit excludes node_growth"):
         tgr.optimize(BERT, node_limit=7000, node_growth=10)
     with pytest.raises(ValueError, match="node_growth=-1: must not be negative"):
