@@ -331,7 +331,8 @@ SaturationOptions optimize_defaults() {
 }
 
 double saturation_time_limit(double timeout_s, const SaturationOptions& options) {
-  return std::max(timeout_s / 2, timeout_s - (options.use_ilp ? options.ilp.time_limit_s : 0.0));
+  const double before_ilp = timeout_s - (options.use_ilp ? options.ilp.time_limit_s : 0.0);
+  return std::max(timeout_s / 2, std::min(kSaturationShare * timeout_s, before_ilp));
 }
 
 optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel) {
@@ -352,7 +353,8 @@ void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOpt
   saturation.timeout_s = o.backtracking.timeout_s;
   if (saturation.target_growth_limit)
     saturation.runner.growth_limit = optimizer::default_node_growth(o.target.target);
-  if (search != "backtrack") o.search = saturation_search(saturation, timeout_s, o.backtracking.parallel);
+  if (search != "backtrack")
+    o.search = saturation_search(saturation, timeout_s.value_or(o.backtracking.timeout_s), o.backtracking.parallel);
   o.backtrack_after_search = search == "both";
 }
 
