@@ -60,7 +60,7 @@ const std::vector<TargetInfo>& targets();
 const TargetInfo& target_info(Target target);  // its entry of targets()
 std::string_view target_name(Target target);
 std::string_view default_search(Target target);  // TargetInfo::default_search
-double default_node_growth(Target target);      // TargetInfo::default_node_growth
+double default_node_growth(Target target);       // TargetInfo::default_node_growth
 // Throws std::invalid_argument naming the targets for an unknown name.
 Target parse_target(std::string_view name);
 

@@ -351,8 +351,7 @@ void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOpt
   if (search != "backtrack" && search != "saturate" && search != "both")
     throw std::invalid_argument("search '" + search + "': expected backtrack, saturate or both");
   saturation.timeout_s = o.backtracking.timeout_s;
-  if (saturation.target_growth_limit)
-    saturation.runner.growth_limit = optimizer::default_node_growth(o.target.target);
+  if (saturation.target_growth_limit) saturation.runner.growth_limit = optimizer::default_node_growth(o.target.target);
   if (search != "backtrack")
     o.search = saturation_search(saturation, timeout_s.value_or(o.backtracking.timeout_s), o.backtracking.parallel);
   o.backtrack_after_search = search == "both";

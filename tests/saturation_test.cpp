@@ -870,9 +870,9 @@ TEST(Runner, TheSearchTimeoutLeavesExtractionItsShare) {
   SaturationOptions options;
   options.use_ilp = true;
   options.ilp.time_limit_s = 1.5;
-  EXPECT_DOUBLE_EQ(saturation_time_limit(8, options), 5);    // kSaturationShare
+  EXPECT_DOUBLE_EQ(saturation_time_limit(8, options), 5);      // kSaturationShare
   EXPECT_DOUBLE_EQ(saturation_time_limit(20, options), 12.5);  // not 18.5: the refinement keeps its share
-  EXPECT_DOUBLE_EQ(saturation_time_limit(3, options), 1.5);   // the ILP's limit first, half the timeout at least
+  EXPECT_DOUBLE_EQ(saturation_time_limit(3, options), 1.5);    // the ILP's limit first, half the timeout at least
   EXPECT_DOUBLE_EQ(saturation_time_limit(2, options), 1.0);
   options.use_ilp = false;
   EXPECT_DOUBLE_EQ(saturation_time_limit(8, options), 5);
