@@ -172,4 +172,40 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
   return result;
 }
 
+BacktrackingResult staged_backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules,
+                                              CostModel& cost, InstanceProver& prover,
+                                              const BacktrackingOptions& options) {
+  std::vector<DirectedRule> shipped;
+  for (const DirectedRule& r : rules)
+    if (r.shipped) shipped.push_back(r);
+  if (shipped.empty() || shipped.size() == rules.size()) return backtracking_search(graph, rules, cost, prover, options);
+  const auto start = Clock::now();
+  BacktrackingOptions lead = options;
+  lead.timeout_s = options.timeout_s * kShippedTimeShare;
+  BacktrackingResult result = backtracking_search(graph, shipped, cost, prover, lead);
+  BacktrackingOptions rest = options;
+  rest.timeout_s = std::max(0.0, options.timeout_s - std::chrono::duration<double>(Clock::now() - start).count());
+  BacktrackingResult then = backtracking_search(result.best, rules, cost, prover, rest);
+  if (then.best_cost < result.best_cost) {  // else the first stage's graph stays (the second's initial one)
+    result.best = std::move(then.best);
+    result.best_cost = then.best_cost;
+    for (const RuleUse& u : then.applied) count_rule_use(result.applied, u.id, u.text, u.count);
+    result.rewrites.insert(result.rewrites.end(), then.rewrites.begin(), then.rewrites.end());
+  }
+  BacktrackingStats& st = result.stats;
+  const BacktrackingStats& more = then.stats;
+  st.popped += more.popped;
+  st.candidates += more.candidates;
+  st.duplicates += more.duplicates;
+  st.pruned += more.pruned;
+  st.unprovable += more.unprovable;
+  st.no_instance += more.no_instance;
+  st.pushed += more.pushed;
+  add_stats(st.matches, more.matches);
+  st.seconds += more.seconds;
+  st.timed_out = st.timed_out || more.timed_out;
+  st.budget_exhausted = more.budget_exhausted;
+  return result;
+}
+
 }  // namespace tgr::optimizer

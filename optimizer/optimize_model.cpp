@@ -291,7 +291,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
         result.rewrites.insert(result.rewrites.end(), then.rewrites.begin(), then.rewrites.end());
         report.kept = "saturation, then backtracking";
       }
-      BacktrackingResult direct = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
+      BacktrackingResult direct = staged_backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
       report.from_input = direct.stats;
       if (direct.best_cost < result.best_cost) {
         result.best = std::move(direct.best);
@@ -302,7 +302,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
       }
     }
   } else {
-    result = backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
+    result = staged_backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
   }
   report.search_seconds = seconds_since(t);
   if (!result.applied.empty() && !(result.best_cost < result.initial_cost * (1 - o.min_gain))) {

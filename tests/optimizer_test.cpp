@@ -351,6 +351,37 @@ TEST(Search, BudgetAndSeenGraphsAreCounted) {
   expect_same_outputs(g, r.best);
 }
 
+TEST(Search, WithADatabaseTheShippedRulesRunFirstAndTheRestFromTheirGraph) {
+  // Two independent rewrites that each lower the cost: the convolutions'
+  // merge (a shipped rule) and the products' merge (a database's). With a
+  // budget of one graph per stage, the shipped stage takes the first and
+  // the second stage, from its graph, the second; one unstaged search with
+  // both rules pops the model alone and keeps one of them.
+  std::vector<DirectedRule> rules = rules_of({kConcatConvs, kMergeProducts});
+  for (DirectedRule& r : rules) r.shipped = r.text.find("conv2d") != std::string::npos;
+  Graph g = two_convs(false);
+  const ValueRef x = g.add_input("m", {8, 16});
+  g.add_output(g.apply("matmul", {x, weight(g, {16, 6}, 3)}), "p");
+  g.add_output(g.apply("matmul", {x, weight(g, {16, 10}, 4)}), "q");
+  AnalyticCostModel cost;
+  InstanceProver instances(prover(), proof_options());
+  BacktrackingOptions options;
+  options.budget = 1;
+  options.timeout_s = 60;
+  const BacktrackingResult together = backtracking_search(g, rules, cost, instances, options);
+  EXPECT_EQ(together.applied.size(), 1u);
+  const BacktrackingResult staged = staged_backtracking_search(g, rules, cost, instances, options);
+  ASSERT_EQ(staged.applied.size(), 2u);
+  EXPECT_NE(staged.applied[0].text.find("conv2d"), std::string::npos);  // the shipped stage's, first
+  EXPECT_NE(staged.applied[1].text.find("matmul"), std::string::npos);
+  EXPECT_LT(staged.best_cost, together.best_cost);
+  EXPECT_EQ(staged.stats.popped, 2);  // one graph a stage
+  expect_same_outputs(g, staged.best);
+  // Only shipped rules (or none): one stage, the plain search.
+  for (DirectedRule& r : rules) r.shipped = true;
+  EXPECT_EQ(staged_backtracking_search(g, rules, cost, instances, options).applied.size(), 1u);
+}
+
 // --- cost models ------------------------------------------------------------------
 
 TEST(CostModel, AnalyticCostGrowsWithWorkAndWeightsOnlyCostNothing) {
