@@ -180,11 +180,10 @@ BacktrackingResult staged_backtracking_search(const Graph& graph, const std::vec
     if (r.shipped) shipped.push_back(r);
   if (shipped.empty() || shipped.size() == rules.size()) return backtracking_search(graph, rules, cost, prover, options);
   const auto start = Clock::now();
-  BacktrackingOptions lead = options;
-  lead.timeout_s = options.timeout_s * kShippedTimeShare;
-  BacktrackingResult result = backtracking_search(graph, shipped, cost, prover, lead);
+  BacktrackingResult result = backtracking_search(graph, shipped, cost, prover, options);
   BacktrackingOptions rest = options;
-  rest.timeout_s = std::max(0.0, options.timeout_s - std::chrono::duration<double>(Clock::now() - start).count());
+  rest.timeout_s = options.timeout_s - std::chrono::duration<double>(Clock::now() - start).count();
+  if (result.stats.timed_out || rest.timeout_s <= 0) return result;  // no time left for the second stage
   BacktrackingResult then = backtracking_search(result.best, rules, cost, prover, rest);
   if (then.best_cost < result.best_cost) {  // else the first stage's graph stays (the second's initial one)
     result.best = std::move(then.best);
