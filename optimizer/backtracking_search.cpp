@@ -178,7 +178,8 @@ BacktrackingResult staged_backtracking_search(const Graph& graph, const std::vec
   std::vector<DirectedRule> shipped;
   for (const DirectedRule& r : rules)
     if (r.shipped) shipped.push_back(r);
-  if (shipped.empty() || shipped.size() == rules.size()) return backtracking_search(graph, rules, cost, prover, options);
+  if (shipped.empty() || shipped.size() == rules.size())
+    return backtracking_search(graph, rules, cost, prover, options);
   const auto start = Clock::now();
   BacktrackingResult result = backtracking_search(graph, shipped, cost, prover, options);
   BacktrackingOptions rest = options;
