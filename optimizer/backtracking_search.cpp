@@ -172,6 +172,15 @@ BacktrackingResult backtracking_search(const Graph& graph, const std::vector<Dir
   return result;
 }
 
+bool continue_with(BacktrackingResult& result, BacktrackingResult&& then) {
+  if (!(then.best_cost < result.best_cost)) return false;  // result.best, then's initial graph, stays
+  result.best = std::move(then.best);
+  result.best_cost = then.best_cost;
+  for (const RuleUse& u : then.applied) count_rule_use(result.applied, u.id, u.text, u.count);
+  result.rewrites.insert(result.rewrites.end(), then.rewrites.begin(), then.rewrites.end());
+  return true;
+}
+
 BacktrackingResult staged_backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules,
                                               CostModel& cost, InstanceProver& prover,
                                               const BacktrackingOptions& options) {
@@ -186,14 +195,9 @@ BacktrackingResult staged_backtracking_search(const Graph& graph, const std::vec
   rest.timeout_s = options.timeout_s - std::chrono::duration<double>(Clock::now() - start).count();
   if (result.stats.timed_out || rest.timeout_s <= 0) return result;  // no time left for the second stage
   BacktrackingResult then = backtracking_search(result.best, rules, cost, prover, rest);
-  if (then.best_cost < result.best_cost) {  // else the first stage's graph stays (the second's initial one)
-    result.best = std::move(then.best);
-    result.best_cost = then.best_cost;
-    for (const RuleUse& u : then.applied) count_rule_use(result.applied, u.id, u.text, u.count);
-    result.rewrites.insert(result.rewrites.end(), then.rewrites.begin(), then.rewrites.end());
-  }
+  const BacktrackingStats more = then.stats;
+  continue_with(result, std::move(then));
   BacktrackingStats& st = result.stats;
-  const BacktrackingStats& more = then.stats;
   st.popped += more.popped;
   st.candidates += more.candidates;
   st.duplicates += more.duplicates;

@@ -62,6 +62,11 @@ struct BacktrackingResult {
 BacktrackingResult backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
                                               InstanceProver& prover, const BacktrackingOptions& options);
 
+// `then`, a search that started from result.best, continues `result`: when
+// it found a cheaper graph, that graph, its rule uses and its rewrites join
+// result's (the stats are the caller's to combine). Returns whether it did.
+bool continue_with(BacktrackingResult& result, BacktrackingResult&& then);
+
 // What `optimize --search backtrack` runs: with a user's database (some
 // rules shipped, DirectedRule::shipped, and some not) the search runs in
 // two stages, as saturation does (saturation/runner.h, "Stages"): the

@@ -284,13 +284,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
       report.backtracked_after = true;
       report.kept = "saturation";
       result.stats = then.stats;
-      if (then.best_cost < result.best_cost) {
-        result.best = std::move(then.best);
-        result.best_cost = then.best_cost;
-        for (const RuleUse& u : then.applied) count_rule_use(result.applied, u.id, u.text, u.count);
-        result.rewrites.insert(result.rewrites.end(), then.rewrites.begin(), then.rewrites.end());
-        report.kept = "saturation, then backtracking";
-      }
+      if (continue_with(result, std::move(then))) report.kept = "saturation, then backtracking";
       BacktrackingResult direct = staged_backtracking_search(model.graph, rules, *cost, instances, o.backtracking);
       report.from_input = direct.stats;
       if (direct.best_cost < result.best_cost) {
