@@ -33,8 +33,7 @@ namespace {
 // arguments, named as its options (--node-limit: node_limit). Defaults are
 // those of the option structs, as in the tool.
 struct OptimizeSettings {
-  std::string search;                // backtrack | saturate | both; empty: the target's default
-  std::optional<double> timeout;     // --timeout; saturate's too when given
+  std::string search;  // backtrack | saturate | both; empty: the target's default
   bool sequential = false;
   tgr::saturation::SaturationOptions saturation = tgr::saturation::optimize_defaults();
 };
@@ -42,7 +41,7 @@ struct OptimizeSettings {
 void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std::string& key, const py::handle& v) {
   if (key == "budget") o.backtracking.budget = v.cast<int>();
   else if (key == "alpha") o.backtracking.alpha = v.cast<double>();
-  else if (key == "timeout") s.timeout = v.cast<double>();
+  else if (key == "timeout") o.backtracking.timeout_s = v.cast<double>();
   else if (key == "search") s.search = v.cast<std::string>();
   else if (key == "node_limit") {
     s.saturation.runner.node_limit = v.cast<size_t>();
@@ -77,14 +76,13 @@ std::string optimize_file(const std::string& model, const std::string& output, c
   o.input_shapes = input_shapes;
   OptimizeSettings s;
   for (const auto& [key, value] : settings) apply_setting(o, s, key.cast<std::string>(), value);
-  if (s.timeout) o.backtracking.timeout_s = *s.timeout;
   o.backtracking.parallel = !s.sequential;
   // As `optimize --target` (tools/optimize.cpp): the measured targets read
   // the shipped table (onnxruntime-cpu) or the rules database (tgr-gpu).
   o.target.target = optimizer::parse_target(target);
   o.target.costs_db = o.target.target == optimizer::Target::kTgrGpu ? rules_db : default_rules_db;
   // As `optimize --search` (the target's search when not given).
-  saturation::use_search(o, s.search, s.saturation, s.timeout);
+  saturation::use_search(o, s.search, s.saturation);
   optimizer::OptimizeReport report;
   {
     py::gil_scoped_release unlocked;  // the search runs on TBB threads; other Python threads may go on

@@ -335,25 +335,21 @@ double saturation_time_limit(double timeout_s, const SaturationOptions& options)
   return std::max(timeout_s / 2, std::min(kSaturationShare * timeout_s, before_ilp));
 }
 
-optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel) {
+optimizer::SearchFunction saturation_search(SaturationOptions options, double timeout_s, bool parallel) {
   options.use_ilp = options.ilp.time_limit_s > 0;
-  if (timeout_s) {
-    options.runner.time_limit_s = saturation_time_limit(*timeout_s, options);
-    options.timeout_s = timeout_s;
-  }
+  options.runner.time_limit_s = saturation_time_limit(timeout_s, options);
+  options.timeout_s = timeout_s;
   options.runner.parallel = parallel;
   return saturation_search(options);
 }
 
-void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation,
-                std::optional<double> timeout_s) {
+void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation) {
   if (search.empty()) search = optimizer::default_search(o.target.target);
   if (search != "backtrack" && search != "saturate" && search != "both")
     throw std::invalid_argument("search '" + search + "': expected backtrack, saturate or both");
-  saturation.timeout_s = o.backtracking.timeout_s;
   if (saturation.target_growth_limit) saturation.runner.growth_limit = optimizer::default_node_growth(o.target.target);
   if (search != "backtrack")
-    o.search = saturation_search(saturation, timeout_s.value_or(o.backtracking.timeout_s), o.backtracking.parallel);
+    o.search = saturation_search(saturation, o.backtracking.timeout_s, o.backtracking.parallel);
   o.backtrack_after_search = search == "both";
 }
 

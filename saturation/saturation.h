@@ -100,20 +100,19 @@ std::string summary_line(const SaturationStats& stats);
 // optimizer/optimize_model.h): what `optimize --search saturate` runs.
 optimizer::SearchFunction saturation_search(const SaturationOptions& options);
 // The same with the program's settings, as `optimize --search saturate` and
-// the Python package take them: `timeout_s` (when given) limits saturation
+// the Python package take them: `timeout_s` (--timeout) limits saturation
 // and extraction together, as it limits the whole backtracking search (the
 // saturation gets saturation_time_limit of it), `parallel` as --sequential,
 // and an ILP time limit of 0 means greedy extraction only.
-optimizer::SearchFunction saturation_search(SaturationOptions options, std::optional<double> timeout_s, bool parallel);
+optimizer::SearchFunction saturation_search(SaturationOptions options, double timeout_s, bool parallel);
 // optimize's --search set on `o`, for the tool and the Python package alike:
 // "backtrack", "saturate" or "both"; empty: the target's
 // (optimizer::TargetInfo::default_search; o.target.target must be set).
-// `timeout_s` is --timeout when given; else o.backtracking.timeout_s, the
-// default, is divided the same way (saturation_time_limit).
-// With saturation.target_growth_limit, the growth limit becomes the target's.
+// The search's timeout is o.backtracking.timeout_s (--timeout, given or
+// not), divided as saturation_search says. With
+// saturation.target_growth_limit, the growth limit becomes the target's.
 // Throws std::invalid_argument naming the searches for another name.
-void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation,
-                std::optional<double> timeout_s);
+void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation);
 // The saturation's share of such a timeout: kSaturationShare of it, at most
 // the timeout less the ILP's time limit when the ILP runs, at least half.
 // The rest is the extraction's, which under a target that fuses operators is

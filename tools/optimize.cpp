@@ -59,8 +59,7 @@ int main(int argc, char** argv) {
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--alpha", o.backtracking.alpha, "keep graphs costing less than alpha times the best")
       ->check(CLI::Range(1.0, 10.0));
-  auto* timeout =
-      app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
+  app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
   std::string search;  // empty: the target's (TargetInfo::default_search)
   tgr::saturation::SaturationOptions saturation = tgr::saturation::optimize_defaults();
   std::string search_help =
@@ -132,8 +131,7 @@ int main(int argc, char** argv) {
   if (node_limit->count() > 0) saturation.runner.growth_limit = 0;  // the limit given, alone
   if (node_limit->count() > 0 || node_growth->count() > 0) saturation.target_growth_limit = false;
   o.target.target = tgr::optimizer::parse_target(target);
-  tgr::saturation::use_search(o, search, saturation,
-                              timeout->count() > 0 ? std::optional<double>(o.backtracking.timeout_s) : std::nullopt);
+  tgr::saturation::use_search(o, search, saturation);
   if (o.target.costs_db.empty())
     o.target.costs_db = o.target.target == tgr::optimizer::Target::kTgrGpu ? o.rules_db : TGR_DEFAULT_RULES;
   return tgr::cli::guarded("optimize", [&] {
