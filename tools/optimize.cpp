@@ -62,27 +62,31 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
   std::string search;  // empty: the target's (TargetInfo::default_search)
   tgr::saturation::SaturationOptions saturation = tgr::saturation::optimize_defaults();
-  std::string search_help =
-      "backtrack (TASO) | saturate (equality saturation, ILP extraction) | both (saturate, then backtrack from its "
-      "graph, and backtrack from the model; the cheapest kept; each with --timeout)\n(default: the target's:";
-  for (const auto& t : tgr::optimizer::targets())
-    search_help += std::string(&t == &tgr::optimizer::targets().front() ? " " : ", ") + std::string(t.name) + " " +
-                   std::string(t.default_search);
-  search_help += ")";
-  app.add_option("--search", search, search_help)->check(CLI::IsMember({"backtrack", "saturate", "both"}));
+  // "\n(default: the target's: onnxruntime-cpu X, ...)" for an option whose default each target sets.
+  auto targets_defaults = [](auto default_of) {
+    std::ostringstream text;
+    text << "\n(default: the target's:";
+    for (const auto& t : tgr::optimizer::targets())
+      text << (&t == &tgr::optimizer::targets().front() ? " " : ", ") << t.name << " " << default_of(t);
+    text << ")";
+    return text.str();
+  };
+  app.add_option("--search", search,
+                 "backtrack (TASO) | saturate (equality saturation, ILP extraction) | both (saturate, then backtrack "
+                 "from its graph, and backtrack from the model; the cheapest kept; each with --timeout)" +
+                     targets_defaults([](const auto& t) { return t.default_search; }))
+      ->check(CLI::IsMember({"backtrack", "saturate", "both"}));
   auto* node_limit = app.add_option("--node-limit", saturation.runner.node_limit,
                                     "saturate: e-nodes (given: this limit alone, instead of --node-growth's)")
                          ->check(tgr::cli::at_least(int64_t{1}));
-  std::string growth_help = "saturate: the e-graph grows to at most this many times the model's e-nodes (at least " +
-                            std::to_string(saturation.runner.min_node_limit) +
-                            ", at most --node-limit; 0: --node-limit alone)\n(default: the target's:";
-  for (const auto& t : tgr::optimizer::targets())
-    growth_help += std::string(&t == &tgr::optimizer::targets().front() ? " " : ", ") + std::string(t.name) + " " +
-                   (std::ostringstream() << t.default_node_growth).str();
-  growth_help += ")";
-  auto* node_growth = app.add_option("--node-growth", saturation.runner.growth_limit, growth_help)
-                          ->default_str("")  // no one default: the target's, named in the help
-                          ->check(tgr::cli::at_least(0.0));
+  auto* node_growth =
+      app.add_option("--node-growth", saturation.runner.growth_limit,
+                     "saturate: the e-graph grows to at most this many times the model's e-nodes (at least " +
+                         std::to_string(saturation.runner.min_node_limit) +
+                         ", at most --node-limit; 0: --node-limit alone)" +
+                         targets_defaults([](const auto& t) { return t.default_node_growth; }))
+          ->default_str("")  // no one default: the target's, named in the help
+          ->check(tgr::cli::at_least(0.0));
   node_limit->excludes(node_growth);
   app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
       ->check(tgr::cli::at_least(int64_t{1}));
