@@ -305,6 +305,8 @@ struct Builder {
         instr_count[groups.size()] = count;
       } else {
         t.nodes = {i};
+        for (size_t k = 0; k < n.inputs.size(); ++k)
+          if (views.concat_input_in_place(i, k)) t.in_place_inputs.push_back(k);
       }
       if (t.kind == Task::Kind::kConv || t.kind == Task::Kind::kProduct)
         plan.fused_nodes += static_cast<int>(t.nodes.size()) - 1;

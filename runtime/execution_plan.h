@@ -36,7 +36,8 @@ struct Task {
     kProduct,      // matmul [+ mul(scale)] [+ reshape keeping the last axis], then add(bias per
                    // column) and/or add(residual), optionally relu: one cuBLASLt call with an
                    // epilogue; or batch_matmul + mul(scale): one cuBLAS call with alpha = scale
-    kAlias,        // reshape or split whose outputs are all views (views.h): no work
+    kAlias,        // reshape or split whose outputs are all views, or a concat whose inputs were all
+                   // written in place (views.h): no work
   };
   Kind kind = Kind::kNode;
   std::vector<int32_t> nodes;  // topological order; the last produces the task's output(s)
@@ -50,6 +51,10 @@ struct Task {
   // multiplied by before the epilogue: cuBLAS's alpha (attention's scale).
   std::optional<ValueRef> scale;
   bool relu = false;
+  // kNode concat: the inputs (by index) their producers wrote in place into
+  // its bytes (views.h); it copies only the others. Never all of them: such
+  // a concatenation is a kAlias.
+  std::vector<size_t> in_place_inputs;
   // Values of other tasks (or inputs, constants) the task reads.
   std::vector<ValueRef> reads;
   int64_t scratch_bytes = 0;  // temporary memory alive during this task only

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,30 @@ int member_index(const Task& task, ValueRef v) {
   return it == task.nodes.end() ? -1 : static_cast<int>(it - task.nodes.begin());
 }
 
+// What a concatenation with inputs written in place copies (Task::in_place_inputs):
+// the concatenation of the other inputs alone, as a graph of its own whose
+// inputs are those values, and its one task.
+struct CopiedPart {
+  Graph graph;
+  Task task;
+};
+std::optional<CopiedPart> copied_part(const Graph& model, const Task& task) {
+  if (task.in_place_inputs.empty()) return std::nullopt;
+  const Node& concat = model.node(task.root());
+  CopiedPart part;
+  std::vector<ValueRef> copied;
+  for (size_t k = 0; k < concat.inputs.size(); ++k) {
+    if (std::count(task.in_place_inputs.begin(), task.in_place_inputs.end(), k)) continue;
+    const ValueRef in = concat.inputs[k];
+    copied.push_back(part.graph.add_input("in" + std::to_string(k), model.shape(in), model.dtype(in)));
+  }
+  const ValueRef out = part.graph.add_op(*concat.op, concat.params, copied).at(0);
+  part.graph.add_output(out);
+  part.task.kind = Task::Kind::kNode;
+  part.task.nodes = {out.node};
+  return part;
+}
+
 }  // namespace
 
 std::string task_kind_name(Task::Kind kind) {
@@ -52,6 +77,7 @@ std::string task_kind_name(Task::Kind kind) {
 bool step_is_free(const Task& task) { return task.kind == Task::Kind::kAlias; }
 
 std::string step_signature(const Graph& graph, const Task& task) {
+  if (auto part = copied_part(graph, task)) return step_signature(part->graph, part->task);
   std::string s(kStepSignaturePrefix);
   s += task_kind_name(task.kind);
   s += ": ";
@@ -163,6 +189,7 @@ int copies_streaming_weights(int64_t weight_bytes, int64_t cache_bytes, int leas
 }
 
 Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies) {
+  if (auto part = copied_part(model, task)) return step_graph(part->graph, ExecutionPlan{}, part->task, copies);
   Graph g;
   // A value read from outside the task -> its node in g: graph inputs are
   // shared by the copies (in the model the step's input was just written,

@@ -17,7 +17,11 @@
 // residual and relu) are its nodes.
 //
 // Alias tasks (every output a view, views.h) launch nothing and have no
-// signature (step_is_free); nodes computed at load are in no task.
+// signature (step_is_free); nodes computed at load are in no task. A
+// concatenation some of whose inputs were written in place (views.h,
+// Task::in_place_inputs) copies only the others, so its signature, and what
+// `calibrate` times for it, is that of the concatenation of those alone
+// (same bytes copied, one launch).
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 #include "runtime/views.h"
 
+#include <algorithm>
 #include <numeric>
 #include <set>
 
@@ -10,6 +11,10 @@ namespace {
 // names the others).
 const OpDef& layer_norm_op() {
   static const OpDef& op = OpTable::instance().get("layer_norm");
+  return op;
+}
+const OpDef& concat_op() {
+  static const OpDef& op = OpTable::instance().get("concat");
   return op;
 }
 }  // namespace
@@ -238,6 +243,77 @@ std::optional<ValueLayout> written_through(const Graph& g, const Readers& reader
   return ValueLayout{chain.back(), 0, strides};
 }
 
+// Where input `k` of a concatenation laid out as `out` sits in its bytes.
+ValueLayout concat_piece(const Graph& g, const Node& concat, size_t k, const ValueLayout& out) {
+  const int64_t axis = concat.params.get_int("axis");
+  int64_t start = 0;
+  for (size_t j = 0; j < k; ++j) start += g.shape(concat.inputs[j])[axis];
+  return ValueLayout{out.source, out.offset + start * out.strides[axis], out.strides};
+}
+
+bool same_place(const Graph& g, ValueRef v, const ValueLayout& a, const ValueLayout& b) {
+  if (!(a.source == b.source) || a.offset != b.offset) return false;
+  const Shape& s = g.shape(v);
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] != 1 && a.strides[d] != b.strides[d]) return false;
+  return true;
+}
+
+// Concatenations written in place, the other way round like the products
+// above: an input is placed in the concatenation's bytes, where its
+// producer writes it, so the concatenation need not copy it. Only where the
+// piece is then plain (row-major from a 16-byte boundary: a concatenation
+// along channels of a batch-1 NCHW tensor, DenseNet's and Inception's), so
+// any producer writes it and any reader reads it; only an input some task
+// computes (not a graph input, a weight or a value computed at load), that
+// owns its bytes (not a view, not placed already elsewhere), is no graph
+// output and appears once. The concatenation copies the other inputs (an
+// Inception block's piece of a merged convolution's split), and runs nothing
+// when there are none. A concatenation whose inputs already sit one after
+// the other in some value's bytes (DenseNet: each layer's concatenation of
+// the features so far is the start of the block's last one) is itself a
+// view there. Latest first, so a value read by several concatenations goes
+// where the last one wants it.
+void place_concat_inputs(const Graph& g, const std::vector<int32_t>& order, const std::vector<char>& at_load,
+                         const std::vector<std::vector<char>>& is_output,
+                         std::vector<std::vector<ValueLayout>>& layouts) {
+  const auto& nodes = g.nodes();
+  auto owns = [&](ValueRef v) { return layouts[v.node][v.output].source == v; };
+  auto plain = [&](ValueRef v, const ValueLayout& l) {
+    return is_row_major(g.shape(v), l.strides) && aligned16(g, v, l);
+  };
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int32_t c = *it;
+    const Node& n = nodes[c];
+    if (!n.is_op() || n.op != &concat_op() || at_load[c]) continue;
+    const ValueRef out{c, 0};
+    // Already in place one after the other somewhere: the concatenation is a view there.
+    if (owns(out) && !is_output[c][0]) {
+      const ValueLayout first = layouts[n.inputs[0].node][n.inputs[0].output];
+      const ValueLayout there{first.source, first.offset, row_major_strides(n.output_shapes[0])};
+      bool consecutive = !owns(n.inputs[0]) && plain(out, there);
+      for (size_t k = 0; consecutive && k < n.inputs.size(); ++k) {
+        const ValueRef in = n.inputs[k];
+        consecutive = same_place(g, in, layouts[in.node][in.output], concat_piece(g, n, k, there));
+      }
+      if (consecutive) {
+        layouts[c][0] = there;
+        continue;
+      }
+    }
+    const ValueLayout whole = layouts[c][0];
+    if (!is_row_major(n.output_shapes[0], whole.strides)) continue;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const ValueRef in = n.inputs[k];
+      const ValueLayout piece = concat_piece(g, n, k, whole);
+      const Node& producer = nodes[in.node];
+      if (producer.is_op() && !at_load[in.node] && !may_be_view(g, producer) && owns(in) &&
+          !is_output[in.node][in.output] && plain(in, piece) && std::count(n.inputs.begin(), n.inputs.end(), in) == 1)
+        layouts[in.node][in.output] = piece;
+    }
+  }
+}
+
 }  // namespace
 
 bool is_elementwise_kernel(const Node& node) {
@@ -273,8 +349,19 @@ bool ViewAnalysis::is_plain(ValueRef v) const {
   return is_row_major(graph_->shape(v), l.strides) && aligned16(*graph_, v, l);
 }
 
+bool ViewAnalysis::concat_input_in_place(int32_t node, size_t k) const {
+  const Node& n = graph_->node(node);
+  if (!n.is_op() || n.op != &concat_op() || layouts_.at(node).empty()) return false;
+  return same_place(*graph_, n.inputs.at(k), layout(n.inputs[k]), concat_piece(*graph_, n, k, layout({node, 0})));
+}
+
 bool ViewAnalysis::runs_nothing(int32_t node) const {
   const Node& n = graph_->node(node);
+  if (n.is_op() && n.op == &concat_op() && !layouts_.at(node).empty()) {
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (!concat_input_in_place(node, k)) return false;
+    return true;
+  }
   if (layouts_.at(node).empty() || !may_be_view(*graph_, n)) return false;  // a product written in place still runs
   for (size_t k = 0; k < layouts_.at(node).size(); ++k) {
     const ValueRef v{node, static_cast<int32_t>(k)};
@@ -317,6 +404,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
     if (nodes[i].op == &known_ops::batch_matmul() || nodes[i].op == &layer_norm_op())
       if (auto placed = written_through(graph, readers, is_output, i)) a.layouts_[i][0] = *placed;
   }
+  place_concat_inputs(graph, order, at_load, is_output, a.layouts_);
 
   // Views are proposed forward; a view some reader cannot take is refused
   // (it owns its bytes: its producer copies) and the proposal is redone, since

@@ -16,7 +16,7 @@
 // A view some reader cannot take is not a view: the split (or reshape)
 // copies that value. Graph outputs are always row-major.
 //
-// Two kinds of value are placed the other way round. A batch_matmul whose output only
+// Three kinds of value are placed the other way round. A batch_matmul whose output only
 // goes through reshapes and transposes to a reshape that no strides can
 // express (attention's head merge: [B*H, S, D] -> [B, H, S, D] -> transpose
 // -> [B, S, H*D]) is written by cuBLAS straight into the bytes of the end of
@@ -30,7 +30,14 @@
 // that would leave it not row-major (ConvNeXt's permute(0,3,1,2) back to
 // NCHW after a downsampling layer norm) writes the permute's row-major
 // bytes through strides its kernel writes (layer_norm_strided_output), and
-// the permute runs nothing.
+// the permute runs nothing. And an input of a concatenation along an axis
+// that leaves every piece row-major (channels of a batch-1 NCHW tensor:
+// DenseNet's, Inception's and SqueezeNet's) is written by its producer
+// straight into the concatenation's bytes: the concatenation copies only
+// the inputs that could not be placed there (graph inputs, weights, views,
+// graph outputs, a value another concatenation placed), and runs nothing
+// when none is left; one whose inputs sit one after the other in a later
+// concatenation's bytes (DenseNet's layers) is a view of them.
 //
 // The execution plan (execution_plan.h) places values by this analysis and
 // the measured cost model (optimizer/cost_model.h) calls a split free exactly
@@ -123,9 +130,12 @@ class ViewAnalysis {
   bool is_view(ValueRef v) const { return !(layout(v).source == v); }
   // Row-major from a 16-byte boundary: any kernel, cuDNN and cuBLAS included, may read it.
   bool is_plain(ValueRef v) const;
+  // Input `k` of the concatenation `node` was written by its producer where
+  // the concatenation puts it: the concatenation does not copy it.
+  bool concat_input_in_place(int32_t node, size_t k) const;
   // Every output of `node` is a view, or was written in place by a product
   // upstream (its input is a view of its bytes): the reshape, transpose or
-  // split runs nothing.
+  // split runs nothing. A concatenation whose inputs are all in place runs nothing.
   bool runs_nothing(int32_t node) const;
 
  private:

@@ -741,6 +741,99 @@ TEST(Views, AProductReadTwiceOrLeftAsAnOutputIsNotPlaced) {
   EXPECT_FALSE(make_execution_plan(no_copy).slot(attention_output(no_copy)).view);
 }
 
+// --- concatenations written in place ----------------------------------------------------
+
+// The node computing the first value of operator `op` (in node order) and its ordinal `nth`.
+ValueRef value_of(const Graph& g, const std::string& op, int nth = 0) {
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    if (g.nodes()[i].is_op() && g.nodes()[i].op->name == op && nth-- == 0) return {static_cast<int32_t>(i), 0};
+  return {};
+}
+
+TEST(Views, AChannelConcatOfABatchOfOneIsWrittenInPlaceByItsProducers) {
+  // relu's and the convolution's outputs are placed one after the other in
+  // the concatenation's bytes; the concatenation runs nothing.
+  const Graph g =
+      build_graph("softmax[axis=1](concat[axis=1](relu(x), conv2d(x, k)))", parse_shape_map("x=1x4x6x6,k=3x4x1x1"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  EXPECT_EQ(task_with(plan, g, "concat")->kind, Task::Kind::kAlias);
+  const ValueSlot& whole = plan.slot(value_of(g, "concat"));
+  const ValueSlot& first = plan.slot(value_of(g, "relu"));
+  const ValueSlot& second = plan.slot(value_of(g, "conv2d"));
+  EXPECT_FALSE(whole.view);
+  EXPECT_TRUE(first.view && second.view);
+  EXPECT_EQ(first.offset, whole.offset);
+  EXPECT_EQ(second.offset, whole.offset + 4 * 36 * 4);
+  EXPECT_TRUE(first.strides.empty() && second.strides.empty());
+  // The steps that run: relu, the convolution and the softmax; the
+  // concatenation's bytes are taken when relu writes its piece.
+  EXPECT_EQ(task_with(plan, g, "relu")->kind, Task::Kind::kElementwise);
+  EXPECT_EQ(task_with(plan, g, "conv2d")->kind, Task::Kind::kConv);
+}
+
+TEST(Views, EachDenseLayersConcatIsTheStartOfTheBlocksLast) {
+  // DenseNet: every layer reads the concatenation of the features so far
+  // and adds its own. All three features live in the last concatenation's
+  // bytes; the first concatenation is a view of its start.
+  const Graph g = build_graph(
+      "concat[axis=1](relu(x), conv2d(relu(x), k1), conv2d(sigmoid(concat[axis=1](relu(x), conv2d(relu(x), k1))), k2))",
+      parse_shape_map("x=1x4x6x6,k1=4x4x1x1,k2=4x8x1x1"));
+  const ExecutionPlan plan = make_execution_plan(g);
+  int free_concats = 0;
+  for (const Task& t : plan.tasks)
+    if (task_label(g, t) == "concat") free_concats += t.kind == Task::Kind::kAlias;
+  EXPECT_EQ(free_concats, 2);
+  const ValueRef inner = value_of(g, "concat", 0), outer = value_of(g, "concat", 1);
+  ASSERT_EQ(g.node(outer.node).inputs.size(), 3u);
+  EXPECT_TRUE(plan.slot(inner).view);
+  EXPECT_FALSE(plan.slot(outer).view);  // a graph output owns its bytes
+  EXPECT_EQ(plan.slot(inner).offset, plan.slot(outer).offset);
+  EXPECT_EQ(plan.slot(value_of(g, "conv2d", 1)).offset, plan.slot(outer).offset + 8 * 36 * 4);
+  // The sigmoid, alive while the block's bytes are, shares none of them.
+  const ValueSlot& s = plan.slot(value_of(g, "sigmoid"));
+  const ValueSlot& o = plan.slot(outer);
+  EXPECT_TRUE(s.offset + s.bytes <= o.offset || s.offset >= o.offset + o.bytes);
+}
+
+TEST(Views, AConcatCopiesOnlyTheInputsThatCannotBeWrittenInPlace) {
+  // The task of the concatenation and the inputs it does not copy.
+  auto concat_task = [](const std::string& expr, const std::string& shapes) {
+    const Graph g = build_graph(expr, parse_shape_map(shapes));
+    const ExecutionPlan plan = make_execution_plan(g);
+    const Task* t = task_with(plan, g, "concat");
+    return std::pair{t->kind, t->in_place_inputs};
+  };
+  using Inputs = std::vector<size_t>;
+  // A graph input is where the caller put it: only relu's output is written in place.
+  EXPECT_EQ(concat_task("softmax[axis=1](concat[axis=1](x, relu(y)))", "x=1x4x6x6,y=1x4x6x6"),
+            std::pair(Task::Kind::kNode, Inputs{1}));
+  // Batch 2: each piece would be strided.
+  EXPECT_EQ(concat_task("softmax[axis=1](concat[axis=1](relu(x), sigmoid(y)))", "x=2x4x6x6,y=2x4x6x6"),
+            std::pair(Task::Kind::kNode, Inputs{}));
+  // The second piece would start 12 bytes in: not 16-byte aligned.
+  EXPECT_EQ(concat_task("softmax[axis=1](concat[axis=1](relu(x), sigmoid(y)))", "x=1x1x1x3,y=1x1x1x3"),
+            std::pair(Task::Kind::kNode, Inputs{0}));
+  // One value twice cannot be in two places.
+  EXPECT_EQ(concat_task("softmax[axis=1](concat[axis=1](relu(x), relu(x)))", "x=1x4x6x6"),
+            std::pair(Task::Kind::kNode, Inputs{}));
+  // A graph output stays where the caller reads it.
+  EXPECT_EQ(concat_task("(relu(x), softmax[axis=1](concat[axis=1](relu(x), sigmoid(x))))", "x=1x4x6x6"),
+            std::pair(Task::Kind::kNode, Inputs{1}));
+  // A piece of a split is a view of the split's input.
+  EXPECT_EQ(concat_task("softmax[axis=1](concat[axis=1](split[axis=1, sizes=4x4](relu(x)).0, sigmoid(y)))",
+                        "x=1x8x6x6,y=1x4x6x6"),
+            std::pair(Task::Kind::kNode, Inputs{1}));
+  // Inception after a merge: the piece of the merged convolution's split is
+  // copied, the 3x3 convolution of the other piece writes in place.
+  EXPECT_EQ(concat_task("softmax[axis=1](concat[axis=1](split[axis=1, sizes=4x4](relu(x)).0, "
+                        "conv2d(split[axis=1, sizes=4x4](relu(x)).1, k)))",
+                        "x=1x8x6x6,k=5x4x3x3"),
+            std::pair(Task::Kind::kNode, Inputs{1}));
+  // Every input written in place: nothing left to copy.
+  EXPECT_EQ(concat_task("softmax[axis=1](concat[axis=1](relu(x), sigmoid(y)))", "x=1x4x6x6,y=1x4x6x6"),
+            std::pair(Task::Kind::kAlias, Inputs{}));
+}
+
 // --- gathers of one constant index ----------------------------------------------------
 
 // x [3, 5, 8] -> relu, then gathers along axis 1 of the constant indices given.

@@ -46,5 +46,20 @@ TEST(ModelPlans, VitTinyMergesItsHeadsWithoutCopies) {
   EXPECT_EQ(counts.count("reshape"), 0u);
 }
 
+TEST(ModelPlans, SqueezeNetsFireModulesConcatenateInPlace) {
+  // Each fire module's two expand convolutions write their halves straight
+  // into the concatenation's bytes: no concatenation runs.
+  const Graph g = import_bundled("squeezenet1_1");
+  const ExecutionPlan plan = make_execution_plan(g);
+  int concats = 0, running = 0;
+  for (const Task& t : plan.tasks)
+    if (g.node(t.root()).op->name == "concat") {
+      ++concats;
+      running += !step_is_free(t);
+    }
+  EXPECT_EQ(concats, 8);
+  EXPECT_EQ(running, 0);
+}
+
 }  // namespace
 }  // namespace tgr

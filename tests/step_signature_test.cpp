@@ -87,6 +87,26 @@ TEST(StepSignature, EveryKindHasItsNameAndMalformedSignaturesAreRejected) {
 }
 
 // What calibrate times: copies of the step, each planned as the same step.
+TEST(StepSignature, AConcatWithInputsWrittenInPlaceIsTheConcatOfTheOthers) {
+  // relu and sigmoid write their pieces in place; x, a graph input, is
+  // copied. The step is costed and timed as concatenating x alone.
+  const Graph g =
+      build_graph("softmax[axis=1](concat[axis=1](relu(y), x, sigmoid(y)))", parse_shape_map("x=1x4x6x6,y=1x8x6x6"));
+  const ExecutionPlan plan = tasks_only(g);
+  const Task* concat = nullptr;
+  for (const Task& t : plan.tasks)
+    if (g.node(t.root()).op->name == "concat") concat = &t;
+  ASSERT_NE(concat, nullptr);
+  ASSERT_EQ(concat->in_place_inputs, (std::vector<size_t>{0, 2}));
+  const Graph alone = build_graph("concat[axis=1](x)", parse_shape_map("x=1x4x6x6"));
+  const std::vector<std::string> expected = signatures(alone, tasks_only(alone));
+  ASSERT_EQ(expected.size(), 1u);
+  EXPECT_EQ(step_signature(g, *concat), expected[0]);
+  const Graph timed = step_graph(g, plan, *concat, 2);
+  EXPECT_EQ(timed.inputs().size(), 1u);
+  EXPECT_EQ(signatures(timed, make_execution_plan(timed)), std::vector<std::string>(2, expected[0]));
+}
+
 TEST(StepGraph, CopiesPlanAsTheSameStepWithWeightsAndLoadTimeValuesAsConstants) {
   Graph g;
   const ValueRef x = g.add_input("x", {1, 3, 6, 6});

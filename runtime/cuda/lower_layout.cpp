@@ -1,7 +1,7 @@
 // Layout operators as strided copies (kernels_layout.cu): transpose, slice,
 // expand, concat, split, pad, enlarge, and reshape where it cannot be a view.
 // Inputs may be strided views (runtime/views.h); split writes only the
-// pieces that are not views.
+// pieces that are not views, concat only the inputs not written in place.
 #include <algorithm>
 #include <numeric>
 
@@ -22,6 +22,24 @@ struct Copy {
 
 }  // namespace
 
+// Input `k` of the concatenation `node` already sits where the
+// concatenation puts it (its producer wrote it there: runtime/views.h), so
+// copying it would copy its bytes onto themselves.
+bool concat_input_in_place(const LowerCtx& ctx, const Node& n, int32_t node, size_t k) {
+  const int64_t axis = n.params.get_int("axis");
+  const Shape& out = n.output_shapes[0];
+  const Strides os = row_major(out);
+  int64_t at = 0;
+  for (size_t j = 0; j < k; ++j) at += ctx.shape(n.inputs[j])[axis];
+  const ValueRef in = n.inputs[k];
+  const Shape& s = ctx.shape(in);
+  const Strides is = ctx.strides(in);
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] != 1 && is.s[d] != os.s[d]) return false;
+  const int64_t eb = device_element_bytes(n.output_dtypes[0]);
+  return ctx.ptr(in) == static_cast<const char*>(ctx.ptr({node, 0})) + at * os.s[axis] * eb;
+}
+
 std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   const Node& n = ctx.graph.node(node);
   const std::string& op = n.op->name;
@@ -32,6 +50,9 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   std::vector<Copy> copies;
   bool fill = false;
   double fill_value = 0;
+  bool any_in_place = false;  // a concatenation with inputs written in place copies only the others
+  if (op == "concat")
+    for (size_t k = 0; k < n.inputs.size(); ++k) any_in_place = any_in_place || concat_input_in_place(ctx, n, node, k);
   if (op == "transpose") {
     std::vector<int64_t> perm = n.params.get_ints("perm");
     if (perm.empty()) {
@@ -63,7 +84,8 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
     copies.push_back({ctx.ptr(n.inputs[0]), 0, xs, ctx.ptr({node, 0}), 0, row_major(x), dims_of(x)});
   } else if (op == "concat" && n.inputs.size() <= static_cast<size_t>(kMaxConcat) &&
              num_elements(n.output_shapes[0]) < (int64_t{1} << 31) &&
-             std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef in) { return ctx.row_major(in); })) {
+             std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef in) { return ctx.row_major(in); }) &&
+             !any_in_place) {
     // One kernel for all inputs.
     const int64_t axis = n.params.get_int("axis");
     ConcatArgs args;
@@ -87,9 +109,11 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
     const Shape& out = n.output_shapes[0];
     const Strides os = row_major(out);
     int64_t at = 0;
-    for (ValueRef in : n.inputs) {
-      const Shape& s = ctx.shape(in);
-      copies.push_back({ctx.ptr(in), 0, ctx.strides(in), ctx.ptr({node, 0}), at * os.s[axis], os, dims_of(s)});
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Shape& s = ctx.shape(n.inputs[k]);
+      if (!concat_input_in_place(ctx, n, node, k))
+        copies.push_back(
+            {ctx.ptr(n.inputs[k]), 0, ctx.strides(n.inputs[k]), ctx.ptr({node, 0}), at * os.s[axis], os, dims_of(s)});
       at += s[axis];
     }
   } else if (op == "split") {

@@ -262,6 +262,23 @@ const OpCase kAttentionCases[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Attention, GpuOps, ::testing::ValuesIn(kAttentionCases));
 
+// Concatenations written in place (runtime/views.h; their plans are checked
+// in tests/execution_plan_test.cpp): producers write their pieces into the
+// concatenation's bytes, and it copies only the rest. Named
+// ConcatInPlace/GpuOps.MatchesTheCpuReference/N.
+const OpCase kConcatCases[] = {
+    {"softmax[axis=1](concat[axis=1](relu(x), conv2d(x, k)))", "x=1x4x6x6,k=3x4x1x1", 1e-4},  // 0: runs nothing
+    {"concat[axis=1](relu(x), conv2d(relu(x), k1), conv2d(sigmoid(concat[axis=1](relu(x), conv2d(relu(x), k1))), k2))",
+     "x=1x4x6x6,k1=4x4x1x1,k2=4x8x1x1", 1e-4},  // 1: DenseNet: the inner concatenation a view of the outer's start
+    {"softmax[axis=1](concat[axis=1](relu(y), x, sigmoid(y)))", "x=1x4x6x6,y=1x8x6x6", 1e-4},  // 2: copies x only
+    {"softmax[axis=1](concat[axis=1](split[axis=1, sizes=4x4](relu(x)).0, conv2d(split[axis=1, sizes=4x4](relu(x)).1, "
+     "k)))",
+     "x=1x8x6x6,k=5x4x3x3", 1e-4},  // 3: Inception: a piece of a split copied, the convolution in place
+    {"(relu(x), softmax[axis=1](concat[axis=1](relu(x), sigmoid(x))))", "x=1x4x6x6", 1e-4},  // 4: a graph output copied
+    {"softmax[axis=1](concat[axis=1](relu(x), sigmoid(y)))", "x=2x4x6x6,y=2x4x6x6", 1e-4},   // 5: batch 2 copies
+};
+INSTANTIATE_TEST_SUITE_P(ConcatInPlace, GpuOps, ::testing::ValuesIn(kConcatCases));
+
 // Gathers of one constant index (runtime/views.h): ViT's query, key and value
 // picked from one [3, S, 1, E] tensor are views at offsets of E floats,
 // read with strides by an elementwise program and by cuBLAS; one read by
