@@ -139,7 +139,7 @@ ViewAnalysis runtime_views(const Graph& graph, const std::vector<bool>& constant
 
 double MeasuredCostModel::op_cost_us(const Graph& graph, const Node& node) {
   if (!node.is_op()) return 0;
-  if (may_be_view(graph, node)) {  // the analysis is of the whole graph: only for the operators it concerns
+  if (may_run_nothing(graph, node)) {  // the analysis is of the whole graph: only for the operators it concerns
     const auto index = static_cast<int32_t>(&node - graph.nodes().data());
     if (runtime_views(graph, constant_only_nodes(graph)).runs_nothing(index)) return 0;
   }

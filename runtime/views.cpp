@@ -342,6 +342,10 @@ bool may_be_view(const Graph& graph, const Node& node) {
   return may_be_view(node) || constant_gather_index(graph, node).has_value();
 }
 
+bool may_run_nothing(const Graph& graph, const Node& node) {
+  return may_be_view(graph, node) || (node.is_op() && node.op == &concat_op());
+}
+
 bool reads_cublas_operands(const OpDef& op) { return &op == &known_ops::matmul() || &op == &known_ops::batch_matmul(); }
 
 bool ViewAnalysis::is_plain(ValueRef v) const {

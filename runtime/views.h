@@ -164,6 +164,9 @@ bool may_be_view(const Node& node);
 std::optional<int64_t> constant_gather_index(const Graph& graph, const Node& node);
 // may_be_view, or a gather of one constant index.
 bool may_be_view(const Graph& graph, const Node& node);
+// Operators that the analysis may leave with nothing to run
+// (ViewAnalysis::runs_nothing): may_be_view, and concat (inputs written in place).
+bool may_run_nothing(const Graph& graph, const Node& node);
 // Operators run on cuBLAS (matmul, batch_matmul), which read strided operands
 // through leading dimensions when the innermost stride is 1.
 bool reads_cublas_operands(const OpDef& op);

@@ -471,6 +471,29 @@ TEST(CostModel, MeasuredSplitCostsNothingWhenTheRuntimeViewsItsPieces) {
   EXPECT_DOUBLE_EQ(measured.graph_cost(viewed), without_split);
 }
 
+// Likewise a concatenation whose inputs are all written in place by their
+// producers (runtime/views.h): nothing, node by node as for the whole graph.
+TEST(CostModel, MeasuredConcatCostsNothingWhenItsInputsAreWrittenInPlace) {
+  auto concat_graph = [](const std::string& first) {
+    return build_graph("softmax[axis=1](concat[axis=1](" + first + ", sigmoid(y)))",
+                       parse_shape_map("x=1x4x6x6,y=1x4x6x6"));
+  };
+  MeasuredCostModel measured("test-gpu", {});
+  const Graph in_place = concat_graph("relu(x)");
+  const Graph copied = concat_graph("x");  // a graph input: copied
+  auto concat_node = [](const Graph& g) -> const Node& {
+    for (const Node& n : g.nodes())
+      if (n.is_op() && n.op->name == "concat") return n;
+    throw std::logic_error("no concat");
+  };
+  EXPECT_EQ(measured.op_cost_us(in_place, concat_node(in_place)), 0.0);
+  EXPECT_GT(measured.op_cost_us(copied, concat_node(copied)), 0.0);
+  double without_concat = 0;
+  for (const Node& n : in_place.nodes())
+    if (n.is_op() && n.op->name != "concat") without_concat += measured.op_cost_us(in_place, n);
+  EXPECT_DOUBLE_EQ(measured.graph_cost(in_place), without_concat);
+}
+
 // --- partial rules (PET) ------------------------------------------------------------
 
 // PET's classic example: two convolutions with one kernel, and one

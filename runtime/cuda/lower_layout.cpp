@@ -24,7 +24,10 @@ struct Copy {
 
 // Input `k` of the concatenation `node` already sits where the
 // concatenation puts it (its producer wrote it there: runtime/views.h), so
-// copying it would copy its bytes onto themselves.
+// copying it would copy its bytes onto themselves. Decided from the bytes
+// themselves, so skipping the copy is right whatever the plan says; the
+// plan's Task::in_place_inputs (what the step is costed as) comes from the
+// same placement.
 bool concat_input_in_place(const LowerCtx& ctx, const Node& n, int32_t node, size_t k) {
   const int64_t axis = n.params.get_int("axis");
   const Shape& out = n.output_shapes[0];
