@@ -446,6 +446,26 @@ TEST(CostModel, MeasuredCostsAreReadByDeviceAndSignatureWithAnalyticFallback) {
   EXPECT_NE(measured->describe().find("1 missing"), std::string::npos) << measured->describe();
 }
 
+// What the measured model charges for the first `op` node of `free_graph`,
+// where the GPU runtime runs nothing for it (runtime/views.h), and of
+// `copying_graph`, where it copies: nothing, node by node as for the whole
+// graph, and something.
+void expect_free_only_where_the_runtime_runs_nothing(const std::string& op, const Graph& free_graph,
+                                                     const Graph& copying_graph) {
+  MeasuredCostModel measured("test-gpu", {});
+  auto first = [&](const Graph& g) -> const Node& {
+    for (const Node& n : g.nodes())
+      if (n.is_op() && n.op->name == op) return n;
+    throw std::logic_error("no " + op);
+  };
+  EXPECT_EQ(measured.op_cost_us(free_graph, first(free_graph)), 0.0);
+  EXPECT_GT(measured.op_cost_us(copying_graph, first(copying_graph)), 0.0);
+  double without = 0;
+  for (const Node& n : free_graph.nodes())
+    if (n.is_op() && n.op->name != op) without += measured.op_cost_us(free_graph, n);
+  EXPECT_DOUBLE_EQ(measured.graph_cost(free_graph), without);
+}
+
 // The GPU runtime reads a split's pieces in place where every reader can
 // (runtime/views.h); the measured model then charges nothing for the split,
 // and the copy otherwise.
@@ -455,43 +475,17 @@ TEST(CostModel, MeasuredSplitCostsNothingWhenTheRuntimeViewsItsPieces) {
     return build_graph("(" + reader + "(" + piece + ".0), " + reader + "(" + piece + ".1))",
                        parse_shape_map("x=16x32,w=32x16"));
   };
-  MeasuredCostModel measured("test-gpu", {});
-  const Graph viewed = split_graph("relu");
-  const Graph copied = split_graph("softmax[axis=1]");
-  auto split_node = [](const Graph& g) -> const Node& {
-    for (const Node& n : g.nodes())
-      if (n.is_op() && n.op->name == "split") return n;
-    throw std::logic_error("no split");
-  };
-  EXPECT_EQ(measured.op_cost_us(viewed, split_node(viewed)), 0.0);
-  EXPECT_GT(measured.op_cost_us(copied, split_node(copied)), 0.0);
-  double without_split = 0;
-  for (const Node& n : viewed.nodes())
-    if (n.is_op() && n.op->name != "split") without_split += measured.op_cost_us(viewed, n);
-  EXPECT_DOUBLE_EQ(measured.graph_cost(viewed), without_split);
+  expect_free_only_where_the_runtime_runs_nothing("split", split_graph("relu"), split_graph("softmax[axis=1]"));
 }
 
 // Likewise a concatenation whose inputs are all written in place by their
-// producers (runtime/views.h): nothing, node by node as for the whole graph.
+// producers; one with a graph input copies it.
 TEST(CostModel, MeasuredConcatCostsNothingWhenItsInputsAreWrittenInPlace) {
   auto concat_graph = [](const std::string& first) {
     return build_graph("softmax[axis=1](concat[axis=1](" + first + ", sigmoid(y)))",
                        parse_shape_map("x=1x4x6x6,y=1x4x6x6"));
   };
-  MeasuredCostModel measured("test-gpu", {});
-  const Graph in_place = concat_graph("relu(x)");
-  const Graph copied = concat_graph("x");  // a graph input: copied
-  auto concat_node = [](const Graph& g) -> const Node& {
-    for (const Node& n : g.nodes())
-      if (n.is_op() && n.op->name == "concat") return n;
-    throw std::logic_error("no concat");
-  };
-  EXPECT_EQ(measured.op_cost_us(in_place, concat_node(in_place)), 0.0);
-  EXPECT_GT(measured.op_cost_us(copied, concat_node(copied)), 0.0);
-  double without_concat = 0;
-  for (const Node& n : in_place.nodes())
-    if (n.is_op() && n.op->name != "concat") without_concat += measured.op_cost_us(in_place, n);
-  EXPECT_DOUBLE_EQ(measured.graph_cost(in_place), without_concat);
+  expect_free_only_where_the_runtime_runs_nothing("concat", concat_graph("relu(x)"), concat_graph("x"));
 }
 
 // --- partial rules (PET) ------------------------------------------------------------
