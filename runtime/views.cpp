@@ -13,9 +13,9 @@ const OpDef& layer_norm_op() {
   static const OpDef& op = OpTable::instance().get("layer_norm");
   return op;
 }
-const OpDef& concat_op() {
+bool is_concat(const Node& n) {
   static const OpDef& op = OpTable::instance().get("concat");
-  return op;
+  return n.is_op() && n.op == &op;
 }
 }  // namespace
 
@@ -139,6 +139,11 @@ namespace {
 
 bool aligned16(const Graph& g, ValueRef v, const ValueLayout& l) {
   return l.offset * device_element_bytes(g.dtype(v)) % 16 == 0;
+}
+
+// ViewAnalysis::is_plain of `v` laid out as `l`.
+bool plain(const Graph& g, ValueRef v, const ValueLayout& l) {
+  return is_row_major(g.shape(v), l.strides) && aligned16(g, v, l);
 }
 
 // A matrix operand of cuBLAS: rows or columns with unit stride (cublas_matrix)
@@ -279,19 +284,16 @@ void place_concat_inputs(const Graph& g, const std::vector<int32_t>& order, cons
                          std::vector<std::vector<ValueLayout>>& layouts) {
   const auto& nodes = g.nodes();
   auto owns = [&](ValueRef v) { return layouts[v.node][v.output].source == v; };
-  auto plain = [&](ValueRef v, const ValueLayout& l) {
-    return is_row_major(g.shape(v), l.strides) && aligned16(g, v, l);
-  };
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const int32_t c = *it;
     const Node& n = nodes[c];
-    if (!n.is_op() || n.op != &concat_op() || at_load[c]) continue;
+    if (!is_concat(n) || at_load[c]) continue;
     const ValueRef out{c, 0};
     // Already in place one after the other somewhere: the concatenation is a view there.
     if (owns(out) && !is_output[c][0]) {
       const ValueLayout first = layouts[n.inputs[0].node][n.inputs[0].output];
       const ValueLayout there{first.source, first.offset, row_major_strides(n.output_shapes[0])};
-      bool consecutive = !owns(n.inputs[0]) && plain(out, there);
+      bool consecutive = !owns(n.inputs[0]) && plain(g, out, there);
       for (size_t k = 0; consecutive && k < n.inputs.size(); ++k) {
         const ValueRef in = n.inputs[k];
         consecutive = same_place(g, in, layouts[in.node][in.output], concat_piece(g, n, k, there));
@@ -308,7 +310,8 @@ void place_concat_inputs(const Graph& g, const std::vector<int32_t>& order, cons
       const ValueLayout piece = concat_piece(g, n, k, whole);
       const Node& producer = nodes[in.node];
       if (producer.is_op() && !at_load[in.node] && !may_be_view(g, producer) && owns(in) &&
-          !is_output[in.node][in.output] && plain(in, piece) && std::count(n.inputs.begin(), n.inputs.end(), in) == 1)
+          !is_output[in.node][in.output] && plain(g, in, piece) &&
+          std::count(n.inputs.begin(), n.inputs.end(), in) == 1)
         layouts[in.node][in.output] = piece;
     }
   }
@@ -342,26 +345,21 @@ bool may_be_view(const Graph& graph, const Node& node) {
   return may_be_view(node) || constant_gather_index(graph, node).has_value();
 }
 
-bool may_run_nothing(const Graph& graph, const Node& node) {
-  return may_be_view(graph, node) || (node.is_op() && node.op == &concat_op());
-}
+bool may_run_nothing(const Graph& graph, const Node& node) { return may_be_view(graph, node) || is_concat(node); }
 
 bool reads_cublas_operands(const OpDef& op) { return &op == &known_ops::matmul() || &op == &known_ops::batch_matmul(); }
 
-bool ViewAnalysis::is_plain(ValueRef v) const {
-  const ValueLayout& l = layout(v);
-  return is_row_major(graph_->shape(v), l.strides) && aligned16(*graph_, v, l);
-}
+bool ViewAnalysis::is_plain(ValueRef v) const { return plain(*graph_, v, layout(v)); }
 
 bool ViewAnalysis::concat_input_in_place(int32_t node, size_t k) const {
   const Node& n = graph_->node(node);
-  if (!n.is_op() || n.op != &concat_op() || layouts_.at(node).empty()) return false;
+  if (!is_concat(n) || layouts_.at(node).empty()) return false;
   return same_place(*graph_, n.inputs.at(k), layout(n.inputs[k]), concat_piece(*graph_, n, k, layout({node, 0})));
 }
 
 bool ViewAnalysis::runs_nothing(int32_t node) const {
   const Node& n = graph_->node(node);
-  if (n.is_op() && n.op == &concat_op() && !layouts_.at(node).empty()) {
+  if (is_concat(n) && !layouts_.at(node).empty()) {
     for (size_t k = 0; k < n.inputs.size(); ++k)
       if (!concat_input_in_place(node, k)) return false;
     return true;

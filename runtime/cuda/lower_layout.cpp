@@ -53,9 +53,10 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   std::vector<Copy> copies;
   bool fill = false;
   double fill_value = 0;
-  bool any_in_place = false;  // a concatenation with inputs written in place copies only the others
+  // A concatenation copies only the inputs not written in place.
+  std::vector<char> in_place;
   if (op == "concat")
-    for (size_t k = 0; k < n.inputs.size(); ++k) any_in_place = any_in_place || concat_input_in_place(ctx, n, node, k);
+    for (size_t k = 0; k < n.inputs.size(); ++k) in_place.push_back(concat_input_in_place(ctx, n, node, k));
   if (op == "transpose") {
     std::vector<int64_t> perm = n.params.get_ints("perm");
     if (perm.empty()) {
@@ -88,7 +89,7 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   } else if (op == "concat" && n.inputs.size() <= static_cast<size_t>(kMaxConcat) &&
              num_elements(n.output_shapes[0]) < (int64_t{1} << 31) &&
              std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef in) { return ctx.row_major(in); }) &&
-             !any_in_place) {
+             std::none_of(in_place.begin(), in_place.end(), [](char c) { return c != 0; })) {
     // One kernel for all inputs.
     const int64_t axis = n.params.get_int("axis");
     ConcatArgs args;
@@ -114,7 +115,7 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
     int64_t at = 0;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const Shape& s = ctx.shape(n.inputs[k]);
-      if (!concat_input_in_place(ctx, n, node, k))
+      if (!in_place[k])
         copies.push_back(
             {ctx.ptr(n.inputs[k]), 0, ctx.strides(n.inputs[k]), ctx.ptr({node, 0}), at * os.s[axis], os, dims_of(s)});
       at += s[axis];
