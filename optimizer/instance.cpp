@@ -62,10 +62,13 @@ constexpr size_t kMaxChoices = 16;  // candidate values per parameter
 constexpr size_t kMaxCombinations = 64;
 
 // A value equal to a dimension takes that dimension's model value. One that
-// equals none, but divides one or is a multiple of one, scales with it: the
-// halves of a channel axis (split-K's kernel pieces, a dimension / 2) and
-// stacked copies of it (its grouped outputs, a dimension x 2) re-derive as
-// the model's dimension / 2 and x 2. The proof checks whichever is taken.
+// equals none may be the product of a run of adjacent axes of one shape (a
+// reshape's flattened axes: an image's H x W pixels as one axis) and takes
+// the product of those axes at the model's shapes. Otherwise one that
+// divides a dimension or is a multiple of one scales with it: the halves of
+// a channel axis (split-K's kernel pieces, a dimension / 2) and stacked
+// copies of it (its grouped outputs, a dimension x 2) re-derive as the
+// model's dimension / 2 and x 2. The proof checks whichever is taken.
 std::vector<int64_t> element_candidates(int64_t gen, const Environment& env) {
   std::vector<int64_t> out;
   auto add = [&](int64_t m) {
@@ -73,6 +76,18 @@ std::vector<int64_t> element_candidates(int64_t gen, const Environment& env) {
   };
   for (const auto& [g, m] : env.dims)
     if (g == gen) add(m);
+  if (out.empty() && gen > 1) {
+    for (const auto& [g, m] : env.whole) {
+      if (g.size() != m.size()) continue;
+      for (size_t first = 0; first < g.size(); ++first) {
+        int64_t gen_run = g[first], model_run = m[first];
+        for (size_t last = first + 1; last < g.size() && gen_run < gen; ++last) {
+          gen_run *= g[last], model_run *= m[last];
+          if (gen_run == gen) add(model_run);
+        }
+      }
+    }
+  }
   if (out.empty() && gen > 1) {
     for (const auto& [g, m] : env.dims)
       if (g > gen && g % gen == 0 && m % (g / gen) == 0) add(m / (g / gen));

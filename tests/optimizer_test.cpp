@@ -313,7 +313,10 @@ TEST(Search, ResNeXtParallelPathsBecomeOneGroupedConvolution) {
   g.add_output(g.apply("concat", paths, {{"axis", int64_t{1}}}), "y");
   const BacktrackingResult r = optimize(g, default_rules(), 1.05);
   const Graph folded = fold_constants(r.best);
-  EXPECT_EQ(count_ops(folded, "conv2d"), 2);
+  // The merged 1x1 convolution may also be its product form
+  // (conv2d_pointwise_one_image_as_matmul), which the roofline prices alike.
+  EXPECT_EQ(count_ops(folded, "conv2d") + count_ops(folded, "matmul"), 2);
+  EXPECT_GE(count_ops(folded, "conv2d"), 1);
   EXPECT_EQ(count_ops(folded, "concat"), 0);
   EXPECT_LT(r.best_cost, r.initial_cost);
   expect_same_outputs(g, folded);
