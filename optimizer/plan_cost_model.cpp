@@ -198,7 +198,7 @@ double PlanCostModel::step_us(const std::string& signature, bool* measured) {
         // Priced above its fit: the search takes exactly the steps whose
         // guesses are too low (the optimizer's curse), so a guess must win by
         // a margin before it displaces what was measured.
-        us = fitted_us(f) * kUnmeasuredMargin;
+        us = fitted_us(f) * unmeasured_margin_;
       }
     }
   }
@@ -272,8 +272,8 @@ std::string PlanCostModel::describe() const {
   char buf[240];
   std::snprintf(buf, sizeof buf,
                 "the GPU runtime's plan, steps measured on '%s' (%zu step signatures in the table; fitted fallback "
-                "for %zu missing)",
-                device_.c_str(), measured_steps_, missing_steps());
+                "for %zu missing, priced x%.2f)",
+                device_.c_str(), measured_steps_, missing_steps(), unmeasured_margin_);
   return buf;
 }
 

@@ -21,7 +21,9 @@
 // first operator ("conv:conv2d", "node:matmul") where three steps of it are
 // measured, else per kind ("elementwise"), else over all steps; with no step
 // measured, the H100 roofline per step (cost_model.h's RooflineParams). A
-// guess (fit or roofline) is priced 25 % above itself (kUnmeasuredMargin).
+// guess (fit or roofline) is priced 25 % above itself (kUnmeasuredMargin;
+// `optimize --unmeasured-margin` sets another: below 1, a search that
+// explores, whose graph says which steps are worth measuring next).
 // A step's FLOPs are its nodes' (AnalyticCostModel::flops); its bytes are
 // its nodes' minus the values passed inside the step (written and read once
 // each, 4 bytes per element).
@@ -62,6 +64,11 @@ class PlanCostModel : public CostModel {
   PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline = {});
   // Reads the op_costs of `device` in the database at `db_path`.
   static std::unique_ptr<PlanCostModel> from_db(const std::string& db_path, const std::string& device);
+
+  // What a step the fit guesses costs over its guess (kUnmeasuredMargin
+  // unless set; before the first graph is costed).
+  void set_unmeasured_margin(double margin) { unmeasured_margin_ = margin; }
+  double unmeasured_margin() const { return unmeasured_margin_; }
 
   double graph_cost(const Graph& graph) override;
   double op_cost_us(const Graph& graph, const Node& node) override;
@@ -120,6 +127,7 @@ class PlanCostModel : public CostModel {
   ExecutionPlan plan_of(const Graph& graph) const;
 
   std::string device_;
+  double unmeasured_margin_ = kUnmeasuredMargin;
   std::unordered_map<std::string, double> costs_;
   RooflineParams roofline_;
   size_t measured_steps_ = 0;

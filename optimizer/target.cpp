@@ -50,8 +50,11 @@ std::unique_ptr<CostModel> make_cost_model(const TargetOptions& o) {
   switch (o.target) {
     case Target::kRoofline:
       return std::make_unique<AnalyticCostModel>();
-    case Target::kTgrGpu:
-      return PlanCostModel::from_db(o.costs_db, o.gpu_device);
+    case Target::kTgrGpu: {
+      auto model = PlanCostModel::from_db(o.costs_db, o.gpu_device);
+      if (o.unmeasured_margin) model->set_unmeasured_margin(*o.unmeasured_margin);
+      return model;
+    }
     case Target::kOnnxRuntimeCpu:
       return OnnxRuntimeCostModel::from_db(o.costs_db, std::string(kOnnxRuntimeCpuDevice));
   }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +75,9 @@ struct TargetOptions {
   // onnxruntime-cpu and the rules database for tgr-gpu.
   std::string costs_db;
   std::string gpu_device = "H100";  // tgr-gpu: the device name calibrate stored its costs under
+  // tgr-gpu: a step the table lacks costs its fitted guess times this
+  // (unset: PlanCostModel::kUnmeasuredMargin; below 1 to explore).
+  std::optional<double> unmeasured_margin;
 };
 
 // The cost model of the target (each fits its fallback to its own table).

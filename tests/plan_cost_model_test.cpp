@@ -81,6 +81,13 @@ TEST(PlanCostModel, UnmeasuredStepsAreFittedToTheMeasuredOnesOfTheirKind) {
   EXPECT_NEAR(model.graph_cost(sig), margin * law_ms(64000) * 1000.0, 0.01 * law_ms(64000) * 1000.0);
   PlanCostModel empty("test-gpu", {});
   EXPECT_NEAR(empty.graph_cost(big), margin * (3.0 + 256000 * 8 / 3.35e12 * 1e6), 1e-9);
+  // An exploring search (optimize --unmeasured-margin 0.5) prices a guess below its fit; a measured step
+  // costs what was measured either way.
+  PlanCostModel exploring("test-gpu", table);
+  exploring.set_unmeasured_margin(0.5);
+  EXPECT_NEAR(exploring.graph_cost(big), 0.5 * law_ms(256000) * 1000.0, 0.01 * law_ms(256000) * 1000.0);
+  EXPECT_DOUBLE_EQ(exploring.graph_cost(relu_of(4000)), model.graph_cost(relu_of(4000)));
+  EXPECT_NE(exploring.describe().find("priced x0.50"), std::string::npos) << exploring.describe();
 }
 
 // Two convolutions of one input, concatenated: the rule merges them into one

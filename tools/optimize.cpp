@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   std::string report_path;
   std::string target = "onnxruntime-cpu";
   bool quiet = false;
+  double unmeasured_margin = 0;  // --unmeasured-margin, when given
   CLI::App app{"optimize: rewrite an ONNX model with verified rules so that it runs faster and computes the same",
                "optimize"};
   tgr::cli::setup(app);
@@ -111,6 +112,10 @@ int main(int argc, char** argv) {
                  "the database whose op_costs the measured targets read (default: onnxruntime-cpu the shipped table "
                  "in the default rules database, tgr-gpu the rules database)");
   app.add_option("--device", o.target.gpu_device, "tgr-gpu: the GPU whose costs calibrate stored (default H100)");
+  app.add_option("--unmeasured-margin", unmeasured_margin,
+                 "tgr-gpu: what a step the table lacks costs over its fitted guess (default 1.25: a guess must win by "
+                 "a margin; below 1 the search explores, and calibrating its graph measures the steps it reached)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--calibration-dir", o.calibration_dir,
                  "onnxruntime-cpu: write a one-node ONNX model of each signature the table lacked here "
                  "(tools/calibrate_ort.py times them)");
@@ -132,6 +137,7 @@ int main(int argc, char** argv) {
   tgr::cli::add_input_shape_option(app, input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   if (no_default_rules) o.default_rules_db.clear();
+  if (app.count("--unmeasured-margin")) o.target.unmeasured_margin = unmeasured_margin;
   if (node_limit->count() > 0) saturation.runner.growth_limit = 0;  // the limit given, alone
   if (node_limit->count() > 0 || node_growth->count() > 0) saturation.target_growth_limit = false;
   o.target.target = tgr::optimizer::parse_target(target);
@@ -142,6 +148,8 @@ int main(int argc, char** argv) {
     using tgr::optimizer::Target;
     if (app.count("--device") && o.target.target != Target::kTgrGpu)
       throw tgr::cli::UsageError("--device names the GPU of --target tgr-gpu");
+    if (app.count("--unmeasured-margin") && o.target.target != Target::kTgrGpu)
+      throw tgr::cli::UsageError("--unmeasured-margin prices the steps --target tgr-gpu has not measured");
     if (app.count("--costs") && o.target.target == Target::kRoofline)
       throw tgr::cli::UsageError("--target roofline reads no measured costs (--costs)");
     if (!o.calibration_dir.empty() && o.target.target != Target::kOnnxRuntimeCpu)
