@@ -56,12 +56,23 @@ struct TargetInfo {
   // x0.668 against x0.638 with the fitted costs, SqueezeNet x0.737 against
   // x0.688; docs/benchmarks.md, "The GPU plan's node limit").
   double default_node_growth;
+  // optimize's --iterations where it is not given (saturation's
+  // RunnerOptions::iteration_limit). 20 for onnxruntime-cpu and roofline.
+  // 100 for tgr-gpu, where the time and node limits decide: iterations
+  // prove the matches whose launch counts promise most first, and a
+  // rewrite that launches as many kernels and runs them faster (a 1 x 1
+  // convolution as a product) waits behind them, so at 20 iterations
+  // EfficientNet-B0 had 8 of its 64 1 x 1 convolutions as products,
+  // predicted x0.982, and at its time limit (37 iterations) 53, x0.926
+  // (an H200's table; docs/benchmarks.md, "1 x 1 convolutions as products").
+  int default_iterations;
 };
 const std::vector<TargetInfo>& targets();
 const TargetInfo& target_info(Target target);  // its entry of targets()
 std::string_view target_name(Target target);
 std::string_view default_search(Target target);  // TargetInfo::default_search
 double default_node_growth(Target target);       // TargetInfo::default_node_growth
+int default_iterations(Target target);           // TargetInfo::default_iterations
 // Throws std::invalid_argument naming the targets for an unknown name.
 Target parse_target(std::string_view name);
 

@@ -50,10 +50,13 @@ void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std
   } else if (key == "node_growth") {
     s.saturation.runner.growth_limit = v.cast<double>();
     s.saturation.target_growth_limit = false;
-  } else if (key == "iterations") s.saturation.runner.iteration_limit = v.cast<int>();
-  else if (key == "ilp_timeout") s.saturation.ilp.time_limit_s = v.cast<double>();
+  } else if (key == "iterations") {
+    s.saturation.runner.iteration_limit = v.cast<int>();
+    s.saturation.target_iteration_limit = false;
+  } else if (key == "ilp_timeout") s.saturation.ilp.time_limit_s = v.cast<double>();
   else if (key == "refine_window") s.saturation.refine_window = v.cast<size_t>();
   else if (key == "device") o.target.gpu_device = v.cast<std::string>();
+  else if (key == "unmeasured_margin") o.target.unmeasured_margin = v.cast<double>();
   else if (key == "proof_timeout_ms") o.proof_timeout_ms = v.cast<unsigned>();
   else if (key == "sequential") s.sequential = v.cast<bool>();
   else if (key == "max_elements") o.import_limits.max_elements = v.cast<int64_t>();

@@ -269,6 +269,7 @@ RunnerStats Runner::run() {
     return std::min(options_.node_limit, egraph_.num_nodes() + stage_growth);
   };
   stats.node_limit = stage_node_limit();
+  stats.iteration_limit = options_.iteration_limit;
   // A stage at its node limit hands on to the next, while the whole run's limit allows it.
   auto can_hand_on = [&] { return stage < last_stage && egraph_.num_nodes() < options_.node_limit; };
   // Rules that read the same as another up to variable names are matched

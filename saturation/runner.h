@@ -161,6 +161,7 @@ size_t effective_node_limit(const RunnerOptions& options, size_t start_nodes);
 struct RunnerStats {
   StopReason stop = StopReason::kSaturated;
   size_t node_limit = 0;  // the limit in force when the run stopped (effective_node_limit; per stage, see growth_limit)
+  int iteration_limit = 0;  // RunnerOptions::iteration_limit of the run
   int iterations = 0;
   int lead_iterations = 0;       // of them, with the shipped rules alone (RunnerOptions::shipped_rules_first)
   int small_rule_iterations = 0;  // of them, without the rules of more than kSmallRuleOps operators a side

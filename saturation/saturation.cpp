@@ -224,6 +224,7 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
       {"stop_reason", std::string(stop_reason_name(r.stop))},
       {"iterations", r.iterations},
       {"node_limit", r.node_limit},
+      {"iteration_limit", r.iteration_limit},
       {"lead_iterations", r.lead_iterations},
       {"small_rule_iterations", r.small_rule_iterations},
       {"enodes", s.enodes},
@@ -327,6 +328,7 @@ optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
 SaturationOptions optimize_defaults() {
   SaturationOptions options;
   options.target_growth_limit = true;
+  options.target_iteration_limit = true;
   return options;
 }
 
@@ -348,6 +350,8 @@ void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOpt
   if (search != "backtrack" && search != "saturate" && search != "both")
     throw std::invalid_argument("search '" + search + "': expected backtrack, saturate or both");
   if (saturation.target_growth_limit) saturation.runner.growth_limit = optimizer::default_node_growth(o.target.target);
+  if (saturation.target_iteration_limit)
+    saturation.runner.iteration_limit = optimizer::default_iterations(o.target.target);
   if (search != "backtrack")
     o.search = saturation_search(saturation, o.backtracking.timeout_s, o.backtracking.parallel);
   o.backtrack_after_search = search == "both";

@@ -43,6 +43,9 @@ struct SaturationOptions {
   // set by use_search: optimize was given neither --node-growth nor
   // --node-limit (node_growth= and node_limit= in Python).
   bool target_growth_limit = false;
+  // runner.iteration_limit is to be the target's (optimizer::default_iterations),
+  // set by use_search: optimize was given no --iterations (iterations= in Python).
+  bool target_iteration_limit = false;
   bool use_ilp = true;  // else greedy extraction only
   IlpOptions ilp;
   // The whole search's time (saturation and extraction), when limited:

@@ -89,8 +89,11 @@ int main(int argc, char** argv) {
           ->default_str("")  // no one default: the target's, named in the help
           ->check(tgr::cli::at_least(0.0));
   node_limit->excludes(node_growth);
-  app.add_option("--iterations", saturation.runner.iteration_limit, "saturate: iterations")
-      ->check(tgr::cli::at_least(int64_t{1}));
+  auto* iterations =
+      app.add_option("--iterations", saturation.runner.iteration_limit,
+                     "saturate: iterations" + targets_defaults([](const auto& t) { return t.default_iterations; }))
+          ->default_str("")  // no one default: the target's, named in the help
+          ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
       ->check(tgr::cli::at_least(0.0));
   app.add_option("--refine-window", saturation.refine_window,
@@ -140,6 +143,7 @@ int main(int argc, char** argv) {
   if (app.count("--unmeasured-margin")) o.target.unmeasured_margin = unmeasured_margin;
   if (node_limit->count() > 0) saturation.runner.growth_limit = 0;  // the limit given, alone
   if (node_limit->count() > 0 || node_growth->count() > 0) saturation.target_growth_limit = false;
+  if (iterations->count() > 0) saturation.target_iteration_limit = false;
   o.target.target = tgr::optimizer::parse_target(target);
   tgr::saturation::use_search(o, search, saturation);
   if (o.target.costs_db.empty())

@@ -51,7 +51,10 @@ _OPTIONS = {
     "node_growth": "saturate: e-nodes per e-node of the model, at least 5,000, at most node_limit; 0: "
     "node_limit alone (--node-growth; default: the target's, 120 for onnxruntime-cpu and roofline, 0 for "
     "tgr-gpu)",
-    "iterations": "saturate: iterations (--iterations)",
+    "iterations": "saturate: iterations (--iterations; default: the target's, 20 for onnxruntime-cpu and "
+    "roofline, 100 for tgr-gpu)",
+    "unmeasured_margin": "target tgr-gpu: what a step the table lacks costs over its fitted guess "
+    "(--unmeasured-margin; default 1.25, below 1 to explore)",
     "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",
     "refine_window": "saturate: refinement moves first costed on the operators within this many steps of "
     "their change, 0: every move built whole (--refine-window)",
@@ -74,7 +77,8 @@ def _check_options(options: Mapping[str, Any]) -> None:
         if key in options and not options[key] > 0:
             raise ValueError(f"{key}={options[key]!r}: must be positive")
 
-    for key in ("budget", "timeout", "node_limit", "iterations", "proof_timeout_ms", "max_elements", "max_bytes"):
+    for key in ("budget", "timeout", "node_limit", "iterations", "proof_timeout_ms", "max_elements", "max_bytes",
+                "unmeasured_margin"):
         positive(key)
     if "alpha" in options and not 1.0 <= options["alpha"] <= 10.0:
         raise ValueError(f"alpha={options['alpha']!r}: must be in [1, 10]")

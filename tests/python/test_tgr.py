@@ -122,6 +122,31 @@ def test_the_node_limit_follows_the_models_size_unless_given():
         tgr.optimize(BERT, node_growth=-1)
 
 
+def test_the_iteration_limit_is_the_targets_unless_given():
+    # 20 for the roofline (and onnxruntime-cpu), 100 for tgr-gpu, whose time
+    # and node limits decide; iterations= replaces it.
+    _, roofline = tgr.optimize(BERT, target="roofline", search="saturate", timeout=1)
+    assert roofline["search"]["iteration_limit"] == 20
+    _, gpu = tgr.optimize(BERT, target="tgr-gpu", device="no-such-gpu", search="saturate", timeout=1)
+    assert gpu["search"]["iteration_limit"] == 100
+    assert gpu["search"]["iterations"] <= 100
+    _, given = tgr.optimize(BERT, target="tgr-gpu", device="no-such-gpu", search="saturate", iterations=3)
+    assert given["search"]["iteration_limit"] == 3
+    assert given["search"]["iterations"] <= 3
+
+
+def test_an_exploring_search_prices_unmeasured_steps_below_their_guess():
+    _, default = tgr.optimize(BERT, target="tgr-gpu", device="no-such-gpu", search="saturate", iterations=1)
+    assert "priced x1.25" in default["cost_model"]
+    _, exploring = tgr.optimize(BERT, target="tgr-gpu", device="no-such-gpu", search="saturate", iterations=1,
+                                unmeasured_margin=0.5)
+    assert "priced x0.50" in exploring["cost_model"]
+    # Every step is a guess here (no table for this device): the same graph costs half as much.
+    assert exploring["cost_before_us"] == pytest.approx(default["cost_before_us"] * 0.5 / 1.25, rel=1e-4)
+    with pytest.raises(ValueError, match="unmeasured_margin=0: must be positive"):
+        tgr.optimize(BERT, target="tgr-gpu", unmeasured_margin=0)
+
+
 def test_refinement_windows_screen_moves_and_zero_builds_every_move_whole():
     # tgr-gpu with no table: the fitted plan costs, which fuse operators, so
     # saturation refines its graph; each move screened by its window first.
