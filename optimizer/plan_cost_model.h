@@ -68,7 +68,6 @@ class PlanCostModel : public CostModel {
   // What a step the fit guesses costs over its guess (kUnmeasuredMargin
   // unless set; before the first graph is costed).
   void set_unmeasured_margin(double margin) { unmeasured_margin_ = margin; }
-  double unmeasured_margin() const { return unmeasured_margin_; }
 
   double graph_cost(const Graph& graph) override;
   double op_cost_us(const Graph& graph, const Node& node) override;

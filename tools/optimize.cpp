@@ -12,6 +12,7 @@
 
 #include "optimizer/html_report.h"
 #include "optimizer/optimize_model.h"
+#include "optimizer/plan_cost_model.h"
 #include "saturation/saturation.h"
 #include "tools/cli_app.h"
 #include "tools/cli_common.h"
@@ -115,9 +116,14 @@ int main(int argc, char** argv) {
                  "the database whose op_costs the measured targets read (default: onnxruntime-cpu the shipped table "
                  "in the default rules database, tgr-gpu the rules database)");
   app.add_option("--device", o.target.gpu_device, "tgr-gpu: the GPU whose costs calibrate stored (default H100)");
+  char margin_default[16];
+  std::snprintf(margin_default, sizeof margin_default, "%.2f", tgr::optimizer::PlanCostModel::kUnmeasuredMargin);
   app.add_option("--unmeasured-margin", unmeasured_margin,
-                 "tgr-gpu: what a step the table lacks costs over its fitted guess (default 1.25: a guess must win by "
-                 "a margin; below 1 the search explores, and calibrating its graph measures the steps it reached)")
+                 "tgr-gpu: what a step the table lacks costs over its fitted guess (default " +
+                     std::string(margin_default) +
+                     ": a guess must win by a margin; below 1 the search explores, and calibrating its graph "
+                     "measures the steps it reached)")
+      ->default_str("")  // the default is the cost model's, named in the help
       ->check(CLI::PositiveNumber);
   app.add_option("--calibration-dir", o.calibration_dir,
                  "onnxruntime-cpu: write a one-node ONNX model of each signature the table lacked here "
