@@ -21,7 +21,11 @@
 // concatenation some of whose inputs were written in place (views.h,
 // Task::in_place_inputs) copies only the others, so its signature, and what
 // `calibrate` times for it, is that of the concatenation of those alone
-// (same bytes copied, one launch).
+// (same bytes copied, one launch). A reshape that is a step (a copy) reads
+// a transpose's strided view (ShuffleNet's channel shuffle); alone, from a
+// row-major input, it would be a view, so its signature and timing are
+// those of the transpose and the reshape together (the transpose a view
+// there as in the model).
 #pragma once
 
 #include <string>
