@@ -39,7 +39,7 @@ struct Options {
   int iters = 100, warmup = 20, profile_iters = 20;
   double rtol = 1e-4;
   bool profile = false, profile_steps = false, no_graph = false, no_fuse = false, interpret = false;
-  bool no_decoy = false;
+  bool no_decoy = false, profile_replay = false;
   std::string name;
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
   std::string db, device;                 // --db, --device: predicted times from measured step costs
@@ -126,6 +126,79 @@ void print_profile(const std::string& label, gpu::GpuModel& model, const Graph& 
   }
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// What each kind of step (its fused operators, "conv2d+add+relu") costs
+// inside the model's CUDA-graph replay: the full replay's time minus that of
+// a replay without those steps, in alternating rounds (the median of the
+// rounds' differences). Unlike --profile, whose events between steps leave
+// each step alone on an idle GPU, this sees what the model's neighbours do to
+// a step (launch gaps, what they leave in L2); "alone" is a replay of only
+// that kind's steps. With --db, each kind's
+// predicted time (the sum of its steps' step costs) beside, so the kind a
+// prediction misses shows.
+void print_replay_profile(const std::string& label, gpu::GpuModel& model, const Graph& graph, int iters,
+                          optimizer::PlanCostModel* predicted) {
+  constexpr int kRounds = 5;
+  const int per_round = std::max(5, iters / kRounds);
+  const std::vector<gpu::StepTime> steps = model.steps();
+  std::map<int32_t, double> predicted_us;  // a step's node -> its predicted time
+  if (predicted)
+    for (const auto& c : predicted->plan_costs(graph))
+      for (int32_t n : c.nodes) predicted_us[n] = c.us;
+  struct Kind {
+    std::vector<bool> keep;  // every step but this kind's
+    int count = 0;
+    double predicted_ms = 0, in_replay_ms = 0, alone_ms = 0;
+  };
+  std::map<std::string, Kind> kinds;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    Kind& kind = kinds[steps[k].label];
+    if (kind.keep.empty()) kind.keep.assign(steps.size(), true);
+    kind.keep[k] = false;
+    kind.count++;
+    if (auto it = predicted_us.find(steps[k].node); it != predicted_us.end()) kind.predicted_ms += it->second / 1000.0;
+  }
+  std::vector<double> full_rounds;
+  double sum_in_replay = 0, sum_predicted = 0;
+  for (auto& [name, kind] : kinds) {
+    std::vector<double> differences;
+    for (int r = 0; r < kRounds; ++r) {
+      const double full = model.replay_ms(per_round, 2);
+      full_rounds.push_back(full);
+      differences.push_back(full - model.replay_ms_keeping(kind.keep, per_round, 2));
+    }
+    kind.in_replay_ms = median(differences);
+    std::vector<bool> only(kind.keep.size());
+    for (size_t k = 0; k < only.size(); ++k) only[k] = !kind.keep[k];
+    kind.alone_ms = model.replay_ms_keeping(only, per_round * kRounds, 2);
+    sum_in_replay += kind.in_replay_ms;
+    sum_predicted += kind.predicted_ms;
+  }
+  std::vector<std::pair<std::string, Kind>> sorted(kinds.begin(), kinds.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.second.in_replay_ms > b.second.in_replay_ms; });
+  std::printf(
+      "in-replay profile of %s: each kind of step's cost in the CUDA-graph replay (the replay minus one "
+      "without them, median of %d rounds of %d)\n",
+      label.c_str(), kRounds, per_round);
+  std::printf("  %-36s %6s %12s %9s%s\n", "step", "steps", "in-replay ms", "alone ms",
+              predicted ? " predicted ms  predicted/in-replay" : "");
+  for (const auto& [name, kind] : sorted) {
+    std::printf("  %-36s %6d %12.4f %9.4f", name.c_str(), kind.count, kind.in_replay_ms, kind.alone_ms);
+    if (predicted)
+      std::printf(" %12.4f  %.3f", kind.predicted_ms,
+                  kind.in_replay_ms > 0 ? kind.predicted_ms / kind.in_replay_ms : 0.0);
+    std::printf("\n");
+  }
+  std::printf("  %-36s %6zu %12.4f %9s", "all kinds (sum)", steps.size(), sum_in_replay, "");
+  if (predicted) std::printf(" %12.4f", sum_predicted);
+  std::printf("; the replay: %.4f ms\n", median(full_rounds));
+}
+
 // A model on the GPU, checked against the CPU reference.
 struct Loaded {
   std::string name, role;
@@ -185,11 +258,6 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   return l;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Both models are timed in alternating rounds (median of each round's
 // replays, then the median over rounds), so that neither gets a better
 // moment of the GPU: timed one after the other, the second of two copies
@@ -211,6 +279,8 @@ void time_models(const Options& o, std::vector<Loaded*> models, optimizer::PlanC
     if (o.profile || o.profile_steps)
       print_profile(l.name + " (" + l.role + ")", *l.model, l.graph, o.profile_iters, l.result.ms, o.profile_steps,
                     predicted);
+    if (o.profile_replay && l.model->stats().cuda_graph)
+      print_replay_profile(l.name + " (" + l.role + ")", *l.model, l.graph, o.iters, predicted);
   }
   std::fflush(stdout);
 }
@@ -315,6 +385,9 @@ int main(int argc, char** argv) {
   app.add_flag("--profile-steps", o.profile_steps,
                "--profile, and every step's time with its output's shape (with --db, its predicted time beside)");
   app.add_option("--profile-iters", o.profile_iters, "profiled runs (median per step)");
+  app.add_flag("--profile-replay", o.profile_replay,
+               "print what each kind of step costs inside the CUDA-graph replay: the replay minus a replay "
+               "without those steps (with --db, its predicted time beside)");
   app.add_flag("--no-decoy", o.no_decoy, "do not load (and drop) a copy of the first model before timing");
   app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph");
   app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");

@@ -28,8 +28,9 @@ struct GpuModel::Impl {
     if (cuda_graph) cudaGraphDestroy(cuda_graph);
   }
 
-  void enqueue() {
-    for (const Step& s : steps) s.run();
+  void enqueue(const std::vector<bool>* keep = nullptr) {
+    for (size_t k = 0; k < steps.size(); ++k)
+      if (!keep || (*keep)[k]) steps[k].run();
   }
 
   void launch() {
@@ -233,6 +234,52 @@ std::vector<StepTime> GpuModel::profile(int iters) {
   std::vector<StepTime> out;
   for (size_t k = 0; k < n; ++k) out.push_back({m.steps[k].label, m.steps[k].node, median(times[k])});
   return out;
+}
+
+std::vector<StepTime> GpuModel::steps() const {
+  std::vector<StepTime> out;
+  for (const Step& s : impl_->steps) out.push_back({s.label, s.node, 0});
+  return out;
+}
+
+double GpuModel::replay_ms_keeping(const std::vector<bool>& keep, int iters, int warmup) {
+  Impl& m = *impl_;
+  if (keep.size() != m.steps.size())
+    throw GpuError("replay: " + std::to_string(keep.size()) + " step marks for " + std::to_string(m.steps.size()) +
+                   " steps");
+  const Where where{"partial replay"};
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  TGR_GPU_CHECK(cudaStreamBeginCapture(m.gpu->stream, cudaStreamCaptureModeThreadLocal), where);
+  try {
+    m.enqueue(&keep);
+  } catch (...) {
+    cudaStreamEndCapture(m.gpu->stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  TGR_GPU_CHECK(cudaStreamEndCapture(m.gpu->stream, &graph), where);
+  std::vector<double> times;
+  try {
+    TGR_GPU_CHECK(cudaGraphInstantiate(&exec, graph, 0), where);
+    for (int i = 0; i < warmup; ++i) TGR_GPU_CHECK(cudaGraphLaunch(exec, m.gpu->stream), where);
+    m.sync("partial replay");
+    Events ev(2);
+    for (int i = 0; i < iters; ++i) {
+      TGR_GPU_CHECK(cudaEventRecord(ev.e[0], m.gpu->stream), where);
+      TGR_GPU_CHECK(cudaGraphLaunch(exec, m.gpu->stream), where);
+      TGR_GPU_CHECK(cudaEventRecord(ev.e[1], m.gpu->stream), where);
+      m.sync("partial replay");
+      times.push_back(ev.ms(0, 1));
+    }
+  } catch (...) {
+    if (exec) cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    throw;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return median(times);
 }
 
 const ModelStats& GpuModel::stats() const { return impl_->stats; }

@@ -73,6 +73,15 @@ class GpuModel {
   // Median time of each step over `iters` runs (steps enqueued behind a
   // delay kernel, timed by events between them).
   std::vector<StepTime> profile(int iters = 20);
+  // The model's steps in launch order (label and node; ms 0).
+  std::vector<StepTime> steps() const;
+  // Median time of one replay of a CUDA graph of only the steps `keep`
+  // marks (indices of steps(); captured for this call, dropped after), over
+  // `iters` runs after `warmup`. The full replay's time minus this is what
+  // the other steps cost inside the model's replay, where their neighbours'
+  // launches and caches are the model's (bench --profile-replay). The values
+  // the left-out steps would write keep what they held: for timing only.
+  double replay_ms_keeping(const std::vector<bool>& keep, int iters = 20, int warmup = 2);
 
   const ModelStats& stats() const;
   std::string device_name() const;

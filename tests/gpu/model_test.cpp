@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "onnx/onnx_import.h"
+#include "runtime/cuda/gpu_error.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace tgr {
@@ -100,6 +101,33 @@ TEST(GpuProfile, StepTimesCoverTheModel) {
     total += s.ms;
   }
   EXPECT_GT(total, 0);
+}
+
+// bench --profile-replay: a replay of some of the steps costs less than the
+// whole, none costs almost nothing, and the model's own graph still runs
+// the whole model afterwards.
+TEST(GpuProfile, APartialReplayRunsOnlyTheStepsKept) {
+  SKIP_WITHOUT_GPU();
+  const Loaded l = load("squeezenet1_1");
+  gpu::GpuModel model = gpu::GpuModel::load(l.graph);
+  const std::vector<ConstantValue> before = model.run(l.inputs);
+  const auto steps = model.steps();
+  ASSERT_EQ(static_cast<int>(steps.size()), model.stats().steps);
+  const double whole = model.replay_ms(20, 3);
+  const double all_kept = model.replay_ms_keeping(std::vector<bool>(steps.size(), true), 20, 3);
+  const double none_kept = model.replay_ms_keeping(std::vector<bool>(steps.size(), false), 20, 3);
+  std::vector<bool> convolutions(steps.size());
+  for (size_t k = 0; k < steps.size(); ++k) convolutions[k] = steps[k].label.starts_with("conv2d");
+  const double convolutions_only = model.replay_ms_keeping(convolutions, 20, 3);
+  EXPECT_NEAR(all_kept, whole, 0.25 * whole);
+  EXPECT_LT(none_kept, 0.2 * whole);
+  EXPECT_LT(convolutions_only, all_kept);
+  EXPECT_GT(convolutions_only, none_kept);
+  EXPECT_THROW(model.replay_ms_keeping(std::vector<bool>(steps.size() + 1, true)), gpu::GpuError);
+  model.execute();
+  const std::vector<ConstantValue> after = model.outputs();
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i].real.data, before[i].real.data);
 }
 
 }  // namespace
