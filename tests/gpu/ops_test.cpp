@@ -84,6 +84,9 @@ const OpCase kCases[] = {
     {"relu(add(z, conv2d[stride=2x2](x, k)))", "x=1x3x8x6,k=4x3x3x3,z=1x4x4x3", 1e-4},
     {"conv2d(x, k)", "x=2x16x5x3,k=8x16x1x1", 1e-4},  // 1x1: cuBLAS or cuDNN, measured
     {"relu(add(conv2d(x, k), b))", "x=1x64x7x7,k=32x64x1x1,b=1x32x1x1", 1e-4},
+    // a bias without relu: one fused call where the implicit precomputed GEMM is timed fastest
+    {"add(conv2d(x, k), b)", "x=1x64x14x14,k=96x64x1x1,b=1x96x1x1", 1e-4},
+    {"add(b, conv2d(x, k))", "x=1x32x9x9,k=48x32x3x3,b=1x48x1x1", 1e-4},
     {"enlarge[size=5x5](k)", "k=2x3x3x1"},
     {"conv2d(x, conv_identity[channels=3, kernel=3x3]())", "x=1x3x5x6", 1e-4},
     {"conv2d(x, pool_kernel[channels=3, kernel=3x3]())", "x=1x3x5x6", 1e-4},
