@@ -1,5 +1,7 @@
 #include "runtime/cuda/ew_compile.h"
 
+#include "runtime/cuda/dependent_launch.h"
+
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -130,6 +132,10 @@ std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
   s += "struct EwKernelArgs { const void* in[" + std::to_string(kMaxEwInputs) + "]; void* out; long long count; };\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
        ") tgr_ew(const EwKernelArgs args) {\n";
+  // Programmatic dependent launch (dependent_launch.h): nothing is read or
+  // written before the previous grid has completed.
+  s += "#if __CUDA_ARCH__ >= 900\n  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+       "#endif\n";
   s += std::string("  typedef ") + index + " I;\n";
   for (int k = 0; k < p.inputs; ++k) {
     const char* stored = int64_program || p.in[k].int64 ? "long long" : "float";
@@ -259,7 +265,14 @@ void EwLauncher::launch(void* out, cudaStream_t stream) const {
   args.out = out;
   args.count = program_.out.count();
   void* params[] = {&args};
-  cudaLaunchKernel(kernel_, dim3(grid_for(args.count)), dim3(kBlock), params, 0, stream);
+  cudaLaunchAttribute attribute = dependent_launch_attribute();
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid_for(args.count));
+  config.blockDim = dim3(kBlock);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  cudaLaunchKernelExC(&config, kernel_, params);
 }
 
 }  // namespace tgr::gpu

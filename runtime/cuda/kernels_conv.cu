@@ -15,6 +15,7 @@
 // and weights live in registers.
 #include <algorithm>
 
+#include "runtime/cuda/dependent_launch.cuh"
 #include "runtime/cuda/launch_util.cuh"
 
 namespace tgr::gpu {
@@ -31,6 +32,7 @@ constexpr int kMaxThreads = 256;
 template <int K, int S>
 __global__ void depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
                                DepthwiseGeometry geo, int tiles_x, bool relu) {
+  await_previous_grid();
   constexpr int kRows = kRowsPerThread<S>;
   // Sizes within a plane fit 32 bits (depthwise_kernel_fits).
   const int in_h = static_cast<int>(geo.in_h), in_w = static_cast<int>(geo.in_w);
@@ -130,7 +132,8 @@ template <int K, int S>
 void launch(const float* x, const float* weight, const float* bias, const float* residual, float* y,
             const DepthwiseGeometry& g, bool relu, cudaStream_t stream) {
   const DepthwiseLaunch l = depthwise_launch<K, S>(g);
-  depthwise_conv<K, S><<<l.grid, l.block, l.shared_bytes, stream>>>(x, weight, bias, residual, y, g, l.tiles_x, relu);
+  launch_kernel(depthwise_conv<K, S>, l.grid, l.block, l.shared_bytes, stream, x, weight, bias, residual, y, g,
+                l.tiles_x, relu);
 }
 
 }  // namespace

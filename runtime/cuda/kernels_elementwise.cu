@@ -1,6 +1,7 @@
 // Fused elementwise programs (EwProgram): arithmetic, activations, and comparisons, is_nan, casts and where.
 #include <cmath>
 
+#include "runtime/cuda/dependent_launch.cuh"
 #include "runtime/cuda/launch_util.cuh"
 
 namespace tgr::gpu {
@@ -112,6 +113,7 @@ __device__ inline T load_input(const EwProgram& p, int k, I i) {
 
 template <class T, class I, int kRegs>
 __global__ void ew_kernel(const EwProgram p, void* out) {
+  await_previous_grid();
   const int64_t n = p.out.count();
   TGR_GRID_STRIDE_T(I, i, n) {
     T r[kRegs];
@@ -139,9 +141,9 @@ void launch_ew(const EwProgram& program, void* out, cudaStream_t stream) {
   collapse_inputs(p.out, p.in, p.inputs);
   const int64_t n = p.out.count();
   const bool few = p.registers <= kEwFewRegs;
-  if (fits_32_bits(n) && few) ew_kernel<T, int32_t, kEwFewRegs><<<grid_for(n), kBlock, 0, stream>>>(p, out);
-  else if (fits_32_bits(n)) ew_kernel<T, int32_t, kMaxEwRegs><<<grid_for(n), kBlock, 0, stream>>>(p, out);
-  else ew_kernel<T, int64_t, kMaxEwRegs><<<grid_for(n), kBlock, 0, stream>>>(p, out);
+  if (fits_32_bits(n) && few) launch_kernel(ew_kernel<T, int32_t, kEwFewRegs>, grid_for(n), kBlock, 0, stream, p, out);
+  else if (fits_32_bits(n)) launch_kernel(ew_kernel<T, int32_t, kMaxEwRegs>, grid_for(n), kBlock, 0, stream, p, out);
+  else launch_kernel(ew_kernel<T, int64_t, kMaxEwRegs>, grid_for(n), kBlock, 0, stream, p, out);
 }
 }  // namespace
 

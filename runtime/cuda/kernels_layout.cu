@@ -1,4 +1,5 @@
 // Strided copies (every layout operator) and fills.
+#include "runtime/cuda/dependent_launch.cuh"
 #include "runtime/cuda/launch_util.cuh"
 
 namespace tgr::gpu {
@@ -6,6 +7,7 @@ namespace {
 
 template <class T, class I>
 __global__ void strided_copy_kernel(const T* src, Strides ss, T* dst, Strides ds, Dims iter) {
+  await_previous_grid();
   TGR_GRID_STRIDE_T(I, i, iter.count()) {
     I index = i, s = 0, d = 0;
     for (int a = iter.rank - 1; a >= 0; --a) {
@@ -28,12 +30,14 @@ void copy(const T* src, Strides ss, T* dst, Strides ds, Dims iter, cudaStream_t 
     cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice, stream);
     return;
   }
-  if (fits_32_bits(n)) strided_copy_kernel<T, int32_t><<<grid_for(n), kBlock, 0, stream>>>(src, ss, dst, ds, iter);
-  else strided_copy_kernel<T, int64_t><<<grid_for(n), kBlock, 0, stream>>>(src, ss, dst, ds, iter);
+  if (fits_32_bits(n))
+    launch_kernel(strided_copy_kernel<T, int32_t>, grid_for(n), kBlock, 0, stream, src, ss, dst, ds, iter);
+  else launch_kernel(strided_copy_kernel<T, int64_t>, grid_for(n), kBlock, 0, stream, src, ss, dst, ds, iter);
 }
 
 template <class T>
 __global__ void fill_kernel(T* dst, int64_t n, T value) {
+  await_previous_grid();
   TGR_GRID_STRIDE(i, n) dst[i] = value;
 }
 
@@ -45,6 +49,7 @@ __global__ void delay_kernel(int64_t cycles) {
 
 template <class T>
 __global__ void concat_kernel(const ConcatArgs a, T* dst) {
+  await_previous_grid();
   const uint32_t block = static_cast<uint32_t>(a.begin[a.inputs]);
   TGR_GRID_STRIDE_T(uint32_t, i, a.outer * block) {
     const uint32_t o = i / block, j = i % block;
@@ -63,8 +68,9 @@ __global__ void concat_kernel(const ConcatArgs a, T* dst) {
 
 void launch_concat(const ConcatArgs& args, void* dst, int elem_bytes, cudaStream_t stream) {
   const int64_t n = args.outer * args.begin[args.inputs];
-  if (elem_bytes == 4) concat_kernel<float><<<grid_for(n), kBlock, 0, stream>>>(args, static_cast<float*>(dst));
-  else concat_kernel<int64_t><<<grid_for(n), kBlock, 0, stream>>>(args, static_cast<int64_t*>(dst));
+  if (elem_bytes == 4)
+    launch_kernel(concat_kernel<float>, grid_for(n), kBlock, 0, stream, args, static_cast<float*>(dst));
+  else launch_kernel(concat_kernel<int64_t>, grid_for(n), kBlock, 0, stream, args, static_cast<int64_t*>(dst));
 }
 
 void launch_delay(int64_t cycles, cudaStream_t stream) { delay_kernel<<<1, 1, 0, stream>>>(cycles); }
@@ -82,9 +88,11 @@ void launch_strided_copy(const void* src, int64_t src_offset, const Strides& src
 
 void launch_fill(void* dst, int64_t n, double value, int elem_bytes, cudaStream_t stream) {
   if (elem_bytes == 4)
-    fill_kernel<float><<<grid_for(n), kBlock, 0, stream>>>(static_cast<float*>(dst), n, static_cast<float>(value));
+    launch_kernel(fill_kernel<float>, grid_for(n), kBlock, 0, stream, static_cast<float*>(dst), n,
+                  static_cast<float>(value));
   else
-    fill_kernel<int64_t><<<grid_for(n), kBlock, 0, stream>>>(static_cast<int64_t*>(dst), n, static_cast<int64_t>(value));
+    launch_kernel(fill_kernel<int64_t>, grid_for(n), kBlock, 0, stream, static_cast<int64_t*>(dst), n,
+                  static_cast<int64_t>(value));
 }
 
 }  // namespace tgr::gpu

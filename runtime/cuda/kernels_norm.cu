@@ -1,6 +1,7 @@
 // softmax, layer_norm and reductions.
 #include <cfloat>
 
+#include "runtime/cuda/dependent_launch.cuh"
 #include "runtime/cuda/launch_util.cuh"
 
 namespace tgr::gpu {
@@ -27,6 +28,7 @@ __device__ float block_reduce(float v, float* shared) {
 
 // One block per row of a contiguous softmax axis (inner == 1).
 __global__ void softmax_rows(const float* x, float* out, int64_t n) {
+  await_previous_grid();
   __shared__ float shared[32];
   const float* row = x + blockIdx.x * n;
   float* dst = out + blockIdx.x * n;
@@ -46,6 +48,7 @@ __global__ void softmax_rows(const float* x, float* out, int64_t n) {
 
 // One thread per (outer, inner) position when the axis is not the last.
 __global__ void softmax_strided(const float* x, float* out, int64_t outer, int64_t n, int64_t inner) {
+  await_previous_grid();
   TGR_GRID_STRIDE(t, outer * inner) {
     const int64_t base = (t / inner) * n * inner + t % inner;
     float m = x[base];
@@ -59,6 +62,7 @@ __global__ void softmax_strided(const float* x, float* out, int64_t outer, int64
 
 __global__ void layer_norm_rows(const float* x, const float* scale, const float* bias, float* out, int64_t n,
                                 float eps) {
+  await_previous_grid();
   __shared__ float shared[32];
   const float* row = x + blockIdx.x * n;
   float* dst = out + blockIdx.x * n;
@@ -131,6 +135,7 @@ __device__ LnTileThread ln_tile_thread(const float* x, int64_t position_tiles, i
 __global__ void layer_norm_strided(const float* x, const float* scale, const float* bias, float* out,
                                    int64_t position_tiles, int64_t positions, int64_t channels, RowsLayout in,
                                    RowsLayout ol, float eps) {
+  await_previous_grid();
   __shared__ float partial[kLnThreads];         // [threadIdx.y][threadIdx.x]
   __shared__ float staged[32][kLnMaxTile + 1];  // [channel in chunk][position]; +1: no bank conflicts
   const auto [b, p0, tile, tx, ty, ny, valid, src] = ln_tile_thread(x, position_tiles, positions, in);
@@ -185,6 +190,7 @@ constexpr int64_t kLnStagedFloats = 11000;  // 44 KB: with the static arrays, un
 __global__ void layer_norm_strided_staged(const float* x, const float* scale, const float* bias, float* out,
                                           int64_t position_tiles, int64_t positions, int64_t channels, RowsLayout in,
                                           RowsLayout ol, float eps) {
+  await_previous_grid();
   extern __shared__ float staged_values[];  // [channel][tile + 1]
   __shared__ float partial[kLnThreads];     // [threadIdx.y][threadIdx.x]
   __shared__ float stats[2][kLnMaxTile];    // mean, 1 / standard deviation per position of the tile
@@ -232,6 +238,7 @@ __global__ void layer_norm_strided_staged(const float* x, const float* scale, co
 template <class T>
 __global__ void reduce_kernel(const T* x, T* out, Dims kept, Strides kept_strides, Dims red, Strides red_strides,
                               ReduceKind kind) {
+  await_previous_grid();
   const int64_t count = red.count();
   TGR_GRID_STRIDE(o, kept.count()) {
     const int64_t base = strided_offset(o, kept, kept_strides);
@@ -272,6 +279,7 @@ __device__ inline float combine(float a, float b, ReduceKind kind) {
 
 template <int kThreads>
 __global__ void reduce_rows(const float* x, float* out, int64_t rows, int64_t n, ReduceKind kind) {
+  await_previous_grid();
   __shared__ float shared[32];
   constexpr int kRowsPerBlock = kThreads >= 256 ? 1 : 256 / kThreads;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kThreads;
@@ -301,26 +309,26 @@ __global__ void reduce_rows(const float* x, float* out, int64_t rows, int64_t n,
 void launch_reduce_rows(const float* x, float* out, int64_t rows, int64_t n, ReduceKind kind, cudaStream_t stream) {
   if (rows == 0) return;  // an empty output (a kept axis of size 0): a launch of no blocks would be an error
   if (n > 1024) {
-    reduce_rows<256><<<static_cast<unsigned>(rows), 256, 0, stream>>>(x, out, rows, n, kind);
+    launch_kernel(reduce_rows<256>, static_cast<unsigned>(rows), 256, 0, stream, x, out, rows, n, kind);
   } else {
     const auto blocks = static_cast<unsigned>((rows + 7) / 8);
-    reduce_rows<32><<<blocks, 256, 0, stream>>>(x, out, rows, n, kind);
+    launch_kernel(reduce_rows<32>, blocks, 256, 0, stream, x, out, rows, n, kind);
   }
 }
 
 void launch_softmax(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
   if (inner == 1) {
     const int threads = n >= 1024 ? 1024 : n >= 256 ? 256 : 128;
-    softmax_rows<<<static_cast<unsigned>(outer), threads, 0, stream>>>(x, out, n);
+    launch_kernel(softmax_rows, static_cast<unsigned>(outer), threads, 0, stream, x, out, n);
   } else {
-    softmax_strided<<<grid_for(outer * inner), kBlock, 0, stream>>>(x, out, outer, n, inner);
+    launch_kernel(softmax_strided, grid_for(outer * inner), kBlock, 0, stream, x, out, outer, n, inner);
   }
 }
 
 void launch_layer_norm(const float* x, const float* scale, const float* bias, float* out, int64_t rows, int64_t n,
                        float epsilon, cudaStream_t stream) {
   const int threads = n >= 1024 ? 512 : n >= 256 ? 256 : 128;
-  layer_norm_rows<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, scale, bias, out, n, epsilon);
+  launch_kernel(layer_norm_rows, static_cast<unsigned>(rows), threads, 0, stream, x, scale, bias, out, n, epsilon);
 }
 
 void launch_layer_norm_strided(const float* x, const float* scale, const float* bias, float* out, int64_t batches,
@@ -339,12 +347,12 @@ void launch_layer_norm_strided(const float* x, const float* scale, const float* 
   const dim3 threads(static_cast<unsigned>(tile), kLnThreads / tile);
   if (channels * (tile + 1) <= kLnStagedFloats) {
     const size_t bytes = static_cast<size_t>(channels * (tile + 1)) * sizeof(float);
-    layer_norm_strided_staged<<<blocks, threads, bytes, stream>>>(x, scale, bias, out, tiles, positions, channels, in,
-                                                                  out_layout, epsilon);
+    launch_kernel(layer_norm_strided_staged, blocks, threads, bytes, stream, x, scale, bias, out, tiles, positions,
+                  channels, in, out_layout, epsilon);
     return;
   }
-  layer_norm_strided<<<blocks, threads, 0, stream>>>(x, scale, bias, out, tiles, positions, channels, in, out_layout,
-                                                     epsilon);
+  launch_kernel(layer_norm_strided, blocks, threads, 0, stream, x, scale, bias, out, tiles, positions, channels, in,
+                out_layout, epsilon);
 }
 
 void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, ReduceKind kind, bool int64,
@@ -376,11 +384,11 @@ void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* re
   }
   const unsigned grid = grid_for(kept.count());
   if (int64)
-    reduce_kernel<int64_t><<<grid, kBlock, 0, stream>>>(static_cast<const int64_t*>(x), static_cast<int64_t*>(out),
-                                                        kept, kept_strides, red, red_strides, kind);
+    launch_kernel(reduce_kernel<int64_t>, grid, kBlock, 0, stream, static_cast<const int64_t*>(x),
+                  static_cast<int64_t*>(out), kept, kept_strides, red, red_strides, kind);
   else
-    reduce_kernel<float><<<grid, kBlock, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(out), kept,
-                                                      kept_strides, red, red_strides, kind);
+    launch_kernel(reduce_kernel<float>, grid, kBlock, 0, stream, static_cast<const float*>(x), static_cast<float*>(out),
+                  kept, kept_strides, red, red_strides, kind);
 }
 
 }  // namespace tgr::gpu

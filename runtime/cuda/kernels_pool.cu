@@ -2,6 +2,7 @@
 // with the geometry of ir/geometry.h (asymmetric padding, dilation).
 #include <cfloat>
 
+#include "runtime/cuda/dependent_launch.cuh"
 #include "runtime/cuda/launch_util.cuh"
 
 namespace tgr::gpu {
@@ -19,6 +20,7 @@ __device__ inline void clip_window(int64_t start, int64_t kernel, int64_t dilati
 
 template <bool kMax>
 __global__ void pool_kernel(const float* x, float* out, PoolGeometry g) {
+  await_previous_grid();
   TGR_GRID_STRIDE(i, g.planes * g.out_h * g.out_w) {
     const int64_t ow = i % g.out_w, oh = i / g.out_w % g.out_h, p = i / (g.out_w * g.out_h);
     int64_t r0, rn, c0, cn;
@@ -49,11 +51,11 @@ bool whole_plane(const PoolGeometry& g) {
 
 void launch_avgpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream) {
   if (whole_plane(g)) return launch_reduce_rows(x, out, g.planes, g.in_h * g.in_w, ReduceKind::kMean, stream);
-  pool_kernel<false><<<grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream>>>(x, out, g);
+  launch_kernel(pool_kernel<false>, grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream, x, out, g);
 }
 
 void launch_maxpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream) {
-  pool_kernel<true><<<grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream>>>(x, out, g);
+  launch_kernel(pool_kernel<true>, grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream, x, out, g);
 }
 
 }  // namespace tgr::gpu

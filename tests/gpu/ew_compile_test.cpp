@@ -73,6 +73,9 @@ TEST(EwCompile, SourceWritesTheProgramAndOnlyStridedShapesIn) {
   EXPECT_NE(source.find("erff(r0 * 0.70710678118654752f)"), std::string::npos) << source;
   EXPECT_NE(source.find("% 50"), std::string::npos) << source;           // the broadcast row's coordinates
   EXPECT_NE(source.find("(float)in2[i]"), std::string::npos) << source;  // an int64 input converted on load
+  // Launched as a dependent of the step before (dependent_launch.h): it waits for it before reading anything.
+  ASSERT_NE(source.find("griddepcontrol.wait"), std::string::npos) << source;
+  EXPECT_LT(source.find("griddepcontrol.wait"), source.find("args.in[0]")) << source;
   // All inputs contiguous: the count is an argument, so every count shares one kernel.
   EwProgram a = one_instruction(EwOp::kAdd, false, data), b = a;
   for (EwProgram* q : {&a, &b}) {
