@@ -3,12 +3,11 @@
 // outputs), times CUDA-graph replays (CUDA events; both models in alternating
 // rounds, the median over rounds of each round's median; about --iters
 // replays each, after warm-up) and prints the comparison table; --profile adds the per-operator
-// time breakdown of each model. With --db, each model's predicted time too
-// (the tgr-gpu target's cost model, optimizer/plan_cost_model.h: the sum of
-// its plan's steps as `calibrate` measured them on this device), and the
-// predicted speedup against the measured one. Each model's FLOPs and bytes
-// (AnalyticCostModel's counts, over the operators its plan runs) over its
-// measured time give the fraction of the H100's float32 limits it achieves.
+// time breakdown of each model, --profile-replay each kind of step's cost inside the replay. With --db, each model's
+// predicted time too (the tgr-gpu target's cost model, optimizer/plan_cost_model.h: the sum of its plan's steps as
+// `calibrate` measured them on this device), and the predicted speedup against the measured one. Each model's FLOPs and
+// bytes (AnalyticCostModel's counts, over the operators its plan runs) over its measured time give the fraction of the
+// H100's float32 limits it achieves.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -137,9 +136,8 @@ double median(std::vector<double> v) {
 // rounds' differences). Unlike --profile, whose events between steps leave
 // each step alone on an idle GPU, this sees what the model's neighbours do to
 // a step (launch gaps, what they leave in L2); "alone" is a replay of only
-// that kind's steps. With --db, each kind's
-// predicted time (the sum of its steps' step costs) beside, so the kind a
-// prediction misses shows.
+// that kind's steps. With --db, each kind's predicted time (the sum of its
+// steps' step costs) beside, so the kind a prediction misses shows.
 void print_replay_profile(const std::string& label, gpu::GpuModel& model, const Graph& graph, int iters,
                           optimizer::PlanCostModel* predicted) {
   constexpr int kRounds = 5;
@@ -281,6 +279,9 @@ void time_models(const Options& o, std::vector<Loaded*> models, optimizer::PlanC
                     predicted);
     if (o.profile_replay && l.model->stats().cuda_graph)
       print_replay_profile(l.name + " (" + l.role + ")", *l.model, l.graph, o.iters, predicted);
+    else if (o.profile_replay)
+      std::printf("in-replay profile of %s: none, the model was not captured as a CUDA graph\n",
+                  (l.name + " (" + l.role + ")").c_str());
   }
   std::fflush(stdout);
 }
@@ -385,11 +386,13 @@ int main(int argc, char** argv) {
   app.add_flag("--profile-steps", o.profile_steps,
                "--profile, and every step's time with its output's shape (with --db, its predicted time beside)");
   app.add_option("--profile-iters", o.profile_iters, "profiled runs (median per step)");
-  app.add_flag("--profile-replay", o.profile_replay,
-               "print what each kind of step costs inside the CUDA-graph replay: the replay minus a replay "
-               "without those steps (with --db, its predicted time beside)");
+  CLI::Option* profile_replay =
+      app.add_flag("--profile-replay", o.profile_replay,
+                   "print what each kind of step costs inside the CUDA-graph replay (the replay minus a replay "
+                   "without those steps) and replayed alone (with --db, its predicted time beside)");
   app.add_flag("--no-decoy", o.no_decoy, "do not load (and drop) a copy of the first model before timing");
-  app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph");
+  app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph")
+      ->excludes(profile_replay);
   app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");
   app.add_flag("--interpret-elementwise", o.interpret,
                "run elementwise programs on the interpreter kernel instead of compiling each (NVRTC)");

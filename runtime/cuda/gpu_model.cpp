@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "runtime/cuda/lower.h"
 
@@ -194,22 +195,28 @@ struct Events {
   }
 };
 
+// Median time of `launch` on `stream` over `iters` runs after `warmup`, by CUDA events.
+double median_launch_ms(const std::function<void()>& launch, cudaStream_t stream, int iters, int warmup) {
+  const Where where{"timing"};
+  for (int i = 0; i < warmup; ++i) launch();
+  TGR_GPU_CHECK(cudaStreamSynchronize(stream), where);
+  Events ev(2);
+  std::vector<double> times;
+  for (int i = 0; i < iters; ++i) {
+    TGR_GPU_CHECK(cudaEventRecord(ev.e[0], stream), where);
+    launch();
+    TGR_GPU_CHECK(cudaEventRecord(ev.e[1], stream), where);
+    TGR_GPU_CHECK(cudaStreamSynchronize(stream), where);
+    times.push_back(ev.ms(0, 1));
+  }
+  return median(times);
+}
+
 }  // namespace
 
 double GpuModel::replay_ms(int iters, int warmup) {
   Impl& m = *impl_;
-  for (int i = 0; i < warmup; ++i) m.launch();
-  m.sync("warm-up");
-  Events ev(2);
-  std::vector<double> times;
-  for (int i = 0; i < iters; ++i) {
-    TGR_GPU_CHECK(cudaEventRecord(ev.e[0], m.gpu->stream), (Where{"timing"}));
-    m.launch();
-    TGR_GPU_CHECK(cudaEventRecord(ev.e[1], m.gpu->stream), (Where{"timing"}));
-    m.sync("timing");
-    times.push_back(ev.ms(0, 1));
-  }
-  return median(times);
+  return median_launch_ms([&] { m.launch(); }, m.gpu->stream, iters, warmup);
 }
 
 std::vector<StepTime> GpuModel::profile(int iters) {
@@ -259,19 +266,11 @@ double GpuModel::replay_ms_keeping(const std::vector<bool>& keep, int iters, int
     throw;
   }
   TGR_GPU_CHECK(cudaStreamEndCapture(m.gpu->stream, &graph), where);
-  std::vector<double> times;
+  double ms = 0;
   try {
     TGR_GPU_CHECK(cudaGraphInstantiate(&exec, graph, 0), where);
-    for (int i = 0; i < warmup; ++i) TGR_GPU_CHECK(cudaGraphLaunch(exec, m.gpu->stream), where);
-    m.sync("partial replay");
-    Events ev(2);
-    for (int i = 0; i < iters; ++i) {
-      TGR_GPU_CHECK(cudaEventRecord(ev.e[0], m.gpu->stream), where);
-      TGR_GPU_CHECK(cudaGraphLaunch(exec, m.gpu->stream), where);
-      TGR_GPU_CHECK(cudaEventRecord(ev.e[1], m.gpu->stream), where);
-      m.sync("partial replay");
-      times.push_back(ev.ms(0, 1));
-    }
+    ms = median_launch_ms([&] { TGR_GPU_CHECK(cudaGraphLaunch(exec, m.gpu->stream), where); }, m.gpu->stream, iters,
+                          warmup);
   } catch (...) {
     if (exec) cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
@@ -279,7 +278,7 @@ double GpuModel::replay_ms_keeping(const std::vector<bool>& keep, int iters, int
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  return median(times);
+  return ms;
 }
 
 const ModelStats& GpuModel::stats() const { return impl_->stats; }
