@@ -76,6 +76,17 @@ double worst_error(const std::vector<ConstantValue>& actual, const std::vector<C
   return worst;
 }
 
+// The predicted cost of each step of `graph`'s plan, by its nodes (each
+// node of a step maps to that step); empty without a cost model (no --db).
+std::map<int32_t, optimizer::PlanCostModel::StepCost> predicted_by_node(optimizer::PlanCostModel* predicted,
+                                                                        const Graph& graph) {
+  std::map<int32_t, optimizer::PlanCostModel::StepCost> out;
+  if (predicted)
+    for (const auto& c : predicted->plan_costs(graph))
+      for (int32_t n : c.nodes) out[n] = c;
+  return out;
+}
+
 // `predicted`: with --db, the plan cost model: each step's row then shows
 // its predicted time beside the measured one (and whether from the table).
 void print_profile(const std::string& label, gpu::GpuModel& model, const Graph& graph, int iters, double replay_ms,
@@ -106,13 +117,7 @@ void print_profile(const std::string& label, gpu::GpuModel& model, const Graph& 
   print("by step (fused operators joined by +)", by_label);
   if (!each_step) return;
   // node -> its step's predicted time (the cost model's plan, made again on the CPU)
-  std::map<int32_t, const optimizer::PlanCostModel::StepCost*> step_of;
-  std::vector<optimizer::PlanCostModel::StepCost> costed;
-  if (predicted) {
-    costed = predicted->plan_costs(graph);
-    for (const auto& c : costed)
-      for (int32_t n : c.nodes) step_of[n] = &c;
-  }
+  const auto step_of = predicted_by_node(predicted, graph);
   std::printf("  %5s %-36s %-20s %10s%s\n", "step", "operators", "output", "ms",
               predicted ? "  predicted ms (table or fitted)" : "");
   for (size_t k = 0; k < steps.size(); ++k) {
@@ -120,7 +125,7 @@ void print_profile(const std::string& label, gpu::GpuModel& model, const Graph& 
     const std::string shape = s.node >= 0 ? shape_to_string(graph.node(s.node).output_shapes.at(0)) : "-";
     std::printf("  %5zu %-36s %-20s %10.4f", k, s.label.c_str(), shape.c_str(), s.ms);
     if (auto it = step_of.find(s.node); it != step_of.end())
-      std::printf("  %10.4f %s", it->second->us / 1000.0, it->second->measured ? "table" : "fitted");
+      std::printf("  %10.4f %s", it->second.us / 1000.0, it->second.measured ? "table" : "fitted");
     std::printf("\n");
   }
 }
@@ -143,10 +148,7 @@ void print_replay_profile(const std::string& label, gpu::GpuModel& model, const 
   constexpr int kRounds = 5;
   const int per_round = std::max(5, iters / kRounds);
   const std::vector<gpu::StepTime> steps = model.steps();
-  std::map<int32_t, double> predicted_us;  // a step's node -> its predicted time
-  if (predicted)
-    for (const auto& c : predicted->plan_costs(graph))
-      for (int32_t n : c.nodes) predicted_us[n] = c.us;
+  const auto predicted_step = predicted_by_node(predicted, graph);
   struct Kind {
     std::vector<bool> keep;  // every step but this kind's
     int count = 0;
@@ -158,7 +160,8 @@ void print_replay_profile(const std::string& label, gpu::GpuModel& model, const 
     if (kind.keep.empty()) kind.keep.assign(steps.size(), true);
     kind.keep[k] = false;
     kind.count++;
-    if (auto it = predicted_us.find(steps[k].node); it != predicted_us.end()) kind.predicted_ms += it->second / 1000.0;
+    if (auto it = predicted_step.find(steps[k].node); it != predicted_step.end())
+      kind.predicted_ms += it->second.us / 1000.0;
   }
   std::vector<double> full_rounds;
   double sum_in_replay = 0, sum_predicted = 0;

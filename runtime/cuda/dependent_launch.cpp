@@ -17,11 +17,15 @@ bool dependent_launch() {
   return enabled;
 }
 
-cudaLaunchAttribute dependent_launch_attribute() {
-  cudaLaunchAttribute a{};
-  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  a.val.programmaticStreamSerializationAllowed = dependent_launch() ? 1 : 0;
-  return a;
+DependentLaunchConfig::DependentLaunchConfig(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream) {
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = dependent_launch() ? 1 : 0;
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
 }
 
 }  // namespace tgr::gpu

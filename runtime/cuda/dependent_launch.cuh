@@ -26,15 +26,8 @@ __device__ __forceinline__ void await_previous_grid() {
 template <class... Params, class... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
                    Args&&... args) {
-  cudaLaunchAttribute attribute = dependent_launch_attribute();
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  const DependentLaunchConfig launch(grid, block, shared_bytes, stream);
+  cudaLaunchKernelEx(&launch.config, kernel, std::forward<Args>(args)...);
 }
 
 }  // namespace tgr::gpu

@@ -23,7 +23,16 @@ namespace tgr::gpu {
 // environment has not turned it off (read once per process).
 bool dependent_launch();
 
-// The launch attribute, set or not by dependent_launch().
-cudaLaunchAttribute dependent_launch_attribute();
+// A launch's configuration with the attribute (set or not by
+// dependent_launch()), for cudaLaunchKernelEx and cudaLaunchKernelExC: the
+// one place every launch of the runtime's own kernels gets it. `config`
+// points at `attribute`, so it is neither copied nor moved.
+struct DependentLaunchConfig {
+  cudaLaunchAttribute attribute{};
+  cudaLaunchConfig_t config{};
+  DependentLaunchConfig(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream);
+  DependentLaunchConfig(const DependentLaunchConfig&) = delete;
+  DependentLaunchConfig& operator=(const DependentLaunchConfig&) = delete;
+};
 
 }  // namespace tgr::gpu

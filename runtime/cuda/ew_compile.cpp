@@ -265,14 +265,8 @@ void EwLauncher::launch(void* out, cudaStream_t stream) const {
   args.out = out;
   args.count = program_.out.count();
   void* params[] = {&args};
-  cudaLaunchAttribute attribute = dependent_launch_attribute();
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid_for(args.count));
-  config.blockDim = dim3(kBlock);
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  cudaLaunchKernelExC(&config, kernel_, params);
+  const DependentLaunchConfig launch(dim3(grid_for(args.count)), dim3(kBlock), 0, stream);
+  cudaLaunchKernelExC(&launch.config, kernel_, params);
 }
 
 }  // namespace tgr::gpu
