@@ -220,9 +220,18 @@ int copies_streaming_weights(int64_t weight_bytes, int64_t cache_bytes, int leas
   return static_cast<int>(std::clamp<int64_t>(needed, least, std::max(least, most)));
 }
 
-Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies) {
-  if (auto s = stand_in(model, task)) return step_graph(s->graph, ExecutionPlan{}, s->task, copies);
+Graph spacer_graph(int copies, int64_t elements) {
   Graph g;
+  const ValueRef in = g.add_input("spacer", Shape{elements}, DType::kFloat);
+  for (int c = 0; c < copies; ++c) g.add_output(g.add_op(known_ops::relu(), {}, {in})[0]);
+  return g;
+}
+
+Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies, int64_t spacer_elements) {
+  if (auto s = stand_in(model, task)) return step_graph(s->graph, ExecutionPlan{}, s->task, copies, spacer_elements);
+  Graph g;
+  ValueRef spacer_in;
+  if (spacer_elements > 0) spacer_in = g.add_input("spacer", Shape{spacer_elements}, DType::kFloat);
   // A value read from outside the task -> its node in g: graph inputs are
   // shared by the copies (in the model the step's input was just written,
   // so it is in L2), constants are per copy (in the model a step's weights
@@ -269,6 +278,7 @@ Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task
       inside.emplace(m, std::move(outs));
     }
     for (ValueRef v : inside.at(task.root())) g.add_output(v);
+    if (spacer_elements > 0) g.add_output(g.add_op(known_ops::relu(), {}, {spacer_in})[0]);
   }
   return g;
 }

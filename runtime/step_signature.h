@@ -73,7 +73,15 @@ ParsedStepSignature parse_step_signature(std::string_view signature);
 // tasks of the task's signature, so its replay time divided by `copies` is
 // the step's time with the launch overhead of one CUDA graph shared.
 // `plan` is `model`'s (its `folded`).
-Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies);
+// `spacer_elements` > 0: after each copy, a relu of one more shared input of
+// that many floats: the plan then runs copy, spacer, copy, ... so that each
+// copy follows a light step, as a step mostly does in a model (why:
+// runtime/cuda/step_timing.h).
+Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task, int copies,
+                 int64_t spacer_elements = 0);
+
+// `copies` relus of one input of `elements` floats: the spacers alone.
+Graph spacer_graph(int copies, int64_t elements);
 
 // Bytes of the weights (constants and values computed at load) the task
 // reads: what each copy of step_graph holds of its own.

@@ -158,6 +158,28 @@ TEST(StepGraph, CopiesPlanAsTheSameStepWithWeightsAndLoadTimeValuesAsConstants) 
   }
 }
 
+// calibrate's default: a light step (a relu of one shared input) after each
+// copy, so that each copy follows a step other than itself, as in a model.
+TEST(StepGraph, SpacersRunBetweenTheCopies) {
+  Graph g;
+  const ValueRef x = g.add_input("x", {1, 3, 6, 6});
+  const ValueRef k = g.add_constant(ConstantValue(random_tensor<float>({4, 3, 3, 3}, 2)));
+  g.add_output(g.apply("relu", {g.apply("conv2d", {x, k})}));
+  const ExecutionPlan plan = tasks_only(g);
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  const std::string conv = step_signature(g, plan.tasks[0]);
+  const Graph step = step_graph(g, plan, plan.tasks[0], 3, 64);
+  EXPECT_EQ(step.inputs().size(), 2u);  // x and the spacers' input, each shared
+  EXPECT_EQ(step.outputs().size(), 6u);
+  const Graph spacers = spacer_graph(3, 64);
+  const std::vector<std::string> spacer_steps = signatures(spacers, make_execution_plan(spacers));
+  ASSERT_EQ(spacer_steps.size(), 3u);
+  EXPECT_NE(spacer_steps[0], conv);
+  // The plan runs them in turn: copy, spacer, copy, spacer, ...
+  EXPECT_EQ(signatures(step, make_execution_plan(step)),
+            (std::vector<std::string>{conv, spacer_steps[0], conv, spacer_steps[0], conv, spacer_steps[0]}));
+}
+
 // Enough copies that their weights stream from memory, as in a model larger than L2.
 TEST(StepGraph, WeightHeavyStepsGetCopiesBeyondTheL2) {
   Graph g;

@@ -10,8 +10,10 @@
 // Each step is timed as a graph of --repeat copies of it (more, up to
 // --max-repeat, when the copies' weights would fit in the GPU's L2: in a
 // model larger than L2 a step reads its weights from memory), fused as in the
-// model, replayed as one CUDA graph (median of --iters after warm-up, CUDA
-// events) and divided by the copies (runtime/cuda/step_timing.h). Per model
+// model, with a light step (--spacer) after each copy as in a model, replayed
+// as one CUDA graph (median of --iters after warm-up, CUDA events), the
+// spacers' time subtracted, and divided by the copies
+// (runtime/cuda/step_timing.h). Per model
 // it then prints the plan's predicted time (the sum of its steps) against
 // the model's measured replay.
 #include <CLI/CLI.hpp>
@@ -38,6 +40,7 @@ struct Options {
   std::vector<std::string> models;
   std::string test_data;
   int iters = 50, repeat = 8, max_repeat = 64;
+  int64_t spacer = gpu::StepTiming::kSpacerElements;
   bool force = false;
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
 };
@@ -54,6 +57,7 @@ int calibrate(const Options& o) {
   timing.max_copies = o.max_repeat;  // never below --repeat (copies_streaming_weights)
   timing.cache_bytes = gpu::l2_cache_bytes();
   timing.iters = o.iters;
+  timing.spacer_elements = o.spacer;
   for (const std::string& path : o.models) {
     cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
     const Graph& g = mc.graph;
@@ -120,6 +124,10 @@ int main(int argc, char** argv) {
                  "GPU's L2, so that they are read from memory as in a model larger than L2 (--repeat's value: "
                  "exactly --repeat copies)")
       ->check(CLI::Range(1, 256));
+  app.add_option("--spacer", o.spacer,
+                 "floats of the relu timed after each copy of a step and subtracted: a step's time depends on the "
+                 "step before it, and in a model that is rarely a copy of itself (0: copies back to back)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 26));
   app.add_flag("--force", o.force, "measure again signatures the table already holds");
   tgr::cli::add_input_shape_option(app, o.input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;

@@ -31,10 +31,17 @@ double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task
                          ? copies_streaming_weights(step_weight_bytes(model, plan, task), timing.cache_bytes,
                                                     timing.copies, timing.max_copies)
                          : timing.copies;
-  const Graph step = step_graph(model, plan, task, copies);
+  const Graph step = step_graph(model, plan, task, copies, timing.spacer_elements);
   GpuModel gpu = GpuModel::load(step);  // fusion on: each copy is the model's step
   gpu.set_inputs(timing_inputs(step));
-  return gpu.replay_ms(timing.iters, timing.warmup) / copies;
+  double ms = gpu.replay_ms(timing.iters, timing.warmup);
+  if (timing.spacer_elements > 0) {
+    const Graph spacers = spacer_graph(copies, timing.spacer_elements);
+    GpuModel alone = GpuModel::load(spacers);
+    alone.set_inputs(timing_inputs(spacers));
+    ms -= alone.replay_ms(timing.iters, timing.warmup);
+  }
+  return ms / copies;
 }
 
 }  // namespace tgr::gpu

@@ -4,11 +4,20 @@
 //
 // The step's graph (step_graph: --copies independent copies of the task's
 // nodes, more for a step whose weights would otherwise stay in L2; weights
-// as constants, values from other steps as inputs) is loaded
-// with fusion on, so each copy is planned, lowered and fused exactly as in
-// the model, captured as one CUDA graph, replayed (median of `iters` after
-// warm-up, CUDA events), and the time divided by the copies: the launch
-// overhead of a replay is shared as in a model's replay.
+// as constants, values from other steps as inputs; a light spacer step after
+// each copy) is loaded with fusion on, so each copy is planned, lowered and
+// fused exactly as in the model, captured as one CUDA graph, replayed
+// (median of `iters` after warm-up, CUDA events), the spacers' own replay
+// subtracted, and the time divided by the copies: the launch overhead of a
+// replay is shared as in a model's replay.
+//
+// Why the spacer: a step's time depends on the step before it. In a model a
+// library step (a cuDNN convolution, a cuBLAS product) mostly follows a light
+// elementwise or layout step, not a copy of itself. Timed back to back,
+// Inception-v3's split and merged convolutions cost 0.979 ms against 0.818
+// in its replay, ShuffleNet-v2's 1 x 1 convolutions 0.225 against 0.268;
+// with a relu between the copies 0.842 and 0.273 (H100, `bench
+// --profile-replay`, docs/benchmarks.md).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +38,10 @@ struct StepTiming {
   // (copies_streaming_weights, runtime/step_signature.h).
   int64_t cache_bytes = 0;
   int max_copies = 64;
+  // > 0: a light step (a relu of this many floats) after each copy, its own
+  // time (the spacers replayed alone) subtracted; 0: the copies back to back.
+  int64_t spacer_elements = kSpacerElements;
+  static constexpr int64_t kSpacerElements = 65536;  // 256 KB: a small feature map
 };
 
 // The L2 cache of GPU 0, in bytes (0 without a GPU).

@@ -39,11 +39,13 @@ TEST(GpuStepTiming, EachStepOfAModelRunsAsCopiesOfItself) {
   int conv_steps = 0;
   for (const auto& [signature, task] : steps) {
     conv_steps += task->kind == Task::Kind::kConv && task->relu;
-    const Graph step = step_graph(g, plan, *task, 3);
-    gpu::GpuModel model = gpu::GpuModel::load(step);
-    EXPECT_EQ(model.stats().steps, 3) << signature;
-    const std::vector<ConstantValue> inputs = gpu::timing_inputs(step);
-    test::expect_outputs_match(model.run(inputs), evaluate_values<float>(step, inputs), 1e-4, signature);
+    for (int64_t spacer : {int64_t{0}, gpu::StepTiming::kSpacerElements}) {
+      const Graph step = step_graph(g, plan, *task, 3, spacer);
+      gpu::GpuModel model = gpu::GpuModel::load(step);
+      EXPECT_EQ(model.stats().steps, spacer > 0 ? 6 : 3) << signature;
+      const std::vector<ConstantValue> inputs = gpu::timing_inputs(step);
+      test::expect_outputs_match(model.run(inputs), evaluate_values<float>(step, inputs), 1e-4, signature);
+    }
   }
   EXPECT_GT(conv_steps, 0);  // SqueezeNet's conv + bias + relu steps are among them
 }
@@ -55,19 +57,22 @@ TEST(GpuStepTiming, AStepTakesPositiveTimeAndAViewNone) {
   const ExecutionPlan plan = tasks_of(g);
   int timed = 0;
   for (const Task& t : plan.tasks) {
-    gpu::StepTiming timing;
-    timing.iters = 10;
-    const double ms = gpu::measure_step_ms(g, plan, t, timing);
-    if (step_is_free(t)) {
-      EXPECT_EQ(ms, 0.0);
-      continue;
+    for (int64_t spacer : {int64_t{0}, gpu::StepTiming::kSpacerElements}) {  // back to back; after a spacer
+      gpu::StepTiming timing;
+      timing.iters = 10;
+      timing.spacer_elements = spacer;
+      const double ms = gpu::measure_step_ms(g, plan, t, timing);
+      if (step_is_free(t)) {
+        EXPECT_EQ(ms, 0.0);
+        continue;
+      }
+      ++timed;
+      EXPECT_EQ(t.kind, Task::Kind::kConv);
+      EXPECT_GT(ms, 0.0) << "spacer " << spacer;  // the spacers' time subtracted leaves the convolution's
+      EXPECT_LT(ms, 100.0);                       // a 32 x 32 convolution: microseconds, not a hang
     }
-    ++timed;
-    EXPECT_EQ(t.kind, Task::Kind::kConv);
-    EXPECT_GT(ms, 0.0);
-    EXPECT_LT(ms, 100.0);  // a 32 x 32 convolution: microseconds, not a hang
   }
-  EXPECT_EQ(timed, 1);
+  EXPECT_EQ(timed, 2);
 }
 
 }  // namespace
