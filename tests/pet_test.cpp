@@ -5,10 +5,11 @@
 #include <cmath>
 
 #include "ir/text.h"
-#include "runtime/interpreter.h"
 #include "pet/correction.h"
 #include "pet/mutants.h"
 #include "pet/region_check.h"
+#include "pet/seam_merges.h"
+#include "runtime/interpreter.h"
 
 namespace tgr::pet {
 namespace {
@@ -258,6 +259,48 @@ TEST(PetCorrection, AWrongCorrectionIsDetected) {
 
 // The mutant generator finds the classic mutant (partially equal) from the
 // two convolutions, and full mutants such as the batch concatenation.
+// bench_seams' graphs: the exact and corrected merges compute what the two
+// convolutions do; the uncorrected ones do not, at the seam only.
+TEST(PetSeamMerges, CorrectedMergesEqualTheTwoConvolutions) {
+  SeamMergeConfig config;
+  config.channels = 3;
+  config.height = 5;
+  config.width = 6;
+  const std::vector<SeamMergeVariant> variants = seam_merge_variants(config);
+  std::vector<std::string> names;
+  for (const SeamMergeVariant& v : variants) names.push_back(v.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"separate", "batch", "height", "height-uncorrected", "width",
+                                             "width-uncorrected"}));
+  EXPECT_EQ(seam_config_name(config), "c3 5x6 k3");
+  const Graph& separate = variants[0].graph;
+  const auto inputs = random_inputs<float>(separate, 17);
+  const auto want = evaluate<float>(separate, std::span<const Tensor<float>>(inputs));
+  for (const SeamMergeVariant& v : variants) {
+    ASSERT_EQ(v.graph.inputs().size(), 3u) << v.name;
+    const auto got = evaluate<float>(v.graph, std::span<const Tensor<float>>(inputs));
+    ASSERT_EQ(got.size(), 2u) << v.name;
+    // Per output: the rows (height) or columns (width) where it differs.
+    for (size_t o = 0; o < 2; ++o) {
+      ASSERT_EQ(got[o].shape, want[o].shape) << v.name;
+      int wrong = 0;
+      for (size_t i = 0; i < want[o].data.size(); ++i) wrong += std::abs(got[o].data[i] - want[o].data[i]) > 1e-4f;
+      if (v.exact) {
+        EXPECT_EQ(wrong, 0) << v.name << " output " << o;
+      } else {
+        // One row or column of the 5 x 6 image per channel is wrong, the one at the seam.
+        const int seam = v.name == "height-uncorrected" ? 6 : 5;
+        EXPECT_GT(wrong, 0) << v.name << " output " << o;
+        EXPECT_LE(wrong, 3 * seam) << v.name << " output " << o;
+      }
+    }
+  }
+  EXPECT_EQ(variants[1].corrected_boxes, 0);  // along batch: exact as it is
+  EXPECT_GT(variants[2].corrected_boxes, 0);
+  EXPECT_GT(variants[4].corrected_boxes, 0);
+  EXPECT_FALSE(variants[3].exact);
+  EXPECT_FALSE(variants[5].exact);
+}
+
 TEST(PetMutants, FindsTheSeamMutantOfTwoConvolutions) {
   const Graph source = build_graph("(conv2d(i0, k0), conv2d(i1, k0))", parse_shape_map("i0=1x2x5x5,i1=1x2x5x5,k0=2x2x3x3"));
   MutantOptions options;

@@ -36,6 +36,7 @@ USAGE_MISTAKES = {
                  (["{tmp}/m.onnx", "-o", "{tmp}/o.onnx", "--timeout", "-1"], "--timeout")],
     "bench": [([], "models"), (["{tmp}/not-onnx.onnx", "--iters", "0"], "--iters")],
     "calibrate": [([], "--db"), (["--db", "{tmp}/c.db", "{tmp}/not-onnx.onnx", "--iters", "0"], "--iters")],
+    "bench_seams": [(["--kernel", "4"], "--kernel"), (["--sizes", "7,2"], "--sizes")],
     "bench_interpreter": [(["--batch", "many"], "--batch")],
     "bench_region_check": [(["--runs", "0"], "--runs")],
 }
@@ -61,6 +62,7 @@ DEFAULTS = {
     "optimize": (["--help"], "--budget", "100"),
     "bench": (["--help"], "--iters", "100"),
     "calibrate": (["--help"], "--iters", "50"),
+    "bench_seams": (["--help"], "--rounds", "5"),
     "bench_interpreter": (["--help"], "--reps", None),
     "bench_region_check": (["--help"], "--runs", None),
 }

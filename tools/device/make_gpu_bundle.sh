@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=${1:?usage: make_gpu_bundle.sh DEST}
-programs=(gpu_tests bench calibrate run optimize generate verify)
+programs=(gpu_tests bench calibrate bench_seams run optimize generate verify)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j2 --target "${programs[@]}" default_rules
 rm -rf "$dest"
