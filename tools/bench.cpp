@@ -28,6 +28,7 @@
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
 #include "tools/model_case.h"
+#include "util/statistics.h"
 
 namespace tgr {
 namespace {
@@ -128,11 +129,6 @@ void print_profile(const std::string& label, gpu::GpuModel& model, const Graph& 
       std::printf("  %10.4f %s", it->second.us / 1000.0, it->second.measured ? "table" : "fitted");
     std::printf("\n");
   }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // What each kind of step (its fused operators, "conv2d+add+relu") costs

@@ -28,6 +28,7 @@
 #include "tools/cli_app.h"
 #include "tools/cli_common.h"
 #include "tools/model_case.h"
+#include "util/statistics.h"
 
 namespace tgr {
 namespace {
@@ -38,11 +39,6 @@ struct Options {
   int64_t kernel = 3;
   int iters = 50, rounds = 5;
 };
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 int bench_seams(const Options& o) {
   if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
@@ -82,7 +78,7 @@ int bench_seams(const Options& o) {
       for (int r = 0; r < o.rounds; ++r)
         for (size_t v = 0; v < variants.size(); ++v) times[v].push_back(models[v].replay_ms(o.iters, 5) * 1e3);
       std::vector<double> us;
-      for (auto& t : times) us.push_back(median_of(t));
+      for (auto& t : times) us.push_back(median(t));
       const double best_exact = std::min(us[0], us[1]);  // separate, batch
       std::printf("%-18s", pet::seam_config_name(config).c_str());
       for (size_t v = 0; v < variants.size(); ++v) {

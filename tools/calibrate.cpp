@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
                  "exactly --repeat copies)")
       ->check(CLI::Range(1, 256));
   app.add_option("--spacer", o.spacer,
-                 "floats of the relu timed after each copy of a step and subtracted: a step's time depends on the "
-                 "step before it, and in a model that is rarely a copy of itself (0: copies back to back)")
+                 "floats of the relu timed after each copy of a step and subtracted: in a model no step runs right "
+                 "after a copy of itself (0: copies back to back)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 26));
   app.add_flag("--force", o.force, "measure again signatures the table already holds");
   tgr::cli::add_input_shape_option(app, o.input_shapes);

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "runtime/cuda/lower.h"
+#include "util/statistics.h"
 
 namespace tgr::gpu {
 
@@ -172,12 +173,6 @@ std::vector<ConstantValue> GpuModel::run(std::span<const ConstantValue> inputs) 
 }
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 struct Events {
   std::vector<cudaEvent_t> e;

@@ -11,13 +11,15 @@
 // subtracted, and the time divided by the copies: the launch overhead of a
 // replay is shared as in a model's replay.
 //
-// Why the spacer: a step's time depends on the step before it. In a model a
-// library step (a cuDNN convolution, a cuBLAS product) mostly follows a light
-// elementwise or layout step, not a copy of itself. Timed back to back,
-// Inception-v3's split and merged convolutions cost 0.979 ms against 0.818
-// in its replay, ShuffleNet-v2's 1 x 1 convolutions 0.225 against 0.268;
-// with a relu between the copies 0.842 and 0.273 (H100, `bench
-// --profile-replay`, docs/benchmarks.md).
+// Why the spacer: in a model no step runs right after a copy of itself, and
+// a library step (a cuDNN convolution, a cuBLAS product) timed back to back
+// with its copies costs what it does nowhere in the model. Timed back to
+// back, Inception-v3's split and merged convolutions cost 0.979 ms against
+// 0.818 in its replay, ShuffleNet-v2's 1 x 1 convolutions 0.225 against
+// 0.268; with a relu between the copies 0.842 and 0.273 (H100, `bench
+// --profile-replay`, docs/benchmarks.md). Which step precedes it in the
+// model does not matter as much: pricing a convolution that follows a
+// convolution at its back-to-back time made the predictions worse.
 #pragma once
 
 #include <cstdint>
