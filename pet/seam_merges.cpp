@@ -11,35 +11,23 @@
 namespace tgr::pet {
 namespace {
 
-// Linear (no relu): the region checker proves multi-linear programs only.
-std::string conv(std::string_view x) {
-  std::string c = "conv2d(";
-  c += x;
-  c += ", k)";
-  return c;
+// The parts joined (one string built by appending: GCC 12 warns wrongly on
+// chains of std::string operator+).
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (std::string_view p : parts) s += p;
+  return s;
 }
+
+// Linear (no relu): the region checker proves multi-linear programs only.
+std::string conv(std::string_view x) { return cat({"conv2d(", x, ", k)"}); }
 
 // (y0, y1) of one convolution over concat[axis](x0, x1), split back.
 std::string merged_along(int axis, int64_t size) {
   const std::string a = std::to_string(axis), s = std::to_string(size);
-  std::string concat = "concat[axis=";
-  concat += a;
-  concat += "](x0, x1)";
-  std::string piece = "split[axis=";
-  piece += a;
-  piece += ", sizes=";
-  piece += s;
-  piece += 'x';
-  piece += s;
-  piece += "](";
-  piece += conv(concat);
-  piece += ')';
-  std::string pair = "(";
-  pair += piece;
-  pair += ".0, ";
-  pair += piece;
-  pair += ".1)";
-  return pair;
+  const std::string merged = conv(cat({"concat[axis=", a, "](x0, x1)"}));
+  const std::string piece = cat({"split[axis=", a, ", sizes=", s, "x", s, "](", merged, ")"});
+  return cat({"(", piece, ".0, ", piece, ".1)"});
 }
 
 std::string dims(std::initializer_list<int64_t> d) {
@@ -54,35 +42,17 @@ std::string dims(std::initializer_list<int64_t> d) {
 }  // namespace
 
 std::string seam_config_name(const SeamMergeConfig& c) {
-  std::string name = "c";
-  name += std::to_string(c.channels);
-  name += ' ';
-  name += dims({c.height, c.width});
-  name += " k";
-  name += std::to_string(c.kernel);
-  return name;
+  return cat({"c", std::to_string(c.channels), " ", dims({c.height, c.width}), " k", std::to_string(c.kernel)});
 }
 
 std::vector<SeamMergeVariant> seam_merge_variants(const SeamMergeConfig& c) {
   const std::string image = dims({1, c.channels, c.height, c.width});
-  std::string shape_text = "x0=";
-  shape_text += image;
-  shape_text += ",x1=";
-  shape_text += image;
-  shape_text += ",k=";
-  shape_text += dims({c.channels, c.channels, c.kernel, c.kernel});
-  const ShapeMap shapes = parse_shape_map(shape_text);
-  std::string separate = "(";
-  separate += conv("x0");
-  separate += ", ";
-  separate += conv("x1");
-  separate += ')';
+  const ShapeMap shapes =
+      parse_shape_map(cat({"x0=", image, ",x1=", image, ",k=", dims({c.channels, c.channels, c.kernel, c.kernel})}));
+  const std::string separate = cat({"(", conv("x0"), ", ", conv("x1"), ")"});
   std::vector<SeamMergeVariant> variants;
   auto add = [&](std::string name, const std::string& target, bool correct) {
-    std::string text = separate;
-    text += " => ";
-    text += target;
-    Rule rule = build_rule(text, shapes);
+    Rule rule = build_rule(cat({separate, " => ", target}), shapes);
     if (variants.empty()) variants.push_back({"separate", rule.source, true, 0});
     SeamMergeVariant v{std::move(name), rule.target, true, 0};
     const CheckResult regions = check_regions(rule.source, rule.target, CheckOptions{2, 1, 1 << 18});
