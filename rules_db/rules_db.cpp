@@ -769,15 +769,24 @@ int64_t RulesDb::count_rules() const {
   return s.i64(0);
 }
 
-void RulesDb::put_op_cost(const std::string& device, const std::string& signature, double ms) {
+void RulesDb::put_op_cost(const std::string& device, const std::string& signature, double ms,
+                          const std::string& method) {
   if (!(ms >= 0)) throw DbError(quote_path(path_) + ": an operator cost must be >= 0 ms");
   WriteTransaction t(db_.get(), path_);
-  std::string sql = "INSERT OR REPLACE INTO op_costs (device, signature, ms, measured_at) VALUES (?, ?, ?, ";
+  std::string sql = "INSERT OR REPLACE INTO op_costs (device, signature, ms, method, measured_at) VALUES (?, ?, ?, ?, ";
   sql += now_sql();
   sql += ")";
   Stmt s(db_.get(), path_, sql.c_str());
-  s.bind(1, device).bind(2, signature).bind(3, ms).run();
+  s.bind(1, device).bind(2, signature).bind(3, ms).bind(4, method).run();
   t.commit();
+}
+
+std::vector<RulesDb::OpCost> RulesDb::op_cost_rows(const std::string& device) const {
+  Stmt s(db_.get(), path_, "SELECT signature, ms, method FROM op_costs WHERE device = ? ORDER BY signature");
+  s.bind(1, device);
+  std::vector<OpCost> out;
+  while (s.step()) out.push_back({s.text(0), s.f64(1), s.text(2)});
+  return out;
 }
 
 std::vector<std::pair<std::string, double>> RulesDb::op_costs(const std::string& device) const {

@@ -136,10 +136,17 @@ class RulesDb {
   std::vector<std::tuple<int, int, int64_t>> counts_by_size() const;      // by (source_ops, target_ops)
 
   // Measured operator costs (table op_costs), in milliseconds, keyed by
-  // device and operator signature (ir/op_signature.h). Putting a cost that
-  // exists replaces it (and its measured_at).
-  void put_op_cost(const std::string& device, const std::string& signature, double ms);
+  // device and operator signature (ir/op_signature.h), with how each was
+  // timed (`method`; '' when not recorded). Putting a cost that exists
+  // replaces it (and its measured_at and method).
+  void put_op_cost(const std::string& device, const std::string& signature, double ms, const std::string& method = "");
   std::vector<std::pair<std::string, double>> op_costs(const std::string& device) const;  // by signature
+  struct OpCost {
+    std::string signature;
+    double ms = 0;
+    std::string method;
+  };
+  std::vector<OpCost> op_cost_rows(const std::string& device) const;  // by signature
 
  private:
   struct Closer {

@@ -121,6 +121,14 @@ constexpr const char* kV6 = R"sql(
 ALTER TABLE runs ADD COLUMN space TEXT;
 )sql";
 
+// How each measured cost was timed (calibrate's method: its copies and the
+// spacer between them, runtime/step_signature.h calibration_method), so that a
+// table measured one way is not read as if measured another; '' for costs
+// stored before methods were recorded, and for imported ones.
+constexpr const char* kV7 = R"sql(
+ALTER TABLE op_costs ADD COLUMN method TEXT NOT NULL DEFAULT '';
+)sql";
+
 #undef TGR_NOW
 
 constexpr std::array kMigrations = {
@@ -130,6 +138,7 @@ constexpr std::array kMigrations = {
     Migration{4, "column runs.owner: the process executing a run", kV4},
     Migration{5, "columns runs.tool_version, runs.axioms_hash; view rule_constraints", kV5},
     Migration{6, "column runs.space: the search space text of a generate run", kV6},
+    Migration{7, "column op_costs.method: how a cost was timed", kV7},
 };
 
 }  // namespace

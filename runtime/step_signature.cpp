@@ -220,6 +220,15 @@ int copies_streaming_weights(int64_t weight_bytes, int64_t cache_bytes, int leas
   return static_cast<int>(std::clamp<int64_t>(needed, least, std::max(least, most)));
 }
 
+std::string calibration_method(int least_copies, int most_copies, int64_t spacer_elements) {
+  std::string method = "copies ";
+  method += std::to_string(least_copies);
+  method += "..";
+  method += std::to_string(std::max(least_copies, most_copies));
+  method += spacer_elements > 0 ? ", spacer " + std::to_string(spacer_elements) + " floats" : ", back to back";
+  return method;
+}
+
 Graph spacer_graph(int copies, int64_t elements) {
   Graph g;
   const ValueRef in = g.add_input("spacer", Shape{elements}, DType::kFloat);

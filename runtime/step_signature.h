@@ -95,4 +95,10 @@ int64_t step_weight_bytes(const Graph& model, const ExecutionPlan& plan, const T
 // them from memory: 75 us when the copies' weights exceed L2 as well.
 int copies_streaming_weights(int64_t weight_bytes, int64_t cache_bytes, int least, int most);
 
+// How `calibrate` times a step, as stored beside each cost (op_costs.method):
+// "copies 8..64, spacer 65536 floats" (the copies per replay, at least and at
+// most; the spacer's floats, or "back to back"). A cost timed another way is
+// measured again rather than mixed with costs timed this way.
+std::string calibration_method(int least_copies, int most_copies, int64_t spacer_elements);
+
 }  // namespace tgr

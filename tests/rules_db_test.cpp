@@ -417,6 +417,35 @@ TEST(RulesDbSchema, VersionOneFileIsMigratedOnOpen) {
   EXPECT_EQ(raw.rows("SELECT rule FROM proved_rules"), std::vector<std::string>{"relu(x0) => relu(x0)"});
 }
 
+// Schema 7: each cost with how it was timed; costs stored before keep their
+// values, with the method not recorded ('').
+TEST(RulesDbSchema, CostsOfAVersionSixFileKeepTheirValuesWithNoMethod) {
+  TempDb tmp;
+  {
+    Raw raw(tmp.path());
+    for (const Migration& m : migrations())
+      if (m.version <= 6) raw.exec(m.sql);
+    raw.exec("UPDATE meta SET value = '6' WHERE key = 'schema_version'");  // as the migration runner leaves it
+    raw.exec("INSERT INTO op_costs (device, signature, ms) VALUES ('gpu', 'step node: relu(float:4)', 0.25)");
+  }
+  RulesDb db = RulesDb::open(tmp.path(), true);
+  EXPECT_EQ(db.schema_version(), latest_schema_version());
+  ASSERT_EQ(db.op_cost_rows("gpu").size(), 1u);
+  EXPECT_EQ(db.op_cost_rows("gpu")[0].ms, 0.25);
+  EXPECT_EQ(db.op_cost_rows("gpu")[0].method, "");
+  // Measured again with a method: the row is replaced, method and all.
+  db.put_op_cost("gpu", "step node: relu(float:4)", 0.5, "copies 8..64, spacer 65536 floats");
+  db.put_op_cost("gpu", "step node: relu(float:8)", 0.75);
+  const std::vector<RulesDb::OpCost> rows = db.op_cost_rows("gpu");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].signature, "step node: relu(float:4)");
+  EXPECT_EQ(rows[0].ms, 0.5);
+  EXPECT_EQ(rows[0].method, "copies 8..64, spacer 65536 floats");
+  EXPECT_EQ(rows[1].method, "");
+  EXPECT_EQ(db.op_costs("gpu").size(), 2u);
+  EXPECT_TRUE(db.op_cost_rows("other").empty());
+}
+
 TEST(RulesDbSchema, NewerVersionIsRefusedNamingBothVersions) {
   TempDb tmp;
   { RulesDb::open(tmp.path(), true); }

@@ -180,6 +180,14 @@ TEST(StepGraph, SpacersRunBetweenTheCopies) {
             (std::vector<std::string>{conv, spacer_steps[0], conv, spacer_steps[0], conv, spacer_steps[0]}));
 }
 
+// What op_costs.method records for calibrate's options.
+TEST(StepGraph, TheCalibrationMethodNamesCopiesAndSpacer) {
+  EXPECT_EQ(calibration_method(8, 64, 65536), "copies 8..64, spacer 65536 floats");
+  EXPECT_EQ(calibration_method(8, 8, 0), "copies 8..8, back to back");
+  EXPECT_EQ(calibration_method(16, 4, 0), "copies 16..16, back to back");  // at most never below at least
+  EXPECT_NE(calibration_method(8, 64, 65536), calibration_method(8, 64, 1024));
+}
+
 // Enough copies that their weights stream from memory, as in a model larger than L2.
 TEST(StepGraph, WeightHeavyStepsGetCopiesBeyondTheL2) {
   Graph g;

@@ -13,7 +13,9 @@
 // model, with a light step (--spacer) after each copy as in a model, replayed
 // as one CUDA graph (median of --iters after warm-up, CUDA events), the
 // spacers' time subtracted, and divided by the copies
-// (runtime/cuda/step_timing.h). Per model
+// (runtime/cuda/step_timing.h). Each cost is stored with how it was timed
+// (op_costs.method); one timed otherwise (other copies, another spacer, or
+// before methods were recorded) is not reused but measured again. Per model
 // it then prints the plan's predicted time (the sum of its steps) against
 // the model's measured replay.
 #include <CLI/CLI.hpp>
@@ -58,13 +60,24 @@ int calibrate(const Options& o) {
   timing.cache_bytes = gpu::l2_cache_bytes();
   timing.iters = o.iters;
   timing.spacer_elements = o.spacer;
+  // Stored with each cost; a cost timed another way is measured again.
+  const std::string method = calibration_method(o.repeat, o.max_repeat, o.spacer);
   for (const std::string& path : o.models) {
     cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
     const Graph& g = mc.graph;
     gpu::GpuModel whole = gpu::GpuModel::load(g);  // checks the runtime can run it, and times it below
     if (device.empty()) {
       device = whole.device_name();
-      for (const auto& [stored, ms] : table.op_costs(device)) known[stored] = ms;
+      int timed_otherwise = 0;
+      for (const rules_db::RulesDb::OpCost& row : table.op_cost_rows(device)) {
+        if (row.method == method) known[row.signature] = row.ms;
+        else ++timed_otherwise;
+      }
+      if (timed_otherwise > 0)
+        std::printf(
+            "calibrate: %d of the table's costs for '%s' were timed otherwise than now (%s): those these "
+            "models need are measured again\n",
+            timed_otherwise, device.c_str(), method.c_str());
     }
     PlanOptions plan_options;
     plan_options.place_values = false;  // the tasks are what is timed
@@ -87,7 +100,7 @@ int calibrate(const Options& o) {
         }
       }
       const double ms = gpu::measure_step_ms(g, plan, plan.tasks[t], timing);
-      table.put_op_cost(device, sig, ms);
+      table.put_op_cost(device, sig, ms, method);
       known[sig] = ms;
       ++measured;
       std::printf("  %10.4f ms  measured  %s\n", ms, sig.c_str());
