@@ -22,8 +22,14 @@ PlanCostModel::PlanCostModel(std::string device, std::unordered_map<std::string,
 std::unique_ptr<PlanCostModel> PlanCostModel::from_db(const std::string& db_path, const std::string& device) {
   auto db = rules_db::RulesDb::open_read_only(db_path);
   std::unordered_map<std::string, double> costs;
-  for (auto& [signature, ms] : db.op_costs(device)) costs.emplace(signature, ms);
-  return std::make_unique<PlanCostModel>(device, std::move(costs));
+  std::map<std::string, int> methods;
+  for (const rules_db::RulesDb::OpCost& row : db.op_cost_rows(device)) {
+    costs.emplace(row.signature, row.ms);
+    if (row.signature.starts_with(kStepSignaturePrefix)) ++methods[row.method];
+  }
+  auto model = std::make_unique<PlanCostModel>(device, std::move(costs));
+  model->set_timing_methods(std::move(methods));
+  return model;
 }
 
 PlanCostModel::Features PlanCostModel::features_of(const std::string& signature) {
@@ -274,7 +280,22 @@ std::string PlanCostModel::describe() const {
                 "the GPU runtime's plan, steps measured on '%s' (%zu step signatures in the table; fitted fallback "
                 "for %zu missing, priced x%.2f)",
                 device_.c_str(), measured_steps_, missing_steps(), unmeasured_margin_);
-  return buf;
+  std::string text = buf;
+  if (timing_methods_.size() > 1) {
+    text += "; its step costs were timed ";
+    text += std::to_string(timing_methods_.size());
+    text += " ways (";
+    bool first = true;
+    for (const auto& [method, count] : timing_methods_) {
+      if (!first) text += ", ";
+      first = false;
+      text += std::to_string(count);
+      text += ' ';
+      text += method.empty() ? "not recorded" : method;
+    }
+    text += "): calibrate them again";
+  }
+  return text;
 }
 
 }  // namespace tgr::optimizer

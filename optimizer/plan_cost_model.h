@@ -37,6 +37,7 @@
 // extraction does, in a graph of that node only) is its own step, unfused.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -64,6 +65,11 @@ class PlanCostModel : public CostModel {
   PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline = {});
   // Reads the op_costs of `device` in the database at `db_path`.
   static std::unique_ptr<PlanCostModel> from_db(const std::string& db_path, const std::string& device);
+
+  // How many of the table's step costs were timed each way (op_costs.method,
+  // "" not recorded): describe() says so when there is more than one way,
+  // since such costs do not add up as one model's steps do.
+  void set_timing_methods(std::map<std::string, int> counts) { timing_methods_ = std::move(counts); }
 
   // What a step the fit guesses costs over its guess (kUnmeasuredMargin
   // unless set; before the first graph is costed).
@@ -126,6 +132,7 @@ class PlanCostModel : public CostModel {
   ExecutionPlan plan_of(const Graph& graph) const;
 
   std::string device_;
+  std::map<std::string, int> timing_methods_;
   double unmeasured_margin_ = kUnmeasuredMargin;
   std::unordered_map<std::string, double> costs_;
   RooflineParams roofline_;

@@ -107,6 +107,29 @@ TEST(Target, EachTargetBuildsItsOwnCostModelFromItsOwnTable) {
   EXPECT_NE(roofline->describe().find("roofline"), std::string::npos);
 }
 
+// A table whose step costs were timed two ways (calibrate's op_costs.method)
+// says so in the cost model's description (optimize's summary, bench).
+TEST(Target, AGpuTableTimedTwoWaysSaysSo) {
+  const Graph g = conv_bias_relu(false);
+  const ExecutionPlan plan = make_execution_plan(g);
+  CostsDb db("test-gpu", {});
+  {
+    auto w = rules_db::RulesDb::open(db.path(), true);
+    w.put_op_cost("test-gpu", step_signature(g, plan.tasks[0]), 0.5, "copies 8..64, spacer 65536 floats");
+  }
+  TargetOptions o;
+  o.costs_db = db.path();
+  o.target = Target::kTgrGpu;
+  o.gpu_device = "test-gpu";
+  EXPECT_EQ(make_cost_model(o)->describe().find("ways"), std::string::npos);  // one way: nothing to say
+  {
+    auto w = rules_db::RulesDb::open(db.path(), true);
+    w.put_op_cost("test-gpu", "step node: relu(float:4)", 0.01);  // timed before methods were recorded
+  }
+  const std::string text = make_cost_model(o)->describe();
+  EXPECT_NE(text.find("timed 2 ways (1 not recorded, 1 copies 8..64, spacer 65536 floats)"), std::string::npos) << text;
+}
+
 // The bias add is a Conv's B once exported and ONNX Runtime runs the relu
 // inside the convolution: the model charges for neither, nor for the reshape
 // of the bias weight (folded). Read twice, the convolution keeps its Add and
