@@ -11,6 +11,9 @@
 #   STAGES="tests bench" bash ...     (any of: tests export calibrate optimize bench peers)
 #   SEARCH=both bash ...              (optimize's --search: backtrack, saturate or both; default the target's)
 #   OPTIMIZE_FLAGS="--node-growth 0" bash ...   (more optimize flags, as a shell splits them)
+#   DIAGNOSE=0 bash ...   (no profiles of a model whose predicted speedup misses the measured one by
+#                          more than 5 %; by default bench_profile_replay_M.log and bench_steps_M.log say
+#                          which steps miss, while the optimized graph that missed is still there)
 # The bundle comes from tools/device/make_gpu_bundle.sh. Logs go to $OUT when
 # set (the `run` tool's folder), else /tmp/tgr-gpu-out.
 set -uo pipefail
@@ -97,6 +100,18 @@ for m in "${models[@]}"; do
     "$B/bin/bench" "$work/$m.onnx" "${opt[@]}" --test-data "$work/$m-testdata" --iters 200 --profile --name "$m" \
       "${predict[@]}" > "$out/bench_$m.log" 2>&1
     grep -E "^(  check|  time|  predicted|  speedup|  achieved|RESULT|PREDICTED)|error" "$out/bench_$m.log"
+    # A prediction that misses by more than 5 %: each kind of step inside the
+    # replay against its prediction, and every step's time beside its own.
+    ratio=$(sed -n 's/.*(predicted \/ measured \([0-9.]*\)).*/\1/p' "$out/bench_$m.log" | tail -1)
+    if [[ ${DIAGNOSE:-1} != 0 && -n $ratio && ${#opt[@]} -gt 0 ]] &&
+       python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - 1) > 0.05 else 1)" "$ratio"; then
+      echo "== $m: predicted / measured $ratio, profiling the steps"
+      "$B/bin/bench" "$work/$m.onnx" "${opt[@]}" --test-data "$work/$m-testdata" --iters 60 --profile-replay \
+        "${predict[@]}" > "$out/bench_profile_replay_$m.log" 2>&1
+      grep -E "^  [a-z0-9+]+ +[0-9]+ +[0-9.]+ |^  all kinds" "$out/bench_profile_replay_$m.log"
+      "$B/bin/bench" "$work/$m.onnx" "${opt[@]}" --test-data "$work/$m-testdata" --iters 60 --profile-steps \
+        "${predict[@]}" > "$out/bench_steps_$m.log" 2>&1
+    fi
   fi
 done
 if has peers; then
