@@ -13,7 +13,9 @@
 #   OPTIMIZE_FLAGS="--node-growth 0" bash ...   (more optimize flags, as a shell splits them)
 #   DIAGNOSE=0 bash ...   (no profiles of a model whose predicted speedup misses the measured one by
 #                          more than 5 %; by default bench_profile_replay_M.log and bench_steps_M.log say
-#                          which steps miss, while the optimized graph that missed is still there)
+#                          which steps miss, while the optimized graph that missed is still there, and
+#                          compare_choices.py which convolutions bench ran otherwise than calibrate
+#                          timed them: TGR_GPU_LOG_CHOICES=1 for every process)
 # The bundle comes from tools/device/make_gpu_bundle.sh. Logs go to $OUT when
 # set (the `run` tool's folder), else /tmp/tgr-gpu-out.
 set -uo pipefail
@@ -22,6 +24,9 @@ B=$(cd "$(dirname "$0")/../.." && pwd)
 export LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}"
 export TGR_TEST_DATA="$B/tests/data"
 export PYTHONUNBUFFERED=1
+# Every process logs its convolutions' timed choices (stderr, into the logs),
+# so that a missed prediction can be traced to a choice calibrate did not time.
+[[ ${DIAGNOSE:-1} != 0 ]] && export TGR_GPU_LOG_CHOICES=1
 out=${OUT:-/tmp/tgr-gpu-out}
 work=${WORK:-/tmp/tgr-gpu-work}
 mkdir -p "$out" "$work"
@@ -111,6 +116,7 @@ for m in "${models[@]}"; do
       grep -E "^  [a-z0-9+]+ +[0-9]+ +[0-9.]+ |^  all kinds" "$out/bench_profile_replay_$m.log"
       "$B/bin/bench" "$work/$m.onnx" "${opt[@]}" --test-data "$work/$m-testdata" --iters 60 --profile-steps \
         "${predict[@]}" > "$out/bench_steps_$m.log" 2>&1
+      python3 "$B/tools/device/compare_choices.py" "$out/bench_$m.log" "$out"/calibrate_"$m"*.log | tail -12
     fi
   fi
 done
