@@ -24,9 +24,6 @@ B=$(cd "$(dirname "$0")/../.." && pwd)
 export LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}"
 export TGR_TEST_DATA="$B/tests/data"
 export PYTHONUNBUFFERED=1
-# Every process logs its convolutions' timed choices (stderr, into the logs),
-# so that a missed prediction can be traced to a choice calibrate did not time.
-[[ ${DIAGNOSE:-1} != 0 ]] && export TGR_GPU_LOG_CHOICES=1
 out=${OUT:-/tmp/tgr-gpu-out}
 work=${WORK:-/tmp/tgr-gpu-work}
 mkdir -p "$out" "$work"
@@ -40,6 +37,10 @@ if has tests; then
   echo "== GPU tests"
   "$B/bin/gpu_tests" --gtest_brief=1 2>&1 | tee "$out/gpu_tests.log" | tail -25
 fi
+# From here every process logs its convolutions' timed choices (stderr, into
+# the logs), so that a missed prediction can be traced to a choice calibrate
+# did not time (the GPU tests above run as they do anywhere).
+[[ ${DIAGNOSE:-1} != 0 ]] && export TGR_GPU_LOG_CHOICES=1
 if has export; then
   echo "== export (${models[*]})"
   python3 "$B/tools/device/export_models.py" "$work" "${models[@]}" 2>&1 | grep -v Warning | tail -8
