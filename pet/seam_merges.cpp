@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "ir/shape.h"
 #include "ir/text.h"
 #include "pet/correction.h"
 #include "pet/region_check.h"
@@ -30,48 +31,40 @@ std::string merged_along(int axis, int64_t size) {
   return cat({"(", piece, ".0, ", piece, ".1)"});
 }
 
-std::string dims(std::initializer_list<int64_t> d) {
-  std::string s;
-  for (int64_t v : d) {
-    if (!s.empty()) s += 'x';
-    s += std::to_string(v);
-  }
-  return s;
-}
-
 }  // namespace
 
 std::string seam_config_name(const SeamMergeConfig& c) {
-  return cat({"c", std::to_string(c.channels), " ", dims({c.height, c.width}), " k", std::to_string(c.kernel)});
+  return cat({"c", std::to_string(c.channels), " ", shape_to_string(Shape{c.height, c.width}), " k",
+              std::to_string(c.kernel)});
 }
 
 std::vector<SeamMergeVariant> seam_merge_variants(const SeamMergeConfig& c) {
-  const std::string image = dims({1, c.channels, c.height, c.width});
-  const ShapeMap shapes =
-      parse_shape_map(cat({"x0=", image, ",x1=", image, ",k=", dims({c.channels, c.channels, c.kernel, c.kernel})}));
+  const std::string image = shape_to_string(Shape{1, c.channels, c.height, c.width});
+  const ShapeMap shapes = parse_shape_map(
+      cat({"x0=", image, ",x1=", image, ",k=", shape_to_string(Shape{c.channels, c.channels, c.kernel, c.kernel})}));
   const std::string separate = cat({"(", conv("x0"), ", ", conv("x1"), ")"});
   std::vector<SeamMergeVariant> variants;
-  auto add = [&](std::string name, const std::string& target, bool correct) {
+  // One region check per merge gives its corrected variant and, with
+  // `uncorrected`, the uncorrected one too.
+  auto add = [&](const std::string& name, const std::string& target, bool uncorrected) {
     Rule rule = build_rule(cat({separate, " => ", target}), shapes);
     if (variants.empty()) variants.push_back({"separate", rule.source, true, 0});
-    SeamMergeVariant v{std::move(name), rule.target, true, 0};
     const CheckResult regions = check_regions(rule.source, rule.target, CheckOptions{2, 1, 1 << 18});
-    for (const OutputRegions& out : regions.outputs) v.corrected_boxes += static_cast<int>(out.disagree.size());
-    if (correct && regions.verdict == Verdict::kPartial) {
-      v.graph = corrected_graph(rule.source, rule.target, regions);
-    } else if (regions.verdict != Verdict::kFull) {
-      if (correct || regions.verdict != Verdict::kPartial)
-        throw std::logic_error("seam_merge_variants: " + v.name + " is not a partial merge of " + seam_config_name(c));
-      v.exact = false;
-      v.corrected_boxes = 0;
+    if (regions.verdict == Verdict::kFull) {
+      variants.push_back({name, rule.target, true, 0});
+      if (uncorrected) variants.push_back({name + "-uncorrected", rule.target, true, 0});
+      return;
     }
-    variants.push_back(std::move(v));
+    if (regions.verdict != Verdict::kPartial)
+      throw std::logic_error("seam_merge_variants: " + name + " is not a partial merge of " + seam_config_name(c));
+    int boxes = 0;
+    for (const OutputRegions& out : regions.outputs) boxes += static_cast<int>(out.disagree.size());
+    variants.push_back({name, corrected_graph(rule.source, rule.target, regions), true, boxes});
+    if (uncorrected) variants.push_back({name + "-uncorrected", rule.target, false, 0});
   };
-  add("batch", merged_along(0, 1), true);
+  add("batch", merged_along(0, 1), false);
   add("height", merged_along(2, c.height), true);
-  add("height-uncorrected", merged_along(2, c.height), false);
   add("width", merged_along(3, c.width), true);
-  add("width-uncorrected", merged_along(3, c.width), false);
   return variants;
 }
 

@@ -70,13 +70,6 @@ void count_work(const Graph& graph, Result& r) {
   }
 }
 
-double worst_error(const std::vector<ConstantValue>& actual, const std::vector<ConstantValue>& expected) {
-  if (actual.size() != expected.size()) return INFINITY;
-  double worst = 0;
-  for (size_t k = 0; k < actual.size(); ++k) worst = std::max(worst, cli::relative_error(actual[k], expected[k]));
-  return worst;
-}
-
 // The predicted cost of each step of `graph`'s plan, by its nodes (each
 // node of a step maps to that step); empty without a cost model (no --db).
 std::map<int32_t, optimizer::PlanCostModel::StepCost> predicted_by_node(optimizer::PlanCostModel* predicted,
@@ -233,7 +226,7 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   const auto& st = l.model->stats();
   const std::vector<ConstantValue> out = l.model->run(mc.inputs);
-  const double vs_cpu = worst_error(out, *cpu_reference);
+  const double vs_cpu = cli::worst_error(out, *cpu_reference);
   r.ok = vs_cpu <= o.rtol;
   std::printf(
       "%s (%s): %d operators -> %d GPU steps (%d folded at load, %d fused); arena %.1f MB (%.1f MB without "
@@ -245,7 +238,7 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   std::printf("  check: relative L2 error vs the CPU interpreter %.2e (tolerance %.0e) %s", vs_cpu, o.rtol,
               r.ok ? "ok" : "FAIL");
   if (!mc.expected.empty()) {
-    const double vs_ref = worst_error(out, mc.expected);
+    const double vs_ref = cli::worst_error(out, mc.expected);
     std::printf("; vs the test data's reference outputs %.2e %s", vs_ref, vs_ref <= o.rtol ? "ok" : "FAIL");
     r.ok = r.ok && vs_ref <= o.rtol;
   }

@@ -83,6 +83,13 @@ ModelCase load_model_case(const std::string& model_path, const std::string& test
   return c;
 }
 
+double worst_error(const std::vector<ConstantValue>& actual, const std::vector<ConstantValue>& expected) {
+  if (actual.size() != expected.size()) return INFINITY;
+  double worst = 0;
+  for (size_t k = 0; k < actual.size(); ++k) worst = std::max(worst, relative_error(actual[k], expected[k]));
+  return worst;
+}
+
 double relative_error(const ConstantValue& actual, const ConstantValue& expected) {
   if (actual.dtype != expected.dtype || actual.shape() != expected.shape()) return INFINITY;
   if (!actual.is_float()) {

@@ -30,5 +30,7 @@ ModelCase load_model_case(const std::string& model_path, const std::string& test
 
 // Relative L2 error (floats) or the fraction of unequal elements (integers).
 double relative_error(const ConstantValue& actual, const ConstantValue& expected);
+// The largest relative_error over the outputs; infinity when the counts differ.
+double worst_error(const std::vector<ConstantValue>& actual, const std::vector<ConstantValue>& expected);
 
 }  // namespace tgr::cli
