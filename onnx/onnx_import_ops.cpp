@@ -878,6 +878,12 @@ void import_flatten(Ctx& c) {
 Ints squeeze_axes(Ctx& c, int64_t rank) {
   Ints axes = c.opset() < 13 ? c.attr_ints("axes") : (c.has_input(1) ? c.constant_ints(1, "axes") : Ints{});
   for (int64_t& a : axes) a = c.axis(a, rank);
+  // The spec forbids an axis listed twice (after negative axes are counted
+  // from the end); Unsqueeze would otherwise insert past the shape's end.
+  Ints sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    c.fail("axes list axis " + std::to_string(*std::adjacent_find(sorted.begin(), sorted.end())) + " twice");
   return axes;
 }
 

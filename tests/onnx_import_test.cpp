@@ -282,6 +282,28 @@ TEST(OnnxImport, RangeBoundsAreCheckedBeforeTheLengthIsComputed) {
   EXPECT_EQ(error_of(with_bounds("range_float_add_op11", 1, 3.5, 0.5, onnx::TensorProto::FLOAT)), "");
 }
 
+// Unsqueeze's axes, counted from the end when negative, must not repeat: the
+// fuzzer found axes {-1, -1} inserting past the end of the shape.
+TEST(OnnxImport, UnsqueezeAxesListedTwiceAreNamed) {
+  onnx::ModelProto m = load_model(model("unsqueeze_axes_input_op13"));
+  bool changed = false;
+  for (auto& init : *m.mutable_graph()->mutable_initializer()) {
+    if (init.name() != "axes") continue;
+    init.clear_raw_data();
+    init.clear_int64_data();
+    init.add_int64_data(-1);
+    init.add_int64_data(-1);
+    changed = true;
+  }
+  ASSERT_TRUE(changed);
+  try {
+    import_model(m);
+    FAIL() << "axes {-1, -1} were accepted";
+  } catch (const OnnxError& e) {
+    EXPECT_NE(std::string(e.what()).find("axes list axis 3 twice"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tgr::onnx_io
 
