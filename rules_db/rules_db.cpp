@@ -789,6 +789,30 @@ std::vector<RulesDb::OpCost> RulesDb::op_cost_rows(const std::string& device) co
   return out;
 }
 
+void RulesDb::put_kernel_choices(const std::string& device, const std::string& libraries,
+                                 const std::vector<std::pair<std::string, std::string>>& choices) {
+  if (choices.empty()) return;
+  WriteTransaction t(db_.get(), path_);
+  std::string sql =
+      "INSERT OR REPLACE INTO kernel_choices (device, libraries, key, choice, measured_at) VALUES (?, ?, ?, ?, ";
+  sql += now_sql();
+  sql += ")";
+  for (const auto& [key, choice] : choices) {
+    Stmt s(db_.get(), path_, sql.c_str());
+    s.bind(1, device).bind(2, libraries).bind(3, key).bind(4, choice).run();
+  }
+  t.commit();
+}
+
+std::vector<std::pair<std::string, std::string>> RulesDb::kernel_choices(const std::string& device,
+                                                                         const std::string& libraries) const {
+  Stmt s(db_.get(), path_, "SELECT key, choice FROM kernel_choices WHERE device = ? AND libraries = ? ORDER BY key");
+  s.bind(1, device).bind(2, libraries);
+  std::vector<std::pair<std::string, std::string>> out;
+  while (s.step()) out.emplace_back(s.text(0), s.text(1));
+  return out;
+}
+
 std::vector<std::pair<std::string, double>> RulesDb::op_costs(const std::string& device) const {
   Stmt s(db_.get(), path_, "SELECT signature, ms FROM op_costs WHERE device = ? ORDER BY signature");
   s.bind(1, device);

@@ -148,6 +148,14 @@ class RulesDb {
   };
   std::vector<OpCost> op_cost_rows(const std::string& device) const;  // by signature
 
+  // The GPU runtime's timed choices (table kernel_choices,
+  // runtime/kernel_choices.h) for a device and library versions, as (key,
+  // choice) by key; putting replaces a key's choice. All in one transaction.
+  void put_kernel_choices(const std::string& device, const std::string& libraries,
+                          const std::vector<std::pair<std::string, std::string>>& choices);
+  std::vector<std::pair<std::string, std::string>> kernel_choices(const std::string& device,
+                                                                  const std::string& libraries) const;
+
  private:
   struct Closer {
     void operator()(sqlite3* db) const;

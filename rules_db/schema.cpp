@@ -129,6 +129,23 @@ constexpr const char* kV7 = R"sql(
 ALTER TABLE op_costs ADD COLUMN method TEXT NOT NULL DEFAULT '';
 )sql";
 
+// The GPU runtime's timed choices of implementation (runtime/kernel_choices.h:
+// which cuDNN algorithm runs a convolution, ...), keyed by the device's name,
+// the versions of the libraries that were timed (cuDNN's and cuBLAS's, as
+// "cuDNN 91400, cuBLAS 13.1") and the runtime's key; `choice` is the runtime's
+// text. calibrate stores them and bench reads them, so both run a
+// convolution the same way.
+constexpr const char* kV8 = R"sql(
+CREATE TABLE kernel_choices (
+  device      TEXT NOT NULL,
+  libraries   TEXT NOT NULL,
+  key         TEXT NOT NULL,
+  choice      TEXT NOT NULL,
+  measured_at TEXT NOT NULL DEFAULT )sql" TGR_NOW R"sql(,
+  PRIMARY KEY (device, libraries, key)
+);
+)sql";
+
 #undef TGR_NOW
 
 constexpr std::array kMigrations = {
@@ -139,6 +156,7 @@ constexpr std::array kMigrations = {
     Migration{5, "columns runs.tool_version, runs.axioms_hash; view rule_constraints", kV5},
     Migration{6, "column runs.space: the search space text of a generate run", kV6},
     Migration{7, "column op_costs.method: how a cost was timed", kV7},
+    Migration{8, "table kernel_choices: the GPU runtime's timed choices by device and libraries", kV8},
 };
 
 }  // namespace

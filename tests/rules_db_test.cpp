@@ -446,6 +446,32 @@ TEST(RulesDbSchema, CostsOfAVersionSixFileKeepTheirValuesWithNoMethod) {
   EXPECT_TRUE(db.op_cost_rows("other").empty());
 }
 
+// Schema 8: the GPU runtime's timed choices, per device and library
+// versions; a version-7 file (costs, no choices) gains the empty table.
+TEST(RulesDbSchema, KernelChoicesAreKeptPerDeviceAndLibraries) {
+  TempDb tmp;
+  {
+    Raw raw(tmp.path());
+    for (const Migration& m : migrations())
+      if (m.version <= 7) raw.exec(m.sql);
+    raw.exec("UPDATE meta SET value = '7' WHERE key = 'schema_version'");
+  }
+  RulesDb db = RulesDb::open(tmp.path(), true);
+  EXPECT_EQ(db.schema_version(), latest_schema_version());
+  EXPECT_TRUE(db.kernel_choices("gpu", "cuDNN 91400").empty());
+  db.put_kernel_choices("gpu", "cuDNN 91400", {{"conv-algo b", "1 0 0.5"}, {"conv-algo a", "6 4096 0.25"}});
+  db.put_kernel_choices("gpu", "cuDNN 91400", {{"conv-algo b", "2 0 0.4"}});  // timed again: replaced
+  db.put_kernel_choices("gpu", "cuDNN 90100", {{"conv-algo a", "0 0 0.3"}});
+  db.put_kernel_choices("other gpu", "cuDNN 91400", {});  // nothing to store: no row
+  using Rows = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(db.kernel_choices("gpu", "cuDNN 91400"),
+            (Rows{{"conv-algo a", "6 4096 0.25"}, {"conv-algo b", "2 0 0.4"}}));
+  EXPECT_EQ(db.kernel_choices("gpu", "cuDNN 90100"), (Rows{{"conv-algo a", "0 0 0.3"}}));
+  EXPECT_TRUE(db.kernel_choices("other gpu", "cuDNN 91400").empty());
+  // Read-only readers (bench) see them too.
+  EXPECT_EQ(RulesDb::open_read_only(tmp.path()).kernel_choices("gpu", "cuDNN 91400").size(), 2u);
+}
+
 TEST(RulesDbSchema, NewerVersionIsRefusedNamingBothVersions) {
   TempDb tmp;
   { RulesDb::open(tmp.path(), true); }

@@ -12,9 +12,8 @@ std::string cuda_device_report() {
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  std::string s = "CUDA runtime " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) +
-                  ", cuDNN " + std::to_string(cudnnGetVersion()) + ", cuBLAS " +
-                  std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR);
+  std::string s = "CUDA runtime " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ", " +
+                  gpu_library_versions();
   int count = 0;
   if (driver == 0 || cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return s + "; no GPU visible";
   for (int i = 0; i < count; ++i) {
@@ -24,6 +23,19 @@ std::string cuda_device_report() {
          std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
   }
   return s;
+}
+
+std::string gpu_device_name() {
+  int device = 0, count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess) return "";
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "";
+  return prop.name;
+}
+
+std::string gpu_library_versions() {
+  return "cuDNN " + std::to_string(cudnnGetVersion()) + ", cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) + "." +
+         std::to_string(CUBLAS_VER_MINOR);
 }
 
 void warm_up_gpu(double seconds) {

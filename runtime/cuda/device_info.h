@@ -8,6 +8,13 @@
 namespace tgr {
 std::string cuda_device_report();
 
+// The current GPU's name ("NVIDIA H100 80GB HBM3"; "" with none visible):
+// how op_costs and kernel_choices name a device.
+std::string gpu_device_name();
+// "cuDNN 91400, cuBLAS 13.1": the libraries whose timed choices
+// (runtime/kernel_choices.h) hold only for these versions.
+std::string gpu_library_versions();
+
 // Keeps the GPU busy (memory writes) for about `seconds`, so that its clocks
 // are up before anything is timed or chosen by timing (convolution
 // algorithms are timed at load): an idle H100 reported 345 MHz of its 1980.

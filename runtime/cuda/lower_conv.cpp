@@ -3,7 +3,9 @@
 // cudnnConvolutionBiasActivationForward where the task ends in relu. The
 // algorithm is chosen by measurement (every algorithm cudnnFindConvolution-
 // ForwardAlgorithm lists, timed as the step runs it) once per
-// convolution signature and epilogue, and cached for the process. 1x1
+// convolution signature and epilogue, and kept in the process's
+// KernelChoices (runtime/kernel_choices.h), which tools seed from and store
+// to their database, so a choice is timed once per device. 1x1
 // convolutions may run on cuBLAS and depthwise ones on the runtime's own
 // kernel instead (kernels_conv.cu), where that measured faster at load. Asymmetric
 // padding (cuDNN pads symmetrically) is applied by copying the input into a
@@ -17,6 +19,7 @@
 
 #include "ir/geometry.h"
 #include "runtime/cuda/lower.h"
+#include "runtime/kernel_choices.h"
 
 namespace tgr::gpu {
 namespace {
@@ -54,10 +57,6 @@ struct TimedAlgo {
   AlgoChoice choice;
   double ms = 0;  // its time as the step runs it
 };
-std::map<std::string, TimedAlgo>& timed_algo() {
-  static std::map<std::string, TimedAlgo> cache;
-  return cache;
-}
 
 int to_int(int64_t v) { return static_cast<int>(v); }
 
@@ -71,11 +70,18 @@ bool log_choices() {
   return on;
 }
 
-// Convolutions with another implementation (cuBLAS for 1x1, the depthwise
-// kernel): whether it beat cuDNN, per signature and epilogue.
-std::map<std::string, bool>& other_choice() {
-  static std::map<std::string, bool> cache;
-  return cache;
+// The timed choices (runtime/kernel_choices.h), per signature and epilogue:
+// "conv-algo KEY", cuDNN's fastest algorithm; "conv-other KEY", whether the
+// other implementation (cuBLAS for 1x1, the depthwise kernel) beat it. A
+// stored algorithm whose workspace exceeds this load's limit is timed again.
+std::optional<TimedAlgo> stored_algo(const std::string& choice_key, size_t workspace_limit) {
+  const std::optional<std::string> text = KernelChoices::process().find("conv-algo " + choice_key);
+  const std::optional<TimedChoice> c = text ? TimedChoice::parse(*text) : std::nullopt;
+  if (!c || c->implementation < 0 || c->implementation >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT ||
+      static_cast<size_t>(c->workspace) > workspace_limit)
+    return std::nullopt;
+  return TimedAlgo{{static_cast<cudnnConvolutionFwdAlgo_t>(c->implementation), static_cast<size_t>(c->workspace)},
+                   c->ms};
 }
 
 // y = [relu](y [+ bias[c]] [+ residual]), in place.
@@ -164,8 +170,15 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   // and taking its first four let two processes choose differently for the
   // same convolution (DenseNet-121's 3x3 at 14x14: 23.5 us in one calibrate
   // run, 53.3 us in another).
+  // A choice timed earlier (this process, or a stored one: kernel_choices.h)
+  // needs no list of candidates: cudnnFind times every algorithm, a tenth of
+  // a second for a large convolution.
+  const std::string choice_key = key + (task.bias ? ",b" : "") + (task.residual ? ",z" : "") + (task.relu ? ",r" : "");
+  const std::optional<TimedAlgo> stored = stored_algo(choice_key, ctx.conv_workspace_limit);
   std::vector<AlgoChoice> candidates;
-  {
+  if (stored) {
+    candidates.push_back(stored->choice);
+  } else {
     std::lock_guard<std::mutex> lock(cache_mutex);
     auto it = algo_cache().find(key);
     if (it != algo_cache().end()) {
@@ -302,51 +315,52 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   }
   // cuDNN's candidates are timed when there is a choice to make: between
   // them, or against the other implementation. The fastest and its time
-  // are kept per signature and epilogue.
-  const std::string choice_key = key + (bias ? ",b" : "") + (residual ? ",z" : "") + (relu ? ",r" : "");
+  // are kept per signature and epilogue (KernelChoices::process()).
   const bool compare_other = other && ctx.conv_choice == ConvChoice::kFaster;
   TimedAlgo cudnn{candidates.front(), 0};
-  if (candidates.size() > 1 || compare_other) {
-    std::unique_lock<std::mutex> lock(cache_mutex);
-    auto it = timed_algo().find(choice_key);
-    if (it != timed_algo().end()) {
-      cudnn = it->second;
-    } else {
-      lock.unlock();
-      // A workspace for timing (the model's is sized to the chosen algorithms once all steps are lowered).
-      size_t most = 0;
-      for (const AlgoChoice& a : candidates) most = std::max(most, a.workspace);
-      if (gpu->conv_workspace.bytes() < most) gpu->conv_workspace = DeviceBuffer(most, "convolution workspace");
-      std::string log;
-      for (const AlgoChoice& a : candidates) {
-        const double ms = time_launches_ms(cudnn_step(a), gpu->stream, where);
-        if (&a == &candidates.front() || ms < cudnn.ms) cudnn = {a, ms};
-        if (log_choices())
-          log += " algo " + std::to_string(static_cast<int>(a.algo)) + " " + std::to_string(ms * 1e3) + " us;";
-      }
+  if (stored) {
+    cudnn = *stored;
+    if (log_choices())
+      std::fprintf(stderr, "conv %s: stored algo %d\n", choice_key.c_str(), static_cast<int>(cudnn.choice.algo));
+  } else if (candidates.size() > 1 || compare_other) {
+    // A workspace for timing (the model's is sized to the chosen algorithms once all steps are lowered).
+    size_t most = 0;
+    for (const AlgoChoice& a : candidates) most = std::max(most, a.workspace);
+    if (gpu->conv_workspace.bytes() < most) gpu->conv_workspace = DeviceBuffer(most, "convolution workspace");
+    std::string log;
+    for (const AlgoChoice& a : candidates) {
+      const double ms = time_launches_ms(cudnn_step(a), gpu->stream, where);
+      if (&a == &candidates.front() || ms < cudnn.ms) cudnn = {a, ms};
       if (log_choices())
-        std::fprintf(stderr, "conv %s: %s chosen algo %d\n", choice_key.c_str(), log.c_str(),
-                     static_cast<int>(cudnn.choice.algo));
-      lock.lock();
-      timed_algo()[choice_key] = cudnn;
+        log += " algo " + std::to_string(static_cast<int>(a.algo)) + " " + std::to_string(ms * 1e3) + " us;";
     }
+    if (log_choices())
+      std::fprintf(stderr, "conv %s: %s chosen algo %d\n", choice_key.c_str(), log.c_str(),
+                   static_cast<int>(cudnn.choice.algo));
+    KernelChoices::process().put(
+        "conv-algo " + choice_key,
+        TimedChoice{cudnn.choice.algo, static_cast<int64_t>(cudnn.choice.workspace), cudnn.ms}.to_text());
   }
   ctx.gpu.conv_workspace_needed = std::max(ctx.gpu.conv_workspace_needed, cudnn.choice.workspace);
   const std::function<void()> via_cudnn = cudnn_step(cudnn.choice);
   if (!other || ctx.conv_choice == ConvChoice::kCudnn) return via_cudnn;
   if (ctx.conv_choice == ConvChoice::kOther) return other;
-  {
-    std::lock_guard<std::mutex> lock(cache_mutex);
-    auto it = other_choice().find(choice_key);
-    if (it != other_choice().end()) return it->second ? other : via_cudnn;
+  const std::string other_key = "conv-other " + choice_key;
+  if (const std::optional<std::string> text = KernelChoices::process().find(other_key)) {
+    if (const std::optional<TimedChoice> won = TimedChoice::parse(*text)) {
+      if (log_choices())
+        std::fprintf(stderr, "conv %s: stored %s\n", choice_key.c_str(),
+                     won->implementation ? (pointwise ? "cuBLAS" : "depthwise kernel") : "cuDNN");
+      return won->implementation ? other : via_cudnn;
+    }
   }
   const double other_ms = time_launches_ms(other, gpu->stream, where);
   if (log_choices())
     std::fprintf(stderr, "conv %s: %s %.2f us against cuDNN's %.2f us\n", choice_key.c_str(),
                  pointwise ? "cuBLAS" : "depthwise kernel", other_ms * 1e3, cudnn.ms * 1e3);
-  std::lock_guard<std::mutex> lock(cache_mutex);
-  other_choice()[choice_key] = other_ms < cudnn.ms;
-  return other_ms < cudnn.ms ? other : via_cudnn;
+  const bool other_wins = other_ms < cudnn.ms;
+  KernelChoices::process().put(other_key, TimedChoice{other_wins ? 1 : 0, 0, other_ms}.to_text());
+  return other_wins ? other : via_cudnn;
 }
 
 }  // namespace tgr::gpu

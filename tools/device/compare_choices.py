@@ -9,6 +9,12 @@ logs those choices on stderr:
     conv KEY:  algo 1 12.3 us; algo 6 10.1 us; chosen algo 6
     conv KEY: cuBLAS 9.0 us against cuDNN's 10.1 us
 
+or, for a choice read from the database's kernel_choices (timed by an
+earlier process, runtime/kernel_choices.h):
+
+    conv KEY: stored algo 6
+    conv KEY: stored cuBLAS
+
 `calibrate` timed each step with its own choices, `bench` ran the model with
 its own; where they differ, a step's prediction is not what ran. Usage:
 
@@ -23,6 +29,8 @@ import sys
 
 ALGO = re.compile(r"^conv (\S+): (.*) chosen algo (\d+)$")
 OTHER = re.compile(r"^conv (\S+): (cuBLAS|depthwise kernel) ([0-9.]+) us against cuDNN's ([0-9.]+) us$")
+STORED_ALGO = re.compile(r"^conv (\S+): stored algo (\d+)$")
+STORED_OTHER = re.compile(r"^conv (\S+): stored (cuBLAS|depthwise kernel|cuDNN)$")
 
 
 def choices(path):
@@ -36,6 +44,10 @@ def choices(path):
             elif m := OTHER.match(line):
                 wins = float(m.group(3)) < float(m.group(4))
                 other[m.group(1)] = (m.group(2) if wins else "cuDNN", f"{m.group(2)} {m.group(3)} us, cuDNN {m.group(4)} us")
+            elif m := STORED_ALGO.match(line):
+                algo[m.group(1)] = ("algo " + m.group(2), "stored")
+            elif m := STORED_OTHER.match(line):
+                other[m.group(1)] = (m.group(2), "stored")
     out = {}
     for key in set(algo) | set(other):
         a, ad = algo.get(key, ("", ""))
