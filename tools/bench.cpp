@@ -28,6 +28,7 @@
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
 #include "tools/model_case.h"
+#include "tools/stored_choices.h"
 #include "util/statistics.h"
 
 namespace tgr {
@@ -310,6 +311,13 @@ int bench(const Options& o) {
   std::printf("%s\n", cuda_device_report().c_str());
   if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
   warm_up_gpu(0.5);
+  // With --db: each convolution runs as calibrate timed it (its stored
+  // choices, runtime/kernel_choices.h); one the table lacks is timed here.
+  if (!o.db.empty()) {
+    const size_t stored = cli::seed_kernel_choices(rules_db::RulesDb::open_read_only(o.db));
+    std::printf("kernel choices: %zu for '%s' (%s) read from %s\n", stored, gpu_device_name().c_str(),
+                gpu_library_versions().c_str(), o.db.c_str());
+  }
   // The first model a process loads ran slower than a later load of the same
   // file (MobileNet-v2 loaded twice: 0.440 and 0.416 ms, H100), which
   // favours the optimized model, loaded second. A decoy copy of the first

@@ -17,7 +17,10 @@
 // (op_costs.method); one timed otherwise (other copies, another spacer, or
 // before methods were recorded) is not reused but measured again. Per model
 // it then prints the plan's predicted time (the sum of its steps) against
-// the model's measured replay.
+// the model's measured replay. The runtime's timed choices of implementation
+// (which cuDNN algorithm runs each convolution) are read from and stored in
+// the same database (kernel_choices, runtime/kernel_choices.h), so that
+// `bench` runs each step as it was timed here; --force times them again too.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -33,6 +36,7 @@
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
 #include "tools/model_case.h"
+#include "tools/stored_choices.h"
 
 namespace tgr {
 namespace {
@@ -51,7 +55,9 @@ int calibrate(const Options& o) {
   if (!gpu::gpu_available()) throw std::runtime_error("no CUDA device is visible");
   warm_up_gpu(0.5);
   rules_db::RulesDb table = rules_db::RulesDb::open(o.db, true);  // the op_costs table
-  std::string device;
+  const std::string device = gpu_device_name();
+  const size_t stored_choices = o.force ? 0 : cli::seed_kernel_choices(table);
+  size_t new_choices = 0;
   std::map<std::string, double> known;  // this device's stored costs, by signature
   int measured = 0, cached = 0;
   gpu::StepTiming timing;
@@ -62,23 +68,20 @@ int calibrate(const Options& o) {
   timing.spacer_elements = o.spacer;
   // Stored with each cost; a cost timed another way is measured again.
   const std::string method = calibration_method(o.repeat, o.max_repeat, o.spacer);
+  int timed_otherwise = 0;
+  for (const rules_db::RulesDb::OpCost& row : table.op_cost_rows(device)) {
+    if (row.method == method) known[row.signature] = row.ms;
+    else ++timed_otherwise;
+  }
+  if (timed_otherwise > 0)
+    std::printf(
+        "calibrate: %d of the table's costs for '%s' were timed otherwise than now (%s): those these "
+        "models need are measured again\n",
+        timed_otherwise, device.c_str(), method.c_str());
   for (const std::string& path : o.models) {
     cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
     const Graph& g = mc.graph;
     gpu::GpuModel whole = gpu::GpuModel::load(g);  // checks the runtime can run it, and times it below
-    if (device.empty()) {
-      device = whole.device_name();
-      int timed_otherwise = 0;
-      for (const rules_db::RulesDb::OpCost& row : table.op_cost_rows(device)) {
-        if (row.method == method) known[row.signature] = row.ms;
-        else ++timed_otherwise;
-      }
-      if (timed_otherwise > 0)
-        std::printf(
-            "calibrate: %d of the table's costs for '%s' were timed otherwise than now (%s): those these "
-            "models need are measured again\n",
-            timed_otherwise, device.c_str(), method.c_str());
-    }
     PlanOptions plan_options;
     plan_options.place_values = false;  // the tasks are what is timed
     const ExecutionPlan plan = make_execution_plan(g, plan_options);
@@ -106,6 +109,7 @@ int calibrate(const Options& o) {
       std::printf("  %10.4f ms  measured  %s\n", ms, sig.c_str());
       std::fflush(stdout);
     }
+    new_choices += cli::store_kernel_choices(table);  // per model: an interrupted run keeps them
     double predicted = 0;
     for (const std::string& sig : plan_signatures) predicted += known.at(sig);
     whole.set_inputs(mc.inputs);
@@ -115,6 +119,8 @@ int calibrate(const Options& o) {
   }
   std::printf("device '%s': %d step signatures measured, %d reused; the table holds %d rows for this device (%s)\n",
               device.c_str(), measured, cached, static_cast<int>(table.op_costs(device).size()), o.db.c_str());
+  std::printf("kernel choices (%s): %zu timed and stored, %zu read from the database\n", gpu_library_versions().c_str(),
+              new_choices, stored_choices);
   return 0;
 }
 
@@ -141,7 +147,8 @@ int main(int argc, char** argv) {
                  "floats of the relu timed after each copy of a step and subtracted: in a model no step runs right "
                  "after a copy of itself (0: copies back to back)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 26));
-  app.add_flag("--force", o.force, "measure again signatures the table already holds");
+  app.add_flag("--force", o.force,
+               "measure again signatures the table already holds, and time again the convolution choices it holds");
   tgr::cli::add_input_shape_option(app, o.input_shapes);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   return tgr::cli::guarded("calibrate", [&] { return tgr::calibrate(o); });
