@@ -88,6 +88,17 @@ TEST(ShapeInference, Layout) {
             (std::vector<Shape>{{2, 1}, {2, 2}, {2, 3}}));
   expect_error<ShapeError>([] { infer("split", {{2, 6}}, {{"axis", int64_t{1}}, {"sizes", Ints{1, 2}}}); },
                            "add up to 3, but axis 1 of 2x6 has 6");
+  expect_error<ShapeError>(
+      [] {
+        infer("split", {{2, 6}}, {{"axis", int64_t{1}}, {"sizes", Ints{4, 4}}});
+      },
+      "add up to more than 6");
+  // Sizes beyond the axis (from a fuzzed ONNX Split: near 2^62, whose sum overflowed).
+  expect_error<ShapeError>(
+      [] {
+        infer("split", {{2, 6}}, {{"axis", int64_t{1}}, {"sizes", Ints{7160574348236906242, 4193133941175448417}}});
+      },
+      "size 7160574348236906242 of 7160574348236906242x4193133941175448417 is larger than axis 1 of 2x6 (6)");
   EXPECT_EQ(infer1("reshape", {{2, 6}}, {{"shape", Ints{3, 4}}}), (Shape{3, 4}));
   expect_error<ShapeError>([] { infer("reshape", {{2, 6}}, {{"shape", Ints{5, 2}}}); }, "cannot reshape 2x6 (12 elements)");
   EXPECT_EQ(infer1("enlarge", {{4, 3, 1, 3}}, {{"size", Ints{3, 3}}}), (Shape{4, 3, 3, 3}));

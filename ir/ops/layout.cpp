@@ -101,9 +101,19 @@ std::vector<Shape> split_shapes(const OpCall& call) {
   const Shape& x = call.input_shapes[0];
   const int64_t axis = ops::checked_axis(call);
   const auto& sizes = call.params.get_ints("sizes");
-  const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+  // Each size (>= 1, checked with the parameters) within the axis, so that
+  // their sum cannot overflow (the fuzzer found sizes near 2^62 from an ONNX Split).
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size > x[axis])
+      throw ShapeError("split: size " + std::to_string(size) + " of " + param_value_to_string(sizes) +
+                       " is larger than axis " + std::to_string(axis) + " of " + shape_to_string(x) + " (" +
+                       std::to_string(x[axis]) + ")");
+    if (total <= x[axis]) total += size;  // at most twice the axis: no overflow
+  }
   if (total != x[axis])
-    throw ShapeError("split: sizes " + param_value_to_string(sizes) + " add up to " + std::to_string(total) +
+    throw ShapeError("split: sizes " + param_value_to_string(sizes) + " add up to " +
+                     (total > x[axis] ? "more than " + std::to_string(x[axis]) : std::to_string(total)) +
                      ", but axis " + std::to_string(axis) + " of " + shape_to_string(x) + " has " +
                      std::to_string(x[axis]));
   std::vector<Shape> out;
