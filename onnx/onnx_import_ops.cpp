@@ -294,11 +294,18 @@ ValueRef window_output(Ctx& c, const Window& w, ValueRef y) {
 }
 
 // A per-axis attribute (strides, dilations, kernel_shape) for the 2-D window.
-Ints two(Ctx& c, const Window& w, const char* name, Ints def) {
+// A window attribute (kernel_shape, strides, dilations: each at least 1;
+// output_padding: at least 0), checked here because the importer computes
+// with it (pool_padding divides by the strides) before the operator's
+// parameters are checked.
+Ints two(Ctx& c, const Window& w, const char* name, Ints def, int64_t least = 1) {
   if (!c.has_attr(name)) return def;
   Ints v = c.attr_ints(name);
   if (v.size() != (w.one_d ? 1u : 2u))
     c.fail(std::string(name) + " must have " + (w.one_d ? "1 entry for a 1-D" : "2 entries for a 2-D") + " window");
+  for (int64_t e : v)
+    if (e < least)
+      c.fail(std::string(name) + " has " + std::to_string(e) + "; each must be at least " + std::to_string(least));
   if (w.one_d) v.insert(v.begin(), 1);
   return v;
 }
@@ -379,7 +386,7 @@ void import_conv_transpose(Ctx& c) {
            std::to_string(group));
   if (c.has_attr("output_shape")) c.fail("output_shape is not supported (give pads and output_padding)");
   const Ints strides = two(c, win, "strides", {1, 1}), dilations = two(c, win, "dilations", {1, 1});
-  const Ints out_pad = two(c, win, "output_padding", {0, 0});
+  const Ints out_pad = two(c, win, "output_padding", {0, 0}, 0);
   const Ints kernel{ws[2], ws[3]};
   // Pads as top, left, bottom, right.
   Ints pads;

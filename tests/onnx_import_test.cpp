@@ -304,6 +304,27 @@ TEST(OnnxImport, UnsqueezeAxesListedTwiceAreNamed) {
   }
 }
 
+// Window attributes are checked before the importer computes with them:
+// the fuzzer found strides of 0 dividing by zero in ceil_mode's padding.
+TEST(OnnxImport, WindowAttributesBelowOneAreNamed) {
+  auto error_with = [](const char* attribute, int64_t value) -> std::string {
+    onnx::ModelProto m = load_model(model("avgpool_ceil_exclude_op11"));
+    for (auto& a : *m.mutable_graph()->mutable_node(0)->mutable_attribute())
+      if (a.name() == attribute)
+        for (auto& v : *a.mutable_ints()) v = value;
+    try {
+      import_model(m);
+    } catch (const OnnxError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_with("strides", 0).find("strides has 0; each must be at least 1"), std::string::npos)
+      << error_with("strides", 0);
+  EXPECT_NE(error_with("kernel_shape", -2).find("kernel_shape has -2"), std::string::npos);
+  EXPECT_EQ(error_with("strides", 2), "");  // the model as it is
+}
+
 }  // namespace
 }  // namespace tgr::onnx_io
 
