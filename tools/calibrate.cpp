@@ -117,10 +117,11 @@ int calibrate(const Options& o) {
     std::printf("%s: predicted %.4f ms (the sum of its %zu steps), measured %.4f ms per CUDA-graph replay (%.3fx)\n",
                 mc.name.c_str(), predicted, plan_signatures.size(), replay, replay > 0 ? predicted / replay : 0.0);
   }
-  std::printf("device '%s': %d step signatures measured, %d reused; the table holds %d rows for this device (%s)\n",
-              device.c_str(), measured, cached, static_cast<int>(table.op_costs(device).size()), o.db.c_str());
   std::printf("kernel choices (%s): %zu timed and stored, %zu read from the database\n", gpu_library_versions().c_str(),
               new_choices, stored_choices);
+  // Last: scripts read this line (tools/device/gpu_bench.sh).
+  std::printf("device '%s': %d step signatures measured, %d reused; the table holds %d rows for this device (%s)\n",
+              device.c_str(), measured, cached, static_cast<int>(table.op_costs(device).size()), o.db.c_str());
   return 0;
 }
 

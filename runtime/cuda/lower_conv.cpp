@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "ir/geometry.h"
 #include "runtime/cuda/lower.h"
@@ -68,6 +69,15 @@ bool log_choices() {
     return v && *v && std::string(v) != "0";
   }();
   return on;
+}
+
+// With TGR_GPU_LOG_CHOICES: a choice read back (from the database, or timed
+// earlier in this process) is logged once per process, not at every load.
+void log_stored_choice(const std::string& line) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (logged.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 // The timed choices (runtime/kernel_choices.h), per signature and epilogue:
@@ -321,7 +331,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   if (stored) {
     cudnn = *stored;
     if (log_choices())
-      std::fprintf(stderr, "conv %s: stored algo %d\n", choice_key.c_str(), static_cast<int>(cudnn.choice.algo));
+      log_stored_choice("conv " + choice_key + ": stored algo " + std::to_string(static_cast<int>(cudnn.choice.algo)));
   } else if (candidates.size() > 1 || compare_other) {
     // A workspace for timing (the model's is sized to the chosen algorithms once all steps are lowered).
     size_t most = 0;
@@ -349,8 +359,8 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   if (const std::optional<std::string> text = KernelChoices::process().find(other_key)) {
     if (const std::optional<TimedChoice> won = TimedChoice::parse(*text)) {
       if (log_choices())
-        std::fprintf(stderr, "conv %s: stored %s\n", choice_key.c_str(),
-                     won->implementation ? (pointwise ? "cuBLAS" : "depthwise kernel") : "cuDNN");
+        log_stored_choice("conv " + choice_key + ": stored " +
+                          (won->implementation ? (pointwise ? "cuBLAS" : "depthwise kernel") : "cuDNN"));
       return won->implementation ? other : via_cudnn;
     }
   }
