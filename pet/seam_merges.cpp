@@ -31,6 +31,37 @@ std::string merged_along(int axis, int64_t size) {
   return cat({"(", piece, ".0, ", piece, ".1)"});
 }
 
+// `g` with its inputs x0 and x1 computed: relu of inputs a0 and a1 of their
+// shapes, declared in their place (the region checker proves linear programs
+// only, so the relus are added once the corrections are built).
+Graph with_computed_inputs(const Graph& g) {
+  Graph out;
+  std::vector<std::vector<ValueRef>> value(g.nodes().size());
+  for (int32_t i : g.inputs()) {
+    const Node& n = g.node(i);
+    const bool image = n.name == "x0" || n.name == "x1";
+    const ValueRef in = out.add_input(image ? cat({"a", std::string_view(n.name).substr(1)}) : n.name,
+                                      n.output_shapes[0], n.output_dtypes[0]);
+    value[i] = {image ? out.apply("relu", {in}) : in};
+  }
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.node(static_cast<int32_t>(i));
+    if (n.is_input()) continue;
+    if (n.is_constant()) {
+      value[i] = {out.add_shared_constant(n)};
+      continue;
+    }
+    std::vector<ValueRef> inputs;
+    for (ValueRef v : n.inputs) inputs.push_back(value.at(v.node).at(v.output));
+    value[i] = out.find_or_add_op(*n.op, n.params, inputs);
+  }
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const ValueRef v = g.outputs()[k];
+    out.add_output(value.at(v.node).at(v.output), g.output_names().at(k));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string seam_config_name(const SeamMergeConfig& c) {
@@ -65,6 +96,8 @@ std::vector<SeamMergeVariant> seam_merge_variants(const SeamMergeConfig& c) {
   add("batch", merged_along(0, 1), false);
   add("height", merged_along(2, c.height), true);
   add("width", merged_along(3, c.width), true);
+  if (c.computed_inputs)
+    for (SeamMergeVariant& v : variants) v.graph = with_computed_inputs(v.graph);
   return variants;
 }
 

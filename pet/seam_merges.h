@@ -15,8 +15,13 @@
 //                     at the seam, the lower bound of any correction fused
 //                     into it (timed, never used)
 //
-// Every graph has the inputs x0, x1 and k (the shared kernel), and the outputs
-// y0, y1.
+// Every graph has three inputs, the two images and k (the shared kernel),
+// and two outputs. With `computed_inputs` (the default) the convolutions
+// read x0 = relu(a0) and x1 = relu(a1) of inputs a0, a1: in a model the
+// images are computed by earlier steps, and the runtime has such a step
+// write straight into a batch concatenation's bytes (runtime/views.h), so
+// the batch merge copies nothing there, where a concatenation of graph
+// inputs is a copy. Without it, x0 and x1 are the inputs.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,7 @@ struct SeamMergeConfig {
   int64_t channels = 64;            // in and out
   int64_t height = 14, width = 14;  // of each image (x0 and x1 alike), batch 1
   int64_t kernel = 3;               // square, stride 1, padding "same"
+  bool computed_inputs = true;      // the images computed by a relu each (above)
 };
 
 struct SeamMergeVariant {

@@ -9,6 +9,7 @@
 #include "pet/mutants.h"
 #include "pet/region_check.h"
 #include "pet/seam_merges.h"
+#include "runtime/execution_plan.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::pet {
@@ -299,6 +300,24 @@ TEST(PetSeamMerges, CorrectedMergesEqualTheTwoConvolutions) {
   EXPECT_GT(variants[4].corrected_boxes, 0);
   EXPECT_FALSE(variants[3].exact);
   EXPECT_FALSE(variants[5].exact);
+  // The images are computed (relu of a0, a1), as in a model: in the batch
+  // merge the relus write straight into the concatenation's bytes, so it
+  // copies nothing; along height the pieces are strided, and it copies.
+  EXPECT_EQ(separate.node(separate.inputs()[0]).name, "a0");
+  auto concat_copies = [](const Graph& g) {
+    const ExecutionPlan plan = make_execution_plan(g);
+    int copies = 0;
+    for (const Task& t : plan.tasks) copies += g.node(t.root()).op->name == "concat" && t.kind != Task::Kind::kAlias;
+    return copies;
+  };
+  // (4 channels: each image 480 bytes, so the second starts on the 16-byte
+  // boundary a piece written in place needs.)
+  config.channels = 4;
+  const std::vector<SeamMergeVariant> aligned = seam_merge_variants(config);
+  EXPECT_EQ(concat_copies(aligned[1].graph), 0);
+  EXPECT_EQ(concat_copies(aligned[3].graph), 1);  // height-uncorrected: the merged input
+  config.computed_inputs = false;
+  EXPECT_EQ(concat_copies(seam_merge_variants(config)[1].graph), 1);  // graph inputs are copied
 }
 
 TEST(PetMutants, FindsTheSeamMutantOfTwoConvolutions) {

@@ -5,6 +5,7 @@
 // along width with the seam recomputed by the correction (what the optimizer
 // runs for a partial rule), and the merged convolutions without their
 // correction (the floor of any correction fused into the convolution).
+// The images are computed by a relu each, as in a model (pet/seam_merges.h).
 // Each exact variant's outputs are checked against the two convolutions
 // run alone; the variants of a configuration are timed in alternating
 // rounds (median).
