@@ -163,6 +163,40 @@ struct Builder {
     if (t.residual) {
       t.residual.reset();
       t.nodes.resize(before_residual);
+      cur = t.nodes.back();
+    }
+    conv_activation(cur, t);
+  }
+
+  // After a convolution (and its bias) `cur`: clip, or SiLU (sigmoid(cur)
+  // and mul(cur, sigmoid) reading cur, its only two readers).
+  void conv_activation(int32_t cur, Task& t) {
+    static const OpDef& clip = OpTable::instance().get("clip");
+    static const OpDef& sigmoid = OpTable::instance().get("sigmoid");
+    if (auto next = only_consumer(cur); next && graph.node(*next).op == &clip) {
+      t.activation = Task::Activation::kClip;
+      t.clip_min = graph.node(*next).params.get_float("min");
+      t.clip_max = graph.node(*next).params.get_float("max");
+      t.nodes.push_back(*next);
+      return;
+    }
+    if (graph.node(cur).output_shapes.size() != 1 || uses[cur][0] != 2 || is_output[cur] || consumers[cur].size() != 2)
+      return;
+    auto unclaimed = [&](int32_t n) { return task_of.empty() || task_of[n] < 0; };
+    for (int first = 0; first < 2; ++first) {
+      const int32_t s = consumers[cur][first], m = consumers[cur][1 - first];
+      const Node& sn = graph.node(s);
+      const Node& mn = graph.node(m);
+      if (sn.op != &sigmoid || mn.op != &known_ops::mul() || !single_use(s) || consumers[s] != std::vector{m} ||
+          !unclaimed(s) || !unclaimed(m))
+        continue;
+      const bool reads_both = (mn.inputs[0] == ValueRef{cur, 0} && mn.inputs[1] == ValueRef{s, 0}) ||
+                              (mn.inputs[1] == ValueRef{cur, 0} && mn.inputs[0] == ValueRef{s, 0});
+      if (!reads_both) continue;
+      t.activation = Task::Activation::kSilu;
+      t.nodes.push_back(s);
+      t.nodes.push_back(m);
+      return;
     }
   }
 

@@ -2,7 +2,8 @@
 // tested anywhere): which nodes are computed once at load (constants and
 // everything that depends only on them), which nodes run together as one
 // kernel (chains of elementwise operators; a convolution or a matrix product
-// with its bias, residual add and relu), which are free (reshape: the same bytes), and where
+// with its bias, residual add and relu; a convolution with its bias and clip
+// or SiLU), which are free (reshape: the same bytes), and where
 // each value lives (one arena, bytes shared by values whose lifetimes do not
 // overlap; see memory_plan.h; a reshape or split piece may be a view of
 // another value's bytes, see views.h).
@@ -20,7 +21,7 @@
 namespace tgr {
 
 struct PlanOptions {
-  bool fuse = true;  // elementwise chains; conv and matmul + bias (+ residual) + relu
+  bool fuse = true;  // elementwise chains; conv and matmul + bias (+ residual) + relu; conv + bias + clip or SiLU
   // false: the tasks only (what a cost model needs, runtime/step_signature.h):
   // nodes computed at load are found but not evaluated, and no value is
   // placed (slots, constants and the arena stay empty).
@@ -32,7 +33,8 @@ struct Task {
   enum class Kind {
     kNode,         // one node, by its operator's kernel
     kElementwise,  // a chain of elementwise nodes in one kernel (maybe one node)
-    kConv,         // conv2d, then optionally add(bias per channel), add(residual), relu
+    kConv,         // conv2d, then optionally add(bias per channel), add(residual) and relu; or
+                   // add(bias) and an activation (clip, SiLU: Task::activation)
     kProduct,      // matmul [+ mul(scale)] [+ reshape keeping the last axis], then add(bias per
                    // column) and/or add(residual), optionally relu: one cuBLASLt call with an
                    // epilogue; or batch_matmul + mul(scale): one cuBLAS call with alpha = scale
@@ -44,13 +46,22 @@ struct Task {
   // kConv, kProduct: the fused bias (per channel / per column: a vector broadcast
   // along the output's rows), residual (the output's shape) and relu. Members
   // of `nodes` past the first are exactly the adds and relu (and, for
-  // kProduct, the mul by `scale` and a reshape right after the product) that
-  // these fields describe.
+  // kProduct, the mul by `scale` and a reshape right after the product; for
+  // kConv, the nodes of `activation`) that these fields describe.
   std::optional<ValueRef> bias, residual;
   // kProduct: a one-element float constant (computed at load) the product is
   // multiplied by before the epilogue: cuBLAS's alpha (attention's scale).
   std::optional<ValueRef> scale;
   bool relu = false;
+  // kConv: an activation other than relu after the bias (never with a
+  // residual or relu): clip[min, max] (MobileNet's ReLU6) or SiLU, x *
+  // sigmoid(x) as exporters write EfficientNet's swish (nodes: sigmoid, then
+  // mul). cuDNN's fused call takes relu only, so the runtime's depthwise
+  // kernel applies these inside and a cuDNN or cuBLAS convolution in its
+  // elementwise epilogue, one launch after it with the bias.
+  enum class Activation { kNone, kClip, kSilu };
+  Activation activation = Activation::kNone;
+  double clip_min = 0, clip_max = 0;  // kClip
   // kNode concat: the inputs (by index) their producers wrote in place into
   // its bytes (views.h); it copies only the others. Never all of them: such
   // a concatenation is a kAlias.

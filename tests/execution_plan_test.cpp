@@ -55,6 +55,61 @@ TEST(ExecutionPlan, FusesConvBiasResidualRelu) {
   EXPECT_EQ(task_label(g, t), "conv2d+add+add+relu");
 }
 
+// MobileNet's ReLU6 (clip) and EfficientNet's SiLU (x * sigmoid(x), as
+// exporters write swish) after a convolution and its bias: one step, whose
+// activation the depthwise kernel or the epilogue applies.
+TEST(ExecutionPlan, FusesConvBiasAndClipOrSilu) {
+  const ShapeMap shapes = parse_shape_map("x=1x8x7x7,k=8x1x3x3,b=1x8x1x1");
+  {
+    const Graph g = build_graph("clip[min=0, max=6](add(conv2d(x, k), b))", shapes);
+    const ExecutionPlan plan = make_execution_plan(g);
+    ASSERT_EQ(plan.tasks.size(), 1u);
+    const Task& t = plan.tasks[0];
+    EXPECT_EQ(t.kind, Task::Kind::kConv);
+    EXPECT_TRUE(t.bias && !t.residual && !t.relu);
+    EXPECT_EQ(t.activation, Task::Activation::kClip);
+    EXPECT_EQ(t.clip_min, 0);
+    EXPECT_EQ(t.clip_max, 6);
+    EXPECT_EQ(task_label(g, t), "conv2d+add+clip");
+  }
+  for (const char* silu : {"mul(add(conv2d(x, k), b), sigmoid(add(conv2d(x, k), b)))",
+                           "mul(sigmoid(add(conv2d(x, k), b)), add(conv2d(x, k), b))"}) {
+    const Graph g = build_graph(silu, shapes);
+    const ExecutionPlan plan = make_execution_plan(g);
+    ASSERT_EQ(plan.tasks.size(), 1u) << silu;
+    EXPECT_EQ(plan.tasks[0].activation, Task::Activation::kSilu) << silu;
+    EXPECT_EQ(task_label(g, plan.tasks[0]), "conv2d+add+sigmoid+mul") << silu;
+  }
+  {  // no bias: the activation follows the convolution itself
+    const Graph g = build_graph("mul(conv2d(x, k), sigmoid(conv2d(x, k)))", shapes);
+    const ExecutionPlan plan = make_execution_plan(g);
+    ASSERT_EQ(plan.tasks.size(), 1u);
+    EXPECT_EQ(task_label(g, plan.tasks[0]), "conv2d+sigmoid+mul");
+  }
+  {  // the biased value read a third time: not SiLU's alone, nothing fused past the bias
+    const Graph g =
+        build_graph("add(mul(add(conv2d(x, k), b), sigmoid(add(conv2d(x, k), b))), add(conv2d(x, k), b))", shapes);
+    const ExecutionPlan plan = make_execution_plan(g);
+    EXPECT_EQ(plan.tasks[0].activation, Task::Activation::kNone);
+    EXPECT_EQ(task_label(g, plan.tasks[0]), "conv2d+add");
+  }
+  {  // a residual without relu stays an add, and the clip after it with it
+    const Graph g = build_graph("clip[min=0, max=6](add(add(conv2d(x, k), b), z))",
+                                parse_shape_map("x=1x8x7x7,k=8x1x3x3,b=1x8x1x1,z=1x8x7x7"));
+    const ExecutionPlan plan = make_execution_plan(g);
+    ASSERT_EQ(plan.tasks.size(), 2u);
+    EXPECT_EQ(task_label(g, plan.tasks[0]), "conv2d+add");
+    EXPECT_EQ(plan.tasks[0].activation, Task::Activation::kNone);
+    EXPECT_EQ(task_label(g, plan.tasks[1]), "add+clip");
+  }
+  {  // unfused (PlanOptions::fuse false): the convolution alone
+    PlanOptions options;
+    options.fuse = false;
+    const Graph g = build_graph("clip[min=0, max=6](conv2d(x, k))", shapes);
+    EXPECT_EQ(make_execution_plan(g, options).tasks.size(), 2u);
+  }
+}
+
 TEST(ExecutionPlan, ResidualWithoutReluStaysAnAdd) {
   const Graph g = build_graph("add(add(conv2d(x, k), b), z)", parse_shape_map("x=1x8x7x5,k=4x8x1x1,b=4x1x1,z=1x4x7x5"));
   const ExecutionPlan plan = make_execution_plan(g);

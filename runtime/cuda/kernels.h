@@ -193,9 +193,16 @@ struct DepthwiseGeometry {
 // Whether launch_depthwise_conv takes the geometry: kernel 3, 5 or 7,
 // stride 1 or 2, planes within 32-bit indices.
 bool depthwise_kernel_fits(const DepthwiseGeometry& g);
-// y = [relu](conv(x, weight) [+ bias[c]] [+ residual]); bias and residual may be null.
+// What the depthwise kernel applies last: nothing, relu, clip to [lo, hi]
+// (ReLU6), or SiLU x * (1 / (1 + exp(-x))), computed as the interpreter does.
+struct ConvActivation {
+  enum Kind : int { kNone, kRelu, kClip, kSilu };
+  int kind = kNone;
+  float lo = 0, hi = 0;  // kClip
+};
+// y = act(conv(x, weight) [+ bias[c]] [+ residual]); bias and residual may be null.
 void launch_depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
-                           const DepthwiseGeometry& g, bool relu, cudaStream_t stream);
+                           const DepthwiseGeometry& g, ConvActivation act, cudaStream_t stream);
 
 // --- indexing -----------------------------------------------------------------------
 // out[o, k, i] = data[o, wrap(indices[k]), i]; an index out of range reads 0.

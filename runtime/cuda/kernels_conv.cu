@@ -1,5 +1,5 @@
 // Depthwise convolution (one input and one output channel per group) with
-// its bias, residual and relu, where cuDNN reaches a small fraction of the
+// its bias, residual and activation (relu, clip, SiLU), where cuDNN reaches a small fraction of the
 // memory bandwidth (ConvNeXt's 7 x 7 convolutions: about 23 us each on the
 // H100 for tensors of 1.2 MB). lower_conv.cpp times this against cuDNN when
 // the plan is loaded and keeps the faster.
@@ -31,7 +31,7 @@ constexpr int kMaxThreads = 256;
 
 template <int K, int S>
 __global__ void depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
-                               DepthwiseGeometry geo, int tiles_x, bool relu) {
+                               DepthwiseGeometry geo, int tiles_x, ConvActivation act) {
   await_previous_grid();
   constexpr int kRows = kRowsPerThread<S>;
   // Sizes within a plane fit 32 bits (depthwise_kernel_fits).
@@ -95,7 +95,9 @@ __global__ void depthwise_conv(const float* x, const float* weight, const float*
     const int64_t o = (plane * out_h + oy) * out_w + ox;
     float v = acc[r] + b;
     if (residual) v += residual[o];
-    if (relu) v = fmaxf(v, 0.f);
+    if (act.kind == ConvActivation::kRelu) v = fmaxf(v, 0.f);
+    else if (act.kind == ConvActivation::kClip) v = fminf(fmaxf(v, act.lo), act.hi);
+    else if (act.kind == ConvActivation::kSilu) v = v * (1.f / (1.f + expf(-v)));
     y[o] = v;
   }
 }
@@ -130,10 +132,10 @@ DepthwiseLaunch depthwise_launch(const DepthwiseGeometry& g) {
 
 template <int K, int S>
 void launch(const float* x, const float* weight, const float* bias, const float* residual, float* y,
-            const DepthwiseGeometry& g, bool relu, cudaStream_t stream) {
+            const DepthwiseGeometry& g, ConvActivation act, cudaStream_t stream) {
   const DepthwiseLaunch l = depthwise_launch<K, S>(g);
   launch_kernel(depthwise_conv<K, S>, l.grid, l.block, l.shared_bytes, stream, x, weight, bias, residual, y, g,
-                l.tiles_x, relu);
+                l.tiles_x, act);
 }
 
 }  // namespace
@@ -149,28 +151,28 @@ bool depthwise_kernel_fits(const DepthwiseGeometry& g) {
 }
 
 void launch_depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
-                           const DepthwiseGeometry& g, bool relu, cudaStream_t stream) {
+                           const DepthwiseGeometry& g, ConvActivation act, cudaStream_t stream) {
   // Shared memory: the largest tile (kernel 7, stride 2, 32 planes of 8 x 2
   // outputs: 32 x 21 x 9 floats) is 24 KB, within the 48 KB a block may use
   // without opting in.
   switch (g.kernel * 10 + g.stride) {
     case 31:
-      launch<3, 1>(x, weight, bias, residual, y, g, relu, stream);
+      launch<3, 1>(x, weight, bias, residual, y, g, act, stream);
       break;
     case 32:
-      launch<3, 2>(x, weight, bias, residual, y, g, relu, stream);
+      launch<3, 2>(x, weight, bias, residual, y, g, act, stream);
       break;
     case 51:
-      launch<5, 1>(x, weight, bias, residual, y, g, relu, stream);
+      launch<5, 1>(x, weight, bias, residual, y, g, act, stream);
       break;
     case 52:
-      launch<5, 2>(x, weight, bias, residual, y, g, relu, stream);
+      launch<5, 2>(x, weight, bias, residual, y, g, act, stream);
       break;
     case 71:
-      launch<7, 1>(x, weight, bias, residual, y, g, relu, stream);
+      launch<7, 1>(x, weight, bias, residual, y, g, act, stream);
       break;
     case 72:
-      launch<7, 2>(x, weight, bias, residual, y, g, relu, stream);
+      launch<7, 2>(x, weight, bias, residual, y, g, act, stream);
       break;
     default:
       break;  // depthwise_kernel_fits said no: never called

@@ -94,8 +94,39 @@ std::optional<TimedAlgo> stored_algo(const std::string& choice_key, size_t works
                    c->ms};
 }
 
-// y = [relu](y [+ bias[c]] [+ residual]), in place.
-EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const void* residual, bool relu) {
+// The task's activation as the kernels take it: relu, or the plan's clip or
+// SiLU (Task::activation).
+ConvActivation activation_of(const Task& task) {
+  ConvActivation act;
+  if (task.relu) act.kind = ConvActivation::kRelu;
+  if (task.activation == Task::Activation::kClip) {
+    act.kind = ConvActivation::kClip;
+    act.lo = static_cast<float>(task.clip_min);
+    act.hi = static_cast<float>(task.clip_max);
+  }
+  if (task.activation == Task::Activation::kSilu) act.kind = ConvActivation::kSilu;
+  return act;
+}
+
+// ",r", ",c0:6", ",s": the activation in a choice's key (kernel_choices.h).
+std::string activation_key(const ConvActivation& act) {
+  switch (act.kind) {
+    case ConvActivation::kRelu:
+      return ",r";
+    case ConvActivation::kClip: {
+      char text[64];
+      std::snprintf(text, sizeof text, ",c%g:%g", act.lo, act.hi);
+      return text;
+    }
+    case ConvActivation::kSilu:
+      return ",s";
+    default:
+      return "";
+  }
+}
+
+// y = act(y [+ bias[c]] [+ residual]), in place.
+EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const void* residual, ConvActivation act) {
   EwProgram p;
   p.out = dims_of(ys);
   p.in[p.inputs++] = broadcast_input(y, ys, ys);
@@ -111,13 +142,19 @@ EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const voi
     p.in[p.inputs++] = broadcast_input(residual, ys, ys);
   }
   uint8_t r = 0, next = static_cast<uint8_t>(p.inputs);
-  auto emit = [&](EwOp op, uint8_t a, uint8_t b) {
-    p.code[p.instrs++] = EwInstr{op, next, a, b, 0, 0};
+  auto emit = [&](EwOp op, uint8_t a, uint8_t b, float p0 = 0, float p1 = 0) {
+    p.code[p.instrs++] = EwInstr{op, next, a, b, 0, p0, p1};
     r = next++;
   };
   if (bias_reg >= 0) emit(EwOp::kAdd, r, static_cast<uint8_t>(bias_reg));
   if (residual_reg >= 0) emit(EwOp::kAdd, r, static_cast<uint8_t>(residual_reg));
-  if (relu) emit(EwOp::kRelu, r, 0);
+  if (act.kind == ConvActivation::kRelu) emit(EwOp::kRelu, r, 0);
+  if (act.kind == ConvActivation::kClip) emit(EwOp::kClip, r, 0, act.lo, act.hi);
+  if (act.kind == ConvActivation::kSilu) {
+    const uint8_t x = r;
+    emit(EwOp::kSigmoid, x, 0);
+    emit(EwOp::kMul, x, r);
+  }
   p.result = r;
   return p;
 }
@@ -183,7 +220,8 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   // A choice timed earlier (this process, or a stored one: kernel_choices.h)
   // needs no list of candidates: cudnnFind times every algorithm, a tenth of
   // a second for a large convolution.
-  const std::string choice_key = key + (task.bias ? ",b" : "") + (task.residual ? ",z" : "") + (task.relu ? ",r" : "");
+  const ConvActivation act = activation_of(task);
+  const std::string choice_key = key + (task.bias ? ",b" : "") + (task.residual ? ",z" : "") + activation_key(act);
   const std::optional<TimedAlgo> stored = stored_algo(choice_key, ctx.conv_workspace_limit);
   std::vector<AlgoChoice> candidates;
   if (stored) {
@@ -227,7 +265,15 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   // y = relu(y + bias[c] (+ residual)): the fallback should cuDNN refuse the
   // fused call for this algorithm.
   // Rarely runs, so not compiled (nor counted).
-  const EwLauncher relu_epilogue(epilogue_program(y, ys, bias, residual, true), false, false);
+  const EwLauncher relu_epilogue(epilogue_program(y, ys, bias, residual, ConvActivation{ConvActivation::kRelu}), false,
+                                 false);
+  // A clip or SiLU (never with a residual): cuDNN's fused call takes relu
+  // only, so the bias and the activation follow the convolution in one
+  // elementwise launch.
+  const bool epilogue_activation = act.kind == ConvActivation::kClip || act.kind == ConvActivation::kSilu;
+  std::optional<EwLauncher> activation_epilogue;
+  if (epilogue_activation)
+    activation_epilogue.emplace(ctx.elementwise_launcher(epilogue_program(y, ys, bias, nullptr, act), false));
   GpuContext* gpu = &ctx.gpu;
   auto cudnn_step = [=](AlgoChoice choice) -> std::function<void()> {
     return [=] {
@@ -241,7 +287,13 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
       const float one = 1.f, zero = 0.f, alpha2 = residual ? 1.f : 0.f;
       void* ws = gpu->conv_workspace.data();
       const size_t ws_bytes = gpu->conv_workspace.bytes();
-      if (relu) {
+      if (epilogue_activation) {
+        TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws,
+                                              ws_bytes, &zero, d->y, y),
+                      where);
+        activation_epilogue->launch(y, gpu->stream);
+        check_launch("conv epilogue", where);
+      } else if (relu) {
         const cudnnStatus_t fused = cudnnConvolutionBiasActivationForward(
             gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws, ws_bytes, &alpha2, d->y,
             residual ? residual : y, d->bias, bias, d->act, d->y, y);
@@ -280,15 +332,15 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   // convolution with unit stride and no padding is a matrix product per
   // image (Y[K, HW] = W[K, C] X[C, HW] on cuBLAS, then one elementwise
   // epilogue); a depthwise one runs on the runtime's own kernel (bias,
-  // residual and relu inside). Whichever of the two is faster here (measured
+  // residual and activation inside). Whichever of the two is faster here (measured
   // at load on the real shapes) runs, unless the options pin one.
   std::function<void()> other;
   const bool pointwise = w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
                          w.dilation_h == 1 && w.dilation_w == 1 && w.pad_top == 0 && w.pad_left == 0 &&
                          w.pad_bottom == 0 && w.pad_right == 0 && geo.groups == 1;
   if (pointwise) {
-    const bool has_epilogue = bias || residual || relu;
-    const EwLauncher epilogue = ctx.elementwise_launcher(epilogue_program(y, ys, bias, residual, relu), false);
+    const bool has_epilogue = bias || residual || act.kind != ConvActivation::kNone;
+    const EwLauncher epilogue = ctx.elementwise_launcher(epilogue_program(y, ys, bias, residual, act), false);
     const int hw = to_int(w.out_h * w.out_w), cin = to_int(geo.in_channels), kout = to_int(geo.out_channels);
     const int batch = to_int(geo.batch);
     other = [=] {
@@ -318,7 +370,7 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
     const float* residual_f = static_cast<const float*>(residual);
     other = [=] {
       launch_depthwise_conv(static_cast<const float*>(x), static_cast<const float*>(weight),
-                            static_cast<const float*>(bias), residual_f, static_cast<float*>(y), dw, relu, gpu->stream);
+                            static_cast<const float*>(bias), residual_f, static_cast<float*>(y), dw, act, gpu->stream);
       check_launch("depthwise conv", where);
       (void)zeros;  // the bias when relu had none: kept alive with the step
     };
