@@ -1,13 +1,21 @@
 #include "ir/shape.h"
-#include "ir/tensor.h"
 
 #include <charconv>
+#include <limits>
+
+#include "ir/tensor.h"
 
 namespace tgr {
 
 int64_t num_elements(const Shape& shape) {
+  // Zero if any axis is empty, however large the others (a fuzzed ONNX
+  // initializer of dims 0 x ... x 107 x 95 x ...); a product beyond int64
+  // saturates, so that every limit refuses it.
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
   return n;
 }
 

@@ -12,6 +12,8 @@ namespace tgr {
 // Dimensions, outermost first. A rank-0 shape is a scalar.
 using Shape = std::vector<int64_t>;
 
+// The product of the dimensions: 0 when an axis is empty; INT64_MAX when the
+// product does not fit (limits refuse such a shape).
 int64_t num_elements(const Shape& shape);
 
 // "1x3x8x8"; a scalar prints as "scalar".

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ir/op_def.h"
 #include "test_util.h"
 
@@ -306,6 +308,23 @@ TEST(ShapeInference, Gather) {
   expect_error<ShapeError>([] { infer_typed("gather_elements", {{2, 3}, {2}}, {kF, kI}); }, "gather_elements: indices 2 do not fit");
   expect_error<ShapeError>([] { infer_typed("gather_elements", {{2, 3}, {2, 3}}, {kF, kF}); },
                            "gather_elements: indices must be int64, got float");
+}
+
+}  // namespace
+}  // namespace tgr
+
+namespace tgr {
+namespace {
+
+// An empty axis makes any shape empty, however large the others (the fuzzer
+// found an ONNX initializer 0 x ... x 107 x 95 x ... whose strides
+// overflowed); a product beyond int64 saturates, so that limits refuse it.
+TEST(Shape, NumElementsOfEmptyAndHugeShapes) {
+  EXPECT_EQ(num_elements({}), 1);
+  EXPECT_EQ(num_elements({2, 3, 4}), 24);
+  EXPECT_EQ(num_elements({0, int64_t{1} << 40, int64_t{1} << 40}), 0);
+  EXPECT_EQ(num_elements({int64_t{1} << 40, int64_t{1} << 40, 0}), 0);
+  EXPECT_EQ(num_elements({int64_t{1} << 40, int64_t{1} << 40}), std::numeric_limits<int64_t>::max());
 }
 
 }  // namespace

@@ -132,6 +132,10 @@ Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b);
 // is the flat index of the element of input k broadcast (NumPy/ONNX) to it.
 template <size_t N, class F>
 void for_each_broadcast(const Shape& out, const std::array<const Shape*, N>& ins, F f) {
+  // Nothing to visit in an empty output; its inputs' strides could overflow
+  // (an input with an empty axis and huge others, which broadcasts to it).
+  const int64_t total = num_elements(out);
+  if (total == 0) return;
   const int rank = static_cast<int>(out.size());
   std::array<std::vector<int64_t>, N> strides;  // 0 along broadcast axes
   for (size_t k = 0; k < N; ++k) {
@@ -146,7 +150,6 @@ void for_each_broadcast(const Shape& out, const std::array<const Shape*, N>& ins
   }
   std::vector<int64_t> idx(rank, 0);
   std::array<int64_t, N> offsets{};
-  const int64_t total = num_elements(out);
   for (int64_t o = 0; o < total; ++o) {
     f(o, offsets);
     for (int ax = rank - 1; ax >= 0; --ax) {  // odometer increment

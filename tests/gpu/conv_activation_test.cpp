@@ -10,6 +10,13 @@
 #include "runtime/execution_plan.h"
 #include "tests/gpu/gpu_test_util.h"
 
+namespace tgr::gpu {
+// The test names: "cudnn", "other", "faster".
+inline void PrintTo(ConvChoice c, std::ostream* os) {
+  *os << (c == ConvChoice::kCudnn ? "cudnn" : c == ConvChoice::kOther ? "other" : "faster");
+}
+}  // namespace tgr::gpu
+
 namespace tgr {
 namespace {
 
