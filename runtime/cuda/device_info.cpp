@@ -38,6 +38,32 @@ std::string gpu_library_versions() {
          std::to_string(CUBLAS_VER_MINOR);
 }
 
+namespace {
+// Float32 lanes of one multiprocessor: 64 on compute capability 6.0, 7.x and
+// 8.0 (P100, V100, T4, A100), 128 on the others since 6.x (consumer Ampere,
+// Ada, Hopper, Blackwell).
+int fp32_lanes_per_multiprocessor(int major, int minor) {
+  if ((major == 6 && minor == 0) || major == 7 || (major == 8 && minor == 0)) return 64;
+  return 128;
+}
+}  // namespace
+
+GpuLimits gpu_fp32_limits() {
+  int device = 0, count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess) return {};
+  int sms = 0, major = 0, minor = 0, clock_khz = 0, memory_clock_khz = 0, bus_bits = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
+  cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, device);
+  cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
+  GpuLimits limits;
+  limits.fp32_flops = 2.0 * sms * fp32_lanes_per_multiprocessor(major, minor) * clock_khz * 1e3;
+  limits.bandwidth = 2.0 * memory_clock_khz * 1e3 * bus_bits / 8;
+  return limits;
+}
+
 void warm_up_gpu(double seconds) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return;
