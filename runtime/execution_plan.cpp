@@ -24,6 +24,24 @@ void add_operands(const Node& n, std::vector<Operand>& out) {
   }
 }
 
+// Whether an elementwise group whose result has shape `producer` can run
+// inside the program of its consumer, of shape `consumer`. A program reads
+// every operand broadcast to its result's shape, and an elementwise node
+// commutes with broadcasting, so a producer whose shape broadcasts to the
+// consumer's (each axis 1 or equal, same rank) is computed per element of
+// the consumer: a squeeze-and-excitation block's sigmoid of C values runs
+// inside its mul by the C x H x W features (one launch, not two; the
+// sigmoid computed H x W times, cheaper than a launch). Not with operands
+// viewed per channel (batch_norm's), whose view assumes the result's axis 1
+// is theirs.
+bool fusable_shape(const std::vector<Operand>& group_operands, const Shape& producer, const Shape& consumer) {
+  if (producer == consumer) return true;
+  if (producer.size() != consumer.size()) return false;
+  for (size_t a = 0; a < producer.size(); ++a)
+    if (producer[a] != 1 && producer[a] != consumer[a]) return false;
+  return std::none_of(group_operands.begin(), group_operands.end(), [](const auto& o) { return o.second; });
+}
+
 // What a fused elementwise program computes in (runtime/cuda/lower_elementwise.cpp):
 // float when a node touches a float value (comparisons, is_nan and where over
 // floats included: their bools are 0 and 1); nodes of bools only (logical_not,
@@ -312,7 +330,9 @@ struct Builder {
           for (ValueRef in : n.inputs) {
             const int g = task_of[in.node];
             if (g < 0 || groups[g].kind != Task::Kind::kElementwise || groups[g].root() != in.node) continue;
-            if (!single_use(in.node) || nodes[in.node].output_shapes[0] != n.output_shapes[0]) continue;
+            if (!single_use(in.node) ||
+                !fusable_shape(operands[g], nodes[in.node].output_shapes[0], n.output_shapes[0]))
+              continue;
             if (domain(graph, nodes[in.node]) == Domain::kInt) continue;  // int64 nodes stay alone
             // Operands after merging: this node's minus the producer's output, plus the group's.
             std::vector<Operand> merged;

@@ -55,6 +55,35 @@ TEST(ExecutionPlan, FusesConvBiasResidualRelu) {
   EXPECT_EQ(task_label(g, t), "conv2d+add+add+relu");
 }
 
+// A squeeze-and-excitation gate: the sigmoid of C values runs inside the
+// program of its mul by the C x H x W features (it broadcasts there); a
+// producer of another rank, or of a shape that does not broadcast to its
+// consumer's, stays a step of its own.
+TEST(ExecutionPlan, FusesABroadcastProducerIntoItsConsumer) {
+  {
+    const Graph g = build_graph("mul(relu(x), sigmoid(add(s, t)))", parse_shape_map("x=1x8x5x5,s=1x8x1x1,t=1x8x1x1"));
+    const ExecutionPlan plan = make_execution_plan(g);
+    ASSERT_EQ(plan.tasks.size(), 1u);
+    EXPECT_EQ(plan.tasks[0].kind, Task::Kind::kElementwise);
+    EXPECT_EQ(plan.tasks[0].nodes.size(), 4u);
+  }
+  {  // rank 3 against rank 4: not fused
+    const Graph g = build_graph("mul(x, sigmoid(s))", parse_shape_map("x=1x8x5x5,s=8x1x1"));
+    EXPECT_EQ(make_execution_plan(g).tasks.size(), 2u);
+  }
+  {  // the gate read twice: computed once, not inside each reader
+    const Graph g =
+        build_graph("add(mul(x, sigmoid(s)), mul(y, sigmoid(s)))", parse_shape_map("x=1x8x5x5,y=1x8x5x5,s=1x8x1x1"));
+    EXPECT_EQ(make_execution_plan(g).tasks.size(), 2u);
+  }
+  {  // without fusion, each node its own step
+    PlanOptions unfused;
+    unfused.fuse = false;
+    const Graph g = build_graph("mul(x, sigmoid(s))", parse_shape_map("x=1x8x5x5,s=1x8x1x1"));
+    EXPECT_EQ(make_execution_plan(g, unfused).tasks.size(), 2u);
+  }
+}
+
 // MobileNet's ReLU6 (clip) and EfficientNet's SiLU (x * sigmoid(x), as
 // exporters write swish) after a convolution and its bias: one step, whose
 // activation the depthwise kernel or the epilogue applies.

@@ -1,13 +1,16 @@
 // Fused elementwise programs (runtime/cuda/kernels.h EwProgram): how the
 // lowering simplifies them (host only: these run without a GPU), and
 // programs with scalar constants and GELU's erf chain on the GPU against the
-// CPU reference interpreter.
+// CPU reference interpreter; producers of a smaller shape fused into their
+// consumer.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 
+#include "ir/text.h"
 #include "runtime/cuda/lower.h"
+#include "runtime/execution_plan.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace tgr {
@@ -211,6 +214,28 @@ TEST_P(GpuConstantPrograms, MatchTheCpuReference) {
 
 INSTANTIATE_TEST_SUITE_P(Programs, GpuConstantPrograms, ::testing::ValuesIn(kConstantCases),
                          [](const auto& test_info) { return test_info.param.name; });
+
+// Producers of a smaller shape computed inside their consumer's program
+// (execution_plan.cpp, fusable_shape): squeeze-and-excitation gates and a
+// chain over a per-row vector, against the CPU reference, fused and not.
+TEST(GpuBroadcastProducers, MatchTheCpuReference) {
+  SKIP_WITHOUT_GPU();
+  const struct {
+    const char* text;
+    const char* shapes;
+  } cases[] = {
+      {"mul(relu(x), sigmoid(add(s, t)))", "x=1x16x9x9,s=1x16x1x1,t=1x16x1x1"},
+      {"mul(sigmoid(s), x)", "x=2x16x7x5,s=2x16x1x1"},
+      {"add(x, tanh(mul(r, r)))", "x=1x4x9x33,r=1x1x9x1"},
+  };
+  for (const auto& c : cases) {
+    const Graph g = build_graph(c.text, parse_shape_map(c.shapes));
+    ASSERT_EQ(make_execution_plan(g).tasks.size(), 1u) << c.text;
+    const std::vector<ConstantValue> inputs = test::random_values(g, 5, 3);
+    const std::vector<ConstantValue> expected = evaluate_values<float>(g, inputs);
+    test::expect_fused_and_unfused_match(g, inputs, expected, 1e-5, c.text);
+  }
+}
 
 }  // namespace
 }  // namespace tgr
