@@ -1,7 +1,8 @@
 // What the GPU runtime executes for a graph, decided without a GPU (so it is
 // tested anywhere): which nodes are computed once at load (constants and
 // everything that depends only on them), which nodes run together as one
-// kernel (chains of elementwise operators; a convolution or a matrix product
+// kernel (chains of elementwise operators, a producer of a smaller shape that
+// broadcasts to its consumer's inside it; a convolution or a matrix product
 // with its bias, residual add and relu; a convolution with its bias and clip
 // or SiLU), which are free (reshape: the same bytes), and where
 // each value lives (one arena, bytes shared by values whose lifetimes do not
