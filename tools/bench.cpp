@@ -46,10 +46,6 @@ struct Options {
   std::string db, device;                 // --db, --device: predicted times from measured step costs
 };
 
-// The limits of a GPU that reports none (the H100 SXM's float32 limits
-// without tensor cores, AnalyticCostModel's defaults).
-constexpr double kH100Flops = 67e12, kH100Bandwidth = 3.35e12;
-
 struct Result {
   double ms = 0;
   int ops = 0;
@@ -296,16 +292,20 @@ void print_predictions(const std::string& name, const std::vector<Loaded*>& mode
                   predicted[0] / predicted[1], models[0]->result.ms / models[1]->result.ms,
                   (predicted[0] / predicted[1]) / (models[0]->result.ms / models[1]->result.ms));
   }
-  // Achieved shares of this GPU's float32 limits (device_info.h).
+  // Achieved shares of this GPU's float32 limits (device_info.h); of the
+  // roofline's (an H100 SXM) where the GPU reports none.
   GpuLimits limits = gpu_fp32_limits();
-  if (limits.fp32_flops <= 0 || limits.bandwidth <= 0) limits = {kH100Flops, kH100Bandwidth};
-  const double peak_flops = limits.fp32_flops, peak_bandwidth = limits.bandwidth;
+  if (limits.fp32_flops <= 0 || limits.bandwidth <= 0) {
+    const optimizer::RooflineParams h100;
+    limits = {h100.peak_flops, h100.bandwidth};
+  }
   for (Loaded* l : models) {
     const Result& r = l->result;
     const double s = r.ms / 1000.0;
     std::printf("  achieved %s (%s): %.2f GFLOP, %.1f MB in %.4f ms: %.1f%% of %.0f TFLOP/s, %.1f%% of %.2f TB/s\n",
-                l->name.c_str(), l->role.c_str(), r.flops / 1e9, r.bytes / 1e6, r.ms, 100 * r.flops / s / peak_flops,
-                peak_flops / 1e12, 100 * r.bytes / s / peak_bandwidth, peak_bandwidth / 1e12);
+                l->name.c_str(), l->role.c_str(), r.flops / 1e9, r.bytes / 1e6, r.ms,
+                100 * r.flops / s / limits.fp32_flops, limits.fp32_flops / 1e12, 100 * r.bytes / s / limits.bandwidth,
+                limits.bandwidth / 1e12);
   }
   // One line for scripts: PREDICTED name original_ms optimized_ms (the predicted times; - without --db)
   if (!predicted.empty()) std::printf("PREDICTED %s %.4f %.4f\n", name.c_str(), predicted[0], predicted.back());

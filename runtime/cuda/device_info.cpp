@@ -5,6 +5,7 @@
 #include <cudnn.h>
 
 #include <chrono>
+#include <optional>
 
 namespace tgr {
 
@@ -25,11 +26,20 @@ std::string cuda_device_report() {
   return s;
 }
 
-std::string gpu_device_name() {
+namespace {
+// The current GPU's index; none where no GPU is visible.
+std::optional<int> current_gpu() {
   int device = 0, count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess) return "";
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess)
+    return std::nullopt;
+  return device;
+}
+}  // namespace
+
+std::string gpu_device_name() {
+  const std::optional<int> device = current_gpu();
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "";
+  if (!device || cudaGetDeviceProperties(&prop, *device) != cudaSuccess) return "";
   return prop.name;
 }
 
@@ -49,8 +59,9 @@ int fp32_lanes_per_multiprocessor(int major, int minor) {
 }  // namespace
 
 GpuLimits gpu_fp32_limits() {
-  int device = 0, count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess) return {};
+  const std::optional<int> gpu = current_gpu();
+  if (!gpu) return {};
+  const int device = *gpu;
   int sms = 0, major = 0, minor = 0, clock_khz = 0, memory_clock_khz = 0, bus_bits = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);

@@ -22,11 +22,18 @@ if [[ ! -d $root/bundle ]]; then
     { echo "suite: could not unpack $bundle"; exit 1; }
 fi
 B=$root/bundle
-export OUT_FINAL=${OUT:-/tmp/tgr-suite-out}
-mkdir -p "$OUT_FINAL"
+out=${OUT:-/tmp/tgr-suite-out}
+mkdir -p "$out"
+# gpu_bench.sh with stages $1 over models $2...: logs and work files in $root.
+bench_stages() {
+  local stages=$1
+  shift
+  STAGES="$stages" OUT=$root/logs WORK=$root/work bash "$B/tools/device/gpu_bench.sh" "$@"
+}
+pack_logs() { tar -cJf "$out/logs.tar.xz" -C "$root" logs; }
 stages=${STAGES:-export calibrate optimize bench}
 if [[ " $stages " == *" tests "* && ! -f $root/tests.done ]]; then
-  STAGES=tests OUT=$root/logs WORK=$root/work bash "$B/tools/device/gpu_bench.sh" none | grep -v "^model\|not exported"
+  bench_stages tests none | grep -v "^model\|not exported"
   touch "$root/tests.done"
 fi
 stages=${stages//tests/}
@@ -42,13 +49,13 @@ for m in "$@"; do
     break
   fi
   echo "== $m (at $((SECONDS - start)) s)"
-  STAGES="$stages" OUT=$root/logs WORK=$root/work bash "$B/tools/device/gpu_bench.sh" "$m" | grep -v "^model\|^$"
+  bench_stages "$stages" "$m" | grep -v "^model\|^$"
   touch "$root/$m.done"
-  tar -cJf "$OUT_FINAL/logs.tar.xz" -C "$root" logs  # kept if a later model runs past the call's limit
+  pack_logs  # kept if a later model runs past the call's limit
 done
 echo
 done_models=()
 for m in "$@"; do [[ -f $root/$m.done ]] && done_models+=("$m"); done
-((${#done_models[@]})) && STAGES=none OUT=$root/logs WORK=$root/work bash "$B/tools/device/gpu_bench.sh" "${done_models[@]}" | grep -v "not exported"
-tar -cJf "$OUT_FINAL/logs.tar.xz" -C "$root" logs
+((${#done_models[@]})) && bench_stages none "${done_models[@]}" | grep -v "not exported"
+pack_logs
 echo "suite: $((SECONDS - start)) s"
