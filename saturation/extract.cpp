@@ -373,151 +373,227 @@ GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs) {
   return out;
 }
 
-IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                      const GreedyResult& greedy, const Selection& warm_start, const IlpOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  IlpResult result;
-  const size_t n_classes = greedy.selection.choice.size();
-  auto finite = [&](ClassId c) { return greedy.settled[c] >= 0; };
-  // In an acyclic e-graph a class the greedy pass derives at no cost
-  // (inputs, weights and what is computed from weights only) needs no
-  // variable: its greedy derivation is free and cannot close a cycle.
-  const bool acyclic = egraph.acyclic();
-  auto is_free = [&](ClassId c) { return acyclic && finite(c) && greedy.tree_cost[c] == 0; };
+namespace {
 
-  // Candidate classes (reachable from the roots through candidate e-nodes), numbered.
-  std::vector<int32_t> class_index(n_classes, -1);
-  std::vector<ClassId> classes;
-  for (ClassId r : roots) {
-    r = egraph.find(r);
-    if (!finite(r)) throw std::logic_error("extraction: root " + egraph.describe(r) + " has no acyclic choice");
-    if (class_index[r] < 0 && !is_free(r)) {
-      class_index[r] = static_cast<int32_t>(classes.size());
-      classes.push_back(r);
-    }
-  }
-  // Columns: x per candidate e-node, in class order. Candidates: allowed,
-  // every child settled by the greedy pass (else no acyclic choice can use
-  // it), and not dominated: an e-node costing at least another's of its
-  // class whose (non-free) children include all of the other's is never
-  // needed (the greedy choice is kept, for the warm start).
-  std::vector<std::pair<ClassId, uint32_t>> columns;
-  std::vector<std::vector<int>> class_columns;  // per candidate class
-  struct Option {
+// The extraction ILP of one e-graph (ilp_extract): its columns (an x per
+// candidate e-node, a t per class that needs an order), its rows, the
+// solver loaded with them, and the incumbent the solve steps improve. Each
+// step below is one part of the contract stated in extract.h.
+class IlpExtraction {
+ public:
+  IlpExtraction(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
+                const GreedyResult& greedy, const Selection& warm_start, const IlpOptions& options)
+      : egraph_(egraph),
+        costs_(costs),
+        roots_(roots),
+        greedy_(greedy),
+        warm_start_(warm_start),
+        options_(options),
+        n_classes_(greedy.selection.choice.size()),
+        acyclic_(egraph.acyclic()) {}
+
+  IlpResult solve();
+
+ private:
+  struct Option {  // a candidate e-node of one class
     uint32_t node;
     double cost;
     std::vector<ClassId> children;  // non-free, sorted, unique
   };
-  for (size_t k = 0; k < classes.size(); ++k) {
-    const ClassId c = classes[k];
-    const auto& nodes = egraph.eclass(c).nodes;
-    std::vector<Option> options_here;
-    for (uint32_t i = 0; i < nodes.size(); ++i) {
-      if (!costs.allowed(c, i)) continue;
-      Option o{i, costs.cost(c, i), {}};
-      bool ok = true;
-      for (ClassId child : nodes[i].children) {
-        const ClassId d = egraph.find(child);
-        if (!finite(d)) ok = false;
-        if (!is_free(d)) o.children.push_back(d);
-      }
-      if (!ok) continue;
-      // An e-node dearer alone than the class's whole greedy tree is never
-      // needed: swapping it for that tree costs less (in an acyclic e-graph,
-      // where the swap cannot close a cycle).
-      if (acyclic && o.cost > greedy.tree_cost[c] * (1 + 1e-12) && static_cast<int32_t>(i) != warm_start.choice[c])
-        continue;
-      std::sort(o.children.begin(), o.children.end());
-      o.children.erase(std::unique(o.children.begin(), o.children.end()), o.children.end());
-      options_here.push_back(std::move(o));
-    }
-    auto dominates = [](const Option& a, const Option& b) {  // a makes b unnecessary
-      return a.cost <= b.cost &&
-             std::includes(b.children.begin(), b.children.end(), a.children.begin(), a.children.end());
-    };
-    class_columns.emplace_back();
-    for (size_t a = 0; a < options_here.size(); ++a) {
-      const Option& o = options_here[a];
-      bool dominated = false;
-      if (static_cast<int32_t>(o.node) != warm_start.choice[c])
-        for (size_t b = 0; b < options_here.size() && !dominated; ++b) {
-          if (b == a || !dominates(options_here[b], o)) continue;
-          // Equal options: keep the first.
-          dominated = !dominates(o, options_here[b]) || b < a;
-        }
-      if (dominated) continue;
-      class_columns[k].push_back(static_cast<int>(columns.size()));
-      columns.emplace_back(c, o.node);
-      for (ClassId d : o.children) {
-        if (class_index[d] < 0) {
-          class_index[d] = static_cast<int32_t>(classes.size());
-          classes.push_back(d);
-        }
-      }
-    }
-  }
-  if (columns.size() > options.max_candidates) {
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return result;  // kSkipped
-  }
 
-  // Cycles: the strongly connected components of the candidate classes
-  // (each class's children being those of all its candidate e-nodes).
-  // Only classes of a component with several classes need an order, and
-  // only the edges inside it an order constraint; the big constant is the
-  // component's size, which keeps the relaxation tight where cycles are few.
-  std::vector<std::vector<size_t>> class_children(classes.size());
-  for (size_t k = 0; k < classes.size(); ++k) {
-    auto& out = class_children[k];
-    for (int col : class_columns[k])
-      for (ClassId child : egraph.eclass(columns[col].first).nodes[columns[col].second].children)
-        if (class_index[egraph.find(child)] >= 0) out.push_back(static_cast<size_t>(class_index[egraph.find(child)]));
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
+  bool finite(ClassId c) const { return greedy_.settled[c] >= 0; }
+  // In an acyclic e-graph a class the greedy pass derives at no cost
+  // (inputs, weights and what is computed from weights only) needs no
+  // variable: its greedy derivation is free and cannot close a cycle.
+  bool is_free(ClassId c) const { return acyclic_ && finite(c) && greedy_.tree_cost[c] == 0; }
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  void number_class(ClassId c);
+  void add_roots();
+  std::vector<Option> class_options(ClassId c) const;
+  void choose_columns();
+  std::vector<size_t> candidate_children(int column) const;
+  void order_cycles();
+  double big_of(size_t k) const {
+    return options_.order_constraints ? static_cast<double>(classes_.size())
+                                      : static_cast<double>(component_size_[component_[k]]);
   }
-  const std::vector<size_t> component = strongly_connected_components(class_children);
-  std::vector<size_t> component_size(classes.size(), 0);
-  for (size_t k = 0; k < classes.size(); ++k) ++component_size[component[k]];
-  const int n_x = static_cast<int>(columns.size());
-  std::vector<int> order_column(classes.size(), -1);  // t per class of a cyclic component
-  int n_cols = n_x;
-  for (size_t k = 0; k < classes.size(); ++k)
-    if (component_size[component[k]] > 1 || options.order_constraints) order_column[k] = n_cols++;
-  result.ordered_classes = static_cast<size_t>(n_cols - n_x);
-  auto big_of = [&](size_t k) {
-    return options.order_constraints ? static_cast<double>(classes.size())
-                                     : static_cast<double>(component_size[component[k]]);
-  };
+  void add_row(const CoinPackedVector& row, double lb, double ub);
+  void add_mandatory_rows();
+  void add_child_rows();
+  void load_solver();
+  std::vector<double> solution_of(const Selection& selection) const;
+  Selection selection_of(const double* x) const;
+  void offer(Selection selection, const char* found_by);
+  bool run_cbc(const std::vector<double>* column_upper, double seconds, double* bound);
+  std::vector<double> solve_lp_relaxation();
 
-  std::vector<double> col_lb(n_cols, 0.0), col_ub(n_cols, 1.0), objective(n_cols, 0.0);
-  for (int j = 0; j < n_x; ++j) objective[j] = costs.cost(columns[j].first, columns[j].second);
-  for (size_t k = 0; k < classes.size(); ++k)
-    if (order_column[k] >= 0) col_ub[order_column[k]] = big_of(k) - 1;
+  const EGraph& egraph_;
+  const NodeCosts& costs_;
+  const std::vector<ClassId>& roots_;
+  const GreedyResult& greedy_;
+  const Selection& warm_start_;
+  const IlpOptions& options_;
+  const size_t n_classes_;
+  const bool acyclic_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  IlpResult result_;
+
+  // Candidate classes (reachable from the roots through candidate e-nodes), numbered.
+  std::vector<int32_t> class_index_ = std::vector<int32_t>(n_classes_, -1);
+  std::vector<ClassId> classes_;
+  std::vector<std::pair<ClassId, uint32_t>> columns_;  // x: (class, e-node)
+  std::vector<std::vector<int>> class_columns_;        // per candidate class
+  // Cycle ordering: component per class, its size, a t column where needed.
+  std::vector<size_t> component_, component_size_;
+  std::vector<int> order_column_;
+  int n_x_ = 0, n_cols_ = 0;
+  std::vector<double> col_lb_, col_ub_, objective_;
   // The constraint matrix as triplets, packed once at the end: appending
   // rows to a CoinPackedMatrix one at a time reallocates it each time
   // (quadratic; seconds on a ViT's e-graph of 16,000 rows).
-  std::vector<int> entry_row, entry_column;
-  std::vector<double> entry_value, row_lb, row_ub;
-  auto add_row = [&](const CoinPackedVector& row, double lb, double ub) {
-    const int r = static_cast<int>(row_lb.size());
-    for (int i = 0; i < row.getNumElements(); ++i) {
-      entry_row.push_back(r);
-      entry_column.push_back(row.getIndices()[i]);
-      entry_value.push_back(row.getElements()[i]);
+  std::vector<int> entry_row_, entry_column_;
+  std::vector<double> entry_value_, row_lb_, row_ub_;
+  OsiClpSolverInterface solver_;
+  Selection incumbent_;
+  double incumbent_cost_ = 0;
+};
+
+void IlpExtraction::number_class(ClassId c) {
+  if (class_index_[c] >= 0) return;
+  class_index_[c] = static_cast<int32_t>(classes_.size());
+  classes_.push_back(c);
+}
+
+void IlpExtraction::add_roots() {
+  for (ClassId r : roots_) {
+    r = egraph_.find(r);
+    if (!finite(r)) throw std::logic_error("extraction: root " + egraph_.describe(r) + " has no acyclic choice");
+    if (!is_free(r)) number_class(r);
+  }
+}
+
+// The candidate e-nodes of class c: allowed, every child settled by the
+// greedy pass (else no acyclic choice can use it), not dearer alone than
+// the class's whole greedy tree (swapping it for that tree costs less, in
+// an acyclic e-graph, where the swap cannot close a cycle); the warm
+// start's choice always.
+std::vector<IlpExtraction::Option> IlpExtraction::class_options(ClassId c) const {
+  const auto& nodes = egraph_.eclass(c).nodes;
+  std::vector<Option> options;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    if (!costs_.allowed(c, i)) continue;
+    Option o{i, costs_.cost(c, i), {}};
+    bool ok = true;
+    for (ClassId child : nodes[i].children) {
+      const ClassId d = egraph_.find(child);
+      if (!finite(d)) ok = false;
+      if (!is_free(d)) o.children.push_back(d);
     }
-    row_lb.push_back(lb);
-    row_ub.push_back(ub);
+    if (!ok) continue;
+    if (acyclic_ && o.cost > greedy_.tree_cost[c] * (1 + 1e-12) && static_cast<int32_t>(i) != warm_start_.choice[c])
+      continue;
+    std::sort(o.children.begin(), o.children.end());
+    o.children.erase(std::unique(o.children.begin(), o.children.end()), o.children.end());
+    options.push_back(std::move(o));
+  }
+  return options;
+}
+
+// Columns: x per candidate e-node, in class order, without the dominated
+// ones: an e-node costing at least another's of its class whose (non-free)
+// children include all of the other's is never needed (the greedy choice
+// is kept, for the warm start). The children of kept e-nodes are numbered
+// as candidate classes in turn.
+void IlpExtraction::choose_columns() {
+  auto dominates = [](const Option& a, const Option& b) {  // a makes b unnecessary
+    return a.cost <= b.cost && std::includes(b.children.begin(), b.children.end(), a.children.begin(),
+                                             a.children.end());
   };
-  // Classes every solution uses: the roots, and the classes that every
-  // candidate e-node of a used class reads. Requiring them outright (sum
-  // >= 1 rather than >= the reader's x) keeps the relaxation from
-  // splitting a class's choice among alternatives to thin out what they read.
-  std::vector<char> is_root(classes.size(), 0);  // mandatory
+  for (size_t k = 0; k < classes_.size(); ++k) {
+    const ClassId c = classes_[k];
+    const std::vector<Option> options = class_options(c);
+    class_columns_.emplace_back();
+    for (size_t a = 0; a < options.size(); ++a) {
+      const Option& o = options[a];
+      bool dominated = false;
+      if (static_cast<int32_t>(o.node) != warm_start_.choice[c])
+        for (size_t b = 0; b < options.size() && !dominated; ++b) {
+          if (b == a || !dominates(options[b], o)) continue;
+          dominated = !dominates(o, options[b]) || b < a;  // equal options: keep the first
+        }
+      if (dominated) continue;
+      class_columns_[k].push_back(static_cast<int>(columns_.size()));
+      columns_.emplace_back(c, o.node);
+      for (ClassId d : o.children) number_class(d);
+    }
+  }
+}
+
+// The candidate classes column `column`'s e-node reads, by index, sorted and unique.
+std::vector<size_t> IlpExtraction::candidate_children(int column) const {
+  std::vector<size_t> out;
+  for (ClassId child : egraph_.eclass(columns_[column].first).nodes[columns_[column].second].children)
+    if (class_index_[egraph_.find(child)] >= 0) out.push_back(static_cast<size_t>(class_index_[egraph_.find(child)]));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Cycles: the strongly connected components of the candidate classes
+// (each class's children being those of all its candidate e-nodes). Only
+// classes of a component with several classes need an order (a t column),
+// and only the edges inside it an order constraint; the big constant is
+// the component's size, which keeps the relaxation tight where cycles are few.
+void IlpExtraction::order_cycles() {
+  std::vector<std::vector<size_t>> class_children(classes_.size());
+  for (size_t k = 0; k < classes_.size(); ++k) {
+    auto& out = class_children[k];
+    for (int col : class_columns_[k]) {
+      const std::vector<size_t> reads = candidate_children(col);
+      out.insert(out.end(), reads.begin(), reads.end());
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  component_ = strongly_connected_components(class_children);
+  component_size_.assign(classes_.size(), 0);
+  for (size_t k = 0; k < classes_.size(); ++k) ++component_size_[component_[k]];
+  n_x_ = static_cast<int>(columns_.size());
+  n_cols_ = n_x_;
+  order_column_.assign(classes_.size(), -1);
+  for (size_t k = 0; k < classes_.size(); ++k)
+    if (component_size_[component_[k]] > 1 || options_.order_constraints) order_column_[k] = n_cols_++;
+  result_.ordered_classes = static_cast<size_t>(n_cols_ - n_x_);
+  col_lb_.assign(n_cols_, 0.0);
+  col_ub_.assign(n_cols_, 1.0);
+  objective_.assign(n_cols_, 0.0);
+  for (int j = 0; j < n_x_; ++j) objective_[j] = costs_.cost(columns_[j].first, columns_[j].second);
+  for (size_t k = 0; k < classes_.size(); ++k)
+    if (order_column_[k] >= 0) col_ub_[order_column_[k]] = big_of(k) - 1;
+}
+
+void IlpExtraction::add_row(const CoinPackedVector& row, double lb, double ub) {
+  const int r = static_cast<int>(row_lb_.size());
+  for (int i = 0; i < row.getNumElements(); ++i) {
+    entry_row_.push_back(r);
+    entry_column_.push_back(row.getIndices()[i]);
+    entry_value_.push_back(row.getElements()[i]);
+  }
+  row_lb_.push_back(lb);
+  row_ub_.push_back(ub);
+}
+
+// Classes every solution uses: the roots, and the classes that every
+// candidate e-node of a used class reads. Requiring them outright (sum >= 1
+// rather than >= the reader's x) keeps the relaxation from splitting a
+// class's choice among alternatives to thin out what they read.
+void IlpExtraction::add_mandatory_rows() {
+  std::vector<char> is_mandatory(classes_.size(), 0);
   std::vector<size_t> mandatory;
-  for (ClassId r : roots) {
-    const int32_t k = class_index[egraph.find(r)];
-    if (k >= 0 && !is_root[k]) {
-      is_root[k] = 1;
+  for (ClassId r : roots_) {
+    const int32_t k = class_index_[egraph_.find(r)];
+    if (k >= 0 && !is_mandatory[k]) {
+      is_mandatory[k] = 1;
       mandatory.push_back(static_cast<size_t>(k));
     }
   }
@@ -525,12 +601,8 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
     const size_t k = mandatory[m];
     std::vector<size_t> common;
     bool first = true;
-    for (int col : class_columns[k]) {
-      std::vector<size_t> reads;
-      for (ClassId child : egraph.eclass(columns[col].first).nodes[columns[col].second].children)
-        if (class_index[egraph.find(child)] >= 0) reads.push_back(static_cast<size_t>(class_index[egraph.find(child)]));
-      std::sort(reads.begin(), reads.end());
-      reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    for (int col : class_columns_[k]) {
+      std::vector<size_t> reads = candidate_children(col);
       if (first) {
         common = std::move(reads);
         first = false;
@@ -541,204 +613,226 @@ IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::v
       }
     }
     for (size_t d : common)
-      if (!is_root[d]) {
-        is_root[d] = 1;
+      if (!is_mandatory[d]) {
+        is_mandatory[d] = 1;
         mandatory.push_back(d);
       }
   }
-  result.mandatory_classes = mandatory.size();
-  for (size_t k = 0; k < classes.size(); ++k) {
-    if (!is_root[k]) continue;
+  result_.mandatory_classes = mandatory.size();
+  for (size_t k = 0; k < classes_.size(); ++k) {
+    if (!is_mandatory[k]) continue;
     CoinPackedVector row;
-    for (int col : class_columns[k]) row.insert(col, 1.0);
+    for (int col : class_columns_[k]) row.insert(col, 1.0);
     add_row(row, 1.0, COIN_DBL_MAX);
   }
-  for (int j = 0; j < n_x; ++j) {
-    const auto [c, i] = columns[j];
-    const auto kc = static_cast<size_t>(class_index[c]);
+}
+
+// Per chosen e-node and class it reads: x_j <= the sum of x over that
+// class; on a cycle, t_c - t_d - big x_j >= 1 - big. An e-node that reads
+// its own class is never in an acyclic choice (x_j = 0).
+void IlpExtraction::add_child_rows() {
+  for (int j = 0; j < n_x_; ++j) {
+    const auto [c, i] = columns_[j];
+    const auto kc = static_cast<size_t>(class_index_[c]);
     std::vector<ClassId> children;
-    for (ClassId child : egraph.eclass(c).nodes[i].children)
-      if (class_index[egraph.find(child)] >= 0 || egraph.find(child) == c) children.push_back(egraph.find(child));
+    for (ClassId child : egraph_.eclass(c).nodes[i].children)
+      if (class_index_[egraph_.find(child)] >= 0 || egraph_.find(child) == c) children.push_back(egraph_.find(child));
     std::sort(children.begin(), children.end());
     children.erase(std::unique(children.begin(), children.end()), children.end());
     for (ClassId d : children) {
-      if (d == c) {  // reads its own class: never in an acyclic choice
-        col_ub[j] = 0;
+      if (d == c) {
+        col_ub_[j] = 0;
         continue;
       }
-      const auto kd = static_cast<size_t>(class_index[d]);
-      CoinPackedVector row;  // x_j <= sum of x over class d
-      for (int col : class_columns[kd]) row.insert(col, 1.0);
+      const auto kd = static_cast<size_t>(class_index_[d]);
+      CoinPackedVector row;
+      for (int col : class_columns_[kd]) row.insert(col, 1.0);
       row.insert(j, -1.0);
       add_row(row, 0.0, COIN_DBL_MAX);
-      if (order_column[kc] >= 0 && order_column[kd] >= 0 &&
-          (component[kc] == component[kd] || options.order_constraints)) {
-        const double big = big_of(kc);  // t_c - t_d - big x_j >= 1 - big
+      if (order_column_[kc] >= 0 && order_column_[kd] >= 0 &&
+          (component_[kc] == component_[kd] || options_.order_constraints)) {
+        const double big = big_of(kc);
         CoinPackedVector ord;
-        ord.insert(order_column[kc], 1.0);
-        ord.insert(order_column[kd], -1.0);
+        ord.insert(order_column_[kc], 1.0);
+        ord.insert(order_column_[kd], -1.0);
         ord.insert(j, -big);
         add_row(ord, 1.0 - big, COIN_DBL_MAX);
       }
     }
   }
-  result.variables = static_cast<size_t>(n_cols);
-  result.constraints = row_lb.size();
+  result_.variables = static_cast<size_t>(n_cols_);
+  result_.constraints = row_lb_.size();
+}
 
-  OsiClpSolverInterface solver;
-  CoinPackedMatrix matrix(false, entry_row.data(), entry_column.data(), entry_value.data(),
-                          static_cast<CoinBigIndex>(entry_value.size()));
-  matrix.setDimensions(static_cast<int>(row_lb.size()), n_cols);
-  solver.loadProblem(matrix, col_lb.data(), col_ub.data(), objective.data(), row_lb.data(), row_ub.data());
-  for (int j = 0; j < n_x; ++j) solver.setInteger(j);
-  solver.messageHandler()->setLogLevel(0);
-  {
-    // The root LP by the dual simplex: Clp's default initial solve (the
-    // "idiot" crash, then crossover) crashes inside Clp's presolve on some
-    // of these problems (coinor-libclp 1.17.6, BERT-tiny's e-graph).
-    ClpSolve root;
-    root.setSolveType(ClpSolve::useDual);
-    solver.setSolveOptions(root);
-  }
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  for (int j = 0; j < n_cols; ++j) {  // names: how CBC takes a start
-    std::string name = j < n_x ? "x" : "t";
+void IlpExtraction::load_solver() {
+  CoinPackedMatrix matrix(false, entry_row_.data(), entry_column_.data(), entry_value_.data(),
+                          static_cast<CoinBigIndex>(entry_value_.size()));
+  matrix.setDimensions(static_cast<int>(row_lb_.size()), n_cols_);
+  solver_.loadProblem(matrix, col_lb_.data(), col_ub_.data(), objective_.data(), row_lb_.data(), row_ub_.data());
+  for (int j = 0; j < n_x_; ++j) solver_.setInteger(j);
+  solver_.messageHandler()->setLogLevel(0);
+  // The root LP by the dual simplex: Clp's default initial solve (the
+  // "idiot" crash, then crossover) crashes inside Clp's presolve on some of
+  // these problems (coinor-libclp 1.17.6, BERT-tiny's e-graph).
+  ClpSolve root;
+  root.setSolveType(ClpSolve::useDual);
+  solver_.setSolveOptions(root);
+  for (int j = 0; j < n_cols_; ++j) {  // names: how CBC takes a start
+    std::string name = j < n_x_ ? "x" : "t";
     name += std::to_string(j);
-    solver.setColName(j, name);
+    solver_.setColName(j, name);
   }
+}
 
-  // A selection as a solution vector (x of its choices, orders children first).
-  auto solution_of = [&](const Selection& selection) {
-    std::vector<double> sol(n_cols, 0.0);
-    std::vector<int32_t> use_order(n_classes, -1);
-    int32_t next = 0;
-    walk_selection(egraph, selection, roots, [&](ClassId c, const ENode&) { use_order[c] = next++; });
-    std::vector<std::pair<int32_t, size_t>> by_use;
-    for (size_t k = 0; k < classes.size(); ++k) {
-      const ClassId c = classes[k];
-      by_use.emplace_back(use_order[c] >= 0 ? use_order[c] : INT32_MAX, k);
-      if (use_order[c] < 0) continue;
-      for (int col : class_columns[k])
-        if (columns[col].second == static_cast<uint32_t>(selection.choice[c])) sol[col] = 1.0;
-    }
-    std::stable_sort(by_use.begin(), by_use.end());
-    std::vector<double> next_rank(classes.size(), 0.0);
-    for (const auto& [used, k] : by_use) {
-      if (order_column[k] < 0) continue;
-      const size_t group = options.order_constraints ? 0 : component[k];
-      sol[order_column[k]] = next_rank[group]++;
-    }
-    return sol;
-  };
-  // A solution vector as a selection: per class, its cheapest chosen e-node
-  // (with the order constraints any chosen one is acyclic; without them the
-  // candidates are); free classes keep the warm start's zero-cost derivation.
-  auto selection_of = [&](const double* x) {
-    Selection sel = warm_start;
-    for (size_t k = 0; k < classes.size(); ++k) {
-      double cheapest = kInfinity;
-      for (int col : class_columns[k]) {
-        if (x[col] < 0.5 || objective[col] >= cheapest) continue;
-        cheapest = objective[col];
-        sel.choice[classes[k]] = static_cast<int32_t>(columns[col].second);
-      }
-    }
-    return sel;
-  };
+// A selection as a solution vector (x of its choices, orders children first).
+std::vector<double> IlpExtraction::solution_of(const Selection& selection) const {
+  std::vector<double> sol(n_cols_, 0.0);
+  std::vector<int32_t> use_order(n_classes_, -1);
+  int32_t next = 0;
+  walk_selection(egraph_, selection, roots_, [&](ClassId c, const ENode&) { use_order[c] = next++; });
+  std::vector<std::pair<int32_t, size_t>> by_use;
+  for (size_t k = 0; k < classes_.size(); ++k) {
+    const ClassId c = classes_[k];
+    by_use.emplace_back(use_order[c] >= 0 ? use_order[c] : INT32_MAX, k);
+    if (use_order[c] < 0) continue;
+    for (int col : class_columns_[k])
+      if (columns_[col].second == static_cast<uint32_t>(selection.choice[c])) sol[col] = 1.0;
+  }
+  std::stable_sort(by_use.begin(), by_use.end());
+  std::vector<double> next_rank(classes_.size(), 0.0);
+  for (const auto& [used, k] : by_use) {
+    if (order_column_[k] < 0) continue;
+    const size_t group = options_.order_constraints ? 0 : component_[k];
+    sol[order_column_[k]] = next_rank[group]++;
+  }
+  return sol;
+}
 
-  Selection incumbent = warm_start;
-  double incumbent_cost = selection_cost(egraph, costs, warm_start, roots);
-  result.found_by = "warm_start";
-  auto offer = [&](Selection selection, const char* found_by) {
-    const double c = selection_cost(egraph, costs, selection, roots);
-    if (!(c < incumbent_cost - 1e-9)) return;
-    incumbent = std::move(selection);
-    incumbent_cost = c;
-    result.found_by = found_by;
-  };
-
-  // CBC's full solver (preprocessing, cuts, heuristics; on these problems
-  // its cuts close at the root what plain branch-and-bound does not close
-  // in minutes), from the incumbent, for `seconds`, over the columns
-  // `column_upper` leaves open. Returns whether it proved optimality.
-  auto run_cbc = [&](const std::vector<double>* column_upper, double seconds, double* bound) {
-    OsiClpSolverInterface restricted(solver);
-    if (column_upper)
-      for (int j = 0; j < n_x; ++j) restricted.setColUpper(j, (*column_upper)[j]);
-    CbcModel model(restricted);
-    CbcSolverUsefulData solver_data;
-    CbcMain0(model, solver_data);
-    const std::vector<double> start_solution = solution_of(incumbent);
-    std::vector<std::pair<std::string, double>> mip_start;
-    for (int j = 0; j < n_cols; ++j) mip_start.emplace_back(restricted.getColName(j), start_solution[j]);
-    model.setMIPStart(mip_start);
-    model.setLogLevel(0);
-    const std::string limit = std::to_string(std::max(0.05, seconds));
-    // Without CBC's preprocessing: stopped by the time limit, its
-    // postprocessing crashed now and then (CglPreProcess::postProcess, a
-    // null solution; BERT-tiny's e-graph, 2 runs in 6 on the GPU machine).
-    // Without zero-half cuts: CglZeroHalf's separation does not look at the
-    // clock, and on ConvNeXt-tiny's e-graph (4,765 columns) it ran 15 to 25 s
-    // and took 6.7 GB at the root of a 1.5 s limit in two runs of three.
-    const char* args[] = {"tgr",       "-log",    "0",           "-seconds", limit.c_str(),
-                          "-timeMode", "elapsed", "-preprocess", "off",      "-zeroHalfCuts",
-                          "off",       "-solve",  "-quit"};
-    CbcMain1(
-        static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
-    if (const double* x = model.bestSolution()) offer(selection_of(x), "cbc");
-    if (bound) *bound = model.isProvenOptimal() ? model.getObjValue() : model.getBestPossibleObjValue();
-    return model.isProvenOptimal();
-  };
-
-  // The LP relaxation first: its optimum bounds the gap, and rounding it
-  // (greedy extraction with the e-nodes it takes made free) finds the
-  // sharing it sees. On a large problem CBC then searches the LP's support
-  // (the e-nodes it takes at all, and the incumbent's) before the whole:
-  // a small problem it solves fast, whose solution is a good start.
-  std::vector<double> support;
-  {
-    OsiClpSolverInterface lp(solver);
-    lp.messageHandler()->setLogLevel(0);
-    // Half the time at most: on a ViT's e-graph (11,000 e-nodes) the
-    // relaxation alone took 3.9 s of a 1.5 s limit. Stopped early, it gives
-    // no bound and no rounding; CBC still runs from the incumbent.
-    lp.getModelPtr()->setMaximumSeconds(std::max(0.05, options.time_limit_s / 2));
-    lp.initialSolve();
-    if (lp.isProvenOptimal()) {
-      result.lp_bound = lp.getObjValue();
-      const double* x = lp.getColSolution();
-      for (double threshold : {0.5, 0.9, 0.1, 0.01}) {
-        NodeCosts biased = costs;
-        for (int j = 0; j < n_x; ++j)
-          if (x[j] >= threshold) biased.set_cost(columns[j].first, columns[j].second, 0.0);
-        offer(greedy_extract(egraph, biased).selection, "lp_rounding");
-      }
-      support.assign(x, x + n_x);
+// A solution vector as a selection: per class, its cheapest chosen e-node
+// (with the order constraints any chosen one is acyclic; without them the
+// candidates are); free classes keep the warm start's zero-cost derivation.
+Selection IlpExtraction::selection_of(const double* x) const {
+  Selection sel = warm_start_;
+  for (size_t k = 0; k < classes_.size(); ++k) {
+    double cheapest = kInfinity;
+    for (int col : class_columns_[k]) {
+      if (x[col] < 0.5 || objective_[col] >= cheapest) continue;
+      cheapest = objective_[col];
+      sel.choice[classes_[k]] = static_cast<int32_t>(columns_[col].second);
     }
   }
-  // CBC gets what is left of the time limit, if anything is, and if the LP
-  // relaxation was solved: CBC solves that LP first, without looking at its
-  // clock (BERT-tiny's 41,578 columns: 3.9 s in all for a 1.5 s limit).
+  return sel;
+}
+
+void IlpExtraction::offer(Selection selection, const char* found_by) {
+  const double c = selection_cost(egraph_, costs_, selection, roots_);
+  if (!(c < incumbent_cost_ - 1e-9)) return;
+  incumbent_ = std::move(selection);
+  incumbent_cost_ = c;
+  result_.found_by = found_by;
+}
+
+// CBC's full solver (preprocessing, cuts, heuristics; on these problems its
+// cuts close at the root what plain branch-and-bound does not close in
+// minutes), from the incumbent, for `seconds`, over the columns
+// `column_upper` leaves open. Returns whether it proved optimality.
+bool IlpExtraction::run_cbc(const std::vector<double>* column_upper, double seconds, double* bound) {
+  OsiClpSolverInterface restricted(solver_);
+  if (column_upper)
+    for (int j = 0; j < n_x_; ++j) restricted.setColUpper(j, (*column_upper)[j]);
+  CbcModel model(restricted);
+  CbcSolverUsefulData solver_data;
+  CbcMain0(model, solver_data);
+  const std::vector<double> start_solution = solution_of(incumbent_);
+  std::vector<std::pair<std::string, double>> mip_start;
+  for (int j = 0; j < n_cols_; ++j) mip_start.emplace_back(restricted.getColName(j), start_solution[j]);
+  model.setMIPStart(mip_start);
+  model.setLogLevel(0);
+  const std::string limit = std::to_string(std::max(0.05, seconds));
+  // Without CBC's preprocessing: stopped by the time limit, its
+  // postprocessing crashed now and then (CglPreProcess::postProcess, a null
+  // solution). Without zero-half cuts: CglZeroHalf's separation does not
+  // look at the clock and ran far past the limit (docs/benchmarks.md).
+  const char* args[] = {"tgr",       "-log",    "0",           "-seconds", limit.c_str(),
+                        "-timeMode", "elapsed", "-preprocess", "off",      "-zeroHalfCuts",
+                        "off",       "-solve",  "-quit"};
+  CbcMain1(
+      static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
+  if (const double* x = model.bestSolution()) offer(selection_of(x), "cbc");
+  if (bound) *bound = model.isProvenOptimal() ? model.getObjValue() : model.getBestPossibleObjValue();
+  return model.isProvenOptimal();
+}
+
+// The LP relaxation: its optimum bounds the gap, and rounding it (greedy
+// extraction with the e-nodes it takes made free) finds the sharing it
+// sees. Half the time limit at most (stopped early, it gives no bound and
+// no rounding). Returns its solution's x (empty when not solved): the
+// support CBC searches first on a large problem.
+std::vector<double> IlpExtraction::solve_lp_relaxation() {
+  OsiClpSolverInterface lp(solver_);
+  lp.messageHandler()->setLogLevel(0);
+  lp.getModelPtr()->setMaximumSeconds(std::max(0.05, options_.time_limit_s / 2));
+  lp.initialSolve();
+  if (!lp.isProvenOptimal()) return {};
+  result_.lp_bound = lp.getObjValue();
+  const double* x = lp.getColSolution();
+  for (double threshold : {0.5, 0.9, 0.1, 0.01}) {
+    NodeCosts biased = costs_;
+    for (int j = 0; j < n_x_; ++j)
+      if (x[j] >= threshold) biased.set_cost(columns_[j].first, columns_[j].second, 0.0);
+    offer(greedy_extract(egraph_, biased).selection, "lp_rounding");
+  }
+  return std::vector<double>(x, x + n_x_);
+}
+
+IlpResult IlpExtraction::solve() {
+  add_roots();
+  choose_columns();
+  if (columns_.size() > options_.max_candidates) {
+    result_.seconds = elapsed();
+    return result_;  // kSkipped
+  }
+  order_cycles();
+  add_mandatory_rows();
+  add_child_rows();
+  load_solver();
+  incumbent_ = warm_start_;
+  incumbent_cost_ = selection_cost(egraph_, costs_, warm_start_, roots_);
+  result_.found_by = "warm_start";
+
+  // On a large problem CBC searches the LP's support (the e-nodes it takes
+  // at all, and the incumbent's) before the whole: a small problem it
+  // solves fast, whose solution is a good start. CBC gets what is left of
+  // the time limit, if anything is, and only if the LP relaxation was
+  // solved: CBC solves that LP first, without looking at its clock.
   constexpr double kMinCbcSeconds = 0.05;
+  std::vector<double> support = solve_lp_relaxation();
   const bool lp_solved = !support.empty();
-  if (lp_solved && static_cast<size_t>(n_x) > options.restrict_above &&
-      options.time_limit_s - elapsed() > 2 * kMinCbcSeconds) {
-    const std::vector<double> start_solution = solution_of(incumbent);
-    for (int j = 0; j < n_x; ++j) support[j] = support[j] > 1e-6 || start_solution[j] > 0.5 ? col_ub[j] : 0.0;
-    run_cbc(&support, (options.time_limit_s - elapsed()) / 2, nullptr);
-    if (result.found_by == std::string("cbc")) result.found_by = "cbc_on_lp_support";
+  if (lp_solved && static_cast<size_t>(n_x_) > options_.restrict_above &&
+      options_.time_limit_s - elapsed() > 2 * kMinCbcSeconds) {
+    const std::vector<double> start_solution = solution_of(incumbent_);
+    for (int j = 0; j < n_x_; ++j) support[j] = support[j] > 1e-6 || start_solution[j] > 0.5 ? col_ub_[j] : 0.0;
+    run_cbc(&support, (options_.time_limit_s - elapsed()) / 2, nullptr);
+    if (result_.found_by == std::string("cbc")) result_.found_by = "cbc_on_lp_support";
   }
   double bound = 0;
-  const bool optimal = lp_solved && options.time_limit_s - elapsed() > kMinCbcSeconds &&
-                       run_cbc(nullptr, options.time_limit_s - elapsed(), &bound);
+  const bool optimal = lp_solved && options_.time_limit_s - elapsed() > kMinCbcSeconds &&
+                       run_cbc(nullptr, options_.time_limit_s - elapsed(), &bound);
 
-  result.selection = std::move(incumbent);
-  result.objective = incumbent_cost;
-  result.status = optimal ? IlpStatus::kOptimal : IlpStatus::kTimeLimit;
-  result.bound = optimal ? result.objective : std::min(std::max(bound, result.lp_bound), result.objective);
-  result.gap = result.objective > 0 ? (result.objective - result.bound) / result.objective : 0.0;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
+  result_.selection = std::move(incumbent_);
+  result_.objective = incumbent_cost_;
+  result_.status = optimal ? IlpStatus::kOptimal : IlpStatus::kTimeLimit;
+  result_.bound = optimal ? result_.objective : std::min(std::max(bound, result_.lp_bound), result_.objective);
+  result_.gap = result_.objective > 0 ? (result_.objective - result_.bound) / result_.objective : 0.0;
+  result_.seconds = elapsed();
+  return result_;
+}
+
+}  // namespace
+
+IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
+                      const GreedyResult& greedy, const Selection& warm_start, const IlpOptions& options) {
+  return IlpExtraction(egraph, costs, roots, greedy, warm_start, options).solve();
 }
 
 Graph selection_graph(const EGraph& egraph, const Selection& selection, const std::vector<ClassId>& roots,
