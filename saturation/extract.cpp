@@ -506,8 +506,8 @@ std::vector<IlpExtraction::Option> IlpExtraction::class_options(ClassId c) const
 // as candidate classes in turn.
 void IlpExtraction::choose_columns() {
   auto dominates = [](const Option& a, const Option& b) {  // a makes b unnecessary
-    return a.cost <= b.cost && std::includes(b.children.begin(), b.children.end(), a.children.begin(),
-                                             a.children.end());
+    return a.cost <= b.cost &&
+           std::includes(b.children.begin(), b.children.end(), a.children.begin(), a.children.end());
   };
   for (size_t k = 0; k < classes_.size(); ++k) {
     const ClassId c = classes_[k];
@@ -753,9 +753,8 @@ bool IlpExtraction::run_cbc(const std::vector<double>* column_upper, double seco
   // postprocessing crashed now and then (CglPreProcess::postProcess, a null
   // solution). Without zero-half cuts: CglZeroHalf's separation does not
   // look at the clock and ran far past the limit (docs/benchmarks.md).
-  const char* args[] = {"tgr",       "-log",    "0",           "-seconds", limit.c_str(),
-                        "-timeMode", "elapsed", "-preprocess", "off",      "-zeroHalfCuts",
-                        "off",       "-solve",  "-quit"};
+  const char* args[] = {"tgr", "-log",          "0",   "-seconds", limit.c_str(), "-timeMode", "elapsed", "-preprocess",
+                        "off", "-zeroHalfCuts", "off", "-solve",   "-quit"};
   CbcMain1(
       static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, solver_data);
   if (const double* x = model.bestSolution()) offer(selection_of(x), "cbc");
