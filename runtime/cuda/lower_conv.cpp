@@ -159,20 +159,11 @@ EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const voi
   return p;
 }
 
-}  // namespace
-
-std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch) {
-  const Graph& g = ctx.graph;
-  const int32_t c = task.nodes[0];
-  const Node& conv = g.node(c);
-  const Where where = ctx.where(c);
-  const Conv2dGeometry geo = conv2d_geometry(conv.params, g.shape(conv.inputs[0]), g.shape(conv.inputs[1]));
+// cuDNN's descriptors of one convolution: the (padded) input, the output
+// at the table's size (checked), the per-channel bias, relu and identity.
+std::shared_ptr<ConvDescs> make_descs(const Conv2dGeometry& geo, bool symmetric, int64_t ph, int64_t pw,
+                                      const Where& where) {
   const Window2d& w = geo.window;
-  const bool symmetric = w.pad_top == w.pad_bottom && w.pad_left == w.pad_right;
-  const int64_t ph = w.in_h + (symmetric ? 0 : w.pad_top + w.pad_bottom);
-  const int64_t pw = w.in_w + (symmetric ? 0 : w.pad_left + w.pad_right);
-  if (!symmetric && !scratch) fail(where, "asymmetric padding needs a scratch buffer the plan did not give");
-
   auto d = std::make_shared<ConvDescs>();
   TGR_GPU_CHECK(cudnnCreateTensorDescriptor(&d->x), where);
   TGR_GPU_CHECK(cudnnCreateTensorDescriptor(&d->y), where);
@@ -201,212 +192,231 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   TGR_GPU_CHECK(cudnnSetActivationDescriptor(d->act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), where);
   TGR_GPU_CHECK(cudnnSetActivationDescriptor(d->identity, CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN, 0.0),
                 where);
+  return d;
+}
 
-  // The algorithm: measured once per signature, FMA math only.
+// The convolution's signature as cuDNN sees it (the algorithms' cache key).
+std::string signature_key(const Conv2dGeometry& geo, bool symmetric, int64_t ph, int64_t pw) {
+  const Window2d& w = geo.window;
   std::string key = std::to_string(geo.batch);
   for (int64_t v : {geo.in_channels, ph, pw, geo.out_channels, geo.groups, w.kernel_h, w.kernel_w, w.stride_h, w.stride_w,
                     w.dilation_h, w.dilation_w, symmetric ? w.pad_top : 0, symmetric ? w.pad_left : 0}) {
     key += ",";
     key += std::to_string(v);
   }
-  // cudnnFind lists the algorithms that can run this convolution; every
-  // float32 (FMA) one within the workspace limit is then timed as this step
-  // runs it (fused bias, activation, residual; below), and the fastest is
-  // kept. cudnnFind's own ranking is not trusted: it times one run per
-  // algorithm, the first of which includes loading that algorithm's kernels,
-  // and taking its first four let two processes choose differently for the
-  // same convolution (DenseNet-121's 3x3 at 14x14: 23.5 us in one calibrate
-  // run, 53.3 us in another).
-  // A choice timed earlier (this process, or a stored one: kernel_choices.h)
-  // needs no list of candidates: cudnnFind times every algorithm, a tenth of
-  // a second for a large convolution.
-  const ConvActivation act = activation_of(task);
-  const std::string choice_key = key + (task.bias ? ",b" : "") + (task.residual ? ",z" : "") + activation_key(act);
-  const std::optional<TimedAlgo> stored = stored_algo(choice_key, ctx.conv_workspace_limit);
+  return key;
+}
+
+// The algorithms cudnnFind lists for the signature (FMA math, within the
+// workspace limit), once per process. cudnnFind's own ranking is not
+// trusted (it times one run per algorithm, the first including the load of
+// its kernels): every candidate is timed as the step runs it (choose_algo).
+std::vector<AlgoChoice> cudnn_candidates(const std::string& key, const ConvDescs& d, const LowerCtx& ctx,
+                                         const Where& where) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  auto it = algo_cache().find(key);
+  if (it != algo_cache().end()) return it->second;
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int returned = 0;
+  TGR_GPU_CHECK(cudnnFindConvolutionForwardAlgorithm(ctx.gpu.cudnn, d.x, d.w, d.conv, d.y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+                where);
   std::vector<AlgoChoice> candidates;
-  if (stored) {
-    candidates.push_back(stored->choice);
-  } else {
-    std::lock_guard<std::mutex> lock(cache_mutex);
-    auto it = algo_cache().find(key);
-    if (it != algo_cache().end()) {
-      candidates = it->second;
-    } else {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int returned = 0;
-      TGR_GPU_CHECK(cudnnFindConvolutionForwardAlgorithm(ctx.gpu.cudnn, d->x, d->w, d->conv, d->y,
-                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
-                    where);
-      for (int i = 0; i < returned; ++i)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH &&
-            perf[i].memory <= ctx.conv_workspace_limit)
-          candidates.push_back({perf[i].algo, perf[i].memory});
-      if (candidates.empty()) fail(where, "cuDNN offers no float32 (FMA) algorithm within the workspace limit");
-      algo_cache()[key] = candidates;
+  for (int i = 0; i < returned; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH &&
+        perf[i].memory <= ctx.conv_workspace_limit)
+      candidates.push_back({perf[i].algo, perf[i].memory});
+  if (candidates.empty()) fail(where, "cuDNN offers no float32 (FMA) algorithm within the workspace limit");
+  algo_cache()[key] = candidates;
+  return candidates;
+}
+
+// What a convolution step reads and writes, as its launches capture it.
+struct ConvOperands {
+  explicit ConvOperands(Where w) : where(std::move(w)) {}
+  Where where;
+  GpuContext* gpu = nullptr;
+  std::shared_ptr<ConvDescs> descs;
+  const void* x = nullptr;
+  const void* weight = nullptr;
+  void* y = nullptr;
+  const void* bias = nullptr;  // the task's, or `zeros` where relu has none
+  const void* residual = nullptr;
+  std::shared_ptr<DeviceBuffer> zeros;  // a zero bias for the fused relu call, kept alive with the step
+  bool relu = false;
+  ConvActivation act;
+  // Asymmetric padding: the input copied into `scratch`, zeroed and padded.
+  bool symmetric = true;
+  void* scratch = nullptr;
+  Shape xs, padded, ys;
+  int64_t pad_offset = 0;
+};
+
+// A bias without relu: cuDNN's fused call takes the identity activation
+// only with the implicit precomputed GEMM, so that algorithm runs it in one
+// launch (a candidate timed like the others), and every other one adds the
+// bias in a second launch.
+void run_conv_bias(const ConvOperands& o, AlgoChoice choice, const void* input, void* ws, size_t ws_bytes) {
+  const ConvDescs& d = *o.descs;
+  const float one = 1.f, zero = 0.f;
+  cudnnHandle_t cudnn = o.gpu->cudnn;
+  if (o.bias && choice.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
+    const cudnnStatus_t fused =
+        cudnnConvolutionBiasActivationForward(cudnn, &one, d.x, input, d.w, o.weight, d.conv, choice.algo, ws, ws_bytes,
+                                              &zero, d.y, o.y, d.bias, o.bias, d.identity, d.y, o.y);
+    if (fused != CUDNN_STATUS_NOT_SUPPORTED) {
+      check(fused, "cudnnConvolutionBiasActivationForward", o.where);
+      return;
     }
   }
-  const void* x = ctx.ptr(conv.inputs[0]);
-  const void* weight = ctx.ptr(conv.inputs[1]);
-  void* y = ctx.ptr({task.root(), 0});
-  const void* bias = task.bias ? ctx.ptr(*task.bias) : nullptr;
-  const void* residual = task.residual ? ctx.ptr(*task.residual) : nullptr;
-  const bool relu = task.relu;
-  std::shared_ptr<DeviceBuffer> zeros;
-  if (relu && !bias) {  // the fused call needs a bias
-    zeros = std::make_shared<DeviceBuffer>(static_cast<size_t>(k) * 4, "conv zero bias");
-    TGR_GPU_CHECK(cudaMemset(zeros->data(), 0, zeros->bytes()), where);
-    bias = zeros->data();
-  }
-  // Padding copy for asymmetric windows.
-  const Shape xs = g.shape(conv.inputs[0]);
-  const Shape padded{geo.batch, geo.in_channels, ph, pw};
-  const int64_t pad_offset = w.pad_top * pw + w.pad_left;
-  const Shape ys = g.node(task.root()).output_shapes[0];
-  // y = relu(y + bias[c] (+ residual)): the fallback should cuDNN refuse the
-  // fused call for this algorithm.
-  // Rarely runs, so not compiled (nor counted).
-  const EwLauncher relu_epilogue(epilogue_program(y, ys, bias, residual, ConvActivation{ConvActivation::kRelu}), false,
-                                 false);
-  // A clip or SiLU (never with a residual): cuDNN's fused call takes relu
-  // only, so the bias and the activation follow the convolution in one
-  // elementwise launch.
-  const bool epilogue_activation = act.kind == ConvActivation::kClip || act.kind == ConvActivation::kSilu;
-  std::optional<EwLauncher> activation_epilogue;
-  if (epilogue_activation)
-    activation_epilogue.emplace(ctx.elementwise_launcher(epilogue_program(y, ys, bias, nullptr, act), false));
-  GpuContext* gpu = &ctx.gpu;
-  auto cudnn_step = [=](AlgoChoice choice) -> std::function<void()> {
-    return [=] {
-      const void* input = x;
-      if (!symmetric) {
-        launch_fill(scratch, num_elements(padded), 0.0, 4, gpu->stream);
-        launch_strided_copy(x, 0, row_major(xs), scratch, pad_offset, row_major(padded), dims_of(xs), 4, gpu->stream);
-        check_launch("padding copy", where);
-        input = scratch;
-      }
-      const float one = 1.f, zero = 0.f, alpha2 = residual ? 1.f : 0.f;
-      void* ws = gpu->conv_workspace.data();
-      const size_t ws_bytes = gpu->conv_workspace.bytes();
-      if (epilogue_activation) {
-        TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws,
-                                              ws_bytes, &zero, d->y, y),
-                      where);
-        activation_epilogue->launch(y, gpu->stream);
-        check_launch("conv epilogue", where);
-      } else if (relu) {
-        const cudnnStatus_t fused = cudnnConvolutionBiasActivationForward(
-            gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws, ws_bytes, &alpha2, d->y,
-            residual ? residual : y, d->bias, bias, d->act, d->y, y);
-        if (fused == CUDNN_STATUS_NOT_SUPPORTED) {
-          TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws,
-                                                ws_bytes, &zero, d->y, y),
-                        where);
-          relu_epilogue.launch(y, gpu->stream);
-          check_launch("conv epilogue", where);
-        } else {
-          check(fused, "cudnnConvolutionBiasActivationForward", where);
-        }
-        (void)zeros;  // kept alive with the step
+  TGR_GPU_CHECK(cudnnConvolutionForward(cudnn, &one, d.x, input, d.w, o.weight, d.conv, choice.algo, ws, ws_bytes,
+                                        &zero, d.y, o.y),
+                o.where);
+  if (o.bias) TGR_GPU_CHECK(cudnnAddTensor(cudnn, &one, d.bias, o.bias, &one, d.y, o.y), o.where);
+}
+
+// The step on cuDNN with algorithm `choice`: relu (with the bias and
+// residual) in cuDNN's fused call, falling back to an elementwise epilogue
+// where cuDNN refuses it for the algorithm; a clip or SiLU (never with a
+// residual; the fused call takes relu only) as the bias and activation in
+// one elementwise launch after the convolution.
+std::function<void()> cudnn_step(const ConvOperands& o, AlgoChoice choice, const EwLauncher& relu_epilogue,
+                                 const std::optional<EwLauncher>& activation_epilogue) {
+  return [=] {
+    const ConvDescs& d = *o.descs;
+    GpuContext* gpu = o.gpu;
+    const void* input = o.x;
+    if (!o.symmetric) {
+      launch_fill(o.scratch, num_elements(o.padded), 0.0, 4, gpu->stream);
+      launch_strided_copy(o.x, 0, row_major(o.xs), o.scratch, o.pad_offset, row_major(o.padded), dims_of(o.xs), 4,
+                          gpu->stream);
+      check_launch("padding copy", o.where);
+      input = o.scratch;
+    }
+    const float one = 1.f, zero = 0.f, alpha2 = o.residual ? 1.f : 0.f;
+    void* ws = gpu->conv_workspace.data();
+    const size_t ws_bytes = gpu->conv_workspace.bytes();
+    if (activation_epilogue) {
+      TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d.x, input, d.w, o.weight, d.conv, choice.algo, ws,
+                                            ws_bytes, &zero, d.y, o.y),
+                    o.where);
+      activation_epilogue->launch(o.y, gpu->stream);
+      check_launch("conv epilogue", o.where);
+    } else if (o.relu) {
+      const cudnnStatus_t fused = cudnnConvolutionBiasActivationForward(
+          gpu->cudnn, &one, d.x, input, d.w, o.weight, d.conv, choice.algo, ws, ws_bytes, &alpha2, d.y,
+          o.residual ? o.residual : o.y, d.bias, o.bias, d.act, d.y, o.y);
+      if (fused == CUDNN_STATUS_NOT_SUPPORTED) {
+        TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d.x, input, d.w, o.weight, d.conv, choice.algo, ws,
+                                              ws_bytes, &zero, d.y, o.y),
+                      o.where);
+        relu_epilogue.launch(o.y, gpu->stream);
+        check_launch("conv epilogue", o.where);
       } else {
-        // A bias without relu: cuDNN's fused call takes the identity
-        // activation only with the implicit precomputed GEMM, so that
-        // algorithm runs it in one launch (a candidate timed like the
-        // others), and every other one adds the bias in a second launch.
-        if (bias && choice.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
-          const cudnnStatus_t fused =
-              cudnnConvolutionBiasActivationForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo,
-                                                    ws, ws_bytes, &zero, d->y, y, d->bias, bias, d->identity, d->y, y);
-          if (fused != CUDNN_STATUS_NOT_SUPPORTED) {
-            check(fused, "cudnnConvolutionBiasActivationForward", where);
-            return;
-          }
-        }
-        TGR_GPU_CHECK(cudnnConvolutionForward(gpu->cudnn, &one, d->x, input, d->w, weight, d->conv, choice.algo, ws,
-                                              ws_bytes, &zero, d->y, y),
-                      where);
-        if (bias) TGR_GPU_CHECK(cudnnAddTensor(gpu->cudnn, &one, d->bias, bias, &one, d->y, y), where);
+        check(fused, "cudnnConvolutionBiasActivationForward", o.where);
       }
-    };
+    } else {
+      run_conv_bias(o, choice, input, ws, ws_bytes);
+    }
   };
-  // Besides cuDNN, a convolution may have another implementation: a 1x1
-  // convolution with unit stride and no padding is a matrix product per
-  // image (Y[K, HW] = W[K, C] X[C, HW] on cuBLAS, then one elementwise
-  // epilogue); a depthwise one runs on the runtime's own kernel (bias,
-  // residual and activation inside). Whichever of the two is faster here (measured
-  // at load on the real shapes) runs, unless the options pin one.
-  std::function<void()> other;
-  const bool pointwise = w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
-                         w.dilation_h == 1 && w.dilation_w == 1 && w.pad_top == 0 && w.pad_left == 0 &&
-                         w.pad_bottom == 0 && w.pad_right == 0 && geo.groups == 1;
-  if (pointwise) {
-    const bool has_epilogue = bias || residual || act.kind != ConvActivation::kNone;
-    const EwLauncher epilogue = ctx.elementwise_launcher(epilogue_program(y, ys, bias, residual, act), false);
-    const int hw = to_int(w.out_h * w.out_w), cin = to_int(geo.in_channels), kout = to_int(geo.out_channels);
-    const int batch = to_int(geo.batch);
-    other = [=] {
-      const float one = 1.f, zero = 0.f;
-      TGR_GPU_CHECK(cublasSgemmStridedBatched(gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one,
-                                              static_cast<const float*>(x), hw, int64_t{cin} * hw,
-                                              static_cast<const float*>(weight), cin, 0, &zero, static_cast<float*>(y),
-                                              hw, int64_t{kout} * hw, batch),
-                    where);
-      if (has_epilogue) {
-        epilogue.launch(y, gpu->stream);
-        check_launch("conv epilogue", where);
-      }
-      (void)zeros;  // the epilogue's bias when relu had none: kept alive with the step
-    };
-  }
+}
+
+// A 1x1 convolution with unit stride and no padding as a matrix product per
+// image (Y[K, HW] = W[K, C] X[C, HW] on cuBLAS), then one elementwise epilogue.
+std::function<void()> pointwise_step(const ConvOperands& o, const Conv2dGeometry& geo, const LowerCtx& ctx) {
+  const bool has_epilogue = o.bias || o.residual || o.act.kind != ConvActivation::kNone;
+  const EwLauncher epilogue = ctx.elementwise_launcher(epilogue_program(o.y, o.ys, o.bias, o.residual, o.act), false);
+  const int hw = to_int(geo.window.out_h * geo.window.out_w), cin = to_int(geo.in_channels);
+  const int kout = to_int(geo.out_channels), batch = to_int(geo.batch);
+  return [=] {
+    const float one = 1.f, zero = 0.f;
+    TGR_GPU_CHECK(cublasSgemmStridedBatched(o.gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one,
+                                            static_cast<const float*>(o.x), hw, int64_t{cin} * hw,
+                                            static_cast<const float*>(o.weight), cin, 0, &zero,
+                                            static_cast<float*>(o.y), hw, int64_t{kout} * hw, batch),
+                  o.where);
+    if (has_epilogue) {
+      epilogue.launch(o.y, o.gpu->stream);
+      check_launch("conv epilogue", o.where);
+    }
+  };
+}
+
+// A depthwise convolution on the runtime's own kernel (bias, residual and
+// activation inside; it pads, symmetrically or not, as it loads).
+std::function<void()> depthwise_step(const ConvOperands& o, const DepthwiseGeometry& dw) {
+  return [=] {
+    launch_depthwise_conv(static_cast<const float*>(o.x), static_cast<const float*>(o.weight),
+                          static_cast<const float*>(o.bias), static_cast<const float*>(o.residual),
+                          static_cast<float*>(o.y), dw, o.act, o.gpu->stream);
+    check_launch("depthwise conv", o.where);
+  };
+}
+
+DepthwiseGeometry depthwise_geometry(const Conv2dGeometry& geo) {
+  const Window2d& w = geo.window;
   DepthwiseGeometry dw;
   dw.planes = geo.batch * geo.in_channels;
   dw.channels = geo.in_channels;
   dw.in_h = w.in_h, dw.in_w = w.in_w, dw.out_h = w.out_h, dw.out_w = w.out_w;
   dw.kernel = w.kernel_h, dw.stride = w.stride_h, dw.pad_top = w.pad_top, dw.pad_left = w.pad_left;
-  const bool depthwise = geo.groups == geo.in_channels && geo.out_channels == geo.in_channels &&
-                         w.kernel_h == w.kernel_w && w.stride_h == w.stride_w && w.dilation_h == 1 &&
-                         w.dilation_w == 1 && depthwise_kernel_fits(dw);
-  if (depthwise) {
-    // The unpadded input: the kernel pads (symmetrically or not) as it loads.
-    const float* residual_f = static_cast<const float*>(residual);
-    other = [=] {
-      launch_depthwise_conv(static_cast<const float*>(x), static_cast<const float*>(weight),
-                            static_cast<const float*>(bias), residual_f, static_cast<float*>(y), dw, act, gpu->stream);
-      check_launch("depthwise conv", where);
-      (void)zeros;  // the bias when relu had none: kept alive with the step
-    };
-  }
-  // cuDNN's candidates are timed when there is a choice to make: between
-  // them, or against the other implementation. The fastest and its time
-  // are kept per signature and epilogue (KernelChoices::process()).
-  const bool compare_other = other && ctx.conv_choice == ConvChoice::kFaster;
-  TimedAlgo cudnn{candidates.front(), 0};
+  return dw;
+}
+
+bool is_pointwise(const Conv2dGeometry& geo) {
+  const Window2d& w = geo.window;
+  return w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 && w.dilation_h == 1 &&
+         w.dilation_w == 1 && w.pad_top == 0 && w.pad_left == 0 && w.pad_bottom == 0 && w.pad_right == 0 &&
+         geo.groups == 1;
+}
+
+bool is_depthwise(const Conv2dGeometry& geo, const DepthwiseGeometry& dw) {
+  const Window2d& w = geo.window;
+  return geo.groups == geo.in_channels && geo.out_channels == geo.in_channels && w.kernel_h == w.kernel_w &&
+         w.stride_h == w.stride_w && w.dilation_h == 1 && w.dilation_w == 1 && depthwise_kernel_fits(dw);
+}
+
+// cuDNN's algorithm for the step: the stored one, or every candidate timed
+// when there is a choice to make (between them, or against the other
+// implementation), the fastest kept per signature and epilogue
+// (KernelChoices::process()).
+TimedAlgo choose_algo(const std::vector<AlgoChoice>& candidates, const std::optional<TimedAlgo>& stored,
+                      bool compare_other, const std::string& choice_key,
+                      const std::function<std::function<void()>(AlgoChoice)>& step_with, GpuContext* gpu,
+                      const Where& where) {
   if (stored) {
-    cudnn = *stored;
     if (log_choices())
-      log_stored_choice("conv " + choice_key + ": stored algo " + std::to_string(static_cast<int>(cudnn.choice.algo)));
-  } else if (candidates.size() > 1 || compare_other) {
-    // A workspace for timing (the model's is sized to the chosen algorithms once all steps are lowered).
-    size_t most = 0;
-    for (const AlgoChoice& a : candidates) most = std::max(most, a.workspace);
-    if (gpu->conv_workspace.bytes() < most) gpu->conv_workspace = DeviceBuffer(most, "convolution workspace");
-    std::string log;
-    for (const AlgoChoice& a : candidates) {
-      const double ms = time_launches_ms(cudnn_step(a), gpu->stream, where);
-      if (&a == &candidates.front() || ms < cudnn.ms) cudnn = {a, ms};
-      if (log_choices())
-        log += " algo " + std::to_string(static_cast<int>(a.algo)) + " " + std::to_string(ms * 1e3) + " us;";
-    }
-    if (log_choices())
-      std::fprintf(stderr, "conv %s: %s chosen algo %d\n", choice_key.c_str(), log.c_str(),
-                   static_cast<int>(cudnn.choice.algo));
-    KernelChoices::process().put(
-        "conv-algo " + choice_key,
-        TimedChoice{cudnn.choice.algo, static_cast<int64_t>(cudnn.choice.workspace), cudnn.ms}.to_text());
+      log_stored_choice("conv " + choice_key + ": stored algo " +
+                        std::to_string(static_cast<int>(stored->choice.algo)));
+    return *stored;
   }
-  ctx.gpu.conv_workspace_needed = std::max(ctx.gpu.conv_workspace_needed, cudnn.choice.workspace);
-  const std::function<void()> via_cudnn = cudnn_step(cudnn.choice);
-  if (!other || ctx.conv_choice == ConvChoice::kCudnn) return via_cudnn;
-  if (ctx.conv_choice == ConvChoice::kOther) return other;
+  TimedAlgo cudnn{candidates.front(), 0};
+  if (candidates.size() <= 1 && !compare_other) return cudnn;
+  // A workspace for timing (the model's is sized to the chosen algorithms once all steps are lowered).
+  size_t most = 0;
+  for (const AlgoChoice& a : candidates) most = std::max(most, a.workspace);
+  if (gpu->conv_workspace.bytes() < most) gpu->conv_workspace = DeviceBuffer(most, "convolution workspace");
+  std::string log;
+  for (const AlgoChoice& a : candidates) {
+    const double ms = time_launches_ms(step_with(a), gpu->stream, where);
+    if (&a == &candidates.front() || ms < cudnn.ms) cudnn = {a, ms};
+    if (log_choices())
+      log += " algo " + std::to_string(static_cast<int>(a.algo)) + " " + std::to_string(ms * 1e3) + " us;";
+  }
+  if (log_choices())
+    std::fprintf(stderr, "conv %s: %s chosen algo %d\n", choice_key.c_str(), log.c_str(),
+                 static_cast<int>(cudnn.choice.algo));
+  KernelChoices::process().put(
+      "conv-algo " + choice_key,
+      TimedChoice{cudnn.choice.algo, static_cast<int64_t>(cudnn.choice.workspace), cudnn.ms}.to_text());
+  return cudnn;
+}
+
+// cuDNN's step or the other implementation, whichever the stored choice
+// says or, without one, whichever times faster here (then stored).
+std::function<void()> faster_of(const std::function<void()>& via_cudnn, double cudnn_ms,
+                                const std::function<void()>& other, bool pointwise, const std::string& choice_key,
+                                GpuContext* gpu, const Where& where) {
   const std::string other_key = "conv-other " + choice_key;
   if (const std::optional<std::string> text = KernelChoices::process().find(other_key)) {
     if (const std::optional<TimedChoice> won = TimedChoice::parse(*text)) {
@@ -419,10 +429,90 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   const double other_ms = time_launches_ms(other, gpu->stream, where);
   if (log_choices())
     std::fprintf(stderr, "conv %s: %s %.2f us against cuDNN's %.2f us\n", choice_key.c_str(),
-                 pointwise ? "cuBLAS" : "depthwise kernel", other_ms * 1e3, cudnn.ms * 1e3);
-  const bool other_wins = other_ms < cudnn.ms;
+                 pointwise ? "cuBLAS" : "depthwise kernel", other_ms * 1e3, cudnn_ms * 1e3);
+  const bool other_wins = other_ms < cudnn_ms;
   KernelChoices::process().put(other_key, TimedChoice{other_wins ? 1 : 0, 0, other_ms}.to_text());
   return other_wins ? other : via_cudnn;
+}
+
+// The operands of the task's convolution; a zero bias where relu has none
+// (cuDNN's fused call needs one).
+ConvOperands conv_operands(const LowerCtx& ctx, const Task& task, const Conv2dGeometry& geo, bool symmetric, int64_t ph,
+                           int64_t pw, void* scratch) {
+  const Graph& g = ctx.graph;
+  const Node& conv = g.node(task.nodes[0]);
+  const Window2d& w = geo.window;
+  ConvOperands o(ctx.where(task.nodes[0]));
+  o.gpu = &ctx.gpu;
+  o.descs = make_descs(geo, symmetric, ph, pw, o.where);
+  o.x = ctx.ptr(conv.inputs[0]);
+  o.weight = ctx.ptr(conv.inputs[1]);
+  o.y = ctx.ptr({task.root(), 0});
+  o.bias = task.bias ? ctx.ptr(*task.bias) : nullptr;
+  o.residual = task.residual ? ctx.ptr(*task.residual) : nullptr;
+  o.relu = task.relu;
+  o.act = activation_of(task);
+  if (o.relu && !o.bias) {
+    o.zeros = std::make_shared<DeviceBuffer>(static_cast<size_t>(geo.out_channels) * 4, "conv zero bias");
+    TGR_GPU_CHECK(cudaMemset(o.zeros->data(), 0, o.zeros->bytes()), o.where);
+    o.bias = o.zeros->data();
+  }
+  o.symmetric = symmetric;
+  o.scratch = scratch;
+  o.xs = g.shape(conv.inputs[0]);
+  o.padded = Shape{geo.batch, geo.in_channels, ph, pw};
+  o.pad_offset = w.pad_top * pw + w.pad_left;
+  o.ys = g.node(task.root()).output_shapes[0];
+  return o;
+}
+
+}  // namespace
+
+std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch) {
+  const Graph& g = ctx.graph;
+  const Node& conv = g.node(task.nodes[0]);
+  const Where where = ctx.where(task.nodes[0]);
+  const Conv2dGeometry geo = conv2d_geometry(conv.params, g.shape(conv.inputs[0]), g.shape(conv.inputs[1]));
+  const Window2d& w = geo.window;
+  const bool symmetric = w.pad_top == w.pad_bottom && w.pad_left == w.pad_right;
+  const int64_t ph = w.in_h + (symmetric ? 0 : w.pad_top + w.pad_bottom);
+  const int64_t pw = w.in_w + (symmetric ? 0 : w.pad_left + w.pad_right);
+  if (!symmetric && !scratch) fail(where, "asymmetric padding needs a scratch buffer the plan did not give");
+  const ConvOperands o = conv_operands(ctx, task, geo, symmetric, ph, pw, scratch);
+
+  // The algorithm: a choice timed earlier (this process, or a stored one:
+  // kernel_choices.h) needs no list of candidates (cudnnFind times every
+  // algorithm, a tenth of a second for a large convolution).
+  const std::string key = signature_key(geo, symmetric, ph, pw);
+  const std::string choice_key = key + (task.bias ? ",b" : "") + (task.residual ? ",z" : "") + activation_key(o.act);
+  const std::optional<TimedAlgo> stored = stored_algo(choice_key, ctx.conv_workspace_limit);
+  const std::vector<AlgoChoice> candidates =
+      stored ? std::vector<AlgoChoice>{stored->choice} : cudnn_candidates(key, *o.descs, ctx, where);
+  // The fallback should cuDNN refuse the fused relu call for an algorithm:
+  // rarely runs, so not compiled (nor counted).
+  const EwLauncher relu_epilogue(epilogue_program(o.y, o.ys, o.bias, o.residual, ConvActivation{ConvActivation::kRelu}),
+                                 false, false);
+  std::optional<EwLauncher> activation_epilogue;
+  if (o.act.kind == ConvActivation::kClip || o.act.kind == ConvActivation::kSilu)
+    activation_epilogue.emplace(ctx.elementwise_launcher(epilogue_program(o.y, o.ys, o.bias, nullptr, o.act), false));
+  auto step_with = [&](AlgoChoice choice) { return cudnn_step(o, choice, relu_epilogue, activation_epilogue); };
+
+  // Besides cuDNN, a convolution may have another implementation (a 1x1 one
+  // on cuBLAS, a depthwise one on the runtime's kernel); whichever of the
+  // two is faster here (measured at load on the real shapes) runs, unless
+  // the options pin one.
+  std::function<void()> other;
+  const bool pointwise = is_pointwise(geo);
+  const DepthwiseGeometry dw = depthwise_geometry(geo);
+  if (pointwise) other = pointwise_step(o, geo, ctx);
+  if (is_depthwise(geo, dw)) other = depthwise_step(o, dw);
+  const bool compare_other = other && ctx.conv_choice == ConvChoice::kFaster;
+  const TimedAlgo cudnn = choose_algo(candidates, stored, compare_other, choice_key, step_with, o.gpu, where);
+  ctx.gpu.conv_workspace_needed = std::max(ctx.gpu.conv_workspace_needed, cudnn.choice.workspace);
+  const std::function<void()> via_cudnn = step_with(cudnn.choice);
+  if (!other || ctx.conv_choice == ConvChoice::kCudnn) return via_cudnn;
+  if (ctx.conv_choice == ConvChoice::kOther) return other;
+  return faster_of(via_cudnn, cudnn.ms, other, pointwise, choice_key, o.gpu, where);
 }
 
 }  // namespace tgr::gpu
