@@ -42,29 +42,22 @@ struct TargetInfo {
   std::string_view help;  // one line for --help
   // optimize's --search where none is given: the search that found graphs
   // as cheap or cheaper on the models measured for this target
-  // (docs/benchmarks.md, "Which search runs without `--search`"):
-  // "saturate" for all three.
+  // (docs/benchmarks.md, "Which search runs without `--search`").
   std::string_view default_search;
   // optimize's --node-growth where neither it nor --node-limit is given
   // (saturation's RunnerOptions::growth_limit; 0: the node limit alone).
-  // 120 for onnxruntime-cpu and roofline: a small model's useful rewrites
-  // come in its first few thousand e-nodes there, and a fixed 50,000 only
-  // cost time (SqueezeNet 2.7 s instead of 6.9 s for the same graph under
-  // the roofline). 0 for tgr-gpu: its plan costs pay for the split-K forms
-  // of every convolution together with the merges, which fill the room
-  // first, and the scaled limit stopped before the best graphs (GoogLeNet
-  // x0.668 against x0.638 with the fitted costs, SqueezeNet x0.737 against
-  // x0.688; docs/benchmarks.md, "The GPU plan's node limit").
+  // Scaled for onnxruntime-cpu and roofline, where a small model's useful
+  // rewrites come early; the fixed node limit for tgr-gpu, whose split-K
+  // forms fill the room before the merges that pay (docs/benchmarks.md,
+  // "Saturation's node limit follows the model's size" and "The GPU plan's
+  // node limit").
   double default_node_growth;
   // optimize's --iterations where it is not given (saturation's
-  // RunnerOptions::iteration_limit). 20 for onnxruntime-cpu and roofline.
-  // 100 for tgr-gpu, where the time and node limits decide: iterations
-  // prove the matches whose launch counts promise most first, and a
-  // rewrite that launches as many kernels and runs them faster (a 1 x 1
-  // convolution as a product) waits behind them, so at 20 iterations
-  // EfficientNet-B0 had 8 of its 64 1 x 1 convolutions as products,
-  // predicted x0.982, and at its time limit (37 iterations) 53, x0.926
-  // (an H200's table; docs/benchmarks.md, "1 x 1 convolutions as products").
+  // RunnerOptions::iteration_limit). Higher for tgr-gpu, where the time and
+  // node limits decide: rewrites that launch as many kernels and run them
+  // faster (a 1 x 1 convolution as a product) are proved after those whose
+  // launch counts promise more (docs/benchmarks.md, "GPU (H200): 1 x 1
+  // convolutions as products").
   int default_iterations;
 };
 const std::vector<TargetInfo>& targets();
