@@ -105,11 +105,10 @@ Graph biases_graph() {
   return g;
 }
 
-std::vector<Sample> samples() {
-  const Range pos = kPositive;
+// Elementwise.
+std::vector<Sample> elementwise_samples() {
   return {
-      // --- elementwise --------------------------------------------------------
-      {"binary_broadcast", "(add(x, y), sub(x, y), mul(x, y), div(x, p))", "x=2x3x4,y=3x1,p=4", {{"p", pos}}},
+      {"binary_broadcast", "(add(x, y), sub(x, y), mul(x, y), div(x, p))", "x=2x3x4,y=3x1,p=4", {{"p", kPositive}}},
       {"binary_int",
        "(add(a, b), sub(a, b), mul(a, b), div(a, c), div(a, neg(c)), neg(a), abs(b))",
        "a=int64:3x4,b=int64:4,c=int64:3x1",
@@ -117,11 +116,11 @@ std::vector<Sample> samples() {
       {"pow",
        "(pow(p, y), pow(x, k))",
        "p=2x3,y=2x3,x=3x4,k=4",
-       {{"p", pos}, {"y", Range{-2, 2}}, {"k", int_valued(-2, 3)}}},
+       {{"p", kPositive}, {"y", Range{-2, 2}}, {"k", int_valued(-2, 3)}}},
       {"scalar_mul", "scalar_mul(x, s)", "x=2x3,s=scalar"},
       {"unary", "(neg(x), relu(x), sigmoid(x), tanh(x), abs(x), exp(x), erf(x))", "x=3x4", {{"x", Range{-3, 3}}}},
       {"softplus_rounding", "(softplus(x), floor(x), ceil(x))", "x=3x4", {{"x", Range{-30, 30}}}},
-      {"unary_positive", "(sqrt(p), log(p))", "p=3x4", {{"p", pos}}},
+      {"unary_positive", "(sqrt(p), log(p))", "p=3x4", {{"p", kPositive}}},
       {"unary_nan", "(sqrt(x), log(x), div(x, y))", "x=3x4,y=3x4", {{"y", int_valued(-1, 1)}}},  // NaN and inf
       {"activations",
        "(leaky_relu(x), leaky_relu[alpha=0.3](x), hard_sigmoid(x), hard_sigmoid[alpha=0.25, beta=0.4](x), "
@@ -130,15 +129,30 @@ std::vector<Sample> samples() {
        {{"x", Range{-5, 5}}},
        {11, 13, 14, 17}},
       {"clip", "(clip[min=-0.5, max=0.25](x), clip[min=-0.2](x), clip[max=0.3](x), clip(x))", "x=3x4"},
-      // --- matmul -------------------------------------------------------------
+  };
+}
+
+// Matmul.
+std::vector<Sample> matmul_samples() {
+  return {
       {"matmul", "(matmul(a, b), batch_matmul(c, d))", "a=3x4,b=4x5,c=2x3x4,d=2x4x2"},
-      // --- conv ---------------------------------------------------------------
+  };
+}
+
+// Conv.
+std::vector<Sample> conv_samples() {
+  return {
       {"conv_same", "conv2d(x, w)", "x=1x3x8x8,w=4x3x3x3"},
       {"conv_stride_same", "conv2d[stride=2x2](x, w)", "x=2x3x8x7,w=4x3x4x3"},
       {"conv_explicit_relu", "conv2d[pad=1x2x0x1, dilation=2x1, act=relu](x, w)", "x=1x2x7x6,w=3x2x3x3"},
       {"conv_valid_groups", "(conv2d[pad=valid, stride=2x1](x, w), conv2d(x, d))", "x=1x4x6x6,w=6x2x3x3,d=4x1x3x3"},
       {"enlarge", "(enlarge[size=5x3](w), conv2d(x, enlarge[size=5x5](w)))", "x=1x3x6x6,w=4x3x3x1"},
-      // --- pool ---------------------------------------------------------------
+  };
+}
+
+// Pool.
+std::vector<Sample> pool_samples() {
+  return {
       {"avgpool",
        "(avgpool[kernel=3x3](x), avgpool[kernel=3x3, stride=2x2, include_pad=1](x), avgpool[kernel=2x3, stride=2x1, "
        "pad=1x1x0x1](x))",
@@ -147,7 +161,12 @@ std::vector<Sample> samples() {
        "(maxpool[kernel=3x3, stride=2x2](x), maxpool[kernel=2x2, stride=2x2, pad=valid](x), "
        "maxpool[kernel=3x2, pad=2x0x1x1](x))",
        "x=2x2x7x6"},
-      // --- layout -------------------------------------------------------------
+  };
+}
+
+// Layout.
+std::vector<Sample> layout_samples() {
+  return {
       {"transpose", "(transpose(x), transpose[perm=0x2x1](x), transpose(m))", "x=2x3x4,m=int64:2x3"},
       {"concat_split",
        "(concat[axis=1](x, y, x), split[axis=1, sizes=2x3x1](x).0, split[axis=1, sizes=2x3x1](x).2)",
@@ -189,13 +208,23 @@ std::vector<Sample> samples() {
        "m=bool:2x3",
        {},
        {11, 12, 13, 17}},
-      // --- constants ----------------------------------------------------------
+  };
+}
+
+// Constants.
+std::vector<Sample> constant_samples() {
+  return {
       {"constants",
        "(matmul(a, eye[n=4]()), add(a, ones[shape=3x4]()), conv2d(x, conv_identity[channels=2, kernel=3x3]()), "
        "conv2d(x, pool_kernel[channels=2, kernel=3x3]()))",
        "a=3x4,x=1x2x5x5"},
       {"constant_output", "(eye[n=3](), add(a, ones[shape=3]()))", "a=3"},
-      // --- comparisons, masks, casts -----------------------------------------
+  };
+}
+
+// Comparisons, masks, casts.
+std::vector<Sample> comparison_samples() {
+  return {
       {"compare_float",
        "(equal(x, y), less(x, y), greater(x, y), less_equal(x, y), greater_equal(x, y))",
        "x=3x4,y=4",
@@ -218,7 +247,12 @@ std::vector<Sample> samples() {
        "cast[to=int64](m), cast[to=float](x))",
        "x=3x4,z=3x4,a=int64:3x4,m=bool:3x4",
        {{"x", Range{-3, 3}}, {"z", int_valued(-1, 1)}, {"a", ints(-2, 2)}}},
-      // --- normalization ------------------------------------------------------
+  };
+}
+
+// Normalization.
+std::vector<Sample> normalization_samples() {
+  return {
       {"softmax",
        "(softmax[axis=0](x), softmax[axis=1](x), softmax[axis=2](x), softmax[axis=0](v))",
        "x=2x3x4,v=5",
@@ -231,9 +265,14 @@ std::vector<Sample> samples() {
       {"batch_norm",
        "(batch_norm(x, s, b, m, v), batch_norm[epsilon=0.01](y, s, b, m, v))",
        "x=2x3x4x5,y=2x3,s=3,b=3,m=3,v=3",
-       {{"v", pos}},
+       {{"v", kPositive}},
        {11, 13, 14, 15, 17}},
-      // --- reductions ---------------------------------------------------------
+  };
+}
+
+// Reductions.
+std::vector<Sample> reduction_samples() {
+  return {
       {"reduce",
        "(reduce_sum[axes=1](x), reduce_sum[axes=0x2, keepdims=0](x), reduce_mean[axes=2](x), "
        "reduce_mean[axes=0x1, keepdims=0](x), reduce_sum[axes=0](a), reduce_max[axes=1](x), "
@@ -241,7 +280,12 @@ std::vector<Sample> samples() {
        "x=2x3x4,a=int64:3x2",
        {},
        {11, 13, 17, 18}},
-      // --- indexing -----------------------------------------------------------
+  };
+}
+
+// Indexing.
+std::vector<Sample> indexing_samples() {
+  return {
       {"gather",
        "(gather[axis=1](x, i), gather(x, j), gather[axis=2](x, k))",
        "x=2x3x4,i=int64:2x2,j=int64:3,k=int64:scalar",
@@ -250,7 +294,12 @@ std::vector<Sample> samples() {
        "(gather_elements[axis=1](x, i), gather_elements(a, j))",
        "x=2x3x4,i=int64:2x2x4,a=int64:3x2,j=int64:2x2",
        {{"i", ints(-3, 2)}, {"j", ints(-3, 2)}}},
-      // --- graphs: a residual block, attention, and naming corner cases -------
+  };
+}
+
+// Graphs: a residual block, attention, and naming corner cases.
+std::vector<Sample> graph_samples() {
+  return {
       {"residual_block", "relu(add(conv2d(conv2d[act=relu](x, k0), k1), x))", "x=1x8x12x12,k0=8x8x3x3,k1=8x8x3x3"},
       {"attention",
        "matmul(softmax[axis=1](scalar_mul(matmul(matmul(x, wq), transpose(matmul(x, wk))), s)), matmul(x, wv))",
@@ -258,6 +307,15 @@ std::vector<Sample> samples() {
       {"constants_initializers", "", "", {{"ids", ints(-5, 5)}}, {11, 13, 17}, constants_graph},
       {"output_names", "", "", {}, {11, 17}, outputs_graph},
   };
+}
+
+std::vector<Sample> samples() {
+  std::vector<Sample> all;
+  for (auto group : {&elementwise_samples, &matmul_samples, &conv_samples, &pool_samples, &layout_samples, &constant_samples, &comparison_samples, &normalization_samples, &reduction_samples, &indexing_samples, &graph_samples}) {
+    std::vector<Sample> some = group();
+    all.insert(all.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
+  }
+  return all;
 }
 
 
