@@ -392,9 +392,15 @@ class Deriver {
       proof.refute_trials = 0;  // as optimize: a failed proof is enough to skip an instance
       instances_.emplace(*prover_, proof);
     }
-    tgr::DTypeMap dtypes;
-    const tgr::ShapeMap shapes = tgr::parse_shape_map(line.variables, &dtypes);
-    return tgr::saturation::derive_rule(tgr::build_rule(line.text, shapes, dtypes), rules_, *instances_, options_);
+    tgr::Rule query;
+    try {
+      tgr::DTypeMap dtypes;
+      const tgr::ShapeMap shapes = tgr::parse_shape_map(line.variables, &dtypes);
+      query = tgr::build_rule(line.text, shapes, dtypes);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(line.where + ": " + e.what());
+    }
+    return tgr::saturation::derive_rule(query, rules_, *instances_, options_);
   }
 
  private:
@@ -409,7 +415,9 @@ class Deriver {
 void print_chain(const tgr::saturation::Derivation& d, const char* indent) {
   std::printf("%schain of %zu rule applications, %d congruence steps (%d iterations, %zu e-nodes, %.2f s)%s:\n", indent,
               d.chain.size(), d.congruences, d.stats.iterations, d.enodes, d.seconds,
-              d.confirmed ? "" : "; not reproduced by these rules alone");
+              d.confirmed
+                  ? ""
+                  : "; these rules alone did not derive it again: the chain passes through forms other rules added");
   for (size_t i = 0; i < d.chain.size(); ++i) {
     const tgr::saturation::ChainStep& s = d.chain[i];
     std::printf("%s  %zu. #%lld%s %s\n%s       at %s\n", indent, i + 1, static_cast<long long>(s.rule_id),
@@ -424,20 +432,21 @@ int cmd_derive(Deriver& deriver, const std::string& text) {
   const auto bar = text.find('|');
   line.text = text.substr(0, bar);
   if (bar != std::string::npos) line.variables = text.substr(bar + 1);
-  tgr::saturation::Derivation d;
-  try {
-    if (line.variables.find_first_not_of(" \t") == std::string::npos)
-      throw tgr::cli::UsageError("the rule needs its variables' shapes: \"SRC => DST | x0=2x4,...\"");
-    tgr::canonical_rule_text(line.text);  // a syntax error is a usage error
-    tgr::parse_shape_map(line.variables);
-  } catch (const tgr::ParseError& e) {
-    throw tgr::cli::UsageError(e.what());
-  } catch (const tgr::cli::UsageError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw tgr::cli::UsageError(std::string("shapes: ") + e.what());
+  for (std::string* t : {&line.text, &line.variables}) {
+    t->erase(0, t->find_first_not_of(" \t"));
+    t->erase(t->find_last_not_of(" \t") + 1);
   }
-  d = deriver.derive(line);
+  if (line.variables.find_first_not_of(" \t") == std::string::npos)
+    throw tgr::cli::UsageError("the rule needs its variables' shapes: \"SRC => DST | x0=2x4,...\"");
+  try {  // what does not parse or type-check at its shapes is a usage error
+    tgr::canonical_rule_text(line.text);
+    tgr::DTypeMap dtypes;
+    const tgr::ShapeMap shapes = tgr::parse_shape_map(line.variables, &dtypes);
+    tgr::build_rule(line.text, shapes, dtypes);
+  } catch (const std::exception& e) {
+    throw tgr::cli::UsageError(e.what());
+  }
+  const tgr::saturation::Derivation d = deriver.derive(line);
   if (!d.derived) {
     std::printf("not derived: %s (%s)\n", line.text.c_str(), tgr::saturation::not_derived_reason(d).c_str());
     return 1;
