@@ -413,8 +413,8 @@ class Deriver {
 
 // The chain of a derivation, one application a line, each line starting with `indent`.
 void print_chain(const tgr::saturation::Derivation& d, const char* indent) {
-  std::printf("%schain of %zu rule applications, %d congruence steps (%d iterations, %zu e-nodes, %.2f s)%s:\n", indent,
-              d.chain.size(), d.congruences, d.stats.iterations, d.enodes, d.seconds,
+  std::printf("%schain of %zu rule application%s (%d iterations, %zu e-nodes, %.2f s)%s:\n", indent, d.chain.size(),
+              d.chain.size() == 1 ? "" : "s", d.stats.iterations, d.enodes, d.seconds,
               d.confirmed
                   ? ""
                   : "; these rules alone did not derive it again: the chain passes through forms other rules added");
