@@ -16,7 +16,7 @@ namespace {
 // class in the union forest (EGraph::union_log).
 class UnionForest {
  public:
-  explicit UnionForest(const std::vector<UnionRecord>& log) : log_(log) {
+  explicit UnionForest(const std::vector<UnionRecord>& log) {
     for (size_t e = 0; e < log.size(); ++e) {
       const ClassId top = std::max(log[e].a, log[e].b);
       if (top >= adjacent_.size()) adjacent_.resize(top + 1);
@@ -46,7 +46,6 @@ class UnionForest {
   }
 
  private:
-  const std::vector<UnionRecord>& log_;
   std::vector<std::vector<std::pair<ClassId, size_t>>> adjacent_;
 };
 
@@ -156,7 +155,8 @@ Derivation derive_rule(const Rule& query, const std::vector<optimizer::DirectedR
 }
 
 std::string not_derived_reason(const Derivation& d) {
-  char buf[160];
+  constexpr size_t kLine = 160;  // longer than any of the lines below
+  char buf[kLine];
   const RunnerStats& s = d.stats;
   switch (d.stop) {
     case StopReason::kSaturated:
