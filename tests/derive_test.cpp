@@ -1,15 +1,17 @@
 // Derivations (saturation/derive.h): a rule that follows from a small rule
 // set by a chain of instances proved at its own shapes, the chain it
 // reports, a false rule that is not derived, the limit that stopped a
-// search, and a rule with two outputs.
+// search, a rule with two outputs, and the e-graph's union log they read.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "ir/text.h"
 #include "saturation/derive.h"
+#include "saturation/egraph.h"
 #include "tests/optimizer_test_util.h"
 
 namespace tgr::saturation {
@@ -135,6 +137,37 @@ TEST(Derive, TargetThatIsAVariable) {
   ASSERT_FALSE(d.chain.empty());
   EXPECT_LE(d.chain.size(), 2u);
   for (const ChainStep& s : d.chain) EXPECT_EQ(s.rule_id, 1);
+}
+
+// The union log: a union joining two classes is logged once with the ids it
+// was given; a congruence it causes is logged between the two e-nodes' own
+// ids (ENode::self), whose children as added pair up across the union.
+TEST(UnionLog, LogsUnionsAndTheCongruencesTheyCause) {
+  const OpDef& relu = OpTable::instance().get("relu");
+  EGraph g;
+  g.log_unions();
+  Node x, y;
+  x.name = "x";
+  y.name = "y";
+  x.output_shapes = y.output_shapes = {Shape({2, 3})};
+  x.output_dtypes = y.output_dtypes = {DType::kFloat};
+  const ClassId cx = g.add_input(x), cy = g.add_input(y);
+  const ClassId rx = g.add_op(relu, relu.make_params(), {cx});
+  const ClassId ry = g.add_op(relu, relu.make_params(), {cy});
+  g.rebuild();
+  EXPECT_TRUE(g.merge(cx, cy, 7));
+  EXPECT_FALSE(g.merge(cy, cx, 8));  // one class already: not logged
+  g.rebuild();
+  EXPECT_EQ(g.find(rx), g.find(ry));
+  ASSERT_EQ(g.union_log().size(), 2u);
+  EXPECT_EQ(g.union_log()[0].a, cx);
+  EXPECT_EQ(g.union_log()[0].b, cy);
+  EXPECT_EQ(g.union_log()[0].origin, 7u);
+  const UnionRecord& congruence = g.union_log()[1];
+  EXPECT_EQ(congruence.origin, 0u);
+  EXPECT_EQ(std::set<ClassId>({congruence.a, congruence.b}), std::set<ClassId>({rx, ry}));
+  EXPECT_EQ(g.original_node(rx).children, std::vector<ClassId>{cx});
+  EXPECT_EQ(g.original_node(ry).children, std::vector<ClassId>{cy});
 }
 
 }  // namespace
