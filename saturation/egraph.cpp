@@ -106,8 +106,14 @@ bool EGraph::is_constant_node(const ENode& n) const {
 
 ClassId EGraph::add_node(ENode node, ClassData data) {
   node = canonical(node);
-  if (auto it = memo_.find(node); it != memo_.end()) return find(it->second);
+  if (auto it = memo_.find(node); it != memo_.end()) {
+    last_added_ = it->first.self;
+    return find(it->second);
+  }
   const auto id = static_cast<ClassId>(classes_.size());
+  node.self = id;
+  last_added_ = id;
+  if (log_unions_) originals_.push_back(node);
   parent_.push_back(id);
   data.constant = is_constant_node(node);
   EClass cls;
@@ -219,10 +225,40 @@ void EGraph::merge_data(ClassId into, ClassId from) {
   a.constant = a.constant || b.constant;
 }
 
-bool EGraph::merge(ClassId a, ClassId b) {
+void EGraph::log_unions() {
+  if (!classes_.empty()) throw std::logic_error("e-graph: log_unions on an e-graph that is not empty");
+  log_unions_ = true;
+}
+
+void EGraph::add_premises(uint32_t origin, std::vector<std::pair<ClassId, ClassId>> premises) {
+  if (log_unions_) premises_[origin] = std::move(premises);
+}
+
+const std::vector<std::pair<ClassId, ClassId>>& EGraph::premises(uint32_t origin) const {
+  static const std::vector<std::pair<ClassId, ClassId>> none;
+  const auto it = premises_.find(origin);
+  return it == premises_.end() ? none : it->second;
+}
+
+void EGraph::merge_congruent(const ENode& x, ClassId x_class, const ENode& y, ClassId y_class) {
+  if (!log_unions_ || find(x_class) == find(y_class)) {
+    merge(x_class, y_class);
+    return;
+  }
+  // Logged between the e-nodes themselves (their own ids), so that the
+  // explanation can pair up their children as they were added.
+  union_log_.push_back({x.self, y.self, 0});
+  log_unions_ = false;
+  merge(x_class, y_class);
+  log_unions_ = true;
+}
+
+bool EGraph::merge(ClassId a, ClassId b, uint32_t origin) {
+  const ClassId given_a = a, given_b = b;
   a = find(a);
   b = find(b);
   if (a == b) return false;
+  if (log_unions_) union_log_.push_back({given_a, given_b, origin});
   // The larger class absorbs the smaller (fewer parents to move).
   if (classes_[a].nodes.size() + classes_[a].parents.size() < classes_[b].nodes.size() + classes_[b].parents.size())
     std::swap(a, b);
@@ -279,7 +315,7 @@ void EGraph::restore_congruence() {
         ENode key = canonical(node);
         auto [it, inserted] = memo_.try_emplace(std::move(key), find(cls));
         if (!inserted) {
-          merge(it->second, cls);
+          merge_congruent(it->first, it->second, node, cls);
           it->second = find(cls);
         }
       }
@@ -294,7 +330,7 @@ void EGraph::rebuild() {
     // parent lists and operator index rebuilt from them. A collision here
     // is a congruence the worklist missed: merge and go round again.
     memo_.clear();
-    std::vector<std::pair<ClassId, ClassId>> collisions;
+    std::vector<std::pair<ENode, ClassId>> collisions;  // (e-node, its class) met again in a class of the memo
     const NodeOrder order{op_instances_};
     for (ClassId c = 0; c < classes_.size(); ++c) {
       if (parent_[c] != c) continue;
@@ -310,7 +346,7 @@ void EGraph::rebuild() {
           cls.nodes.end());
       for (const ENode& n : cls.nodes) {
         auto [it, inserted] = memo_.try_emplace(n, c);
-        if (!inserted && it->second != c) collisions.emplace_back(it->second, c);
+        if (!inserted && it->second != c) collisions.emplace_back(n, c);
       }
     }
     // Filtered e-nodes stay known to hash-consing (a collision with a live
@@ -321,11 +357,14 @@ void EGraph::rebuild() {
       c = find(c);
       auto [it, inserted] = memo_.try_emplace(n, c);
       if (inserted) still_filtered.emplace_back(std::move(n), c);
-      else if (it->second != c) collisions.emplace_back(it->second, c);
+      else if (it->second != c) collisions.emplace_back(n, c);
       // else: the same as an e-node of its class (live or filtered): once is enough
     }
     filtered_.swap(still_filtered);
-    for (const auto& [a, b] : collisions) merge(a, b);
+    for (const auto& [n, c] : collisions) {
+      const auto it = memo_.find(n);
+      merge_congruent(it->first, it->second, n, c);
+    }
     if (pending_.empty()) break;
   }
   num_nodes_ = memo_.size() - filtered_.size();

@@ -65,6 +65,10 @@ struct ENode {
   // kOp: the names it carries (EGraph::label; 0: none), a model node's or
   // those a rewrite gave (optimizer/node_names.h); not part of its identity.
   uint32_t label = 0;
+  // The class id this e-node was first added under (EGraph::add_node: every
+  // new e-node starts a class of its own); not part of its identity. The
+  // union log (EGraph::log_unions) explains congruences through it.
+  ClassId self = UINT32_MAX;
 
   bool same_as(const ENode& other) const {
     return kind == other.kind && head == other.head && children == other.children;
@@ -89,6 +93,19 @@ struct OpInstance {
 struct NodeLabel {
   std::string name;
   std::vector<std::string> value_names;
+};
+
+// One union of the log (EGraph::log_unions): `a` and `b`, ids of the two
+// classes as they were joined (not necessarily canonical then). A rule
+// application (`origin` > 0, ENode::origin's numbering) joined a class its
+// pattern matched and its target's; a congruence (`origin` 0) joined two
+// e-nodes that became equal, `a` and `b` being their ENode::self ids.
+// Only unions that joined two classes are logged: the log is a spanning
+// forest of every class (egg's proof forest), so any two ids of one class
+// are connected by exactly one path of logged unions.
+struct UnionRecord {
+  ClassId a = 0, b = 0;
+  uint32_t origin = 0;
 };
 
 struct ClassData {
@@ -140,7 +157,23 @@ class EGraph {
   ClassId find(ClassId id) const;
   // Joins two classes; false when they were one already. Throws
   // std::logic_error when their shapes or element types differ.
-  bool merge(ClassId a, ClassId b);
+  // `origin`: the rule application that proved them equal (UnionRecord).
+  bool merge(ClassId a, ClassId b, uint32_t origin = 0);
+  // Keeps a log of unions from now on (UnionRecord), and every e-node added
+  // from now on as it was added (original_node), for explanations
+  // (saturation/derive.h). Call on an empty e-graph.
+  void log_unions();
+  bool logs_unions() const { return log_unions_; }
+  const std::vector<UnionRecord>& union_log() const { return union_log_; }
+  // What rule application `origin` relied on besides its instance: pairs of
+  // ids it took to be one class (an e-node it added or found, and the
+  // operand it was given). Recorded by apply_proved when logging.
+  void add_premises(uint32_t origin, std::vector<std::pair<ClassId, ClassId>> premises);
+  const std::vector<std::pair<ClassId, ClassId>>& premises(uint32_t origin) const;
+  // The ENode::self of the e-node the last add_* call added or found.
+  ClassId last_added_node() const { return last_added_; }
+  // The e-node that created class id `self` (children as they were then); log_unions only.
+  const ENode& original_node(ClassId self) const { return originals_.at(self); }
   // Restores congruence closure (egg's worklist: the parents of merged
   // classes re-canonicalised, congruent ones merged) without rebuilding the
   // indexes; afterwards hash-consing sees every merge. Cycle filtering calls
@@ -200,6 +233,8 @@ class EGraph {
   uint32_t intern(const OpDef& op, Params params);
   std::optional<uint32_t> find_instance(const OpDef& op, const Params& params, uint64_t hash) const;  // no interning
   void merge_data(ClassId into, ClassId from);
+  // A merge of two congruent e-nodes' classes, logged as such.
+  void merge_congruent(const ENode& x, ClassId x_class, const ENode& y, ClassId y_class);
   void update_constants();
 
   std::vector<ClassId> parent_;  // union-find
@@ -210,6 +245,11 @@ class EGraph {
   std::vector<ClassId> pending_;                     // classes whose parents need re-canonicalising
   std::vector<std::pair<ENode, ClassId>> filtered_;  // break_cycles(): out of their classes, still in the memo
   bool dirty_ = false;                               // merged or added since the last rebuild()
+  bool log_unions_ = false;
+  std::vector<UnionRecord> union_log_;
+  std::vector<ENode> originals_;                                                     // by class id, when logging
+  std::unordered_map<uint32_t, std::vector<std::pair<ClassId, ClassId>>> premises_;  // by origin, when logging
+  ClassId last_added_ = kNoClass;
 
   std::vector<OpInstance> op_instances_;
   std::unordered_multimap<uint64_t, uint32_t> op_instance_index_;

@@ -272,8 +272,23 @@ ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const Pat
       rule_tag.empty() ? std::vector<std::string>{} : matched_names(egraph, match);
   optimizer::RewriteNamer namer(rule_tag, replaced);
   if (record) record->removed = replaced;
+  // With a union log (EGraph::log_unions), each e-node added or found is
+  // named by its own id (ENode::self), and the ids it was given as operands
+  // are premises of the application (saturation/derive.h explains them).
+  const bool explain = egraph.logs_unions();
+  std::vector<std::pair<ClassId, ClassId>> premises;
+  auto added = [&](ClassId cls, const std::vector<ClassId>& operands) {
+    if (!explain) return cls;
+    const ClassId self = egraph.last_added_node();
+    const ENode& original = egraph.original_node(self);
+    for (size_t i = 0; i < operands.size() && i < original.children.size(); ++i)
+      premises.emplace_back(original.children[i], operands[i]);
+    return self;
+  };
+  auto add_constant = [&](const Node& n) { return added(egraph.add_constant(n), {}); };
+  auto add_project = [&](ClassId tuple, uint32_t k) { return added(egraph.add_project(tuple, k, origin), {tuple}); };
   const std::vector<ClassId> outputs = target_output_classes(
-      egraph, proved, [&](const Node& n) { return egraph.add_constant(n); },
+      egraph, proved, add_constant,
       [&](const Node& n, std::vector<ClassId> operands) {
         uint32_t label = 0;
         if (!rule_tag.empty()) {
@@ -282,21 +297,38 @@ ApplyOutcome apply_proved(EGraph& egraph, const MatchInstance& proved, const Pat
           std::vector<std::string> values = optimizer::RewriteNamer::value_names(name, n.output_shapes.size());
           label = egraph.add_label({std::move(name), std::move(values)});
         }
-        return egraph.add_op(*n.op, n.params, std::move(operands), origin, label);
+        return added(egraph.add_op(*n.op, n.params, operands, origin, label), operands);
       },
-      [&](ClassId tuple, uint32_t k) { return egraph.add_project(tuple, k, origin); });
+      add_project);
+  // The source's e-nodes as matched, by their own ids (found, not added,
+  // unless a union of this iteration left the hash-consing behind).
+  std::vector<ClassId> sources;
+  if (explain) {
+    MatchInstance source = proved;
+    source.instance.rule.target = proved.instance.rule.source;
+    sources = target_output_classes(
+        egraph, source, add_constant,
+        [&](const Node& n, std::vector<ClassId> operands) {
+          return added(egraph.add_op(*n.op, n.params, operands, origin), operands);
+        },
+        add_project);
+    egraph.add_premises(origin, std::move(premises));
+  }
   ApplyOutcome out;
   for (size_t k = 0; k < outputs.size(); ++k) {
     const ClassId t = egraph.find(outputs[k]);
     const ClassId s = egraph.find(match.outputs.at(k));
-    if (t == s) continue;
+    if (t == s && (!explain || egraph.find(sources.at(k)) == t)) continue;
     // Either direction closes a cycle: s would contain a node that reaches
     // s, or t's ancestors would include t.
     if (filter_cycles && (egraph.reaches(t, s) || egraph.reaches(s, t))) {
       ++out.cycles_filtered;
       continue;
     }
-    egraph.merge(t, s);
+    // Logged between the target's e-node and the source's (a duplicate of
+    // the matched one where hash-consing was behind: congruence joins them).
+    if (explain) egraph.merge(outputs[k], sources.at(k), origin);
+    else egraph.merge(t, s, origin);
     ++out.unions;
     // The next check (and the next application's hash-consing) must see
     // the e-graph congruence-closed: a congruent duplicate has no parents,

@@ -18,7 +18,12 @@
 // reaches the other through children) is skipped: the target nodes stay,
 // unconnected; the other outputs' unions (each proved equal by the
 // instance) still happen. Every check runs on a congruence-closed e-graph
-// (EGraph::restore_congruence after each union).
+// (EGraph::restore_congruence after each union). On an e-graph that logs
+// its unions (EGraph::log_unions), the instance's source is added too (it
+// finds the matched e-nodes), each union joins the target's and the
+// source's e-nodes by their own ids, and the ids each e-node was given as
+// operands are the application's premises (EGraph::add_premises), so that
+// saturation/derive.h can explain every step.
 #pragma once
 
 #include <cstdint>

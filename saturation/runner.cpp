@@ -30,6 +30,8 @@ std::string_view stop_reason_name(StopReason reason) {
       return "iteration_limit";
     case StopReason::kTimeLimit:
       return "time_limit";
+    case StopReason::kGoal:
+      return "goal";
   }
   return "unknown";
 }
@@ -317,6 +319,7 @@ RunnerStats Runner::run() {
   SignatureCosts signature_costs;
   ProofCache proofs;
   if (!egraph_.clean()) egraph_.rebuild();
+  auto goal_reached = [&] { return options_.goal && options_.goal(); };
   // The lead stage's share is of the time the iterations have (setting up
   // the patterns of a large database takes a second or two of the limit).
   const double setup_s = since(start);
@@ -336,6 +339,10 @@ RunnerStats Runner::run() {
   };
 
   for (int iteration = 0;; ++iteration) {
+    if (goal_reached()) {
+      stats.stop = StopReason::kGoal;
+      break;
+    }
     if (iteration >= options_.iteration_limit) {
       stats.stop = StopReason::kIterationLimit;
       break;
@@ -578,6 +585,9 @@ RunnerStats Runner::run() {
       const optimizer::DirectedRule& rule = rules_[work[i].first];
       applications_.push_back(work[i].first);
       rewrites_.push_back(optimizer::start_record(rule));
+      instances_.push_back(options_.record_instances
+                               ? instances[i]->instance.text + " | " + instances[i]->instance.shapes
+                               : std::string());
       const auto origin = static_cast<uint32_t>(applications_.size());
       const ApplyOutcome a = apply_proved(egraph_, *instances[i], *work[i].second, origin, options_.filter_cycles,
                                           rewrites_.back().tag, &rewrites_.back());
@@ -620,6 +630,10 @@ RunnerStats Runner::run() {
     if (stage == 0 && last_stage > 0) stats.lead_iterations = iteration + 1;
     if (stage <= 1 && last_stage == 2) stats.small_rule_iterations = iteration + 1;
 
+    if (goal_reached()) {
+      stats.stop = StopReason::kGoal;
+      break;
+    }
     if (node_limit && !can_hand_on()) {
       stats.stop = StopReason::kNodeLimit;
       break;

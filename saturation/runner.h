@@ -67,12 +67,16 @@
 // before the last runs until it saturates or has had lead_time_share of
 // the time left when it started.
 //
+// With RunnerOptions::goal (saturation/derive.h), it also stops as soon as
+// the goal holds, checked before the first iteration and after each rebuild.
+//
 // It stops when an iteration changed nothing while no rule was banned
 // (saturated; when rules were banned, their bans are lifted first, as egg
 // does), or at the iteration, node or time limit.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -85,7 +89,7 @@
 
 namespace tgr::saturation {
 
-enum class StopReason { kSaturated, kNodeLimit, kIterationLimit, kTimeLimit };
+enum class StopReason { kSaturated, kNodeLimit, kIterationLimit, kTimeLimit, kGoal };
 std::string_view stop_reason_name(StopReason reason);  // "saturated", "node_limit", ...
 
 // Rules of at most this many operators on either side form the stage after
@@ -146,6 +150,11 @@ struct RunnerOptions {
   // rules, not worse, under a time limit").
   double lead_time_share = 0.9;
   pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::BacktrackingOptions
+  // When set, the run stops (StopReason::kGoal) once it returns true; called
+  // on the rebuilt e-graph before the first iteration and after each rebuild.
+  std::function<bool()> goal;
+  // Keep every application's instance text and shapes (Runner::instance_of).
+  bool record_instances = false;
 };
 
 struct IterationStats {
@@ -198,6 +207,9 @@ class Runner {
   size_t rule_of(uint32_t origin) const { return applications_.at(origin - 1); }
   // Where application `origin` applied: the names of the e-nodes it matched and made.
   const optimizer::AppliedRewrite& rewrite_of(uint32_t origin) const { return rewrites_.at(origin - 1); }
+  // What application `origin` proved, "source => target | shapes" at the
+  // e-classes' shapes (RunnerOptions::record_instances; else empty).
+  const std::string& instance_of(uint32_t origin) const { return instances_.at(origin - 1); }
 
  private:
   EGraph& egraph_;
@@ -207,6 +219,7 @@ class Runner {
   optimizer::CostModel* cost_;
   std::vector<size_t> applications_;
   std::vector<optimizer::AppliedRewrite> rewrites_;  // per application, as applications_
+  std::vector<std::string> instances_;               // per application, with record_instances
   optimizer::InstanceCache instance_cache_;          // both directions' matches, every iteration
 };
 

@@ -10,6 +10,11 @@
 //   rules --db F import FILE...                         insert the rules of rule files as candidates
 //   rules --db F check FILE... [--status S]             every rule of the files is in the database or implied
 //                                                       by rules in it (with status S)
+//   rules --db F check FILE... --derive [LIMITS]        ... or derived from its proved rules by a chain of them
+//   rules --db F derive "SRC => DST | SHAPES" [LIMITS]  whether the database's proved rules derive the rule (a
+//                                                       chain of instances proved at its shapes; saturation/
+//                                                       derive.h); prints the chain: exit 0 derived, 1 not, 2 usage
+//                                                       LIMITS: --iterations N --node-limit N --time-limit S
 //   rules --db F import-costs --device D FILE...        measured operator costs (SIGNATURE<TAB>MS lines) into op_costs
 //   rules --db F costs --device D                       the op_costs of a device, as such lines
 //   rules diff A B                                      rules only in A, only in B, with another status
@@ -40,11 +45,17 @@
 #include "ir/canonical.h"
 #include "ir/graph_dot.h"
 #include "ir/text.h"
+#include "optimizer/instance.h"
+#include "optimizer/rule_set.h"
 #include "rules_db/rule_json.h"
 #include "rules_db/rules_db.h"
+#include "saturation/derive.h"
 #include "tools/cli_app.h"
 #include "tools/cli_common.h"
+#include "tools/data_paths.h"
 #include "tools/rule_sets.h"
+#include "verifier/axioms.h"
+#include "verifier/prover.h"
 
 namespace {
 
@@ -366,12 +377,94 @@ int cmd_import(RulesDb& db, const std::vector<RuleRecord>& records) {
   return 0;
 }
 
+// The database's proved rules and a prover for their instances, loaded on
+// first use: what `derive` and `check --derive` search with.
+class Deriver {
+ public:
+  Deriver(std::string db_path, std::string specs_dir, tgr::saturation::DeriveOptions options)
+      : db_path_(std::move(db_path)), specs_dir_(std::move(specs_dir)), options_(options) {}
+
+  tgr::saturation::Derivation derive(const RuleLine& line) {
+    if (!instances_) {
+      rules_ = tgr::optimizer::load_rules(db_path_);
+      prover_.emplace(tgr::axioms::load_axioms(specs_dir_));
+      tgr::verifier::ProofOptions proof;
+      proof.refute_trials = 0;  // as optimize: a failed proof is enough to skip an instance
+      instances_.emplace(*prover_, proof);
+    }
+    tgr::Rule query;
+    try {
+      tgr::DTypeMap dtypes;
+      const tgr::ShapeMap shapes = tgr::parse_shape_map(line.variables, &dtypes);
+      query = tgr::build_rule(line.text, shapes, dtypes);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(line.where + ": " + e.what());
+    }
+    return tgr::saturation::derive_rule(query, rules_, *instances_, options_);
+  }
+
+ private:
+  std::string db_path_, specs_dir_;
+  tgr::saturation::DeriveOptions options_;
+  std::vector<tgr::optimizer::DirectedRule> rules_;
+  std::optional<tgr::verifier::Prover> prover_;
+  std::optional<tgr::optimizer::InstanceProver> instances_;
+};
+
+// The chain of a derivation, one application a line, each line starting with `indent`.
+void print_chain(const tgr::saturation::Derivation& d, const char* indent) {
+  std::printf("%schain of %zu rule application%s (%d iterations, %zu e-nodes, %.2f s)%s:\n", indent, d.chain.size(),
+              d.chain.size() == 1 ? "" : "s", d.stats.iterations, d.enodes, d.seconds,
+              d.confirmed
+                  ? ""
+                  : "; these rules alone did not derive it again: the chain passes through forms other rules added");
+  for (size_t i = 0; i < d.chain.size(); ++i) {
+    const tgr::saturation::ChainStep& s = d.chain[i];
+    std::printf("%s  %zu. #%lld%s %s\n%s       at %s\n", indent, i + 1, static_cast<long long>(s.rule_id),
+                s.reversed ? " (right to left)" : "", s.rule.c_str(), indent, s.instance.c_str());
+  }
+}
+
+// `derive`: exit 0 derived, 1 not, 2 a rule that does not parse.
+int cmd_derive(Deriver& deriver, const std::string& text) {
+  RuleLine line;
+  line.where = "the rule";
+  const auto bar = text.find('|');
+  line.text = text.substr(0, bar);
+  if (bar != std::string::npos) line.variables = text.substr(bar + 1);
+  for (std::string* t : {&line.text, &line.variables}) {
+    t->erase(0, t->find_first_not_of(" \t"));
+    t->erase(t->find_last_not_of(" \t") + 1);
+  }
+  if (line.variables.find_first_not_of(" \t") == std::string::npos)
+    throw tgr::cli::UsageError("the rule needs its variables' shapes: \"SRC => DST | x0=2x4,...\"");
+  try {  // what does not parse or type-check at its shapes is a usage error
+    tgr::canonical_rule_text(line.text);
+    tgr::DTypeMap dtypes;
+    const tgr::ShapeMap shapes = tgr::parse_shape_map(line.variables, &dtypes);
+    tgr::build_rule(line.text, shapes, dtypes);
+  } catch (const std::exception& e) {
+    throw tgr::cli::UsageError(e.what());
+  }
+  const tgr::saturation::Derivation d = deriver.derive(line);
+  if (!d.derived) {
+    std::printf("not derived: %s (%s)\n", line.text.c_str(), tgr::saturation::not_derived_reason(d).c_str());
+    return 1;
+  }
+  std::printf("derived: %s\n", line.text.c_str());
+  print_chain(d, "  ");
+  return 0;
+}
+
 // Each rule of the files: stored (silent), implied by stored rules
 // ("implied: RULE (by #a, #b; PASS)"), or neither ("not found: RULE"). With
 // a status, a stored rule must have it, and so must the rules implying one.
-int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const std::optional<std::string>& status) {
+// With a `deriver`, a rule neither stored nor implied may be derived by a
+// chain of proved rules ("derived: RULE" and the chain).
+int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const std::optional<std::string>& status,
+              Deriver* deriver) {
   StoredRules stored_rules(db);
-  int stored = 0, implied = 0, missing = 0, total = 0;
+  int stored = 0, implied = 0, derived = 0, missing = 0, total = 0;
   for (const auto& f : files)
     for (const auto& line : read_rule_file(f)) {
       ++total;
@@ -388,6 +481,20 @@ int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const st
         continue;
       }
       const auto how = stored_rules.explain(line.text, tgr::parse_shape_map(line.variables));
+      if (!how && deriver) {
+        const tgr::saturation::Derivation d = deriver->derive(line);
+        if (d.derived) {
+          std::printf("%s: derived: %s\n", line.where.c_str(), line.text.c_str());
+          print_chain(d, "    ");
+          ++derived;
+        } else {
+          std::printf("%s: not found: %s (%s)\n", line.where.c_str(), line.text.c_str(),
+                      tgr::saturation::not_derived_reason(d).c_str());
+          ++missing;
+        }
+        std::fflush(stdout);
+        continue;
+      }
       if (!how) {
         std::printf("%s: not found: %s\n", line.where.c_str(), line.text.c_str());
         ++missing;
@@ -406,8 +513,13 @@ int cmd_check(const RulesDb& db, const std::vector<std::string>& files, const st
         ++implied;
       }
     }
-  std::printf("%d of %d rules found%s%s: %d stored, %d implied, %d not found\n", stored + implied, total,
-              status ? " with status " : "", status ? status->c_str() : "", stored, implied, missing);
+  if (deriver)
+    std::printf("%d of %d rules found%s%s: %d stored, %d implied, %d derived, %d not found\n",
+                stored + implied + derived, total, status ? " with status " : "", status ? status->c_str() : "", stored,
+                implied, derived, missing);
+  else
+    std::printf("%d of %d rules found%s%s: %d stored, %d implied, %d not found\n", stored + implied, total,
+                status ? " with status " : "", status ? status->c_str() : "", stored, implied, missing);
   return missing ? 1 : 0;
 }
 
@@ -525,6 +637,27 @@ int main(int argc, char** argv) {
       app.add_subcommand("check", "exit 0 when every rule of the files is in the database or implied by its rules");
   check->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
   check->add_option("--status", status, "and has this status")->check(statuses);
+  bool derive_flag = false;
+  check->add_flag("--derive", derive_flag,
+                  "a rule neither stored nor implied may be derived by a chain of proved rules (as derive)");
+  auto* derive = app.add_subcommand("derive",
+                                    "whether the database's proved rules derive a rule by a chain of them; prints the "
+                                    "chain (exit 0 derived, 1 not, 2 bad text)");
+  derive->add_option("rule", text, "\"SRC => DST | SHAPES\", the rule at its variables' shapes")->required();
+  tgr::saturation::DeriveOptions derive_options;
+  std::string specs_dir = tgr::cli::default_specs_dir();
+  for (CLI::App* sub : {check, derive}) {
+    sub->add_option("--iterations", derive_options.iteration_limit, "derivation: saturation iterations at most")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    sub->add_option("--node-limit", derive_options.node_limit, "derivation: e-nodes at most")
+        ->capture_default_str()
+        ->check(CLI::Range(size_t{1}, size_t{10000000}));
+    sub->add_option("--time-limit", derive_options.time_limit_s, "derivation: seconds of search per rule")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 1e6));
+    sub->add_option("--specs", specs_dir, "derivation: the axioms the instance proofs use")->capture_default_str();
+  }
 
   auto* import_costs =
       app.add_subcommand("import-costs", "measured operator costs (SIGNATURE<TAB>MS lines) into op_costs");
@@ -558,7 +691,9 @@ int main(int argc, char** argv) {
       return cmd_import_costs(db, device, files);
     }
     const RulesDb db = RulesDb::open_read_only(db_path);  // works in a read-only folder
-    if (*check) return cmd_check(db, files, status);
+    Deriver deriver(db_path, specs_dir, derive_options);
+    if (*check) return cmd_check(db, files, status, derive_flag ? &deriver : nullptr);
+    if (*derive) return cmd_derive(deriver, text);
     if (*stats) return cmd_stats(db);
     if (*list) return cmd_list(db, status, filter, format);
     if (*show) return cmd_show(db, id, dot);
