@@ -137,7 +137,7 @@ TEST(EnumerationSpace, BadOperatorNamesAreErrors) {
 
 TEST(SearchSpace, BuiltInSpacesParseAndBuild) {
   const auto names = builtin_space_names();
-  for (const char* name : {"default", "layout", "merge", "mobile", "pointwise", "taso", "transformer"})
+  for (const char* name : {"default", "layout", "merge", "mobile", "pointwise", "splitk", "taso", "transformer"})
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   for (const auto& name : names) {
     const Space space = load_space(name);
