@@ -144,7 +144,8 @@ class SpaceParser {
     if (text == "image") return Role::kImage;
     if (text == "kernel") return Role::kKernel;
     if (text == "scalar") return Role::kScalar;
-    fail("unknown role '" + text + "' (tensor, image, kernel, scalar, any" + (same_allowed ? ", same)" : ")"));
+    if (text == "bias") return Role::kBias;
+    fail("unknown role '" + text + "' (tensor, image, kernel, scalar, bias, any" + (same_allowed ? ", same)" : ")"));
   }
 
   // variable KIND SHAPE ROLE alternative SHAPE [at-most N]
@@ -244,6 +245,12 @@ class SpaceParser {
 };
 
 }  // namespace
+
+bool OpTemplate::symmetric_roles() const {
+  for (int a = 1; a < arity; ++a)
+    if (arg_roles[a] != Role::kSame && arg_roles[a] != arg_roles[0]) return false;
+  return true;
+}
 
 Shape World::alternative_shape(const std::string& kind) const {
   for (const Variable& v : variables)

@@ -19,8 +19,10 @@
 namespace tgr::gen {
 
 // What a tensor stands for. Shapes alone would let a kernel be convolved as
-// an image; roles keep the enumeration to TASO's typed operators.
-enum class Role : uint8_t { kAny, kSame, kTensor, kImage, kKernel, kScalar };
+// an image; roles keep the enumeration to TASO's typed operators. A bias is
+// a per-channel (1xCx1x1) or per-feature (N) value that a broadcasting add
+// or mul spreads over an image or a matrix.
+enum class Role : uint8_t { kAny, kSame, kTensor, kImage, kKernel, kScalar, kBias };
 
 struct Variable {
   std::string name;  // kind letters + index: x0, w1, i2, k0 (3x3), p0 (1x1), r0 (1x3), b0, s0
@@ -37,6 +39,11 @@ struct OpTemplate {
   std::array<Role, 3> arg_roles{Role::kAny, Role::kAny, Role::kAny};  // kSame: the role of argument 0
   Role output_role = Role::kSame;                                      // kSame: the role of argument 0
   bool broadcasting = false;  // add, mul: operands of different shapes (else equal shapes only)
+
+  // Whether the arguments' roles are interchangeable (every argument takes
+  // the first one's role, or all name one role): only then does the
+  // enumerator list a commutative operator's arguments in one order.
+  bool symmetric_roles() const;
 };
 
 struct World {

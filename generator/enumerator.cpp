@@ -145,7 +145,9 @@ class DepthFirstEnumeration {
         for (const OpRef& existing : ops_)
           if (existing == op) return;  // the same node twice
         if (!roles_fit(tmpl, op)) return;
-        if (tmpl.op->commutative && op.args[0] > op.args[1]) return;
+        // A commutative operator's arguments in one order, unless their
+        // roles differ (add (image, bias)): then only one order fits.
+        if (tmpl.op->commutative && tmpl.symmetric_roles() && op.args[0] > op.args[1]) return;
         // One value as two arguments (add(a, a), concat(a, a)) only makes
         // special cases of rules over distinct values.
         for (int a = 1; a < op.n_args; ++a)

@@ -5,6 +5,7 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/mman.h>
 #include <unistd.h>
 #include <chrono>
 #include <cmath>
@@ -51,7 +52,20 @@ std::string settings_json(const GenerateOptions& o, const Space& space) {
 // finds its first: the repeated keys are the same whatever the scheduling.
 class RepeatedKeys {
  public:
-  explicit RepeatedKeys(int log2_bits) : words_(size_t{1} << (log2_bits - 6)), mask_((uint64_t{1} << log2_bits) - 1) {}
+  // The words are an anonymous mapping: zero pages that are only backed
+  // when touched, so a small space's few keys touch few pages of a filter
+  // sized for the default space (2 GiB at --max-ops 5). (calloc would not
+  // do: the TBB allocator that replaces it clears the whole block.)
+  explicit RepeatedKeys(int log2_bits)
+      : bytes_((size_t{1} << log2_bits) / 8),
+        words_(
+            static_cast<uint64_t*>(mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))),
+        mask_((uint64_t{1} << log2_bits) - 1) {
+    if (words_ == MAP_FAILED) throw std::bad_alloc();
+  }
+  ~RepeatedKeys() { munmap(words_, bytes_); }
+  RepeatedKeys(const RepeatedKeys&) = delete;
+  RepeatedKeys& operator=(const RepeatedKeys&) = delete;
 
   void add(const std::vector<uint64_t>& keys) {
     std::lock_guard lock(mutex_);
@@ -78,7 +92,8 @@ class RepeatedKeys {
     return mix64(key + (probe + 1) * kGoldenGamma);
   }
   std::mutex mutex_;
-  std::vector<uint64_t> words_;
+  size_t bytes_;
+  uint64_t* words_;
   uint64_t mask_;
   std::vector<uint64_t> repeated_;
 };

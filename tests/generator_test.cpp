@@ -137,7 +137,7 @@ TEST(EnumerationSpace, BadOperatorNamesAreErrors) {
 
 TEST(SearchSpace, BuiltInSpacesParseAndBuild) {
   const auto names = builtin_space_names();
-  for (const char* name : {"default", "layout", "mobile", "taso", "transformer"})
+  for (const char* name : {"default", "layout", "merge", "mobile", "pointwise", "splitk", "taso", "transformer"})
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   for (const auto& name : names) {
     const Space space = load_space(name);
@@ -177,7 +177,7 @@ TEST(SearchSpace, ErrorsNameTheFileAndLine) {
   EXPECT_EQ(error(head + "operator concat[axes=1]\n"), "my.space:4: concat has no parameter 'axes'");
   EXPECT_EQ(error(head + "operator matmul (tensor)\n"), "my.space:4: matmul takes 2 arguments; 1 roles given");
   EXPECT_EQ(error(head + "operator relu -> vector\n"),
-            "my.space:4: unknown role 'vector' (tensor, image, kernel, scalar, any, same)");
+            "my.space:4: unknown role 'vector' (tensor, image, kernel, scalar, bias, any, same)");
   EXPECT_EQ(error(head + "operator eye[n=2]\n"), "my.space:4: eye takes no arguments: give its output role (-> ROLE)");
   EXPECT_EQ(error(head + "operator relu broadcasting\n"), "my.space:4: only add and mul take 'broadcasting'");
   EXPECT_EQ(error(head + "variable x 2x2 tensor alternative 3x3\n"),
@@ -221,6 +221,75 @@ operator layer_norm[axis=1] (tensor, tensor, tensor) -> tensor
   EXPECT_FALSE(k.count("layer_norm[axis=1](x0, g0, g0)")) << "one value as two arguments";
   EXPECT_NE(k.at("reduce_mean[axes=2x3](conv2d(i0, k0))"), k.at("conv2d(reduce_mean[axes=2x3](i0), k0)"))
       << "a 3x3 kernel with same padding does not commute with global pooling";
+}
+
+// Candidates of a space at a size: what pass 2 keeps (classes of two or
+// more graphs), paired and pruned; their canonical texts.
+std::set<std::string> candidate_rules(const Space& space, int max_ops, int vars) {
+  auto e = enumerate({}, max_ops, vars, 1, &space);
+  std::map<std::pair<int, uint64_t>, int> count;
+  for (const auto& r : e->records) ++count[{r.world, r.key}];
+  std::vector<GraphRecord> kept;
+  for (const auto& r : e->records)
+    if (count[{r.world, r.key}] > 1) kept.push_back(r);
+  CandidateStats stats;
+  std::atomic<bool> stop{false};
+  std::set<std::string> keys;
+  for (const auto& c : find_candidates(e->enumerators, kept, 1, stats, stop)) keys.insert(c.canonical);
+  return keys;
+}
+
+// Per-channel biases (role bias) broadcast over images of two widths: the
+// generator finds that the biases of stacked branches stack (the rule
+// rules/extra.rules once wrote by hand), and a commutative operator whose
+// roles differ is enumerated with its arguments in the roles' order even
+// when the bias variables come first.
+TEST(SearchSpace, BiasesOfStackedChannelsStack) {
+  const Space space = parse_space(R"(space biases
+world channels
+variable c 1x2x1x1 bias alternative 1x3x1x1
+variable d 1x3x1x1 bias alternative 1x4x1x1
+variable x 1x2x4x4 image alternative 1x3x4x4
+variable y 1x3x4x4 image alternative 1x4x4x4
+operator add (image, bias) broadcasting
+operator concat[axis=1]
+)",
+                                  "biases.space");
+  const auto e = enumerate({}, 2, 1, 1, &space);
+  const auto& k = e->key_of;
+  EXPECT_TRUE(k.count("add(x0, c0)")) << "the image first, though c0 is an earlier variable";
+  EXPECT_FALSE(k.count("add(c0, x0)")) << "a bias is not the first argument";
+  EXPECT_FALSE(k.count("add(x0, d0)")) << "2 channels and a bias of 3 do not broadcast";
+  EXPECT_TRUE(k.count("concat[axis=1](c0, d0)"));
+  const auto rules = candidate_rules(space, 3, 1);
+  EXPECT_TRUE(rules.count(canonical_rule_text(
+      "concat[axis=1](add(x0, c0), add(y0, d0)) => add(concat[axis=1](x0, y0), concat[axis=1](c0, d0))")));
+  EXPECT_EQ(space.worlds[0].templates[0].symmetric_roles(), false);
+  EXPECT_EQ(space.worlds[0].templates[1].symmetric_roles(), true);
+}
+
+// Two convolutions of one input are one over the stacked kernels, split
+// (a rule of two outputs); a 1 x 1 kernel reads no padding.
+TEST(SearchSpace, ConvolutionsOfOneInputMerge) {
+  const Space space = parse_space(R"(space branches
+world branches
+variable i 1x4x5x5 image alternative 1x6x5x5
+variable k 2x4x3x3 kernel alternative 3x6x3x3
+variable l 3x4x3x3 kernel alternative 4x6x3x3
+variable p 2x4x1x1 kernel alternative 3x6x1x1
+operator conv2d (image, kernel) -> image
+operator conv2d[pad=valid] (image, kernel) -> image
+operator concat[axis=0] (kernel, kernel)
+operator split[axis=1, sizes=2x3] (image)
+)",
+                                  "branches.space");
+  const auto rules = candidate_rules(space, 3, 1);
+  EXPECT_TRUE(rules.count(canonical_rule_text(
+      "(conv2d(i0, k0), conv2d(i0, l0)) => (split[axis=1, sizes=2x3](conv2d(i0, concat[axis=0](k0, l0))).0, "
+      "split[axis=1, sizes=2x3](conv2d(i0, concat[axis=0](k0, l0))).1)")));
+  EXPECT_TRUE(rules.count(canonical_rule_text("conv2d[pad=valid](i0, p0) => conv2d(i0, p0)")));
+  EXPECT_FALSE(rules.count(canonical_rule_text("conv2d[pad=valid](i0, k0) => conv2d(i0, k0)")))
+      << "a 3 x 3 kernel does read padding";
 }
 
 }  // namespace
