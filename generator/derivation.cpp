@@ -1,0 +1,495 @@
+#include "generator/derivation.h"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+
+namespace tgr::gen {
+
+using expr::Access;
+using expr::Index;
+using expr::IndexTerm;
+using expr::Iterator;
+using expr::TensorExpr;
+using expr::iter_index;
+
+namespace {
+
+// Concatenation without temporaries built from the left (GCC 12's
+// -Wrestrict misfires on `"literal" + std::string&&`).
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::string s;
+  (s.append(std::string_view(parts)), ...);
+  return s;
+}
+
+
+// One affine term (scale 1) first, then the others; constants folded.
+Index normalize(const Index& idx) {
+  Index out;
+  out.offset = idx.offset;
+  std::map<int, int64_t> affine;
+  for (const IndexTerm& t : idx.terms) {
+    if (t.coefs.empty()) {
+      out.offset += expr::evaluate_index(Index{.terms = {t}}, {});
+    } else if (t.affine()) {
+      out.offset += t.scale * t.inner;
+      for (const auto& [x, c] : t.coefs) affine[x] += t.scale * c;
+    } else {
+      out.terms.push_back(t);
+    }
+  }
+  IndexTerm a;
+  for (const auto& [x, c] : affine)
+    if (c != 0) a.coefs.push_back({x, c});
+  if (!a.coefs.empty()) out.terms.insert(out.terms.begin(), a);
+  return out;
+}
+
+// `idx` with old iterator x replaced by repl[x]; none when a replacement
+// that is not affine lands inside a floordiv or mod.
+std::optional<Index> substitute(const Index& idx, const std::vector<Index>& repl) {
+  Index out;
+  out.offset = idx.offset;
+  for (const IndexTerm& t : idx.terms) {
+    if (t.affine()) {
+      out.offset += t.scale * t.inner;
+      for (const auto& [x, c] : t.coefs) {
+        const Index& r = repl[static_cast<size_t>(x)];
+        for (IndexTerm u : r.terms) {
+          u.scale *= t.scale * c;
+          out.terms.push_back(u);
+        }
+        out.offset += t.scale * c * r.offset;
+      }
+      continue;
+    }
+    IndexTerm nt = t;
+    nt.coefs.clear();
+    std::map<int, int64_t> coefs;
+    for (const auto& [x, c] : t.coefs) {
+      const Index& r = repl[static_cast<size_t>(x)];
+      if (r.terms.size() > 1 || (r.terms.size() == 1 && !r.terms[0].affine())) return std::nullopt;
+      nt.inner += c * r.offset;
+      if (r.terms.empty()) continue;
+      const IndexTerm& u = r.terms[0];
+      nt.inner += c * u.scale * u.inner;
+      for (const auto& [y, k] : u.coefs) coefs[y] += c * u.scale * k;
+    }
+    for (const auto& [y, k] : coefs)
+      if (k != 0) nt.coefs.push_back({y, k});
+    out.terms.push_back(nt);
+  }
+  return normalize(out);
+}
+
+bool substitute_all(TensorExpr& e, const std::vector<Index>& repl) {
+  for (expr::Term& t : e.terms)
+    for (Access& a : t.factors)
+      for (Index& i : a.index) {
+        std::optional<Index> s = substitute(i, repl);
+        if (!s) return false;
+        i = *s;
+      }
+  return true;
+}
+
+std::vector<Index> identity(int rank) {
+  std::vector<Index> idx;
+  for (int a = 0; a < rank; ++a) idx.push_back(iter_index(a));
+  return idx;
+}
+
+bool is_layout(const TensorExpr& e) {
+  return e.num_out == static_cast<int>(e.iterators.size()) && e.terms.size() == 1 &&
+         e.terms[0].factors.size() == 1 && e.unary == expr::Unary::kNone;
+}
+
+bool is_sum_of_reads(const TensorExpr& e) {
+  if (e.num_out != static_cast<int>(e.iterators.size()) || e.terms.size() < 2 || e.unary != expr::Unary::kNone)
+    return false;
+  return std::all_of(e.terms.begin(), e.terms.end(), [](const expr::Term& t) { return t.factors.size() == 1; });
+}
+
+bool is_compute(const TensorExpr& e) { return !is_layout(e) && !is_sum_of_reads(e); }
+
+std::vector<Iterator> out_iterators(const TensorExpr& e) {
+  return {e.iterators.begin(), e.iterators.begin() + e.num_out};
+}
+
+// A stage that adds the given reads (tensor, index) over `out`.
+Stage sum_stage(const Program& p, const std::vector<Iterator>& out,
+                const std::vector<std::pair<int, std::vector<Index>>>& reads) {
+  Stage st;
+  st.expr.iterators = out;
+  st.expr.num_out = static_cast<int>(out.size());
+  for (const auto& [tensor, idx] : reads) {
+    st.expr.terms.push_back({{Access{static_cast<int>(st.reads.size()), idx}}});
+    st.expr.inputs.push_back(tensor_shape(p, tensor));
+    st.reads.push_back(tensor);
+  }
+  return st;
+}
+
+// The same as a balanced tree of two-term sums (the table's add); the
+// inner sums become new stages, the top one is returned.
+Stage sum_tree(Program& p, const std::vector<Iterator>& out, std::vector<std::pair<int, std::vector<Index>>> reads) {
+  if (reads.size() <= 2) return sum_stage(p, out, reads);
+  const auto half = static_cast<long>(reads.size() / 2);
+  std::vector<std::pair<int, std::vector<Index>>> pair;
+  for (auto [from, to] : {std::pair{reads.begin(), reads.begin() + half}, std::pair{reads.begin() + half, reads.end()}}) {
+    p.stages.push_back(sum_tree(p, out, {from, to}));
+    pair.push_back({static_cast<int>(p.stages.size()) - 1, identity(static_cast<int>(out.size()))});
+  }
+  return sum_stage(p, out, pair);
+}
+
+// Stages no longer reachable from the output are removed; reads renumbered.
+void compact(Program& p) {
+  std::vector<char> reached(p.stages.size(), 0);
+  std::vector<int> todo{p.output};
+  while (!todo.empty()) {
+    const int s = todo.back();
+    todo.pop_back();
+    if (reached[static_cast<size_t>(s)]) continue;
+    reached[static_cast<size_t>(s)] = 1;
+    for (int r : p.stages[static_cast<size_t>(s)].reads)
+      if (r >= 0) todo.push_back(r);
+  }
+  std::vector<int> id(p.stages.size(), -1);
+  std::vector<Stage> kept;
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    if (reached[s]) {
+      id[s] = static_cast<int>(kept.size());
+      kept.push_back(std::move(p.stages[s]));
+    }
+  for (Stage& st : kept)
+    for (int& r : st.reads)
+      if (r >= 0) r = id[static_cast<size_t>(r)];
+  p.output = id[static_cast<size_t>(p.output)];
+  p.stages = std::move(kept);
+}
+
+// When `stage` is the output, a layout stage reading it with its present
+// axes becomes the output (re-indexed with the other readers afterwards).
+void keep_output_axes(Program& p, int stage) {
+  if (p.output != stage) return;
+  const TensorExpr e = p.stages[static_cast<size_t>(stage)].expr;
+  Stage layout;
+  layout.expr.iterators = out_iterators(e);
+  layout.expr.num_out = e.num_out;
+  layout.expr.inputs = {e.output_shape()};
+  layout.expr.terms = {{{Access{0, identity(e.num_out)}}}};
+  layout.reads = {stage};
+  p.stages.push_back(layout);
+  p.output = static_cast<int>(p.stages.size()) - 1;
+}
+
+// Every access to `stage` re-indexed by `reindex`; the readers see `shape`.
+void reindex_readers(Program& p, int stage, const Shape& shape,
+                     const std::function<std::vector<Index>(const std::vector<Index>&)>& reindex) {
+  for (Stage& s : p.stages)
+    for (size_t k = 0; k < s.reads.size(); ++k) {
+      if (s.reads[k] != stage) continue;
+      s.expr.inputs[k] = shape;
+      for (expr::Term& t : s.expr.terms)
+        for (Access& a : t.factors)
+          if (a.tensor == static_cast<int>(k)) a.index = reindex(a.index);
+    }
+}
+
+}  // namespace
+
+Program initial_program(const TensorExpr& e) {
+  Program p;
+  p.inputs = e.inputs;
+  Stage st{e, {}};
+  for (size_t k = 0; k < e.inputs.size(); ++k) st.reads.push_back(-1 - static_cast<int>(k));
+  p.stages.push_back(st);
+  return p;
+}
+
+Shape tensor_shape(const Program& p, int tensor) {
+  return tensor >= 0 ? p.stages[static_cast<size_t>(tensor)].expr.output_shape()
+                     : p.inputs[static_cast<size_t>(-1 - tensor)];
+}
+
+std::string program_key(const Program& p) {
+  std::map<int, int> number;
+  std::vector<int> order;
+  std::function<void(int)> visit = [&](int s) {
+    if (number.count(s)) return;
+    number[s] = static_cast<int>(order.size());
+    order.push_back(s);
+    for (int r : p.stages[static_cast<size_t>(s)].reads)
+      if (r >= 0) visit(r);
+  };
+  visit(p.output);
+  std::string key;
+  for (int s : order) {
+    const Stage& st = p.stages[static_cast<size_t>(s)];
+    key += expr::to_string(st.expr) + " <-";
+    for (int r : st.reads) key += r >= 0 ? cat(" t", std::to_string(number[r])) : cat(" in", std::to_string(-1 - r));
+    key += "; ";
+  }
+  return key;
+}
+
+std::vector<Program> split_summation(const Program& p, int stage) {
+  const Stage& base = p.stages[static_cast<size_t>(stage)];
+  std::vector<Program> out;
+  if (!is_compute(base.expr) || base.expr.unary != expr::Unary::kNone) return out;
+  for (int it = base.expr.num_out; it < static_cast<int>(base.expr.iterators.size()); ++it) {
+    const int64_t range = base.expr.iterators[static_cast<size_t>(it)].range;
+    for (int64_t parts : {2, 4}) {
+      if (range < parts || range % parts != 0) continue;
+      Program q = p;
+      std::vector<std::pair<int, std::vector<Index>>> reads;
+      bool ok = true;
+      for (int64_t j = 0; j < parts && ok; ++j) {
+        Stage piece = base;
+        piece.expr.iterators[static_cast<size_t>(it)].range = range / parts;
+        std::vector<Index> repl = identity(static_cast<int>(base.expr.iterators.size()));
+        repl[static_cast<size_t>(it)].offset = j * (range / parts);
+        ok = substitute_all(piece.expr, repl);
+        q.stages.push_back(piece);
+        reads.push_back({static_cast<int>(q.stages.size()) - 1, identity(base.expr.num_out)});
+      }
+      if (!ok) continue;
+      q.stages[static_cast<size_t>(stage)] = sum_tree(q, out_iterators(base.expr), reads);
+      q.steps.push_back(
+          cat("split-summation(", base.expr.iterators[static_cast<size_t>(it)].name, ",", std::to_string(parts), ")"));
+      out.push_back(std::move(q));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The leaf stages of a tree of sums rooted at `stage` (read at identity
+// indices), left to right; false when the tree has another shape.
+bool sum_leaves(const Program& p, int stage, std::vector<int>& leaves) {
+  const Stage& st = p.stages[static_cast<size_t>(stage)];
+  for (const expr::Term& t : st.expr.terms) {
+    const Access& a = t.factors[0];
+    const int r = st.reads[static_cast<size_t>(a.tensor)];
+    if (r < 0 || a.index != identity(st.expr.num_out)) return false;
+    if (is_sum_of_reads(p.stages[static_cast<size_t>(r)].expr)) {
+      if (!sum_leaves(p, r, leaves)) return false;
+    } else {
+      leaves.push_back(r);
+    }
+  }
+  return true;
+}
+
+// The numbers of an expression's indices that a merge may make depend on a
+// new iterator: each index's offset and each floordiv/mod term's inner constant.
+struct Slot {
+  Index* index;
+  int term;  // -1: the offset
+  int64_t& value() const { return term < 0 ? index->offset : index->terms[static_cast<size_t>(term)].inner; }
+};
+
+std::vector<Slot> slots(TensorExpr& e) {
+  std::vector<Slot> out;
+  for (expr::Term& t : e.terms)
+    for (Access& a : t.factors)
+      for (Index& i : a.index) {
+        out.push_back({&i, -1});
+        for (size_t k = 0; k < i.terms.size(); ++k)
+          if (!i.terms[k].affine()) out.push_back({&i, static_cast<int>(k)});
+      }
+  return out;
+}
+
+// The leaves' expressions with a traversal iterator inserted at `at`, or
+// none when they differ otherwise than in slots linear in their position.
+std::optional<TensorExpr> merged_leaves(const Program& p, const std::vector<int>& leaves, int at) {
+  std::vector<TensorExpr> exprs;
+  for (int l : leaves) {
+    TensorExpr e = p.stages[static_cast<size_t>(l)].expr;
+    std::vector<Index> repl;
+    for (int x = 0; x < static_cast<int>(e.iterators.size()); ++x) repl.push_back(iter_index(x < at ? x : x + 1));
+    if (!substitute_all(e, repl)) return std::nullopt;
+    e.iterators.insert(e.iterators.begin() + at, Iterator{"g", static_cast<int64_t>(leaves.size())});
+    ++e.num_out;
+    exprs.push_back(std::move(e));
+  }
+  std::vector<std::vector<Slot>> s;
+  for (TensorExpr& e : exprs) s.push_back(slots(e));
+  for (size_t j = 1; j < exprs.size(); ++j) {
+    if (s[j].size() != s[0].size()) return std::nullopt;
+    TensorExpr a = exprs[0], b = exprs[j];
+    for (const Slot& x : slots(a)) x.value() = 0;
+    for (const Slot& x : slots(b)) x.value() = 0;
+    if (!(a == b)) return std::nullopt;
+  }
+  for (size_t k = 0; k < s[0].size(); ++k) {
+    const int64_t delta = exprs.size() > 1 ? s[1][k].value() - s[0][k].value() : 0;
+    for (size_t j = 2; j < exprs.size(); ++j)
+      if (s[j][k].value() - s[0][k].value() != static_cast<int64_t>(j) * delta) return std::nullopt;
+    if (delta == 0) continue;
+    const Slot& x = s[0][k];
+    if (x.term < 0) {
+      x.index->terms.push_back(IndexTerm{.coefs = {{at, delta}}});
+    } else {
+      auto& coefs = x.index->terms[static_cast<size_t>(x.term)].coefs;
+      coefs.push_back({at, delta});
+      std::sort(coefs.begin(), coefs.end());
+    }
+  }
+  for (expr::Term& t : exprs[0].terms)
+    for (Access& a : t.factors)
+      for (Index& i : a.index) i = normalize(i);
+  return exprs[0];
+}
+
+}  // namespace
+
+std::vector<Program> merge_stages(const Program& p, int stage) {
+  std::vector<Program> out;
+  const Stage& root = p.stages[static_cast<size_t>(stage)];
+  std::vector<int> leaves;
+  if (!is_sum_of_reads(root.expr) || !sum_leaves(p, stage, leaves)) return out;
+  if (std::set<int>(leaves.begin(), leaves.end()).size() != leaves.size()) return out;
+  const std::vector<int>& reads = p.stages[static_cast<size_t>(leaves[0])].reads;
+  for (int l : leaves)
+    if (p.stages[static_cast<size_t>(l)].reads != reads || !is_compute(p.stages[static_cast<size_t>(l)].expr))
+      return out;
+  for (int at = 0; at <= root.expr.num_out; ++at) {
+    std::optional<TensorExpr> merged = merged_leaves(p, leaves, at);
+    if (!merged) continue;
+    Program q = p;
+    q.stages[static_cast<size_t>(leaves[0])].expr = *merged;
+    std::vector<std::pair<int, std::vector<Index>>> parts;
+    for (size_t j = 0; j < leaves.size(); ++j) {
+      std::vector<Index> idx = identity(root.expr.num_out);
+      idx.insert(idx.begin() + at, expr::const_index(static_cast<int64_t>(j)));
+      parts.push_back({leaves[0], idx});
+    }
+    q.stages[static_cast<size_t>(stage)] = sum_tree(q, out_iterators(root.expr), parts);
+    compact(q);
+    q.steps.push_back(cat("merge-stages(g@", std::to_string(at), ")"));
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::vector<Program> merge_iterators(const Program& p, int stage) {
+  std::vector<Program> out;
+  const TensorExpr& e = p.stages[static_cast<size_t>(stage)].expr;
+  if (!is_compute(e)) return out;
+  for (int a = 0; a + 1 < e.num_out; ++a) {
+    const int b = a + 1;
+    const int64_t range_b = e.iterators[static_cast<size_t>(b)].range;
+    if (e.iterators[static_cast<size_t>(a)].range == 1 || range_b == 1) continue;
+    TensorExpr m = e;
+    std::vector<Index> repl;
+    for (int x = 0; x < static_cast<int>(e.iterators.size()); ++x) {
+      if (x == a) repl.push_back(Index{.terms = {IndexTerm{.coefs = {{a, 1}}, .div = range_b}}});
+      else if (x == b) repl.push_back(Index{.terms = {IndexTerm{.coefs = {{a, 1}}, .mod = range_b}}});
+      else repl.push_back(iter_index(x < b ? x : x - 1));
+    }
+    if (!substitute_all(m, repl)) continue;
+    m.iterators[static_cast<size_t>(a)] = {e.iterators[static_cast<size_t>(a)].name + e.iterators[static_cast<size_t>(b)].name,
+                                           e.iterators[static_cast<size_t>(a)].range * range_b};
+    m.iterators.erase(m.iterators.begin() + b);
+    --m.num_out;
+    Program q = p;
+    keep_output_axes(q, stage);
+    q.stages[static_cast<size_t>(stage)].expr = m;
+    reindex_readers(q, stage, m.output_shape(), [&](const std::vector<Index>& idx) {
+      Index merged;
+      for (IndexTerm t : idx[static_cast<size_t>(a)].terms) {
+        t.scale *= range_b;
+        merged.terms.push_back(t);
+      }
+      for (const IndexTerm& t : idx[static_cast<size_t>(b)].terms) merged.terms.push_back(t);
+      merged.offset = idx[static_cast<size_t>(a)].offset * range_b + idx[static_cast<size_t>(b)].offset;
+      std::vector<Index> r = idx;
+      r[static_cast<size_t>(a)] = normalize(merged);
+      r.erase(r.begin() + b);
+      return r;
+    });
+    q.steps.push_back(cat("merge-iterators(", e.iterators[static_cast<size_t>(a)].name, ",",
+                          e.iterators[static_cast<size_t>(b)].name, ")"));
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::vector<Program> drop_unit_iterators(const Program& p, int stage) {
+  const TensorExpr& e = p.stages[static_cast<size_t>(stage)].expr;
+  if (!is_compute(e)) return {};
+  TensorExpr d = e;
+  d.iterators.clear();
+  d.num_out = 0;
+  std::vector<Index> repl;
+  std::vector<char> dropped_axis;
+  for (int x = 0; x < static_cast<int>(e.iterators.size()); ++x) {
+    const Iterator& it = e.iterators[static_cast<size_t>(x)];
+    if (x < e.num_out) dropped_axis.push_back(it.range == 1);
+    if (it.range == 1) {
+      repl.push_back(expr::const_index(0));
+      continue;
+    }
+    repl.push_back(iter_index(static_cast<int>(d.iterators.size())));
+    d.iterators.push_back(it);
+    if (x < e.num_out) ++d.num_out;
+  }
+  if (d.iterators.size() == e.iterators.size() || !substitute_all(d, repl)) return {};
+  Program q = p;
+  keep_output_axes(q, stage);
+  q.stages[static_cast<size_t>(stage)].expr = d;
+  reindex_readers(q, stage, d.output_shape(), [&](const std::vector<Index>& idx) {
+    std::vector<Index> r;
+    for (size_t k = 0; k < idx.size(); ++k)
+      if (!dropped_axis[k]) r.push_back(idx[k]);
+    return r;
+  });
+  q.steps.push_back("drop-units");
+  return {q};
+}
+
+std::vector<Program> derive(const Program& start, const DerivationOptions& options, DerivationStats& stats) {
+  using Rule = std::vector<Program> (*)(const Program&, int);
+  const Rule rules[] = {split_summation, merge_stages, merge_iterators, drop_unit_iterators};
+  std::vector<Program> all{start};
+  std::set<std::string> seen{program_key(start)};
+  size_t level_begin = 0;
+  for (int depth = 0; depth < options.max_depth && !stats.bounded; ++depth) {
+    const size_t level_end = all.size();
+    for (size_t i = level_begin; i < level_end && !stats.bounded; ++i)
+      for (int s = 0; s < static_cast<int>(all[i].stages.size()); ++s)
+        for (Rule rule : rules)
+          for (Program& q : rule(all[i], s)) {
+            if (!seen.insert(program_key(q)).second) {
+              ++stats.duplicates;
+              continue;
+            }
+            if (all.size() >= options.max_programs) {
+              stats.bounded = true;
+              break;
+            }
+            all.push_back(std::move(q));
+          }
+    level_begin = level_end;
+  }
+  stats.programs = all.size();
+  return all;
+}
+
+std::string derivation_kind(const Program& p) {
+  std::string kind;
+  for (const std::string& step : p.steps) kind += cat(kind.empty() ? "" : "+", step.substr(0, step.find('(')));
+  return kind.empty() ? "none" : kind;
+}
+
+}  // namespace tgr::gen

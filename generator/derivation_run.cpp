@@ -1,0 +1,149 @@
+#include "generator/derivation_run.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <stdexcept>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/derivation_match.h"
+#include "ir/op_def.h"
+#include "ir/text.h"
+#include "rules_db/rules_db.h"
+#include "runtime/interpreter.h"
+
+namespace tgr::gen {
+
+std::vector<DerivationSource> default_derivation_sources() {
+  return {
+      {"3x3 convolution, 4 channels", "conv2d(i0, k0)", "i0=1x4x5x5,k0=3x4x3x3"},
+      {"3x3 convolution, 8 channels", "conv2d(i0, k0)", "i0=1x8x5x5,k0=3x8x3x3"},
+      {"strided 3x3 convolution, 4 channels", "conv2d[stride=2x2, pad=1x1x1x1](i0, k0)", "i0=1x4x6x6,k0=3x4x3x3"},
+      {"strided 3x3 convolution, 8 channels", "conv2d[stride=2x2, pad=1x1x1x1](i0, k0)", "i0=1x8x6x6,k0=3x8x3x3"},
+      {"strided 1x1 convolution, 4 channels", "conv2d[stride=2x2, pad=valid](i0, k0)", "i0=1x4x6x6,k0=3x4x1x1"},
+      {"1x1 convolution of one image", "conv2d(i0, k0)", "i0=1x2x3x4,k0=5x2x1x1"},
+      {"matrix product", "matmul(x0, x1)", "x0=2x4,x1=4x3"},
+      {"batched matrix product", "batch_matmul(x0, x1)", "x0=2x3x4,x1=2x4x3"},
+  };
+}
+
+namespace {
+
+// Both sides of `rule` agree on the same random inputs in domain T.
+template <class T>
+bool sides_agree(const Rule& rule, uint64_t seed) {
+  const std::vector<Tensor<T>> in = random_inputs<T>(rule.source, seed);
+  const auto a = evaluate<T>(rule.source, std::span<const Tensor<T>>(in));
+  const auto b = evaluate<T>(rule.target, std::span<const Tensor<T>>(in));
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].shape != b[k].shape) return false;
+    for (size_t i = 0; i < a[k].data.size(); ++i) {
+      if constexpr (std::is_same_v<T, double>) {
+        if (!(std::fabs(a[k].data[i] - b[k].data[i]) <= 1e-9 * (1 + std::fabs(a[k].data[i])))) return false;
+      } else if (!(a[k].data[i] == b[k].data[i])) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// The source's one operator: its expression and the text of its inputs.
+Program source_program(const Graph& g, std::vector<std::string>& input_names, const Params*& like) {
+  const Node* op = nullptr;
+  for (const Node& n : g.nodes()) {
+    if (n.is_input()) input_names.push_back(n.name);
+    else if (n.op && op) throw std::invalid_argument(std::string("derivation source has more than one operator: ").append(to_text(g)));
+    else if (n.op) op = &n;
+  }
+  const expr::ExpressionHooks* hooks = op ? expr::expression_hooks(*op->op) : nullptr;
+  if (!hooks) throw std::invalid_argument(
+        std::string("derivation source is not one operator with an expression: ").append(to_text(g)));
+  std::vector<Shape> shapes;
+  for (ValueRef v : op->inputs) shapes.push_back(g.shape(v));
+  const std::vector<DType> floats(shapes.size(), DType::kFloat);
+  like = &op->params;
+  return initial_program(hooks->expression(OpCall{*op->op, op->params, shapes, floats, op->output_shapes}, 0));
+}
+
+}  // namespace
+
+std::vector<DerivedRule> derive_rules(const DerivationSource& source, const DerivationOptions& options, uint64_t seed,
+                                      DerivationCounts& counts) {
+  const ShapeMap shapes = parse_shape_map(source.shapes);
+  const Graph g = build_graph(source.program, shapes);
+  std::vector<std::string> names;
+  const Params* like = nullptr;
+  const Program start = source_program(g, names, like);
+  DerivationStats stats;
+  const std::vector<Program> programs = derive(start, options, stats);
+  counts.programs += static_cast<int64_t>(stats.programs);
+  counts.bounded = counts.bounded || stats.bounded;
+  const std::string src = to_text(g);
+  std::set<std::string> seen{rules_db::rule_record_from_text(src + " => " + src).canonical};
+  std::vector<DerivedRule> out;
+  for (const Program& p : programs) {
+    const std::optional<std::string> target = match_program(p, names, like);
+    if (!target) continue;
+    ++counts.matched;
+    const std::string text = src + " => " + *target;
+    if (!seen.insert(rules_db::rule_record_from_text(text).canonical).second) continue;
+    const Rule rule = build_rule(text, shapes);
+    if (!sides_agree<Fp>(rule, seed) || !sides_agree<double>(rule, seed ^ 0xa11ce)) {
+      ++counts.rejected;
+      continue;
+    }
+    ++counts.candidates;
+    std::string steps;
+    for (const std::string& s : p.steps) steps += (steps.empty() ? "" : "; ") + s;
+    out.push_back({text, source.shapes, derivation_kind(p), steps});
+  }
+  return out;
+}
+
+DerivationRunReport generate_derivations(const DerivationRunOptions& options, const std::atomic<bool>& stop) {
+  const auto start = std::chrono::steady_clock::now();
+  rules_db::RulesDb db = rules_db::RulesDb::open(options.db, true);
+  const nlohmann::json settings{{"derivations", true},
+                                {"max_depth", options.search.max_depth},
+                                {"max_programs", options.search.max_programs},
+                                {"seed", options.seed}};
+  DerivationRunReport report;
+  report.run = db.claim_run("generate", settings.dump(), {"generate"}).run.id;
+  for (const DerivationSource& src : options.sources) {
+    if (stop) break;
+    const DerivationCounts before = report.counts;
+    const std::vector<DerivedRule> rules = derive_rules(src, options.search, options.seed, report.counts);
+    for (const DerivedRule& d : rules) {
+      rules_db::RuleRecord r = rules_db::rule_record_from_text(d.text, d.shapes);
+      r.constraints = nlohmann::json{{"generalizes", false},
+                                     {"reason", "derived at the source's shapes"},
+                                     {"derivation", d.kind},
+                                     {"steps", d.steps}}
+                          .dump();
+      r.note = "derivation: " + d.kind + " (" + d.steps + "); source: " + src.label;
+      r.generator_run = report.run;
+      if (db.insert_rules({r}) == 1) {
+        ++report.inserted;
+        ++report.by_kind[d.kind];
+      }
+    }
+    if (options.progress)
+      std::fprintf(stderr, "generate --derivations: %s: %lld programs, %lld matched, %zu candidate rules\n",
+                   src.label.c_str(), static_cast<long long>(report.counts.programs - before.programs),
+                   static_cast<long long>(report.counts.matched - before.matched), rules.size());
+  }
+  report.interrupted = stop;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const nlohmann::json stats{{"programs", report.counts.programs},   {"matched", report.counts.matched},
+                             {"candidates", report.counts.candidates}, {"rejected", report.counts.rejected},
+                             {"inserted", report.inserted},          {"by_kind", report.by_kind}};
+  db.finish_run(report.run, stop ? "interrupted" : "finished", stats.dump());
+  return report;
+}
+
+}  // namespace tgr::gen
