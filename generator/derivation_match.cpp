@@ -38,6 +38,72 @@ std::string dims(const Shape& s) {
 
 using TextOf = std::function<std::string(const std::string& x)>;
 
+bool power_of_two(int64_t n) { return n >= 2 && (n & (n - 1)) == 0; }
+
+// Piece `index` of `count` (a power of two) equal pieces of x along `axis`
+// (of size `size`), as a half of a half...: the form the axioms about
+// halves (conv2d_split_channels, ...) prove.
+std::string nested_piece(const std::string& x, size_t axis, int64_t size, int64_t count, int64_t index) {
+  std::string t = x;
+  for (; count > 1; count /= 2) {
+    size /= 2;
+    const int64_t second = index >= count / 2 ? 1 : 0;
+    const std::string half = std::to_string(size);
+    t = cat("split[axis=", std::to_string(axis), ", sizes=", half, "x", half, "](", t, ").", std::to_string(second));
+    index -= second * (count / 2);
+  }
+  return t;
+}
+
+// Pieces lo..hi-1 concatenated along `axis` in a balanced tree of pairs.
+std::string nested_concat(const std::function<std::string(int64_t)>& piece, size_t axis, int64_t lo, int64_t hi) {
+  if (hi - lo == 1) return piece(lo);
+  const int64_t mid = lo + (hi - lo) / 2;
+  return cat("concat[axis=", std::to_string(axis), "](", nested_concat(piece, axis, lo, mid), ", ",
+             nested_concat(piece, axis, mid, hi), ")");
+}
+
+// A piece of x along `a`: halves of halves where the piece is one of a
+// power of two, then as one split of up to three pieces.
+void add_pieces(std::vector<TextOf>& out, const Shape& from, const Shape& to, size_t a) {
+  const int64_t count = to[a] > 0 && from[a] % to[a] == 0 ? from[a] / to[a] : 0;
+  if (power_of_two(count))
+    for (int64_t k = 0; k < count; ++k)
+      out.push_back([a, size = from[a], count, k](const std::string& x) { return nested_piece(x, a, size, count, k); });
+  for (int64_t off = 0; off + to[a] <= from[a]; ++off) {
+    Shape sizes;
+    for (int64_t s : {off, to[a], from[a] - off - to[a]})
+      if (s > 0) sizes.push_back(s);
+    const int piece = off > 0 ? 1 : 0;
+    out.push_back([a, sizes, piece](const std::string& x) {
+      return cat("split[axis=", std::to_string(a), ", sizes=", dims(sizes), "](", x, ").", std::to_string(piece));
+    });
+  }
+}
+
+// x's pieces along b stacked along a: in a tree of halves for a power of
+// two, then as one concat of one split's pieces.
+void add_restacks(std::vector<TextOf>& out, const Shape& from, const Shape& to, size_t a, size_t b) {
+  if (b == a || from[a] == 0 || to[a] % from[a] != 0) return;
+  const int64_t parts = to[a] / from[a];
+  Shape moved = from;
+  moved[a] *= parts;
+  if (parts < 2 || from[b] != to[b] * parts) return;
+  moved[b] = to[b];
+  if (moved != to) return;
+  if (power_of_two(parts) && parts > 2)
+    out.push_back([a, b, parts, size = from[b]](const std::string& x) {
+      return nested_concat([&](int64_t k) { return nested_piece(x, b, size, parts, k); }, a, 0, parts);
+    });
+  out.push_back([a, b, parts, piece = to[b]](const std::string& x) {
+    const std::string split =
+        cat("split[axis=", std::to_string(b), ", sizes=", dims(Shape(static_cast<size_t>(parts), piece)), "](", x, ")");
+    std::string args;
+    for (int64_t k = 0; k < parts; ++k) args += cat(k ? ", " : "", split, ".", std::to_string(k));
+    return cat("concat[axis=", std::to_string(a), "](", args, ")");
+  });
+}
+
 // Layout chains that turn a tensor of shape `from` into one of shape `to`.
 std::vector<TextOf> layout_candidates(const Shape& from, const Shape& to) {
   std::vector<TextOf> out;
@@ -58,30 +124,8 @@ std::vector<TextOf> layout_candidates(const Shape& from, const Shape& to) {
   for (size_t a = 0; a < rank; ++a) {
     Shape rest_from = from, rest_to = to;
     rest_from[a] = rest_to[a] = 0;
-    if (rest_from == rest_to && from[a] > to[a])  // a piece of a split
-      for (int64_t off = 0; off + to[a] <= from[a]; ++off) {
-        Shape sizes;
-        for (int64_t s : {off, to[a], from[a] - off - to[a]})
-          if (s > 0) sizes.push_back(s);
-        const int piece = off > 0 ? 1 : 0;
-        out.push_back([a, sizes, piece](const std::string& x) {
-          return cat("split[axis=", std::to_string(a), ", sizes=", dims(sizes), "](", x, ").", std::to_string(piece));
-        });
-      }
-    for (size_t b = 0; b < rank; ++b) {  // a split's pieces along b, concatenated along a
-      if (b == a || from[a] == 0 || to[a] % from[a] != 0) continue;
-      const int64_t parts = to[a] / from[a];
-      Shape moved = from;
-      moved[a] *= parts;
-      if (parts < 2 || from[b] != to[b] * parts || (moved[b] = to[b], moved != to)) continue;
-      out.push_back([a, b, parts, piece = to[b]](const std::string& x) {
-        const std::string split =
-            cat("split[axis=", std::to_string(b), ", sizes=", dims(Shape(static_cast<size_t>(parts), piece)), "](", x, ")");
-        std::string args;
-        for (int64_t k = 0; k < parts; ++k) args += cat(k ? ", " : "", split, ".", std::to_string(k));
-        return cat("concat[axis=", std::to_string(a), "](", args, ")");
-      });
-    }
+    if (rest_from == rest_to && from[a] > to[a]) add_pieces(out, from, to, a);
+    for (size_t b = 0; b < rank; ++b) add_restacks(out, from, to, a, b);
   }
   return out;
 }

@@ -24,6 +24,7 @@ std::vector<DerivationSource> default_derivation_sources() {
       {"strided 3x3 convolution, 4 channels", "conv2d[stride=2x2, pad=1x1x1x1](i0, k0)", "i0=1x4x6x6,k0=3x4x3x3"},
       {"strided 3x3 convolution, 8 channels", "conv2d[stride=2x2, pad=1x1x1x1](i0, k0)", "i0=1x8x6x6,k0=3x8x3x3"},
       {"strided 1x1 convolution, 4 channels", "conv2d[stride=2x2, pad=valid](i0, k0)", "i0=1x4x6x6,k0=3x4x1x1"},
+      {"strided 1x1 convolution, 8 channels", "conv2d[stride=2x2, pad=valid](i0, k0)", "i0=1x8x6x6,k0=3x8x1x1"},
       {"1x1 convolution of one image", "conv2d(i0, k0)", "i0=1x2x3x4,k0=5x2x1x1"},
       {"matrix product", "matmul(x0, x1)", "x0=2x4,x1=4x3"},
       {"batched matrix product", "batch_matmul(x0, x1)", "x0=2x3x4,x1=2x4x3"},

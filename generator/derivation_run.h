@@ -26,8 +26,8 @@ struct DerivationSource {
 };
 
 // The built-in sources: convolutions in the forms ResNet-style networks use
-// (3x3, strided with padding, strided 1x1, 1x1 of one image) with 4 and 8
-// input channels, a product, a batched product.
+// (3x3, strided 3x3 with padding, strided 1x1, each with 4 and 8 input
+// channels; 1x1 of one image), a product, a batched product.
 std::vector<DerivationSource> default_derivation_sources();
 
 struct DerivedRule {

@@ -19,7 +19,7 @@ namespace tgr {
 namespace {
 
 const verifier::Prover& prover() {
-  static const verifier::Prover p(verifier::axioms::load_axioms(TGR_SPECS_DIR));
+  static const verifier::Prover p(axioms::load_axioms(TGR_SPECS_DIR));
   return p;
 }
 
@@ -110,13 +110,14 @@ TEST(Derivation, FindsThePointwiseConvolutionAsAProduct) {
       "conv2d(i0, k0) => reshape[shape=1x5x3x4](matmul(reshape[shape=5x2](k0), reshape[shape=2x12](i0)))";
   const gen::DerivedRule* r = find_rule(rules, as_matmul);
   ASSERT_NE(r, nullptr) << rules.size() << " rules derived";
-  EXPECT_EQ(r->kind, "drop-units+merge-iterators");
+  // h and w merged into one iterator, the unit ones (n, r, s) dropped, in either order
+  EXPECT_TRUE(r->kind == "drop-units+merge-iterators" || r->kind == "merge-iterators+drop-units") << r->kind;
   expect_proved(as_matmul, "i0=1x2x3x4,k0=5x2x1x1");
 }
 
 // A summation split whose second piece starts one channel late (an
 // off-by-one range) matches no operators.
-TEST(Derivation, AnOffByOneSplitIsRefuted) {
+TEST(Derivation, AnOffByOneSplitMatchesNothing) {
   const Graph g = build_graph("conv2d(i0, k0)", parse_shape_map("i0=1x4x5x5,k0=3x4x3x3"));
   const Node& conv = g.node(g.outputs()[0].node);
   const std::vector<Shape> shapes{g.shape(conv.inputs[0]), g.shape(conv.inputs[1])};
