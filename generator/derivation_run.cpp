@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generator/derivation_match.h"
+#include "generator/enumeration_space.h"
 #include "ir/op_def.h"
 #include "ir/text.h"
 #include "rules_db/rules_db.h"
@@ -32,6 +34,50 @@ std::vector<DerivationSource> default_derivation_sources() {
 }
 
 namespace {
+
+// The kinds whose role fits an argument of role `role` (any role but scalar for kAny and kSame).
+std::vector<const VariableKind*> fitting_kinds(const WorldSpec& world, Role role) {
+  std::vector<const VariableKind*> out;
+  for (const VariableKind& k : world.kinds) {
+    const bool any = role == Role::kAny || role == Role::kSame;
+    if (any ? k.role != Role::kScalar : k.role == role) out.push_back(&k);
+  }
+  return out;
+}
+
+// Applications of template `t` to variables of `world` that type-check (at most `limit`).
+void template_sources(const WorldSpec& world, const OpTemplate& t, size_t limit, std::vector<DerivationSource>& out) {
+  std::vector<std::vector<const VariableKind*>> choices;
+  for (int a = 0; a < t.arity; ++a) choices.push_back(fitting_kinds(world, t.arg_roles[static_cast<size_t>(std::min(a, 2))]));
+  std::vector<size_t> pick(choices.size(), 0);
+  for (size_t found = 0; found < limit;) {
+    std::string args, shapes;
+    std::set<std::string> named;
+    bool empty = false;
+    for (size_t a = 0; a < choices.size(); ++a) {
+      if (choices[a].empty()) {
+        empty = true;
+        break;
+      }
+      const VariableKind& k = *choices[a][pick[a]];
+      std::string name = k.kind + "0";
+      if (named.count(name)) name = k.kind + "1";
+      if (named.insert(name).second) shapes += (shapes.empty() ? "" : ",") + name + "=" + shape_to_string(k.shape);
+      args += (a ? ", " : "") + name;
+    }
+    if (empty) return;
+    const std::string program = t.label + "(" + args + ")";
+    try {
+      build_graph(program, parse_shape_map(shapes));
+      out.push_back({world.name + ": " + program, program, shapes});
+      ++found;
+    } catch (const std::exception&) {  // the variables do not fit the operator: try others
+    }
+    size_t a = 0;
+    while (a < pick.size() && ++pick[a] == choices[a].size()) pick[a++] = 0;
+    if (a == pick.size()) return;
+  }
+}
 
 // Both sides of `rule` agree on the same random inputs in domain T.
 template <class T>
@@ -73,6 +119,15 @@ Program source_program(const Graph& g, std::vector<std::string>& input_names, co
 
 }  // namespace
 
+std::vector<DerivationSource> space_derivation_sources(const std::string& space_name_or_file) {
+  const Space space = load_space(space_name_or_file);
+  std::vector<DerivationSource> out;
+  for (const WorldSpec& world : space.worlds)
+    for (const OpTemplate& t : world.templates)
+      if (t.op && t.arity > 0 && expr::expression_hooks(*t.op)) template_sources(world, t, 4, out);
+  return out;
+}
+
 std::vector<DerivedRule> derive_rules(const DerivationSource& source, const DerivationOptions& options, uint64_t seed,
                                       DerivationCounts& counts) {
   const ShapeMap shapes = parse_shape_map(source.shapes);
@@ -88,6 +143,7 @@ std::vector<DerivedRule> derive_rules(const DerivationSource& source, const Deri
   std::set<std::string> seen{rules_db::rule_record_from_text(src + " => " + src).canonical};
   std::vector<DerivedRule> out;
   for (const Program& p : programs) {
+    if (p.steps.empty()) continue;  // the source itself
     const std::optional<std::string> target = match_program(p, names, like);
     if (!target) continue;
     ++counts.matched;

@@ -30,6 +30,12 @@ struct DerivationSource {
 // channels; 1x1 of one image), a product, a batched product.
 std::vector<DerivationSource> default_derivation_sources();
 
+// Every operator of a search space (docs/spaces.md) that has an expression,
+// applied to the first variables of its worlds' kinds whose roles fit its
+// arguments (at most four applications each, those that type-check).
+// Throws std::invalid_argument for a space that is neither built in nor a file.
+std::vector<DerivationSource> space_derivation_sources(const std::string& space_name_or_file);
+
 struct DerivedRule {
   std::string text;    // "SOURCE => TARGET" (source variable names)
   std::string shapes;  // the source's

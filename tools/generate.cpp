@@ -30,8 +30,13 @@ int run_derivations(const tgr::gen::GenerateOptions& o, int max_depth, int ranks
     d.seed = o.seed;
     d.progress = o.progress;
     d.search.max_depth = max_depth;
+    if (!o.space.empty()) {
+      const auto more = tgr::gen::space_derivation_sources(o.space);
+      d.sources.insert(d.sources.end(), more.begin(), more.end());
+    }
     const tgr::gen::DerivationRunReport r = tgr::gen::generate_derivations(d, g_stop);
-    std::printf("generate --derivations: run %lld, %zu sources, --max-depth %d\n", (long long)r.run, d.sources.size(),
+    std::printf("generate --derivations: run %lld, %zu sources%s, --max-depth %d\n", (long long)r.run,
+                d.sources.size(), o.space.empty() ? "" : (" (the built-in ones and space " + o.space + "'s)").c_str(),
                 max_depth);
     std::printf("  programs derived           %lld%s\n", (long long)r.counts.programs,
                 r.counts.bounded ? " (a search reached its bound)" : "");
@@ -80,11 +85,15 @@ int main(int argc, char** argv) {
   app.add_flag("--derivations", derivations,
                "derivation-based rules (EinNet): operators' tensor-algebra expressions rewritten (summations split, "
                "stages and iterators merged) and matched back onto operators");
-  app.add_option("--max-depth", max_depth, "with --derivations: derivation rules applied in a row")
+  app.add_option("--max-depth", max_depth,
+                 "with --derivations: derivation rules applied in a row (with --space: its operators are sources too)")
       ->check(CLI::Range(1, 6))
       ->capture_default_str();
   if (auto rc = ranks.parse(app, argc, argv)) return *rc;
-  if (derivations) return run_derivations(o, max_depth, ranks->size(), ranks->root());
+  if (derivations) {
+    if (!app.get_option("--space")->count()) o.space.clear();  // the built-in sources only
+    return run_derivations(o, max_depth, ranks->size(), ranks->root());
+  }
   if (partial) {
     if (ranks->size() > 1) {
       if (ranks->root())
