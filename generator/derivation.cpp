@@ -13,9 +13,9 @@ namespace tgr::gen {
 using expr::Access;
 using expr::Index;
 using expr::IndexTerm;
+using expr::iter_index;
 using expr::Iterator;
 using expr::TensorExpr;
-using expr::iter_index;
 
 namespace {
 
@@ -27,7 +27,6 @@ std::string cat(const Parts&... parts) {
   (s.append(std::string_view(parts)), ...);
   return s;
 }
-
 
 // One affine term (scale 1) first, then the others; constants folded.
 Index normalize(const Index& idx) {
@@ -106,8 +105,8 @@ std::vector<Index> identity(int rank) {
 }
 
 bool is_layout(const TensorExpr& e) {
-  return e.num_out == static_cast<int>(e.iterators.size()) && e.terms.size() == 1 &&
-         e.terms[0].factors.size() == 1 && e.unary == expr::Unary::kNone;
+  return e.num_out == static_cast<int>(e.iterators.size()) && e.terms.size() == 1 && e.terms[0].factors.size() == 1 &&
+         e.unary == expr::Unary::kNone;
 }
 
 bool is_sum_of_reads(const TensorExpr& e) {
@@ -142,7 +141,8 @@ Stage sum_tree(Program& p, const std::vector<Iterator>& out, std::vector<std::pa
   if (reads.size() <= 2) return sum_stage(p, out, reads);
   const auto half = static_cast<long>(reads.size() / 2);
   std::vector<std::pair<int, std::vector<Index>>> pair;
-  for (auto [from, to] : {std::pair{reads.begin(), reads.begin() + half}, std::pair{reads.begin() + half, reads.end()}}) {
+  for (auto [from, to] :
+       {std::pair{reads.begin(), reads.begin() + half}, std::pair{reads.begin() + half, reads.end()}}) {
     p.stages.push_back(sum_tree(p, out, {from, to}));
     pair.push_back({static_cast<int>(p.stages.size()) - 1, identity(static_cast<int>(out.size()))});
   }
@@ -398,8 +398,9 @@ std::vector<Program> merge_iterators(const Program& p, int stage) {
       else repl.push_back(iter_index(x < b ? x : x - 1));
     }
     if (!substitute_all(m, repl)) continue;
-    m.iterators[static_cast<size_t>(a)] = {e.iterators[static_cast<size_t>(a)].name + e.iterators[static_cast<size_t>(b)].name,
-                                           e.iterators[static_cast<size_t>(a)].range * range_b};
+    m.iterators[static_cast<size_t>(a)] = {
+        e.iterators[static_cast<size_t>(a)].name + e.iterators[static_cast<size_t>(b)].name,
+        e.iterators[static_cast<size_t>(a)].range * range_b};
     m.iterators.erase(m.iterators.begin() + b);
     --m.num_out;
     Program q = p;

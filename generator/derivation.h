@@ -52,9 +52,9 @@ struct DerivationOptions {
   size_t max_programs = 20000;  // a bound on the search; reaching it is reported
 };
 struct DerivationStats {
-  size_t programs = 0;   // distinct programs reached (the start included)
+  size_t programs = 0;    // distinct programs reached (the start included)
   size_t duplicates = 0;  // derived again, pruned by key
-  bool bounded = false;  // max_programs stopped the search
+  bool bounded = false;   // max_programs stopped the search
 };
 // Breadth-first: every distinct program reachable in at most max_depth rule
 // applications, the start first.

@@ -26,7 +26,6 @@ std::string cat(const Parts&... parts) {
   return s;
 }
 
-
 // Points beyond which a stage is not matched (the derivations run at small shapes).
 constexpr int64_t kMaxPoints = 4'000'000;
 
@@ -165,8 +164,8 @@ bool for_each_point(const std::vector<expr::Iterator>& its, const std::function<
 }
 
 struct Operand {
-  int read = -1;              // the stage's input that the operand re-lays out
-  std::vector<int64_t> map;   // operand element -> that input's element (-1 zero, -2 never read)
+  int read = -1;             // the stage's input that the operand re-lays out
+  std::vector<int64_t> map;  // operand element -> that input's element (-1 zero, -2 never read)
 };
 
 // Pairs (template term, factor) -> (stage term, factor): every permutation of terms and of factors within them.

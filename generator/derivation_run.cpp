@@ -1,9 +1,9 @@
 #include "generator/derivation_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -48,7 +48,8 @@ std::vector<const VariableKind*> fitting_kinds(const WorldSpec& world, Role role
 // Applications of template `t` to variables of `world` that type-check (at most `limit`).
 void template_sources(const WorldSpec& world, const OpTemplate& t, size_t limit, std::vector<DerivationSource>& out) {
   std::vector<std::vector<const VariableKind*>> choices;
-  for (int a = 0; a < t.arity; ++a) choices.push_back(fitting_kinds(world, t.arg_roles[static_cast<size_t>(std::min(a, 2))]));
+  for (int a = 0; a < t.arity; ++a)
+    choices.push_back(fitting_kinds(world, t.arg_roles[static_cast<size_t>(std::min(a, 2))]));
   std::vector<size_t> pick(choices.size(), 0);
   for (size_t found = 0; found < limit;) {
     std::string args, shapes;
@@ -104,11 +105,13 @@ Program source_program(const Graph& g, std::vector<std::string>& input_names, co
   const Node* op = nullptr;
   for (const Node& n : g.nodes()) {
     if (n.is_input()) input_names.push_back(n.name);
-    else if (n.op && op) throw std::invalid_argument(std::string("derivation source has more than one operator: ").append(to_text(g)));
+    else if (n.op && op)
+      throw std::invalid_argument(std::string("derivation source has more than one operator: ").append(to_text(g)));
     else if (n.op) op = &n;
   }
   const expr::ExpressionHooks* hooks = op ? expr::expression_hooks(*op->op) : nullptr;
-  if (!hooks) throw std::invalid_argument(
+  if (!hooks)
+    throw std::invalid_argument(
         std::string("derivation source is not one operator with an expression: ").append(to_text(g)));
   std::vector<Shape> shapes;
   for (ValueRef v : op->inputs) shapes.push_back(g.shape(v));
@@ -177,11 +180,12 @@ DerivationRunReport generate_derivations(const DerivationRunOptions& options, co
     const std::vector<DerivedRule> rules = derive_rules(src, options.search, options.seed, report.counts);
     for (const DerivedRule& d : rules) {
       rules_db::RuleRecord r = rules_db::rule_record_from_text(d.text, d.shapes);
-      r.constraints = nlohmann::json{{"generalizes", false},
-                                     {"reason", "derived at the source's shapes"},
-                                     {"derivation", d.kind},
-                                     {"steps", d.steps}}
-                          .dump();
+      r.constraints = nlohmann::json{
+          {"generalizes", false},
+          {"reason", "derived at the source's shapes"},
+          {"derivation", d.kind},
+          {"steps",
+           d.steps}}.dump();
       r.note = "derivation: " + d.kind + " (" + d.steps + "); source: " + src.label;
       r.generator_run = report.run;
       if (db.insert_rules({r}) == 1) {
@@ -196,9 +200,12 @@ DerivationRunReport generate_derivations(const DerivationRunOptions& options, co
   }
   report.interrupted = stop;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const nlohmann::json stats{{"programs", report.counts.programs},   {"matched", report.counts.matched},
-                             {"candidates", report.counts.candidates}, {"rejected", report.counts.rejected},
-                             {"inserted", report.inserted},          {"by_kind", report.by_kind}};
+  const nlohmann::json stats{{"programs", report.counts.programs},
+                             {"matched", report.counts.matched},
+                             {"candidates", report.counts.candidates},
+                             {"rejected", report.counts.rejected},
+                             {"inserted", report.inserted},
+                             {"by_kind", report.by_kind}};
   db.finish_run(report.run, stop ? "interrupted" : "finished", stats.dump());
   return report;
 }

@@ -69,8 +69,8 @@ struct DerivationRunOptions {
 struct DerivationRunReport {
   int64_t run = 0;
   DerivationCounts counts;
-  int64_t inserted = 0;                      // new rules stored
-  std::map<std::string, int64_t> by_kind;    // candidates per derivation kind
+  int64_t inserted = 0;                    // new rules stored
+  std::map<std::string, int64_t> by_kind;  // candidates per derivation kind
   double seconds = 0;
   bool interrupted = false;
 };

@@ -38,7 +38,8 @@ void expect_expression_agrees(const std::string& program, const std::string& sha
   std::vector<Shape> in_shapes;
   for (ValueRef v : op->inputs) in_shapes.push_back(g.shape(v));
   const std::vector<DType> floats(in_shapes.size(), DType::kFloat);
-  const expr::TensorExpr e = hooks->expression(OpCall{*op->op, op->params, in_shapes, floats, op->output_shapes}, output);
+  const expr::TensorExpr e =
+      hooks->expression(OpCall{*op->op, op->params, in_shapes, floats, op->output_shapes}, output);
   const std::vector<Tensor<double>> in = random_inputs<double>(g, 7);
   const std::vector<Tensor<double>> want = evaluate<double>(g, std::span<const Tensor<double>>(in));
   // The graph's inputs are its variables in order of first appearance; the
@@ -122,8 +123,8 @@ TEST(Derivation, AnOffByOneSplitMatchesNothing) {
   const Node& conv = g.node(g.outputs()[0].node);
   const std::vector<Shape> shapes{g.shape(conv.inputs[0]), g.shape(conv.inputs[1])};
   const std::vector<DType> floats(2, DType::kFloat);
-  const gen::Program start = gen::initial_program(
-      expr::expression_hooks(*conv.op)->expression(OpCall{*conv.op, conv.params, shapes, floats, conv.output_shapes}, 0));
+  const gen::Program start = gen::initial_program(expr::expression_hooks(*conv.op)->expression(
+      OpCall{*conv.op, conv.params, shapes, floats, conv.output_shapes}, 0));
   std::vector<gen::Program> split = gen::split_summation(start, 0);
   ASSERT_FALSE(split.empty());
   gen::Program wrong = split[0];  // split-summation(c,2): stages 1 and 2 are the pieces
@@ -153,8 +154,8 @@ TEST(Derivation, ARangeOneShortIsRefuted) {
   const Node& conv = g.node(g.outputs()[0].node);
   const std::vector<Shape> shapes{g.shape(conv.inputs[0]), g.shape(conv.inputs[1])};
   const std::vector<DType> floats(2, DType::kFloat);
-  gen::Program start = gen::initial_program(
-      expr::expression_hooks(*conv.op)->expression(OpCall{*conv.op, conv.params, shapes, floats, conv.output_shapes}, 0));
+  gen::Program start = gen::initial_program(expr::expression_hooks(*conv.op)->expression(
+      OpCall{*conv.op, conv.params, shapes, floats, conv.output_shapes}, 0));
   std::vector<gen::Program> split = gen::split_summation(start, 0);
   ASSERT_FALSE(split.empty());
   gen::Program wrong = split[0];

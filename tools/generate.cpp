@@ -20,7 +20,8 @@ void on_interrupt(int) {
 }
 int run_derivations(const tgr::gen::GenerateOptions& o, int max_depth, int ranks, bool root) {
   if (ranks > 1) {
-    if (root) std::fprintf(stderr, "generate: error: --derivations runs as one process, not under mpirun -np %d\n", ranks);
+    if (root)
+      std::fprintf(stderr, "generate: error: --derivations runs as one process, not under mpirun -np %d\n", ranks);
     return 2;
   }
   std::signal(SIGINT, on_interrupt);
@@ -35,9 +36,8 @@ int run_derivations(const tgr::gen::GenerateOptions& o, int max_depth, int ranks
       d.sources.insert(d.sources.end(), more.begin(), more.end());
     }
     const tgr::gen::DerivationRunReport r = tgr::gen::generate_derivations(d, g_stop);
-    std::printf("generate --derivations: run %lld, %zu sources%s, --max-depth %d\n", (long long)r.run,
-                d.sources.size(), o.space.empty() ? "" : (" (the built-in ones and space " + o.space + "'s)").c_str(),
-                max_depth);
+    std::printf("generate --derivations: run %lld, %zu sources%s, --max-depth %d\n", (long long)r.run, d.sources.size(),
+                o.space.empty() ? "" : (" (the built-in ones and space " + o.space + "'s)").c_str(), max_depth);
     std::printf("  programs derived           %lld%s\n", (long long)r.counts.programs,
                 r.counts.bounded ? " (a search reached its bound)" : "");
     std::printf("  matched onto operators     %lld\n", (long long)r.counts.matched);

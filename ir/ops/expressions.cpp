@@ -7,9 +7,9 @@
 #include <map>
 #include <numeric>
 
+#include "ir/expression.h"
 #include "ir/geometry.h"
 #include "ir/op_def.h"
-#include "ir/expression.h"
 
 namespace tgr {
 namespace {
@@ -19,9 +19,9 @@ using expr::Index;
 using expr::IndexTerm;
 using expr::Instance;
 using expr::InstanceQuery;
+using expr::iter_index;
 using expr::Iterator;
 using expr::TensorExpr;
-using expr::iter_index;
 
 // An expression with traversal iterators named `prefix`0.. over `out`.
 TensorExpr over(const Shape& out, std::span<const Shape> inputs, const std::string& prefix = "a") {
@@ -41,7 +41,8 @@ std::vector<Index> identity_index(size_t rank) {
 TensorExpr add_expression(const OpCall& call, int) {
   TensorExpr e = over(call.output_shapes[0], call.input_shapes);
   for (int t = 0; t < 2; ++t)
-    e.terms.push_back({{Access{t, expr::broadcast_index(call.input_shapes[static_cast<size_t>(t)], e.output_shape())}}});
+    e.terms.push_back(
+        {{Access{t, expr::broadcast_index(call.input_shapes[static_cast<size_t>(t)], e.output_shape())}}});
   return e;
 }
 
@@ -49,7 +50,8 @@ TensorExpr mul_expression(const OpCall& call, int) {
   TensorExpr e = over(call.output_shapes[0], call.input_shapes);
   expr::Term term;
   for (int t = 0; t < 2; ++t)
-    term.factors.push_back(Access{t, expr::broadcast_index(call.input_shapes[static_cast<size_t>(t)], e.output_shape())});
+    term.factors.push_back(
+        Access{t, expr::broadcast_index(call.input_shapes[static_cast<size_t>(t)], e.output_shape())});
   e.terms.push_back(term);
   return e;
 }
@@ -98,8 +100,8 @@ TensorExpr conv2d_expression(const OpCall& call, int) {
                          IndexTerm{.coefs = {{1, 1}}, .div = g.out_channels_per_group(), .scale = w[1]});
   Index row{.terms = {IndexTerm{.coefs = {{2, win.stride_h}, {5, win.dilation_h}}}}, .offset = -win.pad_top};
   Index col{.terms = {IndexTerm{.coefs = {{3, win.stride_w}, {6, win.dilation_w}}}}, .offset = -win.pad_left};
-  e.terms.push_back({{Access{0, {iter_index(0), channel, row, col}}, Access{1, {iter_index(1), iter_index(4),
-                                                                                 iter_index(5), iter_index(6)}}}});
+  e.terms.push_back({{Access{0, {iter_index(0), channel, row, col}},
+                      Access{1, {iter_index(1), iter_index(4), iter_index(5), iter_index(6)}}}});
   if (call.params.get_word("act") == "relu") e.unary = expr::Unary::kRelu;
   return e;
 }
