@@ -459,9 +459,106 @@ std::vector<Program> drop_unit_iterators(const Program& p, int stage) {
   return {q};
 }
 
+namespace {
+
+// Whether every access of `reader` to its input `slot` falls inside that input.
+bool reads_inside(const TensorExpr& reader, int slot) {
+  int64_t points = 1;
+  for (const Iterator& it : reader.iterators) points *= std::max<int64_t>(it.range, 1);
+  if (points > 4'000'000) return false;
+  std::vector<int64_t> at(reader.iterators.size(), 0);
+  for (int64_t n = 0; n < points; ++n) {
+    for (const expr::Term& t : reader.terms)
+      for (const Access& a : t.factors)
+        if (a.tensor == slot && expr::element_position(a, reader.inputs[static_cast<size_t>(slot)], at) < 0)
+          return false;
+    for (size_t k = at.size(); k-- > 0;)
+      if (++at[k] < reader.iterators[k].range) break;
+      else at[k] = 0;
+  }
+  return true;
+}
+
+// The producer's expression read at `index` (over the reader's traversal
+// iterators, `reader_out` of them): its traversal iterators substituted, its
+// summation iterators appended after the reader's.
+std::optional<TensorExpr> producer_at(const TensorExpr& producer, const std::vector<Index>& index,
+                                      const std::vector<Iterator>& reader_out) {
+  TensorExpr e = producer;
+  std::vector<Index> repl = index;
+  for (size_t x = static_cast<size_t>(producer.num_out); x < producer.iterators.size(); ++x)
+    repl.push_back(iter_index(static_cast<int>(reader_out.size() + x) - producer.num_out));
+  if (!substitute_all(e, repl)) return std::nullopt;
+  e.iterators = reader_out;
+  e.iterators.insert(e.iterators.end(), producer.iterators.begin() + producer.num_out, producer.iterators.end());
+  e.num_out = static_cast<int>(reader_out.size());
+  return e;
+}
+
+// The reader with the producer (its input `slot`) substituted: the
+// producer's body read at the reader's index when the reader only moves
+// elements, else (the producer only moves elements) the producer's source
+// read through both indices.
+std::optional<Stage> inlined(const Stage& reader, int slot, const Stage& producer) {
+  const TensorExpr& r = reader.expr;
+  if (is_layout(r)) {
+    std::optional<TensorExpr> e = producer_at(producer.expr, r.terms[0].factors[0].index, out_iterators(r));
+    if (!e) return std::nullopt;
+    return Stage{*e, producer.reads};
+  }
+  if (!is_layout(producer.expr)) return std::nullopt;
+  Stage out = reader;
+  const Access& moved = producer.expr.terms[0].factors[0];
+  out.expr.inputs[static_cast<size_t>(slot)] = producer.expr.inputs[static_cast<size_t>(moved.tensor)];
+  out.reads[static_cast<size_t>(slot)] = producer.reads[static_cast<size_t>(moved.tensor)];
+  for (expr::Term& t : out.expr.terms)
+    for (Access& a : t.factors) {
+      if (a.tensor != slot) continue;
+      std::vector<Index> idx;
+      for (const Index& i : moved.index) {
+        std::optional<Index> s = substitute(i, a.index);
+        if (!s) return std::nullopt;
+        idx.push_back(*s);
+      }
+      a.index = idx;
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Program> inline_stage(const Program& p, int stage) {
+  if (stage == p.output) return {};
+  int reader = -1;
+  for (int s = 0; s < static_cast<int>(p.stages.size()); ++s)
+    for (int r : p.stages[static_cast<size_t>(s)].reads)
+      if (r == stage) {
+        if (reader >= 0 && reader != s) return {};  // read by two stages: kept
+        reader = s;
+      }
+  if (reader < 0) return {};
+  const Stage& c = p.stages[static_cast<size_t>(reader)];
+  const Stage& producer = p.stages[static_cast<size_t>(stage)];
+  // The same slot on every access, and always inside the producer (outside, the reader reads zeros).
+  int slot = -1;
+  for (size_t k = 0; k < c.reads.size(); ++k)
+    if (c.reads[k] == stage) {
+      if (slot >= 0) return {};
+      slot = static_cast<int>(k);
+    }
+  if (!reads_inside(c.expr, slot)) return {};
+  std::optional<Stage> merged = inlined(c, slot, producer);
+  if (!merged) return {};
+  Program q = p;
+  q.stages[static_cast<size_t>(reader)] = *merged;
+  compact(q);
+  q.steps.push_back("inline");
+  return {q};
+}
+
 std::vector<Program> derive(const Program& start, const DerivationOptions& options, DerivationStats& stats) {
   using Rule = std::vector<Program> (*)(const Program&, int);
-  const Rule rules[] = {split_summation, merge_stages, merge_iterators, drop_unit_iterators};
+  const Rule rules[] = {split_summation, merge_stages, merge_iterators, drop_unit_iterators, inline_stage};
   std::vector<Program> all{start};
   std::set<std::string> seen{program_key(start)};
   size_t level_begin = 0;

@@ -7,6 +7,9 @@
 //   merge-iterators   two adjacent traversal iterators a, b become p = a·B + b
 //                     (a = p / B, b = p mod B; readers re-indexed)
 //   drop-units        iterators of range 1 are substituted by 0
+//   inline            a stage read by one other stage is substituted into
+//                     it, when one of the two only moves elements (a
+//                     producer and its consumer become one stage)
 // Readers of a stage whose axes change are re-indexed; when the output
 // stage changes, a layout stage restores the output's axes. Kernel matching
 // of the derived stages is generator/derivation_match.h.
@@ -46,6 +49,7 @@ std::vector<Program> split_summation(const Program& p, int stage);
 std::vector<Program> merge_stages(const Program& p, int stage);
 std::vector<Program> merge_iterators(const Program& p, int stage);
 std::vector<Program> drop_unit_iterators(const Program& p, int stage);
+std::vector<Program> inline_stage(const Program& p, int stage);
 
 struct DerivationOptions {
   int max_depth = 3;            // rules applied in a row

@@ -115,7 +115,10 @@ std::vector<TextOf> layout_candidates(const Shape& from, const Shape& to) {
     while (std::next_permutation(perm.begin(), perm.end())) {
       Shape permuted;
       for (int64_t a : perm) permuted.push_back(from[static_cast<size_t>(a)]);
-      if (permuted == to)
+      if (permuted != to) continue;
+      if (std::is_sorted(perm.rbegin(), perm.rend()))  // the reversal: the default, as canonical text writes it
+        out.push_back([](const std::string& x) { return cat("transpose(", x, ")"); });
+      else
         out.push_back([perm](const std::string& x) { return cat("transpose[perm=", dims(perm), "](", x, ")"); });
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -30,6 +31,9 @@ std::vector<DerivationSource> default_derivation_sources() {
       {"1x1 convolution of one image", "conv2d(i0, k0)", "i0=1x2x3x4,k0=5x2x1x1"},
       {"matrix product", "matmul(x0, x1)", "x0=2x4,x1=4x3"},
       {"batched matrix product", "batch_matmul(x0, x1)", "x0=2x3x4,x1=2x4x3"},
+      {"product, transposed (a pair)", "transpose(matmul(x0, x1))", "x0=2x4,x1=4x3"},
+      {"1x1 convolution, flattened (a pair)", "reshape[shape=1x5x12](conv2d(i0, k0))", "i0=1x2x3x4,k0=5x2x1x1"},
+      {"product of a transpose (a pair)", "matmul(transpose(x0), x1)", "x0=4x2,x1=4x3"},
   };
 }
 
@@ -100,24 +104,43 @@ bool sides_agree(const Rule& rule, uint64_t seed) {
   return true;
 }
 
-// The source's one operator: its expression and the text of its inputs.
+// The source as a program: one stage per operator output (from the
+// table's expressions), the variables its inputs. `like`: the parameters of
+// its first operator that is matched as a computing kernel.
 Program source_program(const Graph& g, std::vector<std::string>& input_names, const Params*& like) {
-  const Node* op = nullptr;
-  for (const Node& n : g.nodes()) {
-    if (n.is_input()) input_names.push_back(n.name);
-    else if (n.op && op)
-      throw std::invalid_argument(std::string("derivation source has more than one operator: ").append(to_text(g)));
-    else if (n.op) op = &n;
+  Program p;
+  std::map<std::pair<int32_t, int32_t>, int> tensor;  // (node, output) -> program tensor
+  for (int32_t i = 0; i < static_cast<int32_t>(g.nodes().size()); ++i) {
+    const Node& n = g.node(i);
+    if (n.is_input()) {
+      tensor[{i, 0}] = -1 - static_cast<int>(p.inputs.size());
+      p.inputs.push_back(n.output_shapes.at(0));
+      input_names.push_back(n.name);
+      continue;
+    }
+    const expr::ExpressionHooks* hooks = n.op ? expr::expression_hooks(*n.op) : nullptr;
+    if (!hooks)
+      throw std::invalid_argument(
+          std::string("derivation source has an operator without an expression: ").append(to_text(g)));
+    if (!like && hooks->instances) like = &n.params;
+    std::vector<Shape> shapes;
+    Stage proto;
+    for (ValueRef v : n.inputs) {
+      shapes.push_back(g.shape(v));
+      proto.reads.push_back(tensor.at({v.node, v.output}));
+    }
+    const std::vector<DType> floats(shapes.size(), DType::kFloat);
+    for (int32_t o = 0; o < static_cast<int32_t>(n.output_shapes.size()); ++o) {
+      Stage st = proto;
+      st.expr = hooks->expression(OpCall{*n.op, n.params, shapes, floats, n.output_shapes}, o);
+      tensor[{i, o}] = static_cast<int>(p.stages.size());
+      p.stages.push_back(std::move(st));
+    }
   }
-  const expr::ExpressionHooks* hooks = op ? expr::expression_hooks(*op->op) : nullptr;
-  if (!hooks)
-    throw std::invalid_argument(
-        std::string("derivation source is not one operator with an expression: ").append(to_text(g)));
-  std::vector<Shape> shapes;
-  for (ValueRef v : op->inputs) shapes.push_back(g.shape(v));
-  const std::vector<DType> floats(shapes.size(), DType::kFloat);
-  like = &op->params;
-  return initial_program(hooks->expression(OpCall{*op->op, op->params, shapes, floats, op->output_shapes}, 0));
+  if (g.outputs().size() != 1 || tensor.at({g.outputs()[0].node, g.outputs()[0].output}) < 0)
+    throw std::invalid_argument(std::string("derivation source must compute one output: ").append(to_text(g)));
+  p.output = tensor.at({g.outputs()[0].node, g.outputs()[0].output});
+  return p;
 }
 
 }  // namespace

@@ -21,13 +21,15 @@ namespace tgr::gen {
 
 struct DerivationSource {
   std::string label;    // e.g. "3x3 convolution"
-  std::string program;  // one operator over variables, text form
+  std::string program;  // operators with expressions over variables (one output), text form
   std::string shapes;   // its variables' shapes
 };
 
 // The built-in sources: convolutions in the forms ResNet-style networks use
 // (3x3, strided 3x3 with padding, strided 1x1, each with 4 and 8 input
-// channels; 1x1 of one image), a product, a batched product.
+// channels; 1x1 of one image), a product, a batched product, and three
+// producer/consumer pairs (a product transposed or of a transpose, a 1x1
+// convolution flattened).
 std::vector<DerivationSource> default_derivation_sources();
 
 // Every operator of a search space (docs/spaces.md) that has an expression,
@@ -53,8 +55,8 @@ struct DerivationCounts {
 
 // The candidate rules derived from one source, first derivation of each
 // rule kept. Throws ParseError or ShapeError for a bad source, and
-// std::invalid_argument naming it for a source that is not one operator
-// with an expression.
+// std::invalid_argument naming it for a source with an operator without an
+// expression or more than one output.
 std::vector<DerivedRule> derive_rules(const DerivationSource& source, const DerivationOptions& options, uint64_t seed,
                                       DerivationCounts& counts);
 

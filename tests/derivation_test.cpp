@@ -116,6 +116,18 @@ TEST(Derivation, FindsThePointwiseConvolutionAsAProduct) {
   expect_proved(as_matmul, "i0=1x2x3x4,k0=5x2x1x1");
 }
 
+// A producer and its consumer: the transpose inlined into the product, which
+// then matches a product of transposed operands.
+TEST(Derivation, InlinesALayoutConsumerIntoItsProducer) {
+  gen::DerivationCounts counts;
+  const auto rules = gen::derive_rules({"pair", "transpose(matmul(x0, x1))", "x0=2x4,x1=4x3"}, {}, 1, counts);
+  const std::string swapped = "transpose(matmul(x0, x1)) => matmul(transpose(x1), transpose(x0))";
+  const gen::DerivedRule* r = find_rule(rules, swapped);
+  ASSERT_NE(r, nullptr) << rules.size() << " rules derived";
+  EXPECT_EQ(r->kind, "inline");
+  expect_proved(swapped, "x0=2x4,x1=4x3");
+}
+
 // A summation split whose second piece starts one channel late (an
 // off-by-one range) matches no operators.
 TEST(Derivation, AnOffByOneSplitMatchesNothing) {
@@ -173,7 +185,7 @@ TEST(Derivation, LayoutMatchingReadsTheInterpreter) {
   std::vector<int64_t> map;
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 2; ++j) map.push_back(j * 3 + i);
-  EXPECT_EQ(gen::match_layout(map, {2, 3}, {3, 2}, "x0"), "transpose[perm=1x0](x0)");
+  EXPECT_EQ(gen::match_layout(map, {2, 3}, {3, 2}, "x0"), "transpose(x0)");
   map.assign(6, -2);
   map[0] = 0;
   EXPECT_EQ(gen::match_layout(map, {6}, {2, 3}, "x0"), "reshape[shape=2x3](x0)");
