@@ -78,17 +78,21 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-progress", o.progress, "no progress lines on stderr");
   app.add_option("--stop-after", o.stop_after, "testing: stop as if interrupted after storing N rules")->group("");
   bool partial = false;
-  app.add_flag("--partial", partial,
-               "partially equivalent rules (PET): mutants of small source programs, region-checked, with corrections");
+  CLI::Option* partial_flag = app.add_flag(
+      "--partial", partial,
+      "partially equivalent rules (PET): mutants of small source programs, region-checked, with corrections");
   bool derivations = false;
   int max_depth = 3;
-  app.add_flag("--derivations", derivations,
-               "derivation-based rules (EinNet): operators' tensor-algebra expressions rewritten (summations split, "
-               "stages and iterators merged) and matched back onto operators");
-  app.add_option("--max-depth", max_depth,
-                 "with --derivations: derivation rules applied in a row (with --space: its operators are sources too)")
+  CLI::Option* derivations_flag = app.add_flag(
+      "--derivations", derivations,
+      "derivation-based rules (EinNet): operators' tensor-algebra expressions rewritten (summations split, "
+      "stages and iterators merged, stages inlined) and matched back onto operators; sources: built-in ones, "
+      "and with --space the space's operators");
+  app.add_option("--max-depth", max_depth, "derivation rules applied in a row")
       ->check(CLI::Range(1, 6))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(derivations_flag);
+  derivations_flag->excludes(partial_flag);
   if (auto rc = ranks.parse(app, argc, argv)) return *rc;
   if (derivations) {
     if (!app.get_option("--space")->count()) o.space.clear();  // the built-in sources only
