@@ -584,6 +584,19 @@ std::vector<Program> derive(const Program& start, const DerivationOptions& optio
   return all;
 }
 
+Tensor<double> evaluate(const Program& p, const std::vector<Tensor<double>>& inputs) {
+  std::map<int, Tensor<double>> values;
+  std::function<const Tensor<double>&(int)> value = [&](int tensor) -> const Tensor<double>& {
+    if (tensor < 0) return inputs.at(static_cast<size_t>(-1 - tensor));
+    if (auto it = values.find(tensor); it != values.end()) return it->second;
+    const Stage& st = p.stages.at(static_cast<size_t>(tensor));
+    std::vector<const Tensor<double>*> args;
+    for (int r : st.reads) args.push_back(&value(r));
+    return values[tensor] = expr::evaluate(st.expr, args);
+  };
+  return value(p.output);
+}
+
 std::string derivation_kind(const Program& p) {
   std::string kind;
   for (const std::string& step : p.steps) kind += cat(kind.empty() ? "" : "+", step.substr(0, step.find('(')));

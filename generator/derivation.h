@@ -64,6 +64,10 @@ struct DerivationStats {
 // applications, the start first.
 std::vector<Program> derive(const Program& start, const DerivationOptions& options, DerivationStats& stats);
 
+// The program's value on `inputs` (one per program input), each stage
+// evaluated directly (expr::evaluate): the numeric check of a derivation.
+Tensor<double> evaluate(const Program& p, const std::vector<Tensor<double>>& inputs);
+
 // The kind of a derivation: its rules' names joined by '+' ("split-summation+merge-stages"),
 // "none" for the start.
 std::string derivation_kind(const Program& p);
