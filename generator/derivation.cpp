@@ -556,9 +556,66 @@ std::vector<Program> inline_stage(const Program& p, int stage) {
   return {q};
 }
 
+namespace {
+
+// The permutation an access reads its input's axes in, when each index
+// component is one distinct traversal iterator: sigma[k] = the iterator of
+// axis k. Empty otherwise.
+std::vector<int> access_permutation(const Access& a, int num_out) {
+  std::vector<int> sigma;
+  std::vector<char> used(static_cast<size_t>(num_out), 0);
+  if (static_cast<int>(a.index.size()) != num_out) return {};
+  for (const Index& i : a.index) {
+    if (i.offset != 0 || i.terms.size() != 1 || !i.terms[0].affine() || i.terms[0].coefs.size() != 1) return {};
+    const auto [x, c] = i.terms[0].coefs[0];
+    if (c != 1 || i.terms[0].scale != 1 || i.terms[0].inner != 0 || x >= num_out || used[static_cast<size_t>(x)])
+      return {};
+    used[static_cast<size_t>(x)] = 1;
+    sigma.push_back(x);
+  }
+  return sigma;
+}
+
+}  // namespace
+
+std::vector<Program> permute_iterators(const Program& p, int stage) {
+  const TensorExpr& e = p.stages[static_cast<size_t>(stage)].expr;
+  std::vector<Program> out;
+  if (!is_compute(e) || e.num_out < 2) return out;
+  std::set<std::vector<int>> tried;
+  for (const expr::Term& t : e.terms)
+    for (const Access& a : t.factors) {
+      const std::vector<int> sigma = access_permutation(a, e.num_out);
+      if (sigma.empty() || std::is_sorted(sigma.begin(), sigma.end()) || !tried.insert(sigma).second) continue;
+      TensorExpr m = e;  // new iterator k is old iterator sigma[k]
+      std::vector<Index> repl(e.iterators.size());
+      for (int k = 0; k < e.num_out; ++k) {
+        repl[static_cast<size_t>(sigma[static_cast<size_t>(k)])] = iter_index(k);
+        m.iterators[static_cast<size_t>(k)] = e.iterators[static_cast<size_t>(sigma[static_cast<size_t>(k)])];
+      }
+      for (int x = e.num_out; x < static_cast<int>(e.iterators.size()); ++x)
+        repl[static_cast<size_t>(x)] = iter_index(x);
+      if (!substitute_all(m, repl)) continue;
+      Program q = p;
+      keep_output_axes(q, stage);
+      q.stages[static_cast<size_t>(stage)].expr = m;
+      reindex_readers(q, stage, m.output_shape(), [&](const std::vector<Index>& idx) {
+        std::vector<Index> r;
+        for (int k = 0; k < e.num_out; ++k) r.push_back(idx[static_cast<size_t>(sigma[static_cast<size_t>(k)])]);
+        return r;
+      });
+      std::string order;
+      for (int x : sigma) order += e.iterators[static_cast<size_t>(x)].name;
+      q.steps.push_back(cat("permute-iterators(", order, ")"));
+      out.push_back(std::move(q));
+    }
+  return out;
+}
+
 std::vector<Program> derive(const Program& start, const DerivationOptions& options, DerivationStats& stats) {
   using Rule = std::vector<Program> (*)(const Program&, int);
-  const Rule rules[] = {split_summation, merge_stages, merge_iterators, drop_unit_iterators, inline_stage};
+  const Rule rules[] = {split_summation,     merge_stages, merge_iterators,
+                        drop_unit_iterators, inline_stage, permute_iterators};
   std::vector<Program> all{start};
   std::set<std::string> seen{program_key(start)};
   size_t level_begin = 0;

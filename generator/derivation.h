@@ -7,6 +7,9 @@
 //   merge-iterators   two adjacent traversal iterators a, b become p = a·B + b
 //                     (a = p / B, b = p mod B; readers re-indexed)
 //   drop-units        iterators of range 1 are substituted by 0
+//   permute-iterators a stage's traversal iterators reordered so that one of
+//                     its accesses reads in order (a layout change; readers
+//                     re-indexed)
 //   inline            a stage read by one other stage is substituted into
 //                     it, when one of the two only moves elements (a
 //                     producer and its consumer become one stage)
@@ -50,6 +53,7 @@ std::vector<Program> merge_stages(const Program& p, int stage);
 std::vector<Program> merge_iterators(const Program& p, int stage);
 std::vector<Program> drop_unit_iterators(const Program& p, int stage);
 std::vector<Program> inline_stage(const Program& p, int stage);
+std::vector<Program> permute_iterators(const Program& p, int stage);
 
 struct DerivationOptions {
   int max_depth = 3;            // rules applied in a row

@@ -118,8 +118,7 @@ std::vector<TextOf> layout_candidates(const Shape& from, const Shape& to) {
       if (permuted != to) continue;
       if (std::is_sorted(perm.rbegin(), perm.rend()))  // the reversal: the default, as canonical text writes it
         out.push_back([](const std::string& x) { return cat("transpose(", x, ")"); });
-      else
-        out.push_back([perm](const std::string& x) { return cat("transpose[perm=", dims(perm), "](", x, ")"); });
+      else out.push_back([perm](const std::string& x) { return cat("transpose[perm=", dims(perm), "](", x, ")"); });
     }
   }
   if (rank != to.size()) return out;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -39,49 +39,93 @@ std::vector<DerivationSource> default_derivation_sources() {
 
 namespace {
 
-// The kinds whose role fits an argument of role `role` (any role but scalar for kAny and kSame).
-std::vector<const VariableKind*> fitting_kinds(const WorldSpec& world, Role role) {
-  std::vector<const VariableKind*> out;
+// An argument of a source: a variable or an operator's application, with
+// the shapes of the variables in it.
+struct Arg {
+  std::string text;
+  std::map<std::string, Shape> vars;
+};
+
+// A variable of each kind whose role fits `role` (any role but scalar for
+// kAny and kSame), named kind + `index`.
+std::vector<Arg> variable_args(const WorldSpec& world, Role role, int index) {
+  std::vector<Arg> out;
   for (const VariableKind& k : world.kinds) {
     const bool any = role == Role::kAny || role == Role::kSame;
-    if (any ? k.role != Role::kScalar : k.role == role) out.push_back(&k);
+    if (any ? k.role == Role::kScalar : k.role != role) continue;
+    const std::string name = k.kind + std::to_string(index);
+    out.push_back({name, {{name, k.shape}}});
   }
   return out;
 }
 
-// Applications of template `t` to variables of `world` that type-check (at most `limit`).
-void template_sources(const WorldSpec& world, const OpTemplate& t, size_t limit, std::vector<DerivationSource>& out) {
-  std::vector<std::vector<const VariableKind*>> choices;
-  for (int a = 0; a < t.arity; ++a)
-    choices.push_back(fitting_kinds(world, t.arg_roles[static_cast<size_t>(std::min(a, 2))]));
+Role arg_role(const OpTemplate& t, size_t a) { return t.arg_roles[std::min<size_t>(a, 2)]; }
+
+// Applications of `t` to one choice per argument that type-check (at most `limit`).
+std::vector<Arg> applications(const OpTemplate& t, const std::vector<std::vector<Arg>>& choices, size_t limit) {
+  std::vector<Arg> out;
+  for (const auto& c : choices)
+    if (c.empty()) return out;
   std::vector<size_t> pick(choices.size(), 0);
-  for (size_t found = 0; found < limit;) {
-    std::string args, shapes;
-    std::set<std::string> named;
-    bool empty = false;
+  while (out.size() < limit) {
+    Arg app{t.label + "(", {}};
+    bool clash = false;
     for (size_t a = 0; a < choices.size(); ++a) {
-      if (choices[a].empty()) {
-        empty = true;
-        break;
-      }
-      const VariableKind& k = *choices[a][pick[a]];
-      std::string name = k.kind + "0";
-      if (named.count(name)) name = k.kind + "1";
-      if (named.insert(name).second) shapes += (shapes.empty() ? "" : ",") + name + "=" + shape_to_string(k.shape);
-      args += (a ? ", " : "") + name;
+      const Arg& arg = choices[a][pick[a]];
+      app.text += (a ? ", " : "") + arg.text;
+      for (const auto& [name, shape] : arg.vars) clash = clash || !app.vars.emplace(name, shape).second;
     }
-    if (empty) return;
-    const std::string program = t.label + "(" + args + ")";
+    app.text += ")";
+    std::string shapes;
+    for (const auto& [name, shape] : app.vars)
+      shapes += (shapes.empty() ? "" : ",") + name + "=" + shape_to_string(shape);
     try {
-      build_graph(program, parse_shape_map(shapes));
-      out.push_back({world.name + ": " + program, program, shapes});
-      ++found;
-    } catch (const std::exception&) {  // the variables do not fit the operator: try others
+      if (!clash) {
+        build_graph(app.text, parse_shape_map(shapes));
+        out.push_back(app);
+      }
+    } catch (const std::exception&) {  // the arguments do not fit the operator: try others
     }
     size_t a = 0;
     while (a < pick.size() && ++pick[a] == choices[a].size()) pick[a++] = 0;
-    if (a == pick.size()) return;
+    if (a == pick.size()) break;
   }
+  return out;
+}
+
+// `t` over variables (argument a named kind + (base + a)).
+std::vector<Arg> over_variables(const WorldSpec& world, const OpTemplate& t, int base, size_t limit) {
+  std::vector<std::vector<Arg>> choices;
+  for (size_t a = 0; a < static_cast<size_t>(t.arity); ++a)
+    choices.push_back(variable_args(world, arg_role(t, a), base + static_cast<int>(a)));
+  return applications(t, choices, limit);
+}
+
+// `consumer` with `producer`'s application at one argument and variables or
+// another application of `producer` at the others (at most `limit` per argument).
+std::vector<Arg> pairs(const WorldSpec& world, const OpTemplate& consumer, const OpTemplate& producer, size_t limit) {
+  std::vector<Arg> out;
+  const std::vector<Arg> inner = over_variables(world, producer, 0, 2), other = over_variables(world, producer, 5, 1);
+  for (size_t at = 0; at < static_cast<size_t>(consumer.arity); ++at) {
+    std::vector<std::vector<Arg>> choices;
+    for (size_t a = 0; a < static_cast<size_t>(consumer.arity); ++a) {
+      if (a == at) {
+        choices.push_back(inner);
+        continue;
+      }
+      choices.push_back(other);
+      for (Arg& v : variable_args(world, arg_role(consumer, a), 2 + static_cast<int>(a))) choices.back().push_back(v);
+    }
+    for (Arg& app : applications(consumer, choices, limit)) out.push_back(std::move(app));
+  }
+  return out;
+}
+
+DerivationSource source_of(const WorldSpec& world, const Arg& app) {
+  std::string shapes;
+  for (const auto& [name, shape] : app.vars)
+    shapes += (shapes.empty() ? "" : ",") + name + "=" + shape_to_string(shape);
+  return {world.name + ": " + app.text, app.text, shapes};
 }
 
 // Both sides of `rule` agree on the same random inputs in domain T.
@@ -148,9 +192,18 @@ Program source_program(const Graph& g, std::vector<std::string>& input_names, co
 std::vector<DerivationSource> space_derivation_sources(const std::string& space_name_or_file) {
   const Space space = load_space(space_name_or_file);
   std::vector<DerivationSource> out;
-  for (const WorldSpec& world : space.worlds)
+  auto derivable = [](const OpTemplate& t) { return t.op && t.arity > 0 && expr::expression_hooks(*t.op); };
+  for (const WorldSpec& world : space.worlds) {
     for (const OpTemplate& t : world.templates)
-      if (t.op && t.arity > 0 && expr::expression_hooks(*t.op)) template_sources(world, t, 4, out);
+      if (derivable(t))
+        for (const Arg& app : over_variables(world, t, 0, 4)) out.push_back(source_of(world, app));
+    // Producer and consumer pairs where one of the two only moves elements (what inline merges).
+    for (const OpTemplate& consumer : world.templates)
+      for (const OpTemplate& producer : world.templates)
+        if (derivable(consumer) && derivable(producer) &&
+            (consumer.op->traits.moves_elements || producer.op->traits.moves_elements))
+          for (const Arg& app : pairs(world, consumer, producer, 2)) out.push_back(source_of(world, app));
+  }
   return out;
 }
 

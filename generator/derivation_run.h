@@ -33,8 +33,11 @@ struct DerivationSource {
 std::vector<DerivationSource> default_derivation_sources();
 
 // Every operator of a search space (docs/spaces.md) that has an expression,
-// applied to the first variables of its worlds' kinds whose roles fit its
-// arguments (at most four applications each, those that type-check).
+// applied to variables of its worlds' kinds whose roles fit its arguments
+// (at most four applications each, those that type-check), and the pairs of
+// such operators where one of the two only moves elements (a consumer with
+// the producer's application at one argument, variables or another
+// application of the producer at the others; at most two per argument).
 // Throws std::invalid_argument for a space that is neither built in nor a file.
 std::vector<DerivationSource> space_derivation_sources(const std::string& space_name_or_file);
 

@@ -161,11 +161,27 @@ TensorExpr split_expression(const OpCall& call, int output) {
   return e;
 }
 
-// Elementwise operators of equal shapes (broadcasting forms are left to the rules).
-std::function<std::vector<Instance>(const InstanceQuery&)> same_shape_instances(int inputs) {
+// Elementwise operators: operands of the output's shape, or (binary ones)
+// one operand a tensor the expression reads that broadcasts to it.
+bool broadcasts_to(const Shape& s, const Shape& out) {
+  if (s.size() > out.size()) return false;
+  for (size_t a = 0; a < s.size(); ++a)
+    if (s[a] != 1 && s[a] != out[a + out.size() - s.size()]) return false;
+  return true;
+}
+
+std::function<std::vector<Instance>(const InstanceQuery&)> elementwise_instances(int inputs) {
   return [inputs](const InstanceQuery& q) -> std::vector<Instance> {
     if (!q.sum_ranges.empty()) return {};
-    return {Instance{.params = {}, .inputs = std::vector<Shape>(static_cast<size_t>(inputs), q.out_ranges)}};
+    std::vector<Instance> out{
+        Instance{.params = {}, .inputs = std::vector<Shape>(static_cast<size_t>(inputs), q.out_ranges)}};
+    if (inputs != 2) return out;
+    for (const Shape& s : q.read_shapes)
+      if (s != q.out_ranges && broadcasts_to(s, q.out_ranges)) {
+        out.push_back(Instance{.params = {}, .inputs = {q.out_ranges, s}});
+        out.push_back(Instance{.params = {}, .inputs = {s, q.out_ranges}});
+      }
+    return out;
   };
 }
 
@@ -220,9 +236,9 @@ const ExpressionHooks* expression_hooks(const OpDef& op) {
     const OpTable& table = OpTable::instance();
     const OpDef& conv = table.get("conv2d");
     std::map<const OpDef*, ExpressionHooks> h;
-    h[&table.get("add")] = {add_expression, same_shape_instances(2)};
-    h[&table.get("mul")] = {mul_expression, same_shape_instances(2)};
-    h[&table.get("relu")] = {relu_expression, same_shape_instances(1)};
+    h[&table.get("add")] = {add_expression, elementwise_instances(2)};
+    h[&table.get("mul")] = {mul_expression, elementwise_instances(2)};
+    h[&table.get("relu")] = {relu_expression, elementwise_instances(1)};
     h[&table.get("matmul")] = {product_expression, [](const InstanceQuery& q) { return product_instances(q, 0); }};
     h[&table.get("batch_matmul")] = {product_expression,
                                      [](const InstanceQuery& q) { return product_instances(q, 1); }};
