@@ -106,16 +106,19 @@ std::vector<Index> identity(int rank) {
 
 bool is_layout(const TensorExpr& e) {
   return e.num_out == static_cast<int>(e.iterators.size()) && e.terms.size() == 1 && e.terms[0].factors.size() == 1 &&
-         e.unary == expr::Unary::kNone;
+         !e.unary;
 }
 
 bool is_sum_of_reads(const TensorExpr& e) {
-  if (e.num_out != static_cast<int>(e.iterators.size()) || e.terms.size() < 2 || e.unary != expr::Unary::kNone)
-    return false;
+  if (e.num_out != static_cast<int>(e.iterators.size()) || e.terms.size() < 2 || e.unary) return false;
   return std::all_of(e.terms.begin(), e.terms.end(), [](const expr::Term& t) { return t.factors.size() == 1; });
 }
 
 bool is_compute(const TensorExpr& e) { return !is_layout(e) && !is_sum_of_reads(e); }
+
+// A stage with a summation: what merging and dropping iterators reshape
+// toward a product's form (elementwise stages reshaped save nothing).
+bool is_reduction(const TensorExpr& e) { return e.num_out < static_cast<int>(e.iterators.size()); }
 
 std::vector<Iterator> out_iterators(const TensorExpr& e) {
   return {e.iterators.begin(), e.iterators.begin() + e.num_out};
@@ -243,7 +246,7 @@ std::string program_key(const Program& p) {
 std::vector<Program> split_summation(const Program& p, int stage) {
   const Stage& base = p.stages[static_cast<size_t>(stage)];
   std::vector<Program> out;
-  if (!is_compute(base.expr) || base.expr.unary != expr::Unary::kNone) return out;
+  if (!is_compute(base.expr) || base.expr.unary) return out;
   for (int it = base.expr.num_out; it < static_cast<int>(base.expr.iterators.size()); ++it) {
     const int64_t range = base.expr.iterators[static_cast<size_t>(it)].range;
     for (int64_t parts : {2, 4}) {
@@ -385,7 +388,7 @@ std::vector<Program> merge_stages(const Program& p, int stage) {
 std::vector<Program> merge_iterators(const Program& p, int stage) {
   std::vector<Program> out;
   const TensorExpr& e = p.stages[static_cast<size_t>(stage)].expr;
-  if (!is_compute(e)) return out;
+  if (!is_reduction(e)) return out;
   for (int a = 0; a + 1 < e.num_out; ++a) {
     const int b = a + 1;
     const int64_t range_b = e.iterators[static_cast<size_t>(b)].range;
@@ -428,7 +431,7 @@ std::vector<Program> merge_iterators(const Program& p, int stage) {
 
 std::vector<Program> drop_unit_iterators(const Program& p, int stage) {
   const TensorExpr& e = p.stages[static_cast<size_t>(stage)].expr;
-  if (!is_compute(e)) return {};
+  if (!is_reduction(e)) return {};
   TensorExpr d = e;
   d.iterators.clear();
   d.num_out = 0;

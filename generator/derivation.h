@@ -7,6 +7,8 @@
 //   merge-iterators   two adjacent traversal iterators a, b become p = a·B + b
 //                     (a = p / B, b = p mod B; readers re-indexed)
 //   drop-units        iterators of range 1 are substituted by 0
+// (merge-iterators and drop-units apply to stages with a summation only:
+// they reshape toward a product's form; elementwise stages reshaped save nothing)
 //   permute-iterators a stage's traversal iterators reordered so that one of
 //                     its accesses reads in order (a layout change; readers
 //                     re-indexed)

@@ -253,7 +253,7 @@ struct Matcher {
     const Stage& st = p.stages[static_cast<size_t>(stage)];
     const TensorExpr& e = st.expr;
     if (e.num_out == static_cast<int>(e.iterators.size()) && e.terms.size() == 1 && e.terms[0].factors.size() == 1 &&
-        e.unary == expr::Unary::kNone)
+        !e.unary)
       return layout_text(st);
     return compute_text(st);
   }

@@ -1,5 +1,7 @@
 #include "ir/expression.h"
 
+#include "ir/op_def.h"
+
 #include <stdexcept>
 #include <string_view>
 
@@ -136,9 +138,18 @@ Tensor<double> evaluate(const TensorExpr& e, const std::vector<const Tensor<doub
         sum += product;
       }
     } while (next(at, e.iterators, static_cast<size_t>(e.num_out), e.iterators.size()));
-    out.data[static_cast<size_t>(flat++)] = e.unary == Unary::kRelu && sum < 0 ? 0.0 : sum;
+    out.data[static_cast<size_t>(flat++)] = sum;
   } while (next(at, e.iterators, 0, static_cast<size_t>(e.num_out)));
-  return out;
+  if (!e.unary) return out;
+  // The operator's own float64 kernel, elementwise over the sums.
+  const Params params = e.unary->make_params();
+  const std::vector<Shape> shapes{out.shape};
+  const std::vector<DType> floats{DType::kFloat};
+  Tensor<double> applied(out.shape);
+  const Tensor<double>* const args[] = {&out};
+  e.unary->kernels.f64(OpCall{*e.unary, params, shapes, floats, shapes}, std::span<const Tensor<double>* const>(args),
+                       std::span<Tensor<double>>(&applied, 1));
+  return applied;
 }
 
 std::string to_string(const TensorExpr& e) {
@@ -149,7 +160,7 @@ std::string to_string(const TensorExpr& e) {
     s += cat(e.iterators[i].name, ":", std::to_string(e.iterators[i].range));
   }
   s += "}";
-  s += e.unary == Unary::kRelu ? " relu(" : " ";
+  s += e.unary ? cat(" ", e.unary->name, "(") : std::string(" ");
   for (size_t t = 0; t < e.terms.size(); ++t) {
     if (t > 0) s += " + ";
     for (size_t f = 0; f < e.terms[t].factors.size(); ++f) {
@@ -159,7 +170,7 @@ std::string to_string(const TensorExpr& e) {
       s += "]";
     }
   }
-  if (e.unary == Unary::kRelu) s += ")";
+  if (e.unary) s += ")";
   return s;
 }
 

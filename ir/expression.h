@@ -66,14 +66,14 @@ struct Term {
   friend bool operator==(const Term&, const Term&) = default;
 };
 
-enum class Unary { kNone, kRelu };  // applied to the sum
-
 struct TensorExpr {
   std::vector<Iterator> iterators;  // the traversal iterators (output axes, in order), then the summation ones
   int num_out = 0;
   std::vector<Shape> inputs;  // shapes of the inputs the accesses read
   std::vector<Term> terms;    // the body: Σ_terms Π_factors
-  Unary unary = Unary::kNone;
+  // An elementwise operator of one input and no parameters applied to the
+  // sum (relu, erf, sigmoid, ...; conv2d's fused relu), or null.
+  const OpDef* unary = nullptr;
 
   Shape output_shape() const;
   bool is_summation(int iterator) const { return iterator >= num_out; }

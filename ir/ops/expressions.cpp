@@ -56,10 +56,11 @@ TensorExpr mul_expression(const OpCall& call, int) {
   return e;
 }
 
-TensorExpr relu_expression(const OpCall& call, int) {
+// An elementwise operator of one input: the operator applied to the input read in order.
+TensorExpr unary_expression(const OpCall& call, int) {
   TensorExpr e = over(call.output_shapes[0], call.input_shapes);
   e.terms.push_back({{Access{0, identity_index(call.input_shapes[0].size())}}});
-  e.unary = expr::Unary::kRelu;
+  e.unary = &call.op;
   return e;
 }
 
@@ -102,7 +103,7 @@ TensorExpr conv2d_expression(const OpCall& call, int) {
   Index col{.terms = {IndexTerm{.coefs = {{3, win.stride_w}, {6, win.dilation_w}}}}, .offset = -win.pad_left};
   e.terms.push_back({{Access{0, {iter_index(0), channel, row, col}},
                       Access{1, {iter_index(1), iter_index(4), iter_index(5), iter_index(6)}}}});
-  if (call.params.get_word("act") == "relu") e.unary = expr::Unary::kRelu;
+  if (call.params.get_word("act") == "relu") e.unary = &known_ops::relu();
   return e;
 }
 
@@ -238,7 +239,10 @@ const ExpressionHooks* expression_hooks(const OpDef& op) {
     std::map<const OpDef*, ExpressionHooks> h;
     h[&table.get("add")] = {add_expression, elementwise_instances(2)};
     h[&table.get("mul")] = {mul_expression, elementwise_instances(2)};
-    h[&table.get("relu")] = {relu_expression, elementwise_instances(1)};
+    // Elementwise operators of one input and no parameters with a float64 kernel.
+    for (const OpDef* each : table.all())
+      if (each->traits.elementwise && each->inputs.size() == 1 && each->params.empty() && each->kernels.f64)
+        h[each] = {unary_expression, elementwise_instances(1)};
     h[&table.get("matmul")] = {product_expression, [](const InstanceQuery& q) { return product_instances(q, 0); }};
     h[&table.get("batch_matmul")] = {product_expression,
                                      [](const InstanceQuery& q) { return product_instances(q, 1); }};
