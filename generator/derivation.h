@@ -16,8 +16,10 @@
 //                     it, when one of the two only moves elements (a
 //                     producer and its consumer become one stage)
 // Readers of a stage whose axes change are re-indexed; when the output
-// stage changes, a layout stage restores the output's axes. Kernel matching
-// of the derived stages is generator/derivation_match.h.
+// stage changes, a layout stage restores the output's axes. The rules and
+// the search are derivation.cpp; programs (keys, evaluation) and the index
+// algebra they share derivation_program.{h,cpp}; kernel matching of the
+// derived stages generator/derivation_match.h.
 #pragma once
 
 #include <cstddef>
