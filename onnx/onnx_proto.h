@@ -26,9 +26,10 @@ class OnnxError : public std::runtime_error {
 };
 
 // Loads a model file (any size protobuf accepts, i.e. up to 2 GB). Tensors
-// stored as external data (initializers and tensor attributes of the main
-// graph's nodes) are read from files relative to the model's folder into
-// raw_data, so callers never see external data. Subgraphs are not visited.
+// stored as external data (initializers and tensor attributes of every
+// graph's nodes: the main graph, the subgraphs in attributes, model-local
+// functions) are read from files relative to the model's folder into
+// raw_data, so callers never see external data.
 // `had_external_data`, when given, says whether any tensor was external.
 onnx::ModelProto load_model(const std::string& path, bool* had_external_data = nullptr);
 

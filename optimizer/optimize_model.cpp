@@ -334,6 +334,9 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   onnx_io::ExportOptions export_options;
   export_options.opset = std::clamp<int64_t>(model.opset, onnx_io::kMinExportOpset, 18);
   export_options.producer_name = "tgr optimize";
+  export_options.functions = model.functions;
+  export_options.domain_opsets = model.domain_opsets;
+  export_options.overridable_initializers = model.overridable_initializers;
   if (result.applied.empty() && o.output != o.model) {
     // Nothing to gain: the model is written as it came, so that an
     // optimized model is never a re-export that merely orders the same

@@ -60,8 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--budget", o.backtracking.budget, "graphs the search pops from its queue")
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--alpha", o.backtracking.alpha, "keep graphs costing less than alpha times the best")
-      ->check(CLI::Range(1.0, 10.0));
-  app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
+      ->check(tgr::cli::within(1.0, 10.0));
+  app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::seconds());
   std::string search;  // empty: the target's (TargetInfo::default_search)
   tgr::saturation::SaturationOptions saturation = tgr::saturation::optimize_defaults();
   // "\n(default: the target's: onnxruntime-cpu X, ...)" for an option whose default each target sets.
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
           ->default_str("")  // no one default: the target's, named in the help
           ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
-      ->check(tgr::cli::at_least(0.0));
+      ->check(tgr::cli::seconds(true));
   app.add_option("--refine-window", saturation.refine_window,
                  "saturate, under a target that fuses operators: each refinement move is first costed on the "
                  "operators within this many steps of what it changes, and built whole only where that is cheaper "
@@ -124,13 +124,13 @@ int main(int argc, char** argv) {
                      ": a guess must win by a margin; below 1 the search explores, and calibrating its graph "
                      "measures the steps it reached)")
       ->default_str("")  // the default is the cost model's, named in the help
-      ->check(CLI::PositiveNumber);
+      ->check(tgr::cli::positive());
   app.add_option("--calibration-dir", o.calibration_dir,
                  "onnxruntime-cpu: write a one-node ONNX model of each signature the table lacked here "
                  "(tools/calibrate_ort.py times them)");
   app.add_option("--min-gain", o.min_gain,
                  "write the model unchanged unless the predicted cost drops by at least this fraction (default 0.02)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(tgr::cli::within(0.0, 1.0));
   app.add_option("--specs", o.specs_dir, "the axioms the instance proofs use");
   app.add_option("--proof-timeout-ms", o.proof_timeout_ms, "per instance proof");
   app.add_flag(

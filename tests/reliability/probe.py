@@ -253,6 +253,175 @@ def external_data_symlink_outside(ctx):
             fail(f"{p} was written")
 
 
+@case
+def initializer_given_twice(ctx):
+    w1 = numpy_helper.from_array(np.ones((1, 4), np.float32), "w")
+    w2 = numpy_helper.from_array(np.full((1, 4), 2, np.float32), "w")
+    n = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    path = save(model([n], [vinfo("x", [1, 4])], [vinfo("y", [1, 4])], [w1, w2]), ctx.path("m.onnx"))
+    message = r"'.*m\.onnx': initializer 'w' is given twice; a graph names each value once"
+    ctx.run("optimize", path, "-o", ctx.path("o.onnx"), code=1, message="optimize: error: " + message)
+    ctx.run("run", "--model", path, "--inputs", x_input(ctx), "--output-dir", ctx.path("out"), code=1, message=message)
+    for p in ("o.onnx", "out"):
+        if os.path.exists(ctx.path(p)):
+            fail(f"{p} was written")
+
+
+def ort_outputs(path, feeds):
+    import onnxruntime as ort
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def same_results(ctx, original, optimized, feeds_list):
+    """The optimized model passes onnx.checker and computes what the original does for every feed."""
+    onnx.checker.check_model(onnx.load(optimized), full_check=True)
+    for feeds in feeds_list:
+        want, got = ort_outputs(original, feeds), ort_outputs(optimized, feeds)
+        if len(want) != len(got) or any(not np.allclose(a, b) for a, b in zip(want, got)):
+            fail(f"{optimized} computes {got}, the model {want}, for {feeds}")
+    print(f"ok: {os.path.basename(optimized)} passes onnx.checker and matches the model on {len(feeds_list)} feeds")
+
+
+def relu_rules(ctx):
+    """Options for optimize: a database of one proved rule, relu(relu(x)) => relu(x), alone."""
+    db = ctx.path("relu.db")
+    if not os.path.exists(db):
+        rules = ctx.path("relu.rules")
+        with open(rules, "w") as f:
+            f.write("relu(relu(x0)) => relu(x0) | x0=1x4\n")
+        ctx.run("rules", "--db", db, "import", rules, code=0, message=None)
+        ctx.run("verify", "--db", db, code=0, message=r"relu_idempotent")
+    return ["--rules", db, "--no-default-rules", "-q", "--search", "backtrack"]
+
+
+def optimize_rewrites(ctx, path, out, *extra):
+    """Runs optimize with relu_rules and checks that the rule applied (the model was re-exported)."""
+    ctx.run("optimize", path, "-o", out, "--report", out + ".json", *relu_rules(ctx), *extra, code=0, message=None)
+    import json
+    with open(out + ".json") as f:
+        applied = json.load(f)["rules_applied"]
+    if not applied:
+        fail("relu(relu(x)) => relu(x) did not apply; the test needs a rewritten model")
+
+
+def if_model(then_nodes, else_nodes, outer_nodes, inits=(), then_inits=()):
+    """y = If(c) over x [1, 4]; each branch's nodes write its output 'o'."""
+    then_g = helper.make_graph(then_nodes, "then", [], [vinfo("o", [1, 4])], list(then_inits))
+    else_g = helper.make_graph(else_nodes, "else", [], [vinfo("o", [1, 4])])
+    cond = helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)
+    return model(outer_nodes + [cond], [vinfo("x", [1, 4]), vinfo("c", [], TensorProto.BOOL)],
+                 [vinfo("y", [1, 4])], list(inits))
+
+
+def if_feeds():
+    x = np.array([[-1.5, 0.5, 2.0, -3.0]], np.float32)
+    return [{"x": x, "c": np.array(True)}, {"x": x, "c": np.array(False)}]
+
+
+@case
+def subgraph_captures_outer_values(ctx):
+    # The branches read r2 and w from the outer graph by name; the rewrite of relu(relu(x)) removes r2's producer.
+    outer = [helper.make_node("Relu", ["x"], ["r1"], name="r1"), helper.make_node("Relu", ["r1"], ["r2"], name="r2")]
+    w = numpy_helper.from_array(np.array([[1, 2, 3, 4]], np.float32), "w")
+    outer += [helper.make_node("Relu", ["x"], ["q1"], name="q1"), helper.make_node("Relu", ["q1"], ["z"], name="q2")]
+    m = if_model([helper.make_node("Add", ["r2", "w"], ["o"], name="add")],
+                 [helper.make_node("Neg", ["r2"], ["o"], name="neg")], outer, [w])
+    m.graph.output.append(vinfo("z", [1, 4]))  # rewritten as well
+    path = save(m, ctx.path("m.onnx"))
+    optimize_rewrites(ctx, path, ctx.path("o.onnx"))
+    same_results(ctx, path, ctx.path("o.onnx"), if_feeds())
+
+
+@case
+def subgraph_external_data(ctx):
+    # A branch's initializer in a file beside the model; the output is written to another folder.
+    os.makedirs(ctx.path("model"))
+    os.makedirs(ctx.path("out"))
+    with open(ctx.path("model", "w.bin"), "wb") as f:
+        f.write(np.array([[1, 2, 3, 4]], np.float32).tobytes())
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 4])
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", "0"), ("length", "16")):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    outer = [helper.make_node("Relu", ["x"], ["r1"], name="r1"), helper.make_node("Relu", ["r1"], ["r2"], name="r2")]
+    m = if_model([helper.make_node("Add", ["x", "w"], ["o"], name="add")],
+                 [helper.make_node("Neg", ["x"], ["o"], name="neg")], outer, then_inits=[w])
+    m.graph.output.append(vinfo("r2", [1, 4]))
+    path = ctx.path("model", "m.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    out = ctx.path("out", "o.onnx")
+    optimize_rewrites(ctx, path, out)
+    same_results(ctx, path, out, if_feeds())
+
+
+@case
+def external_data_longer_than_dims(ctx):
+    # A 1x4 tensor over a 64 MB file: refused by its length before anything is read.
+    with open(ctx.path("w.bin"), "wb") as f:
+        f.truncate(64 << 20)
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 4])
+    w.data_location = TensorProto.EXTERNAL
+    e = w.external_data.add()
+    e.key, e.value = "location", "w.bin"
+    n = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    path = ctx.path("m.onnx")
+    with open(path, "wb") as f:
+        f.write(model([n], [vinfo("x", [1, 4])], [vinfo("y", [1, 4])], [w]).SerializeToString())
+    ctx.run("optimize", path, "-o", ctx.path("o.onnx"), code=1,
+            message=r"tensor 'w': external data of 67108864 bytes in '.*w\.bin', 16 expected for its dims and FLOAT")
+    if os.path.exists(ctx.path("o.onnx")):
+        fail("an output was written")
+
+
+@case
+def model_local_functions_kept(ctx):
+    body = [helper.make_node("Relu", ["a"], ["b"], name="inner")]
+    f = helper.make_function("custom", "MyRelu", ["a"], ["b"], body, [helper.make_opsetid("", 17)])
+    nodes = [helper.make_node("MyRelu", ["x"], ["f"], name="call", domain="custom"),
+             helper.make_node("Relu", ["f"], ["r1"], name="r1"), helper.make_node("Relu", ["r1"], ["y"], name="r2")]
+    g = helper.make_graph(nodes, "g", [vinfo("x", [1, 4])], [vinfo("y", [1, 4])], value_info=[vinfo("f", [1, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("custom", 1)],
+                          functions=[f])
+    m.ir_version = 8
+    path = save(m, ctx.path("m.onnx"))
+    optimize_rewrites(ctx, path, ctx.path("o.onnx"))
+    if len(onnx.load(ctx.path("o.onnx")).functions) != 1:
+        fail("the function MyRelu was dropped")
+    same_results(ctx, path, ctx.path("o.onnx"), [{"x": np.array([[-1, 2, -3, 4]], np.float32)}])
+
+
+@case
+def overridable_initializer_kept(ctx):
+    b = numpy_helper.from_array(np.array([[1, 2, 3, 4]], np.float32), "b")
+    nodes = [helper.make_node("Relu", ["x"], ["r1"], name="r1"), helper.make_node("Relu", ["r1"], ["r2"], name="r2"),
+             helper.make_node("Add", ["r2", "b"], ["y"], name="add")]
+    m = model(nodes, [vinfo("x", [1, 4]), vinfo("b", [1, 4])], [vinfo("y", [1, 4])], [b])
+    path = save(m, ctx.path("m.onnx"))
+    optimize_rewrites(ctx, path, ctx.path("o.onnx"))
+    inputs = [i.name for i in onnx.load(ctx.path("o.onnx")).graph.input]
+    if "b" not in inputs:
+        fail(f"the optimized model's inputs are {inputs}: 'b' is no longer overridable")
+    x = np.array([[-1, 2, -3, 4]], np.float32)
+    same_results(ctx, path, ctx.path("o.onnx"), [{"x": x}, {"x": x, "b": np.full((1, 4), 7, np.float32)}])
+
+
+@case
+def optimize_numbers_nan_inf_absurd(ctx):
+    # NaN passes every comparison-based bound; 1e18 or inf seconds overflowed the deadline (no time limit at all).
+    m = small_model(ctx)
+    for option, value in (("--timeout", "inf"), ("--timeout", "1e18"), ("--timeout", "nan"), ("--alpha", "nan"),
+                          ("--min-gain", "nan"), ("--ilp-timeout", "nan"), ("--ilp-timeout", "inf"),
+                          ("--node-growth", "nan")):
+        ctx.run("optimize", m, "-o", ctx.path("o.onnx"), option, value, code=2,
+                message=r"optimize: error: " + option + r": " + value + r" is (not|below)")
+    if os.path.exists(ctx.path("o.onnx")):
+        fail("an output was written")
+    ctx.run("optimize", m, "-o", ctx.path("o.onnx"), "-q", "--timeout", "31536000", code=0, message=None)
+
+
 # ---- output paths ----
 
 
