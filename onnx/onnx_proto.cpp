@@ -1,5 +1,7 @@
 #include "onnx/onnx_proto.h"
 
+#include "util/output_file.h"
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
@@ -16,7 +18,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 #include <set>
 
 namespace tgr::onnx_io {
@@ -309,26 +310,10 @@ onnx::ModelProto load_model(const std::string& path, bool* had_external_data) {
 void save_model(const onnx::ModelProto& model, const std::string& path) { write_file(model, path); }
 
 void write_atomically(const std::string& path, const std::function<bool(std::ostream&)>& write) {
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path() && !fs::is_directory(target.parent_path(), ec))
-    throw OnnxError("cannot write " + in_quotes(path) + ": folder " + in_quotes(target.parent_path().string()) +
-                    " does not exist");
-  const std::string tmp = path + ".tmp" + std::to_string(std::random_device{}());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    const bool written = out && write(out);
-    out.close();
-    if (!written || !out) {
-      fs::remove(tmp, ec);
-      throw OnnxError("cannot write " + in_quotes(path) + ": write to " + in_quotes(tmp) + " failed");
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw OnnxError("cannot write " + in_quotes(path) + ": " + ec.message());
+  try {
+    util::write_atomically(path, write);
+  } catch (const util::OutputFileError& e) {
+    throw OnnxError(e.what());
   }
 }
 

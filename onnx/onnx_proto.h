@@ -38,8 +38,9 @@ onnx::ModelProto load_model(const std::string& path, bool* had_external_data = n
 void save_model(const onnx::ModelProto& model, const std::string& path);
 
 // What save_model does with the bytes `write` puts into the stream (it
-// returns false on failure): a temporary file in the same folder, renamed
-// over `path` once complete; OnnxError naming `path` on any failure.
+// returns false on failure): util::write_atomically (util/output_file.h: a
+// temporary file renamed over a regular file, a device written in place);
+// OnnxError naming `path` on any failure.
 void write_atomically(const std::string& path, const std::function<bool(std::ostream&)>& write);
 
 // The opset version of the default domain ("" or "ai.onnx").

@@ -14,6 +14,7 @@
 
 #include "ir/graph_dot.h"
 #include "rules_db/rules_db.h"
+#include "util/output_file.h"
 
 namespace tgr::optimizer {
 namespace {
@@ -348,8 +349,7 @@ std::string html_report(const OptimizeReport& report, const std::string& dot_pro
 
 void write_html_report(const OptimizeReport& report, const std::string& path, const std::string& dot_program) {
   const std::string html = html_report(report, dot_program);
-  std::ofstream out(path);
-  if (!(out << html)) throw std::runtime_error("cannot write the HTML report '" + path + "'");
+  util::write_text_file(path, html);
 }
 
 }  // namespace tgr::optimizer

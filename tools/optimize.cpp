@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "tools/input_shapes.h"
 #include "tools/stdout_data.h"
 #include "tools/unverified_rules.h"
+#include "util/output_file.h"
 
 namespace {
 
@@ -27,8 +29,30 @@ void write_report(const std::string& path, const tgr::optimizer::OptimizeReport&
                   const std::vector<std::string>& warnings) {
   nlohmann::ordered_json json = report.to_json();
   json["warnings"] = warnings;
-  std::ofstream out(path);
-  if (!(out << json.dump(2) << '\n')) throw std::runtime_error("cannot write the report '" + path + "'");
+  tgr::util::write_text_file(path, json.dump(2) + "\n");
+}
+
+// The names --calibration-dir writes (op0.onnx, op1.onnx, ..., signatures.tsv).
+bool calibration_file_name(const std::string& name) {
+  if (name == "signatures.tsv") return true;
+  const size_t digits = name.size() > 7 ? name.size() - 7 : 0;  // "op" DIGITS ".onnx"
+  return digits > 0 && name.rfind("op", 0) == 0 && name.substr(name.size() - 5) == ".onnx" &&
+         name.find_first_not_of("0123456789", 2) == 2 + digits;
+}
+
+// Refuses (UsageError) a file of the command, read or written, that lies in
+// --calibration-dir under a name written there, before anything is written.
+void refuse_calibration_overwrite(const std::string& dir, const std::vector<tgr::cli::FileRole>& files) {
+  if (dir.empty()) return;
+  for (const tgr::cli::FileRole& f : files) {
+    if (f.path.empty() || tgr::cli::is_stdout(f.path)) continue;
+    const std::filesystem::path p(f.path);
+    const std::string folder = p.has_parent_path() ? p.parent_path().string() : ".";
+    if (calibration_file_name(p.filename().string()) && tgr::cli::same_file(folder, dir))
+      throw tgr::cli::UsageError(f.what + " '" + f.path + "' lies in --calibration-dir '" + dir +
+                                 "', where optimize writes op0.onnx, op1.onnx, ... and signatures.tsv: refusing to "
+                                 "overwrite it");
+  }
 }
 
 }  // namespace
@@ -165,13 +189,20 @@ int main(int argc, char** argv) {
     if (!o.calibration_dir.empty() && o.target.target != Target::kOnnxRuntimeCpu)
       throw tgr::cli::UsageError("--calibration-dir measures for --target onnxruntime-cpu only");
     o.input_shapes = tgr::cli::parse_input_shapes(input_shapes);
-    tgr::cli::refuse_same_files({{"the model", o.model},
-                                 {"-o", o.output, true},
-                                 {"--report", report_path, true},
-                                 {"--report-html", html_path, true},
-                                 {"the rules database", o.rules_db},
-                                 {"the default rules database", o.default_rules_db},
-                                 {"--costs", o.target.costs_db}});
+    const std::vector<tgr::cli::FileRole> files = {{"the model", o.model},
+                                                   {"-o", o.output, true},
+                                                   {"--report", report_path, true},
+                                                   {"--report-html", html_path, true},
+                                                   {"the rules database", o.rules_db},
+                                                   {"the default rules database", o.default_rules_db},
+                                                   {"--costs", o.target.costs_db},
+                                                   {"--specs", o.specs_dir}};
+    tgr::cli::refuse_same_files(files);
+    refuse_calibration_overwrite(o.calibration_dir, files);
+    // Every output can be written, checked before the work: the model is
+    // not written when the report then cannot be.
+    for (const std::string* out : {&o.output, &report_path, &html_path})
+      if (!out->empty() && !tgr::cli::is_stdout(*out)) tgr::util::check_output_path(*out);
     std::optional<tgr::cli::DataToStdout> to_stdout;  // -o -
     if (tgr::cli::is_stdout(o.output)) o.output = to_stdout.emplace(".onnx").path();
     const std::string dot = html_path.empty() ? "" : tgr::optimizer::find_graphviz_dot();  // before the work

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sqlite3
 import subprocess
 import sys
@@ -471,6 +472,93 @@ def run_export_is_the_model(ctx):
             message=r"--export '.*m\.onnx' is the same file as --model")
     if digest(m) != before:
         fail("the model was changed")
+
+
+@case
+def optimize_output_fifo_written_in_place(ctx):
+    # A FIFO, like a character device (/dev/null), is written in place; the rename of a temporary file once
+    # replaced it (as root, /dev/null itself; not tried here, since a regression would replace the machine's).
+    import threading
+    m = small_model(ctx)
+    fifo = ctx.path("out.fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    ctx.run("optimize", m, "-o", fifo, "-q", code=0, message=None, timeout=60)
+    reader.join(30)
+    if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+        fail("the FIFO given as -o was replaced")
+    if not got or onnx.load_from_string(got[0]).graph.node[0].op_type != "Relu":
+        fail("the FIFO did not receive the model")
+
+
+@case
+def optimize_output_through_symlink(ctx):
+    # Whether a rewrite applied (re-export) or not (copy), -o through a link writes the file it names.
+    for name, nodes in (("unchanged", [helper.make_node("Relu", ["x"], ["y"], name="r")]),
+                        ("rewritten", [helper.make_node("Relu", ["x"], ["r1"], name="r1"),
+                                       helper.make_node("Relu", ["r1"], ["y"], name="r2")])):
+        m = save(model(nodes, [vinfo("x", [1, 4])], [vinfo("y", [1, 4])]), ctx.path(name + ".onnx"))
+        target, link = ctx.path(name + "_target.onnx"), ctx.path(name + "_link.onnx")
+        with open(target, "wb") as f:
+            f.write(b"old")
+        os.symlink(os.path.basename(target), link)
+        ctx.run("optimize", m, "-o", link, *relu_rules(ctx), code=0, message=None)
+        if not os.path.islink(link) or os.readlink(link) != os.path.basename(target):
+            fail(f"{name}: the link -o names was replaced")
+        onnx.checker.check_model(onnx.load(target))
+
+
+@case
+def optimize_report_unwritable_writes_no_model(ctx):
+    m = small_model(ctx)
+    ctx.run("optimize", m, "-o", ctx.path("o.onnx"), "--report", ctx.path("no", "such", "r.json"), code=1,
+            message=r"optimize: error: cannot write '.*r\.json': folder '.*such' does not exist")
+    ctx.run("optimize", m, "-o", ctx.path("o.onnx"), "--report-html", ctx.work, code=1,
+            message=r"optimize: error: cannot write '.*': it is a folder")
+    if os.path.exists(ctx.path("o.onnx")):
+        fail("-o was written though the report could not be")
+
+
+@case
+def optimize_calibration_dir_holds_the_model(ctx):
+    os.makedirs(ctx.path("cal"))
+    n = helper.make_node("Relu", ["x"], ["y"], name="r")
+    m = save(model([n], [vinfo("x", [1, 4])], [vinfo("y", [1, 4])]), ctx.path("cal", "op0.onnx"))
+    before = digest(m)
+    ctx.run("optimize", m, "-o", ctx.path("o.onnx"), "--calibration-dir", ctx.path("cal"), code=2,
+            message=r"the model '.*op0\.onnx' lies in --calibration-dir '.*cal', where optimize writes op0\.onnx")
+    ctx.run("optimize", small_model(ctx), "-o", ctx.path("cal", "signatures.tsv"), "--calibration-dir",
+            ctx.path("cal"), code=2, message=r"-o '.*signatures\.tsv' lies in --calibration-dir")
+    if digest(m) != before or os.path.exists(ctx.path("o.onnx")):
+        fail("the model was changed or an output written")
+
+
+@case
+def verify_smt2_is_the_specs(ctx):
+    specs = ctx.path("one.axioms")
+    with open(specs, "w") as f:
+        f.write("axiom relu_idem  # relu twice\n  vars a: any\n  relu(relu(a)) = relu(a)\n")
+    before = digest(specs)
+    ctx.run("verify", "--prove", "relu(relu(x0)) => relu(x0)", "--shapes", "x0=2x2", "--specs", specs, "--smt2",
+            specs, code=2, message=r"verify: error: --smt2 '.*one\.axioms' is the same file as --specs")
+    if digest(specs) != before:
+        fail("the specs were overwritten")
+
+
+@case
+def run_export_is_the_expected_output(ctx):
+    m = small_model(ctx)
+    data = ctx.path("data")
+    os.makedirs(data)
+    tensor_file(os.path.join(data, "input_0.pb"), np.ones((1, 4), np.float32))
+    expected = tensor_file(os.path.join(data, "output_0.pb"), np.ones((1, 4), np.float32), "y")
+    before = digest(expected)
+    ctx.run("run", "--model", m, "--test-data", data, "--export", expected, code=2,
+            message=r"--export '.*output_0\.pb' is the same file as a file of --test-data")
+    if digest(expected) != before:
+        fail("the expected output was overwritten")
 
 
 # ---- rule and axiom text nested deeply ----
