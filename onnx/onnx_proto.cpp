@@ -44,6 +44,9 @@ std::ifstream open_input(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw OnnxError(in_quotes(path) + ": no such file");
   if (fs::is_directory(path, ec)) throw OnnxError(in_quotes(path) + ": is a directory, not a file");
+  // A FIFO would block the read forever, a device never end.
+  if (!fs::is_regular_file(path, ec))
+    throw OnnxError(in_quotes(path) + ": is not a regular file (a FIFO, device or socket)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw OnnxError(in_quotes(path) + ": cannot open for reading");
   return in;
@@ -60,8 +63,8 @@ bool parse_stream(google::protobuf::io::ZeroCopyInputStream& stream, google::pro
 
 // A regular file is mapped and parsed in place, so each weight is copied once,
 // from the page cache into its message (through an ifstream it was copied
-// three times: BERT-base's 440 MB took a second). Other files (a pipe,
-// /dev/stdin) and files over 2 GB are read as a stream.
+// three times: BERT-base's 440 MB took a second). Files over 2 GB are read
+// as a stream; other than regular files are refused (open_input).
 bool parse_file(const std::string& path, google::protobuf::MessageLite& msg) {
   std::ifstream in = open_input(path);  // its errors name the problem
   std::error_code ec;

@@ -135,6 +135,13 @@ class WriteTransaction {
   bool done_ = false;
 };
 
+// A database is a regular file: a FIFO would block the first read forever,
+// and SQLite would create DEVICE-journal beside a device.
+void refuse_special_file(const std::filesystem::file_status& st, const std::string& path) {
+  if (!std::filesystem::is_regular_file(st))
+    throw DbError(quote_path(path) + " is not a regular file (a FIFO, device or socket), not a rules database");
+}
+
 struct Handle {
   sqlite3* db = nullptr;
   ~Handle() { sqlite3_close_v2(db); }
@@ -486,6 +493,7 @@ RulesDb RulesDb::open(const std::string& path, bool create) {
     if (!create) throw DbError("no such database " + quote_path(path));
   } else {
     if (fs::is_directory(st)) throw DbError(quote_path(path) + " is a directory, not a rules database");
+    refuse_special_file(st, path);
     // Check before writing anything: a foreign or damaged file stays as it is.
     if (inspect_read_only(path) == 0 && !create)
       throw DbError(quote_path(path) + " is not a tgr rules database (it is empty)");
@@ -549,6 +557,7 @@ RulesDb RulesDb::open_read_only(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) throw DbError("no such database " + quote_path(path));
   if (fs::is_directory(st)) throw DbError(quote_path(path) + " is a directory, not a rules database");
+  refuse_special_file(st, path);
   check_header(path);
   // A WAL file needs its -shm (and the right to create it) even to be read;
   // in a read-only folder, or a file of another user, that fails. Then the

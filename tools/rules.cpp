@@ -338,6 +338,8 @@ std::vector<RuleLine> read_rule_file(const std::string& path) {
     trim(r.variables);
     out.push_back(std::move(r));
   }
+  // getline stops at a read error as at the end: the rules after it would be lost silently.
+  if (in.bad()) throw std::runtime_error("read error in the rule file '" + path + "'");
   return out;
 }
 
@@ -467,6 +469,7 @@ int cmd_import_costs(RulesDb& db, const std::string& device, const std::vector<s
       db.put_op_cost(device, line.substr(0, tab), ms);
       ++count;
     }
+    if (in.bad()) throw std::runtime_error("read error in '" + file + "'");  // not the end of the file
   }
   std::printf("imported %d operator costs for device '%s'\n", count, device.c_str());
   return 0;

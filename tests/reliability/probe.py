@@ -561,6 +561,50 @@ def run_export_is_the_expected_output(ctx):
         fail("the expected output was overwritten")
 
 
+@case
+def fifo_as_model_or_database(ctx):
+    # A FIFO nobody writes would block the first read forever.
+    fifo = ctx.path("p.fifo")
+    os.mkfifo(fifo)
+    ctx.run("optimize", fifo, "-o", ctx.path("o.onnx"), code=1, timeout=30,
+            message=r"optimize: error: '.*p\.fifo': is not a regular file \(a FIFO, device or socket\)")
+    ctx.run("run", "--model", fifo, "--inputs", x_input(ctx), code=1, timeout=30,
+            message=r"run: error: '.*p\.fifo': is not a regular file")
+    ctx.run("rules", "--db", fifo, "stats", code=1, timeout=30,
+            message=r"rules: error: '.*p\.fifo' is not a regular file \(a FIFO, device or socket\), not a rules database")
+    ctx.run("optimize", small_model(ctx), "-o", ctx.path("o.onnx"), "--rules", fifo, code=1, timeout=30,
+            message=r"'.*p\.fifo' is not a regular file")
+    ctx.run("verify", "--db", fifo, code=1, timeout=30, message=r"'.*p\.fifo' is not a regular file")
+    if os.path.exists(ctx.path("o.onnx")) or os.path.exists(fifo + "-journal"):
+        fail("an output or a journal was written")
+
+
+@case
+def rules_import_read_error(ctx):
+    # /proc/self/mem opens as a regular file, and its first read fails (EIO): a read error, not an empty file.
+    db = ctx.path("r.db")
+    ctx.run("rules", "--db", db, "import", "/proc/self/mem", code=1,
+            message=r"rules: error: read error in the rule file '/proc/self/mem'")
+    ctx.run("rules", "--db", db, "import-costs", "--device", "cpu", "/proc/self/mem", code=1,
+            message=r"rules: error: read error in '/proc/self/mem'")
+    if os.path.exists(db):
+        con = sqlite3.connect(db)
+        n = con.execute("SELECT count(*) FROM rules").fetchone()[0]
+        con.close()
+        if n:
+            fail("rules were stored")
+
+
+@case
+def axiom_term_int64_min_divided_by_minus_one(ctx):
+    specs = ctx.path("ovf.axioms")
+    with open(specs, "w") as f:
+        f.write("axiom ovf  # INT64_MIN / -1 overflows (SIGFPE on x86)\n  vars a: any\n"
+                "  where (0 - 9223372036854775807 - 1) / (0 - 1) > 0\n  relu(a) = relu(a)\n")
+    message = r"axiom 'ovf': '.*' computes a value beyond int64 \(overflow\)"
+    ctx.run("verify", "--check-axioms", "--specs", specs, code=1, message=message, timeout=60)
+
+
 # ---- rule and axiom text nested deeply ----
 
 
