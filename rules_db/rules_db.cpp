@@ -502,6 +502,21 @@ RulesDb RulesDb::open(const std::string& path, bool create) {
   Handle h;
   sqlite3* db = open_handle(path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), h);
   exec(db, path, "PRAGMA foreign_keys = ON", "enabling foreign keys");
+  // Migrate: check without the write lock first (the usual case: up to date),
+  // then again under BEGIN IMMEDIATE, since another process may be migrating.
+  // Before the switch to WAL below, which rewrites the file's header: a
+  // migration that fails rolls back and leaves the file byte for byte as it was.
+  if (version_of(db, path) < latest_schema_version()) {
+    WriteTransaction t(db, path);
+    const int from = version_of(db, path);
+    for (const Migration& m : migrations()) {
+      if (m.version <= from) continue;
+      exec(db, path, m.sql, ("migrating to schema version " + std::to_string(m.version)).c_str());
+      Stmt s(db, path, "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)");
+      s.bind(1, std::to_string(m.version)).run();
+    }
+    t.commit();
+  }
   // Persistent in the file. Readers do not block the writer and the writer
   // does not block readers; NORMAL sync is safe in WAL mode (a power cut may
   // lose the last commits, never corrupt the file).
@@ -519,19 +534,6 @@ RulesDb RulesDb::open(const std::string& path, bool create) {
   exec(db, path, "PRAGMA journal_mode = WAL", "enabling WAL mode");
   exec(db, path, "PRAGMA synchronous = NORMAL", "setting synchronous mode");
 
-  // Migrate: check without the write lock first (the usual case: up to date),
-  // then again under BEGIN IMMEDIATE, since another process may be migrating.
-  if (version_of(db, path) < latest_schema_version()) {
-    WriteTransaction t(db, path);
-    const int from = version_of(db, path);
-    for (const Migration& m : migrations()) {
-      if (m.version <= from) continue;
-      exec(db, path, m.sql, ("migrating to schema version " + std::to_string(m.version)).c_str());
-      Stmt s(db, path, "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)");
-      s.bind(1, std::to_string(m.version)).run();
-    }
-    t.commit();
-  }
   {
     // Runs whose process died stay 'running' otherwise, and would block or
     // mislead every later run.

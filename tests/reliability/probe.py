@@ -605,6 +605,69 @@ def axiom_term_int64_min_divided_by_minus_one(ctx):
     ctx.run("verify", "--check-axioms", "--specs", specs, code=1, message=message, timeout=60)
 
 
+@case
+def rules_stats_refused_database_unchanged(ctx):
+    # An older schema whose migration fails: refused, and the file byte for byte as it was (no switch to WAL).
+    db = fresh_db(ctx)
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode = DELETE")
+    latest = int(con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(latest - 1),))
+    con.commit()
+    con.close()
+    before = digest(db)
+    ctx.run("rules", "--db", db, "stats", code=1, message=r"rules: error: .*r\.db.*migrating to schema version")
+    if digest(db) != before:
+        fail("the refused database was changed")
+    for suffix in ("-wal", "-shm", "-journal"):
+        if os.path.exists(db + suffix):
+            fail(f"{db}{suffix} was left")
+
+
+@case
+def rules_merge_interrupted_leaves_no_output(ctx):
+    # Killed by SIGXFSZ while writing (a file size limit): C does not exist, rather than half of it.
+    import resource
+    a = fresh_db(ctx, "a.db")
+    b = os.path.join(ctx.bin, "..", "default_rules.db")
+    out = ctx.path("c.db")
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (40000, 40000))
+    p = subprocess.run([os.path.join(ctx.bin, "rules"), "merge", a, b, "-o", out], capture_output=True, text=True,
+                       timeout=120, preexec_fn=limit)
+    print(f"rules merge under a 40 KB file size limit: exit {p.returncode}: {(p.stdout + p.stderr).strip()[-300:]}")
+    if p.returncode == 0:
+        fail("the merge fit in 40 KB; the test needs a larger database")
+    if os.path.exists(out):
+        fail("an interrupted merge left a database under the output's name")
+    ctx.run("rules", "merge", a, b, "-o", out, code=0, message=r"rules from .* written to .*c\.db")
+    leftovers = [f for f in os.listdir(ctx.work) if ".tmp" in f and "c.db" in f]
+    ctx.run("rules", "merge", a, b, "-o", ctx.path("d.db"), code=0, message=None)
+    if [f for f in os.listdir(ctx.work) if "d.db" in f and f != "d.db"]:
+        fail("a merge left files beside its output")
+    print(f"ok: the interrupted merge's temporaries: {leftovers}")
+
+
+@case
+def recheck_proved_refutes_a_false_rule(ctx):
+    db = fresh_db(ctx)
+    rules = ctx.path("false.rules")
+    with open(rules, "w") as f:
+        f.write("relu(x0) => x0 | x0=2x2\n")
+    ctx.run("rules", "--db", db, "import", rules, code=0, message=None)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE rules SET status = 'proved' WHERE canonical = 'relu(x0) => x0'")
+    con.commit()
+    con.close()
+    ctx.run("verify", "--db", db, "--recheck-proved", code=1, message=r"DIFFERS .*1 differ, 1 set to refuted")
+    con = sqlite3.connect(db)
+    status, counterexample = con.execute(
+        "SELECT status, counterexample FROM rules WHERE canonical = 'relu(x0) => x0'").fetchone()
+    con.close()
+    if status != "refuted" or not counterexample:
+        fail(f"the false rule is still {status}")
+    ctx.run("verify", "--db", db, "--recheck-proved", code=0, message=r"0 differ")
+
+
 # ---- rule and axiom text nested deeply ----
 
 
