@@ -444,6 +444,14 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
     if (values.count(init.name()))
       throw OnnxError("initializer '" + init.name() +
                       "' is given twice; a graph names each value once (SSA form, as onnx.checker requires)");
+    // The element limit holds for initializers too, checked before converting
+    // (an INT8 tensor takes 8 times its bytes as int64).
+    double count = 1;
+    for (int64_t d : init.dims()) count *= static_cast<double>(d);
+    if (!(count <= static_cast<double>(options.limits.max_elements)))
+      throw OnnxError("initializer '" + init.name() + "': a tensor of " + count_text(count) +
+                      " elements is larger than the limit of " + std::to_string(options.limits.max_elements) +
+                      " (raise it with --max-elements)");
     try {
       values[init.name()] = graph.add_constant(tensor_to_constant(init), init.name());
     } catch (const ShapeError& e) {

@@ -231,15 +231,23 @@ document.querySelectorAll('.graphs figure').forEach(function (figure) {
 }  // namespace
 
 std::string find_graphviz_dot() {
+  // Absolute folders only: an empty entry (PATH unset, "", a trailing ':')
+  // or a relative one would run a 'dot' of the current folder. Unset, PATH
+  // is the system's default (confstr's _CS_PATH, as execvp takes it).
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "";
+  if (!path) {
+    dirs.resize(::confstr(_CS_PATH, nullptr, 0));
+    if (!dirs.empty()) dirs.resize(::confstr(_CS_PATH, dirs.data(), dirs.size()) - 1);
+  }
   for (size_t start = 0; start <= dirs.size();) {
     size_t end = dirs.find(':', start);
     if (end == std::string::npos) end = dirs.size();
     const std::string dir = dirs.substr(start, end - start);
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/dot";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     start = end + 1;
+    if (dir.empty() || dir[0] != '/') continue;
+    const std::string candidate = dir + "/dot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   throw std::runtime_error(
       "--report-html draws the graphs with Graphviz's 'dot', which is not on PATH (install the Debian package "

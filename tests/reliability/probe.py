@@ -668,6 +668,58 @@ def recheck_proved_refutes_a_false_rule(ctx):
     ctx.run("verify", "--db", db, "--recheck-proved", code=0, message=r"0 differ")
 
 
+@case
+def initializer_over_max_elements(ctx):
+    w = numpy_helper.from_array(np.ones((1000,), np.float32), "w")
+    n = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    path = save(model([n], [vinfo("x", [1000])], [vinfo("y", [1000])], [w]), ctx.path("m.onnx"))
+    ctx.run("optimize", path, "-o", ctx.path("o.onnx"), "--max-elements", 999, code=1,
+            message=r"initializer 'w': a tensor of 1000 elements is larger than the limit of 999 "
+                    r"\(raise it with --max-elements\)")
+    if os.path.exists(ctx.path("o.onnx")):
+        fail("an output was written")
+    ctx.run("optimize", path, "-o", ctx.path("o.onnx"), "-q", code=0, message=None)
+
+
+@case
+def input_shape_syntax_is_a_usage_error(ctx):
+    m = small_model(ctx)
+    for spec, message in (("x", r"expected NAME=DIMS"), ("x=1xq", r"--input-shape 'x=1xq'"),
+                          ("x=1x4", r"gives input 'x' twice")):
+        extra = ["--input-shape", "x=1x4"] if spec == "x=1x4" else []
+        ctx.run("optimize", m, "-o", ctx.path("o.onnx"), "--input-shape", spec, *extra, code=2,
+                message=r"optimize: error: .*" + message)
+
+
+@case
+def stdout_full_is_an_error(ctx):
+    db = os.path.join(ctx.bin, "..", "default_rules.db")
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([os.path.join(ctx.bin, "rules"), "--db", db, "stats"], stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+    if p.returncode != 1 or "rules: error: cannot write to stdout" not in p.stderr:
+        fail(f"rules stats > /dev/full: exit {p.returncode}, {p.stderr!r}")
+    print(f"ok: rules stats > /dev/full: exit 1: {p.stderr.strip()}")
+
+
+@case
+def report_html_never_runs_dot_of_the_current_folder(ctx):
+    m = small_model(ctx)
+    marker = ctx.path("ran")
+    with open(ctx.path("dot"), "w") as f:
+        f.write(f"#!/bin/sh\n/usr/bin/touch {marker} || /bin/touch {marker}\n")
+    os.chmod(ctx.path("dot"), 0o755)
+    for path in ("", ":", "bin:"):  # empty entries mean the current folder to a shell; relative ones are relative to it
+        env = dict(os.environ, PATH=path)
+        p = subprocess.run([os.path.join(ctx.bin, "optimize"), m, "-o", ctx.path("o.onnx"), "-q", "--report-html",
+                            ctx.path("r.html")], cwd=ctx.work, env=env, capture_output=True, text=True, timeout=120)
+        if os.path.exists(marker):
+            fail(f"PATH={path!r}: optimize ran ./dot")
+        if p.returncode != 1 or "which is not on PATH" not in p.stderr:
+            fail(f"PATH={path!r}: exit {p.returncode}: {p.stderr}")
+    print("ok: ./dot never ran; 'dot is not on PATH' for PATH '', ':' and 'bin:'")
+
+
 # ---- rule and axiom text nested deeply ----
 
 
