@@ -563,7 +563,8 @@ RulesDb RulesDb::open_read_only(const std::string& path) {
   check_header(path);
   // A WAL file needs its -shm (and the right to create it) even to be read;
   // in a read-only folder, or a file of another user, that fails. Then the
-  // file is read as immutable: nobody can be writing it where we cannot.
+  // file is read as immutable (nobody can be writing it where we cannot),
+  // unless a -wal holds committed changes, which immutable=1 would not see.
   Handle h;
   int rc = sqlite3_open_v2(path.c_str(), &h.db, SQLITE_OPEN_READONLY, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_exec(h.db, "SELECT COUNT(*) FROM sqlite_master", nullptr, nullptr, nullptr);
@@ -571,6 +572,13 @@ RulesDb RulesDb::open_read_only(const std::string& path) {
   if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR || primary == SQLITE_PERM) {
     sqlite3_close_v2(h.db);
     h.db = nullptr;
+    // immutable=1 reads the main file alone: committed transactions still in
+    // a -wal would be missed (a rule found "not found"), so that is refused.
+    if (const uintmax_t wal_bytes = fs::file_size(path + "-wal", ec); !ec && wal_bytes > 0)
+      throw DbError(quote_path(path) + " has committed changes in " + quote_path(path + "-wal") +
+                    " that SQLite cannot read here (it needs " + quote_path(path + "-shm") +
+                    ", which is missing and cannot be created in this folder); open the database once where it "
+                    "can be written, which moves them into the file");
     rc = sqlite3_open_v2((file_uri(path) + "?immutable=1").c_str(), &h.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
                          nullptr);
   }

@@ -861,6 +861,44 @@ def read_only_folder(ctx):
 
 
 @case
+def read_only_database_with_wal_content(ctx):
+    # Committed rules still in a -wal whose -shm is gone, in a read-only folder: immutable=1 would not see them.
+    db = fresh_db(ctx)
+    rules = ctx.path("late.rules")
+    with open(rules, "w") as f:
+        f.write("neg(neg(x0)) => x0 | x0=2x2\n")
+    holder = sqlite3.connect(db)  # an open connection: the import's close does not checkpoint the -wal away
+    holder.execute("SELECT count(*) FROM rules").fetchone()
+    ctx.run("rules", "--db", db, "import", rules, code=0, message=None)
+    folder = ctx.path("ro")
+    os.makedirs(folder)
+    copy = os.path.join(folder, "r.db")
+    shutil.copy(db, copy)
+    shutil.copy(db + "-wal", copy + "-wal")
+    holder.close()
+    if not os.path.getsize(copy + "-wal"):
+        fail("the -wal holds nothing; the test needs committed changes in it")
+    before = digest(copy)
+    os.chmod(folder, 0o555)
+    cmd = [os.path.join(ctx.bin, "rules"), "--db", copy, "lookup", "neg(neg(x0)) => x0"]
+    if os.geteuid() == 0:  # root ignores permission bits: run as nobody
+        for p in (ctx.work, os.path.dirname(ctx.work)):
+            os.chmod(p, os.stat(p).st_mode | 0o755)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + cmd
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    finally:
+        os.chmod(folder, 0o755)
+    out = p.stdout + p.stderr
+    if p.returncode != 1 or not re.search(r"rules: error: '.*r\.db' has committed changes in '.*r\.db-wal' that "
+                                          r"SQLite cannot read here", out):
+        fail(f"{' '.join(cmd)}: exit {p.returncode}: {out}")
+    if digest(copy) != before:
+        fail("the database was changed")
+    print(f"ok: exit 1: {out.strip()}")
+
+
+@case
 def stale_run_and_concurrent_generate(ctx):
     db = ctx.path("g.db")
     args = ["--db", db, "--max-ops", "3"]
