@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <csignal>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -29,6 +30,10 @@ inline std::string version_line(const std::string& program) { return program + "
 // options. `more_version` adds lines after the version line (run: the build
 // configuration and the GPUs).
 inline void setup(CLI::App& app, std::function<std::string()> more_version = {}) {
+  // Past a file size limit (ulimit -f) a write fails (EFBIG) and is reported
+  // like any write error, its temporary file removed; SIGXFSZ's default
+  // would end the program there, temporaries left.
+  std::signal(SIGXFSZ, SIG_IGN);
   app.option_defaults()->always_capture_default();  // --help shows each default
   app.fallthrough();                                // `rules stats --db F` as well as `rules --db F stats`
   const std::string program = app.get_name();

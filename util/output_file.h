@@ -23,6 +23,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tgr::util {
 
@@ -102,7 +103,14 @@ inline void write_text_file(const std::string& path, const std::string& text) {
 inline void copy_to_output(const std::string& from, const std::string& path) {
   std::ifstream in(from, std::ios::binary);
   if (!in) throw OutputFileError("cannot read '" + from + "'");
-  write_atomically(path, [&](std::ostream& out) { return static_cast<bool>(out << in.rdbuf()) && !in.bad(); });
+  // In chunks, each write checked: `out << in.rdbuf()` reports nothing when
+  // the output fails part way (a full disk, a file size limit).
+  write_atomically(path, [&](std::ostream& out) {
+    std::vector<char> buffer(1 << 16);
+    while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0)
+      if (!out.write(buffer.data(), in.gcount())) return false;
+    return !in.bad();
+  });
 }
 
 }  // namespace tgr::util

@@ -624,27 +624,45 @@ def rules_stats_refused_database_unchanged(ctx):
             fail(f"{db}{suffix} was left")
 
 
+def under_file_size_limit(ctx, limit, prog, *args):
+    """Runs bin/PROG ARGS with a file size limit (ulimit -f): a write beyond it fails (EFBIG), or SIGXFSZ ends it."""
+    import resource
+    set_limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    p = subprocess.run([os.path.join(ctx.bin, prog), *[str(a) for a in args]], capture_output=True, text=True,
+                       timeout=120, preexec_fn=set_limit)
+    print(f"{prog} under a {limit}-byte file size limit: exit {p.returncode}: {(p.stdout + p.stderr).strip()[-300:]}")
+    return p
+
+
 @case
 def rules_merge_interrupted_leaves_no_output(ctx):
-    # Killed by SIGXFSZ while writing (a file size limit): C does not exist, rather than half of it.
-    import resource
+    # Past a file size limit while writing: C does not exist, rather than half of it, and no temporary is left.
     a = fresh_db(ctx, "a.db")
     b = os.path.join(ctx.bin, "..", "default_rules.db")
     out = ctx.path("c.db")
-    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (40000, 40000))
-    p = subprocess.run([os.path.join(ctx.bin, "rules"), "merge", a, b, "-o", out], capture_output=True, text=True,
-                       timeout=120, preexec_fn=limit)
-    print(f"rules merge under a 40 KB file size limit: exit {p.returncode}: {(p.stdout + p.stderr).strip()[-300:]}")
-    if p.returncode == 0:
-        fail("the merge fit in 40 KB; the test needs a larger database")
+    p = under_file_size_limit(ctx, 40000, "rules", "merge", a, b, "-o", out)
+    if p.returncode != 1:
+        fail("expected exit 1 (a write error), not a crash or success")
     if os.path.exists(out):
         fail("an interrupted merge left a database under the output's name")
+    if [f for f in os.listdir(ctx.work) if f.startswith("c.db")]:
+        fail(f"the failed merge left {os.listdir(ctx.work)}")
     ctx.run("rules", "merge", a, b, "-o", out, code=0, message=r"rules from .* written to .*c\.db")
-    leftovers = [f for f in os.listdir(ctx.work) if ".tmp" in f and "c.db" in f]
-    ctx.run("rules", "merge", a, b, "-o", ctx.path("d.db"), code=0, message=None)
-    if [f for f in os.listdir(ctx.work) if "d.db" in f and f != "d.db"]:
+    if [f for f in os.listdir(ctx.work) if f.startswith("c.db") and f != "c.db"]:
         fail("a merge left files beside its output")
-    print(f"ok: the interrupted merge's temporaries: {leftovers}")
+
+
+@case
+def optimize_past_file_size_limit_leaves_no_temporary(ctx):
+    w = numpy_helper.from_array(np.ones((1, 4096), np.float32), "w")
+    n = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    m = save(model([n], [vinfo("x", [1, 4096])], [vinfo("y", [1, 4096])], [w]), ctx.path("m.onnx"))
+    os.makedirs(ctx.path("out"))
+    p = under_file_size_limit(ctx, 8192, "optimize", m, "-o", ctx.path("out", "o.onnx"), "-q")
+    if p.returncode != 1 or not re.search(r"optimize: error: cannot write '.*o\.onnx'", p.stderr):
+        fail("expected exit 1 naming the output")
+    if os.listdir(ctx.path("out")):
+        fail(f"left in the output's folder: {os.listdir(ctx.path('out'))}")
 
 
 @case
