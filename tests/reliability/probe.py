@@ -803,6 +803,18 @@ def axiom_term_chain(ctx):
             timeout=30)
 
 
+@case
+def text_tensors_over_the_limit(ctx):
+    # eye[n=20000] asked verify's evaluation for 3 GB; a variable's shape given on the command line as much.
+    limit = r"has more than 268435456 elements \(the limit for rules and expressions\)"
+    ctx.run("verify", "--prove", "eye[n=20000]() => eye[n=20000]()", "--shapes", "", code=1,
+            message=r"verify: error: .*a tensor of shape 20000x20000 " + limit, timeout=30)
+    ctx.run("verify", "--prove", "relu(x0) => relu(x0)", "--shapes", "x0=100000x100000", code=1,
+            message=r"variable 'x0' of shape 100000x100000 " + limit, timeout=30)
+    ctx.run("run", "--expr", "relu(x0)", "--shapes", "x0=30000x30000", code=1,
+            message=r"run: error: .*variable 'x0' of shape 30000x30000 " + limit, timeout=30)
+
+
 # ---- databases ----
 
 
