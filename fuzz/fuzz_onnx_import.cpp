@@ -21,6 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const tgr::onnx_io::ImportedModel imported = tgr::onnx_io::import_model(model, options);
     tgr::onnx_io::ExportOptions export_options;
     export_options.opset = imported.opset;
+    export_options.functions = imported.functions;  // as optimize writes them back
+    export_options.domain_opsets = imported.domain_opsets;
+    export_options.overridable_initializers = imported.overridable_initializers;
     (void)tgr::onnx_io::export_graph(imported.graph, export_options);
   } catch (const std::exception&) {
   }

@@ -168,6 +168,7 @@ class Builder {
     } catch (const ShapeError& err) {
       throw ParseError(text_, e.pos, err.what());
     }
+    for (ValueRef v : outs) check_size(e.pos, graph_.shape(v));
     if (outs.size() > 1 && e.output < 0)
       throw ParseError(text_, e.pos, e.name + " has " + std::to_string(outs.size()) +
                                          " outputs: select one with ." + "k, e.g. " + e.name + "(...).0");
@@ -175,6 +176,14 @@ class Builder {
     if (k >= static_cast<int>(outs.size()))
       throw ParseError(text_, e.pos, e.name + " has no output " + std::to_string(k));
     return outs[k];
+  }
+
+  // A value beyond kMaxTextElements is a ParseError at `pos`.
+  void check_size(size_t pos, const Shape& shape, const std::string& what = "a tensor") const {
+    if (num_elements(shape) > kMaxTextElements)
+      throw ParseError(text_, pos,
+                       what + " of shape " + shape_to_string(shape) + " has more than " +
+                           std::to_string(kMaxTextElements) + " elements (the limit for rules and expressions)");
   }
 
  private:
@@ -204,6 +213,7 @@ void declare_inputs(std::string_view text, const std::vector<const Expr*>& roots
     }
     auto type = dtypes.find(name);
     const DType dtype = type == dtypes.end() ? DType::kFloat : type->second;
+    builders[0]->check_size(0, it->second, "variable '" + name + "'");
     for (size_t i = 0; i < graphs.size(); ++i) builders[i]->bound[name] = graphs[i]->add_input(name, it->second, dtype);
   }
 }

@@ -27,6 +27,12 @@ namespace tgr {
 // of the parser or of the passes that walk expressions recursively).
 inline constexpr int kMaxExprDepth = 256;
 
+// The most elements any value of a graph built from text (rules, `run
+// --expr`, `verify --prove`) may have: the ONNX importer's default
+// (ImportLimits::max_elements). `eye[n=20000]` asked the prover's
+// evaluation for 3 GB.
+inline constexpr int64_t kMaxTextElements = int64_t{1} << 28;
+
 // A parsed expression, before shapes are known.
 struct Expr {
   enum class Kind { kVar, kCall };

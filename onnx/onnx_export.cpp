@@ -205,6 +205,9 @@ class Exporter {
   // The original node of an opaque operator, reading and writing the
   // exported names of its values.
   void write_opaque(const OpaqueNode& opaque, OpContext& ctx) {
+    const size_t explicit_inputs = opaque.input_positions.size();
+    for (size_t j = explicit_inputs; j < ctx.in.size(); ++j)
+      bind_captured(opaque, opaque.captured.at(j - explicit_inputs), ctx.in[j]);
     NodeProto& n = *out_.add_node();
     n = opaque.proto;
     for (size_t j = 0; j < opaque.input_positions.size(); ++j) n.set_input(opaque.input_positions[j], ctx.in[j]);
@@ -214,8 +217,27 @@ class Exporter {
     n.set_name(name);
   }
 
+  // Makes the outer value `captured`, which a subgraph of `opaque` reads by
+  // name, hold the value exported as `source`: an Identity when a rewrite
+  // gave that value another name; an OnnxError when the name is another
+  // value's.
+  void bind_captured(const OpaqueNode& opaque, const std::string& captured, const std::string& source) {
+    if (captured == source) return;
+    if (auto it = captured_sources_.find(captured); it != captured_sources_.end()) {
+      if (it->second == source) return;
+    } else if (!value_names_.contains(captured)) {
+      value_names_.insert(captured);
+      captured_sources_.emplace(captured, source);
+      add_node("Identity", {source}, {captured}, fresh_node("captured_" + captured));
+      return;
+    }
+    fail("a subgraph of node " + quoted(opaque.proto.name()) + " (" + opaque.proto.op_type() + ") reads " +
+         quoted(captured) + ", a name the optimized graph gives another value");
+  }
+
   const Graph& graph_;
   const ExportOptions& options_;
+  std::unordered_map<std::string, std::string> captured_sources_;  // captured name -> the value it was bound to
   onnx::GraphProto& out_;
   std::unordered_set<std::string> value_names_, node_names_;
   std::unordered_map<int32_t, std::string> reserved_constant_names_, reserved_node_names_;
@@ -817,6 +839,26 @@ const std::map<std::string, Mapping, std::less<>>& mappings() {
 
 namespace {
 
+// Lists as graph inputs the initializers of `names` that the export wrote
+// (one a rewrite folded away is gone), with their types and shapes.
+void add_overridable_inputs(onnx::GraphProto& g, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  std::unordered_map<std::string, const onnx::TensorProto*> initializers;
+  for (const onnx::TensorProto& t : g.initializer()) initializers.emplace(t.name(), &t);
+  std::unordered_set<std::string> inputs;
+  for (const auto& in : g.input()) inputs.insert(in.name());
+  for (const std::string& name : names) {
+    auto it = initializers.find(name);
+    if (it == initializers.end() || !inputs.insert(name).second) continue;
+    onnx::ValueInfoProto& info = *g.add_input();
+    info.set_name(name);
+    onnx::TypeProto_Tensor* t = info.mutable_type()->mutable_tensor_type();
+    t->set_elem_type(it->second->data_type());
+    onnx::TensorShapeProto* shape = t->mutable_shape();
+    for (int64_t d : it->second->dims()) shape->add_dim()->set_dim_value(d);
+  }
+}
+
 onnx::ModelProto export_model(const Graph& graph, const ExportOptions& options, std::vector<StreamedWeight>* streamed) {
   onnx::ModelProto model;
   model.set_ir_version(options.ir_version);
@@ -835,6 +877,11 @@ onnx::ModelProto export_model(const Graph& graph, const ExportOptions& options, 
     if (const OpaqueNode* o = find_opaque(*n.op); o && !o->proto.domain().empty() && o->proto.domain() != "ai.onnx")
       domains[o->proto.domain()] = o->domain_opset;
   }
+  // Model-local functions, the opsets of their domains, and initializers
+  // kept overridable (listed as graph inputs, as in the source model).
+  for (const auto& [domain, version] : options.domain_opsets) domains.emplace(domain, version);
+  for (const onnx::FunctionProto& f : options.functions) *model.add_functions() = f;
+  add_overridable_inputs(*g, options.overridable_initializers);
   for (const auto& [domain, version] : domains) {
     onnx::OperatorSetIdProto* extra = model.add_opset_import();
     extra->set_domain(domain);

@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,13 @@ struct ExportOptions {
   int64_t ir_version = 8;
   std::string graph_name = "tgr";
   std::string producer_name = "tgr";
+  // Written back from the source model (ImportedModel): its model-local
+  // functions, its opsets of other domains, and the initializers it also
+  // lists as graph inputs (each still written is listed again; one a rewrite
+  // folded away is not).
+  std::vector<onnx::FunctionProto> functions;
+  std::map<std::string, int64_t> domain_opsets;
+  std::vector<std::string> overridable_initializers;
 };
 
 // The oldest default-domain opset export_graph writes.

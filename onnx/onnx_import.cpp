@@ -245,7 +245,46 @@ std::pair<Shape, DType> input_type(const onnx::ValueInfoProto& info, const Impor
   return {shape, *dtype};
 }
 
-// Nodes in dependency order (exporters sometimes write them out of order).
+void add_captured(const onnx::GraphProto& g, std::vector<std::string>& captured);
+
+// The outer values node `n`'s subgraphs read by name (ONNX scoping: a
+// subgraph sees every value of the graphs around it), in first-read order.
+std::vector<std::string> captured_values(const onnx::NodeProto& n) {
+  std::vector<std::string> captured;
+  for (const auto& attr : n.attribute()) {
+    if (attr.has_g()) add_captured(attr.g(), captured);
+    for (const auto& sub : attr.graphs()) add_captured(sub, captured);
+  }
+  return captured;
+}
+
+// Appends to `captured` the values `g` reads that it does not define.
+void add_captured(const onnx::GraphProto& g, std::vector<std::string>& captured) {
+  std::set<std::string> defined;
+  for (const auto& i : g.input()) defined.insert(i.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& node : g.node())
+    for (const auto& out : node.output()) defined.insert(out);
+  auto add = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && std::find(captured.begin(), captured.end(), name) == captured.end())
+      captured.push_back(name);
+  };
+  for (const auto& node : g.node()) {
+    for (const auto& in : node.input()) add(in);
+    for (const std::string& in : captured_values(node)) add(in);
+  }
+  for (const auto& out : g.output()) add(out.name());
+}
+
+// The values node `n` reads: its inputs, then what its subgraphs capture.
+std::vector<std::string> values_read(const onnx::NodeProto& n) {
+  std::vector<std::string> read(n.input().begin(), n.input().end());
+  for (std::string& name : captured_values(n)) read.push_back(std::move(name));
+  return read;
+}
+
+// Nodes in dependency order (exporters sometimes write them out of order);
+// a node with subgraphs comes after the producers of the values they capture.
 std::vector<const onnx::NodeProto*> sorted_nodes(const onnx::GraphProto& g, const std::set<std::string>& available) {
   std::unordered_map<std::string, size_t> producer;
   for (int i = 0; i < g.node_size(); ++i)
@@ -261,6 +300,8 @@ std::vector<const onnx::NodeProto*> sorted_nodes(const onnx::GraphProto& g, cons
                         "' (" + g.node(static_cast<int>(it->second)).op_type() + ") and '" + g.node(i).name() + "' (" +
                         g.node(i).op_type() + ")");
     }
+  std::vector<std::vector<std::string>> reads(static_cast<size_t>(g.node_size()));
+  for (int i = 0; i < g.node_size(); ++i) reads[static_cast<size_t>(i)] = values_read(g.node(i));
   std::vector<int> state(g.node_size(), 0);  // 0 new, 1 on the stack, 2 done
   std::vector<const onnx::NodeProto*> order;
   // Iterative depth-first search, so deep graphs do not overflow the stack.
@@ -271,8 +312,9 @@ std::vector<const onnx::NodeProto*> sorted_nodes(const onnx::GraphProto& g, cons
     while (!stack.empty()) {
       auto& [index, next] = stack.back();
       const onnx::NodeProto& n = g.node(static_cast<int>(index));
-      if (next < n.input_size()) {
-        const std::string& in = n.input(next++);
+      const std::vector<std::string>& read = reads[index];
+      if (next < static_cast<int>(read.size())) {
+        const std::string& in = read[static_cast<size_t>(next++)];
         if (in.empty() || available.count(in)) continue;
         auto p = producer.find(in);
         if (p == producer.end())
@@ -353,6 +395,14 @@ void keep_opaque(Graph& graph, const onnx::NodeProto& n, int64_t domain_opset,
       node.input_positions.push_back(static_cast<int>(i));
       ins.push_back(*inputs[i]);
     }
+  for (const std::string& name : captured_values(n)) {
+    node.captured.push_back(name);
+    auto it = values.find(name);
+    if (it == values.end())
+      throw OnnxError("node '" + n.name() + "' (" + n.op_type() + "): a subgraph reads '" + name +
+                      "', which its producer does not provide");
+    ins.push_back(it->second);
+  }
   if (ins.empty()) throw UnsupportedOperator(unsupported + "; it has no inputs, so it cannot be kept as an opaque node");
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
@@ -389,14 +439,33 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
   std::unordered_map<std::string, ValueRef> values;
 
   for (const auto& init : g.initializer()) {
+    // As onnx.checker: one name, one value (ONNX Runtime would read the
+    // first of two, this importer the last).
+    if (values.count(init.name()))
+      throw OnnxError("initializer '" + init.name() +
+                      "' is given twice; a graph names each value once (SSA form, as onnx.checker requires)");
+    // The element limit holds for initializers too, checked before converting
+    // (an INT8 tensor takes 8 times its bytes as int64).
+    double count = 1;
+    for (int64_t d : init.dims()) count *= static_cast<double>(d);
+    if (!(count <= static_cast<double>(options.limits.max_elements)))
+      throw OnnxError("initializer '" + init.name() + "': a tensor of " + count_text(count) +
+                      " elements is larger than the limit of " + std::to_string(options.limits.max_elements) +
+                      " (raise it with --max-elements)");
     try {
       values[init.name()] = graph.add_constant(tensor_to_constant(init), init.name());
     } catch (const ShapeError& e) {
       throw OnnxError("initializer '" + init.name() + "': " + e.what());
     }
   }
+  out.functions.assign(model.functions().begin(), model.functions().end());
+  for (const auto& imp : model.opset_import())
+    if (!is_default_domain(imp.domain())) out.domain_opsets[imp.domain()] = imp.version();
   for (const auto& info : g.input()) {
-    if (values.count(info.name())) continue;  // an initializer listed as an input (old exporters)
+    if (values.count(info.name())) {  // an initializer listed as an input: a default the caller may override
+      out.overridable_initializers.push_back(info.name());
+      continue;
+    }
     auto [shape, dtype] = input_type(info, options);
     values[info.name()] = graph.add_input(info.name(), shape, dtype);
   }

@@ -48,6 +48,14 @@ struct ImportedModel {
   int folded_nodes = 0;  // ONNX nodes computed at import (constant subgraphs)
   int opaque_nodes = 0;  // nodes kept as opaque operators (keep_unsupported)
   bool external_data = false;  // import_model_file: some weights were in files beside the model
+  // What the graph does not hold but an export must write back:
+  // model-local functions (ModelProto.functions, called by opaque nodes)
+  // and the model's opsets of other domains than the default one; the
+  // initializers also listed as graph inputs (defaults a caller may
+  // override), in the order of the graph's inputs.
+  std::vector<onnx::FunctionProto> functions;
+  std::map<std::string, int64_t> domain_opsets;
+  std::vector<std::string> overridable_initializers;
 };
 
 ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options = {});

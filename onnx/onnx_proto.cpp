@@ -1,5 +1,7 @@
 #include "onnx/onnx_proto.h"
 
+#include "util/output_file.h"
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
@@ -16,7 +18,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 #include <set>
 
 namespace tgr::onnx_io {
@@ -43,6 +44,9 @@ std::ifstream open_input(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw OnnxError(in_quotes(path) + ": no such file");
   if (fs::is_directory(path, ec)) throw OnnxError(in_quotes(path) + ": is a directory, not a file");
+  // A FIFO would block the read forever, a device never end.
+  if (!fs::is_regular_file(path, ec))
+    throw OnnxError(in_quotes(path) + ": is not a regular file (a FIFO, device or socket)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw OnnxError(in_quotes(path) + ": cannot open for reading");
   return in;
@@ -59,8 +63,8 @@ bool parse_stream(google::protobuf::io::ZeroCopyInputStream& stream, google::pro
 
 // A regular file is mapped and parsed in place, so each weight is copied once,
 // from the page cache into its message (through an ifstream it was copied
-// three times: BERT-base's 440 MB took a second). Other files (a pipe,
-// /dev/stdin) and files over 2 GB are read as a stream.
+// three times: BERT-base's 440 MB took a second). Files over 2 GB are read
+// as a stream; other than regular files are refused (open_input).
 bool parse_file(const std::string& path, google::protobuf::MessageLite& msg) {
   std::ifstream in = open_input(path);  // its errors name the problem
   std::error_code ec;
@@ -91,6 +95,52 @@ void write_file(const google::protobuf::MessageLite& msg, const std::string& pat
   // Serialized straight into the file: a model's bytes are not held twice
   // (a 440 MB string for BERT-base cost a second of page faults and copies).
   write_atomically(path, [&](std::ostream& out) { return msg.SerializeToOstream(&out); });
+}
+
+// The bytes of one element of an ONNX type; std::nullopt for STRING and others
+// of no fixed size.
+std::optional<uint64_t> element_bytes(int32_t elem_type);
+
+// The bytes a tensor's dims and element type call for; std::nullopt for an
+// element type of no fixed size (STRING) or dims that do not fit in 64 bits;
+// OnnxError for a negative dimension.
+std::optional<uint64_t> element_bytes(int32_t elem_type) {
+  switch (elem_type) {
+    case TensorProto::BOOL:
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+      return 1;
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16:
+    case TensorProto::INT16:
+    case TensorProto::UINT16:
+      return 2;
+    case TensorProto::FLOAT:
+    case TensorProto::INT32:
+    case TensorProto::UINT32:
+      return 4;
+    case TensorProto::DOUBLE:
+    case TensorProto::INT64:
+    case TensorProto::UINT64:
+    case TensorProto::COMPLEX64:
+      return 8;
+    case TensorProto::COMPLEX128:
+      return 16;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<uint64_t> data_bytes(const TensorProto& t) {
+  const std::optional<uint64_t> element = element_bytes(t.data_type());
+  if (!element) return std::nullopt;
+  uint64_t bytes = *element;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw OnnxError(tensor_label(t) + ": bad dims (negative)");
+    if (d > 0 && bytes > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) return std::nullopt;
+    bytes *= static_cast<uint64_t>(d);
+  }
+  return bytes;
 }
 
 // Moves a tensor's external data (a byte range of a file next to the model)
@@ -142,6 +192,10 @@ bool inline_external_data(TensorProto& t, const fs::path& base_dir) {
                     (length ? std::to_string(*length) : std::string("rest")) + ") lies beyond the end of " +
                     in_quotes(file) + " (" + std::to_string(size) + " bytes)");
   const uint64_t n = length.value_or(size - offset);
+  // Checked before reading: a 1x4 tensor over a 3 GB file must not cost 3 GB.
+  if (const std::optional<uint64_t> expected = data_bytes(t); expected && n != *expected)
+    throw OnnxError(tensor_label(t) + ": external data of " + std::to_string(n) + " bytes in " + in_quotes(file) +
+                    ", " + std::to_string(*expected) + " expected for its dims and " + type_name(t.data_type()));
   std::string bytes(n, '\0');
   std::ifstream in(real_file, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(offset));
@@ -153,15 +207,28 @@ bool inline_external_data(TensorProto& t, const fs::path& base_dir) {
   return true;
 }
 
+bool inline_external_data(onnx::GraphProto& g, const fs::path& base_dir);
+
+// The tensors of a node's attributes, and of the subgraphs in them (If's
+// branches, Loop's body): an exported model lives in another folder, where
+// a relative location would no longer find its file. Returns whether any
+// tensor was external.
+bool inline_external_data(onnx::NodeProto& node, const fs::path& base_dir) {
+  bool any = false;
+  for (auto& attr : *node.mutable_attribute()) {
+    if (attr.has_t()) any |= inline_external_data(*attr.mutable_t(), base_dir);
+    for (auto& t : *attr.mutable_tensors()) any |= inline_external_data(t, base_dir);
+    if (attr.has_g()) any |= inline_external_data(*attr.mutable_g(), base_dir);
+    for (auto& sub : *attr.mutable_graphs()) any |= inline_external_data(sub, base_dir);
+  }
+  return any;
+}
+
 // Returns whether any tensor was external.
 bool inline_external_data(onnx::GraphProto& g, const fs::path& base_dir) {
   bool any = false;
   for (auto& t : *g.mutable_initializer()) any |= inline_external_data(t, base_dir);
-  for (auto& node : *g.mutable_node())  // e.g. Constant's `value`
-    for (auto& attr : *node.mutable_attribute()) {
-      if (attr.has_t()) any |= inline_external_data(*attr.mutable_t(), base_dir);
-      for (auto& t : *attr.mutable_tensors()) any |= inline_external_data(t, base_dir);
-    }
+  for (auto& node : *g.mutable_node()) any |= inline_external_data(node, base_dir);  // e.g. Constant's `value`
   return any;
 }
 
@@ -232,7 +299,10 @@ onnx::ModelProto load_model(const std::string& path, bool* had_external_data) {
   if (!model.has_graph()) throw OnnxError(invalid + " (no graph)");
   if (model.ir_version() <= 0) throw OnnxError(invalid + " (no ir_version)");
   try {
-    const bool external = inline_external_data(*model.mutable_graph(), fs::path(path).parent_path());
+    const fs::path base_dir = fs::path(path).parent_path();
+    bool external = inline_external_data(*model.mutable_graph(), base_dir);
+    for (auto& function : *model.mutable_functions())
+      for (auto& node : *function.mutable_node()) external |= inline_external_data(node, base_dir);
     if (had_external_data) *had_external_data = external;
   } catch (const OnnxError& e) {
     throw OnnxError(in_quotes(path) + ": " + e.what());
@@ -243,26 +313,10 @@ onnx::ModelProto load_model(const std::string& path, bool* had_external_data) {
 void save_model(const onnx::ModelProto& model, const std::string& path) { write_file(model, path); }
 
 void write_atomically(const std::string& path, const std::function<bool(std::ostream&)>& write) {
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path() && !fs::is_directory(target.parent_path(), ec))
-    throw OnnxError("cannot write " + in_quotes(path) + ": folder " + in_quotes(target.parent_path().string()) +
-                    " does not exist");
-  const std::string tmp = path + ".tmp" + std::to_string(std::random_device{}());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    const bool written = out && write(out);
-    out.close();
-    if (!written || !out) {
-      fs::remove(tmp, ec);
-      throw OnnxError("cannot write " + in_quotes(path) + ": write to " + in_quotes(tmp) + " failed");
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw OnnxError("cannot write " + in_quotes(path) + ": " + ec.message());
+  try {
+    util::write_atomically(path, write);
+  } catch (const util::OutputFileError& e) {
+    throw OnnxError(e.what());
   }
 }
 

@@ -26,9 +26,10 @@ class OnnxError : public std::runtime_error {
 };
 
 // Loads a model file (any size protobuf accepts, i.e. up to 2 GB). Tensors
-// stored as external data (initializers and tensor attributes of the main
-// graph's nodes) are read from files relative to the model's folder into
-// raw_data, so callers never see external data. Subgraphs are not visited.
+// stored as external data (initializers and tensor attributes of every
+// graph's nodes: the main graph, the subgraphs in attributes, model-local
+// functions) are read from files relative to the model's folder into
+// raw_data, so callers never see external data.
 // `had_external_data`, when given, says whether any tensor was external.
 onnx::ModelProto load_model(const std::string& path, bool* had_external_data = nullptr);
 
@@ -37,8 +38,9 @@ onnx::ModelProto load_model(const std::string& path, bool* had_external_data = n
 void save_model(const onnx::ModelProto& model, const std::string& path);
 
 // What save_model does with the bytes `write` puts into the stream (it
-// returns false on failure): a temporary file in the same folder, renamed
-// over `path` once complete; OnnxError naming `path` on any failure.
+// returns false on failure): util::write_atomically (util/output_file.h: a
+// temporary file renamed over a regular file, a device written in place);
+// OnnxError naming `path` on any failure.
 void write_atomically(const std::string& path, const std::function<bool(std::ostream&)>& write);
 
 // The opset version of the default domain ("" or "ai.onnx").

@@ -23,6 +23,10 @@ namespace tgr::onnx_io {
 struct OpaqueNode {
   onnx::NodeProto proto;                 // as in the model
   std::vector<int> input_positions;      // per IR input: its index in proto.input()
+  // The outer values its subgraphs (If's branches, Loop's body) read by
+  // name: the IR inputs after those of input_positions, in this order, so
+  // that their producers stay live and the export keeps these names.
+  std::vector<std::string> captured;
   std::vector<int> output_positions;     // per IR output: its index in proto.output()
   int64_t domain_opset = -1;             // the model's opset of proto.domain()
 };

@@ -14,6 +14,7 @@
 
 #include "ir/graph_dot.h"
 #include "rules_db/rules_db.h"
+#include "util/output_file.h"
 
 namespace tgr::optimizer {
 namespace {
@@ -230,15 +231,23 @@ document.querySelectorAll('.graphs figure').forEach(function (figure) {
 }  // namespace
 
 std::string find_graphviz_dot() {
+  // Absolute folders only: an empty entry (PATH unset, "", a trailing ':')
+  // or a relative one would run a 'dot' of the current folder. Unset, PATH
+  // is the system's default (confstr's _CS_PATH, as execvp takes it).
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "";
+  if (!path) {
+    dirs.resize(::confstr(_CS_PATH, nullptr, 0));
+    if (!dirs.empty()) dirs.resize(::confstr(_CS_PATH, dirs.data(), dirs.size()) - 1);
+  }
   for (size_t start = 0; start <= dirs.size();) {
     size_t end = dirs.find(':', start);
     if (end == std::string::npos) end = dirs.size();
     const std::string dir = dirs.substr(start, end - start);
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/dot";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     start = end + 1;
+    if (dir.empty() || dir[0] != '/') continue;
+    const std::string candidate = dir + "/dot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   throw std::runtime_error(
       "--report-html draws the graphs with Graphviz's 'dot', which is not on PATH (install the Debian package "
@@ -348,8 +357,7 @@ std::string html_report(const OptimizeReport& report, const std::string& dot_pro
 
 void write_html_report(const OptimizeReport& report, const std::string& path, const std::string& dot_program) {
   const std::string html = html_report(report, dot_program);
-  std::ofstream out(path);
-  if (!(out << html)) throw std::runtime_error("cannot write the HTML report '" + path + "'");
+  util::write_text_file(path, html);
 }
 
 }  // namespace tgr::optimizer

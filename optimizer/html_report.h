@@ -25,7 +25,8 @@ namespace tgr::optimizer {
 inline constexpr const char* kRemovedColour = "#f4a6a6";
 inline constexpr const char* kAddedColour = "#a6e3a6";
 
-// The path of Graphviz's `dot` on PATH; throws std::runtime_error saying
+// The path of Graphviz's `dot` in PATH's absolute folders (PATH unset: the
+// system's default; never the current folder); throws std::runtime_error saying
 // how to install it when there is none. optimize calls it before it starts,
 // so that a missing Graphviz costs no optimization.
 std::string find_graphviz_dot();

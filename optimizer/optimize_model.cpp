@@ -15,6 +15,7 @@
 #include "onnx/onnx_proto.h"
 #include "optimizer/cost_model.h"
 #include "optimizer/onnxruntime_cost_model.h"
+#include "util/output_file.h"
 #include "verifier/axioms.h"
 
 namespace tgr::optimizer {
@@ -29,16 +30,16 @@ double seconds_since(Clock::time_point since) { return std::chrono::duration<dou
 // list (OptimizeOptions::calibration_dir).
 int write_calibration_models(const std::string& dir, const OnnxRuntimeCostModel& cost) {
   std::filesystem::create_directories(dir);
-  std::ofstream list(std::filesystem::path(dir) / "signatures.tsv");
+  std::string list;
   int count = 0;
   onnx_io::ExportOptions options;
   options.producer_name = "tgr optimize --calibration-dir";
   for (const auto& [signature, graph] : cost.asked()) {
     const std::string file = "op" + std::to_string(count++) + ".onnx";
     onnx_io::save_model(onnx_io::export_graph(graph, options), (std::filesystem::path(dir) / file).string());
-    list << file << '\t' << signature << '\n';
+    list += file + '\t' + signature + '\n';
   }
-  if (!list.flush()) throw std::runtime_error("cannot write '" + dir + "/signatures.tsv'");
+  util::write_text_file((std::filesystem::path(dir) / "signatures.tsv").string(), list);
   return count;
 }
 
@@ -334,6 +335,9 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   onnx_io::ExportOptions export_options;
   export_options.opset = std::clamp<int64_t>(model.opset, onnx_io::kMinExportOpset, 18);
   export_options.producer_name = "tgr optimize";
+  export_options.functions = model.functions;
+  export_options.domain_opsets = model.domain_opsets;
+  export_options.overridable_initializers = model.overridable_initializers;
   if (result.applied.empty() && o.output != o.model) {
     // Nothing to gain: the model is written as it came, so that an
     // optimized model is never a re-export that merely orders the same
@@ -346,7 +350,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     const bool finds_external_data = !model.external_data || fs::equivalent(fs::absolute(o.model).parent_path(),
                                                                             fs::absolute(o.output).parent_path(), ec);
     if (finds_external_data) {
-      fs::copy_file(o.model, o.output, fs::copy_options::overwrite_existing);
+      util::copy_to_output(o.model, o.output);  // as every output: a device written in place, a link through
       report.unchanged = true;
     }
   }

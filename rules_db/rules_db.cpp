@@ -135,6 +135,13 @@ class WriteTransaction {
   bool done_ = false;
 };
 
+// A database is a regular file: a FIFO would block the first read forever,
+// and SQLite would create DEVICE-journal beside a device.
+void refuse_special_file(const std::filesystem::file_status& st, const std::string& path) {
+  if (!std::filesystem::is_regular_file(st))
+    throw DbError(quote_path(path) + " is not a regular file (a FIFO, device or socket), not a rules database");
+}
+
 struct Handle {
   sqlite3* db = nullptr;
   ~Handle() { sqlite3_close_v2(db); }
@@ -486,6 +493,7 @@ RulesDb RulesDb::open(const std::string& path, bool create) {
     if (!create) throw DbError("no such database " + quote_path(path));
   } else {
     if (fs::is_directory(st)) throw DbError(quote_path(path) + " is a directory, not a rules database");
+    refuse_special_file(st, path);
     // Check before writing anything: a foreign or damaged file stays as it is.
     if (inspect_read_only(path) == 0 && !create)
       throw DbError(quote_path(path) + " is not a tgr rules database (it is empty)");
@@ -494,6 +502,21 @@ RulesDb RulesDb::open(const std::string& path, bool create) {
   Handle h;
   sqlite3* db = open_handle(path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), h);
   exec(db, path, "PRAGMA foreign_keys = ON", "enabling foreign keys");
+  // Migrate: check without the write lock first (the usual case: up to date),
+  // then again under BEGIN IMMEDIATE, since another process may be migrating.
+  // Before the switch to WAL below, which rewrites the file's header: a
+  // migration that fails rolls back and leaves the file byte for byte as it was.
+  if (version_of(db, path) < latest_schema_version()) {
+    WriteTransaction t(db, path);
+    const int from = version_of(db, path);
+    for (const Migration& m : migrations()) {
+      if (m.version <= from) continue;
+      exec(db, path, m.sql, ("migrating to schema version " + std::to_string(m.version)).c_str());
+      Stmt s(db, path, "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)");
+      s.bind(1, std::to_string(m.version)).run();
+    }
+    t.commit();
+  }
   // Persistent in the file. Readers do not block the writer and the writer
   // does not block readers; NORMAL sync is safe in WAL mode (a power cut may
   // lose the last commits, never corrupt the file).
@@ -511,19 +534,6 @@ RulesDb RulesDb::open(const std::string& path, bool create) {
   exec(db, path, "PRAGMA journal_mode = WAL", "enabling WAL mode");
   exec(db, path, "PRAGMA synchronous = NORMAL", "setting synchronous mode");
 
-  // Migrate: check without the write lock first (the usual case: up to date),
-  // then again under BEGIN IMMEDIATE, since another process may be migrating.
-  if (version_of(db, path) < latest_schema_version()) {
-    WriteTransaction t(db, path);
-    const int from = version_of(db, path);
-    for (const Migration& m : migrations()) {
-      if (m.version <= from) continue;
-      exec(db, path, m.sql, ("migrating to schema version " + std::to_string(m.version)).c_str());
-      Stmt s(db, path, "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)");
-      s.bind(1, std::to_string(m.version)).run();
-    }
-    t.commit();
-  }
   {
     // Runs whose process died stay 'running' otherwise, and would block or
     // mislead every later run.
@@ -549,10 +559,12 @@ RulesDb RulesDb::open_read_only(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) throw DbError("no such database " + quote_path(path));
   if (fs::is_directory(st)) throw DbError(quote_path(path) + " is a directory, not a rules database");
+  refuse_special_file(st, path);
   check_header(path);
   // A WAL file needs its -shm (and the right to create it) even to be read;
   // in a read-only folder, or a file of another user, that fails. Then the
-  // file is read as immutable: nobody can be writing it where we cannot.
+  // file is read as immutable (nobody can be writing it where we cannot),
+  // unless a -wal holds committed changes, which immutable=1 would not see.
   Handle h;
   int rc = sqlite3_open_v2(path.c_str(), &h.db, SQLITE_OPEN_READONLY, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_exec(h.db, "SELECT COUNT(*) FROM sqlite_master", nullptr, nullptr, nullptr);
@@ -560,6 +572,13 @@ RulesDb RulesDb::open_read_only(const std::string& path) {
   if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR || primary == SQLITE_PERM) {
     sqlite3_close_v2(h.db);
     h.db = nullptr;
+    // immutable=1 reads the main file alone: committed transactions still in
+    // a -wal would be missed (a rule found "not found"), so that is refused.
+    if (const uintmax_t wal_bytes = fs::file_size(path + "-wal", ec); !ec && wal_bytes > 0)
+      throw DbError(quote_path(path) + " has committed changes in " + quote_path(path + "-wal") +
+                    " that SQLite cannot read here (it needs " + quote_path(path + "-shm") +
+                    ", which is missing and cannot be created in this folder); open the database once where it "
+                    "can be written, which moves them into the file");
     rc = sqlite3_open_v2((file_uri(path) + "?immutable=1").c_str(), &h.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
                          nullptr);
   }

@@ -220,6 +220,12 @@ int copies_streaming_weights(int64_t weight_bytes, int64_t cache_bytes, int leas
   return static_cast<int>(std::clamp<int64_t>(needed, least, std::max(least, most)));
 }
 
+double step_cost_ms(double replay_ms, double spacers_ms, int copies, bool* clamped) {
+  const double ms = (replay_ms - spacers_ms) / copies;
+  if (clamped) *clamped = ms < 0;
+  return ms < 0 ? 0.0 : ms;
+}
+
 std::string calibration_method(int least_copies, int most_copies, int64_t spacer_elements) {
   std::string method = "copies ";
   method += std::to_string(least_copies);

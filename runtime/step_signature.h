@@ -95,6 +95,13 @@ int64_t step_weight_bytes(const Graph& model, const ExecutionPlan& plan, const T
 // them from memory: 75 us when the copies' weights exceed L2 as well.
 int copies_streaming_weights(int64_t weight_bytes, int64_t cache_bytes, int least, int most);
 
+// The cost of one step, in ms, from a replay of `copies` copies of it with
+// their spacers (`replay_ms`) and a replay of the spacers alone
+// (`spacers_ms`, 0 without spacers): (replay - spacers) / copies. A step
+// that costs less than the noise of that difference (a view-like reshape)
+// may come out below zero: it is 0 then, and `clamped` (when given) says so.
+double step_cost_ms(double replay_ms, double spacers_ms, int copies, bool* clamped = nullptr);
+
 // How `calibrate` times a step, as stored beside each cost (op_costs.method):
 // "copies 8..64, spacer 65536 floats" (the copies per replay, at least and at
 // most; the spacer's floats, or "back to back"). A cost timed another way is

@@ -188,6 +188,18 @@ TEST(StepGraph, TheCalibrationMethodNamesCopiesAndSpacer) {
   EXPECT_NE(calibration_method(8, 64, 65536), calibration_method(8, 64, 1024));
 }
 
+// A view-like step (a Swin-T reshape) timed below its spacers: 0, said so,
+// instead of a negative cost the database refuses (which ended the whole
+// model's calibration).
+TEST(StepGraph, AStepTimedBelowItsSpacersCostsZero) {
+  bool clamped = true;
+  EXPECT_DOUBLE_EQ(step_cost_ms(1.0, 0.2, 8, &clamped), 0.1);
+  EXPECT_FALSE(clamped);
+  EXPECT_DOUBLE_EQ(step_cost_ms(0.9, 1.0, 8, &clamped), 0.0);
+  EXPECT_TRUE(clamped);
+  EXPECT_DOUBLE_EQ(step_cost_ms(0.5, 0.0, 4), 0.125);  // back to back: no spacers
+}
+
 // Enough copies that their weights stream from memory, as in a model larger than L2.
 TEST(StepGraph, WeightHeavyStepsGetCopiesBeyondTheL2) {
   Graph g;

@@ -102,11 +102,13 @@ int calibrate(const Options& o) {
           continue;
         }
       }
-      const double ms = gpu::measure_step_ms(g, plan, plan.tasks[t], timing);
+      bool clamped = false;
+      const double ms = gpu::measure_step_ms(g, plan, plan.tasks[t], timing, &clamped);
       table.put_op_cost(device, sig, ms, method);
       known[sig] = ms;
       ++measured;
-      std::printf("  %10.4f ms  measured  %s\n", ms, sig.c_str());
+      std::printf("  %10.4f ms  measured  %s%s\n", ms, sig.c_str(),
+                  clamped ? "  (below 0 once the spacers' time was taken off: stored as 0)" : "");
       std::fflush(stdout);
     }
     new_choices += cli::store_kernel_choices(table);  // per model: an interrupted run keeps them

@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+#include <csignal>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -28,6 +30,10 @@ inline std::string version_line(const std::string& program) { return program + "
 // options. `more_version` adds lines after the version line (run: the build
 // configuration and the GPUs).
 inline void setup(CLI::App& app, std::function<std::string()> more_version = {}) {
+  // Past a file size limit (ulimit -f) a write fails (EFBIG) and is reported
+  // like any write error, its temporary file removed; SIGXFSZ's default
+  // would end the program there, temporaries left.
+  std::signal(SIGXFSZ, SIG_IGN);
   app.option_defaults()->always_capture_default();  // --help shows each default
   app.fallthrough();                                // `rules stats --db F` as well as `rules --db F stats`
   const std::string program = app.get_name();
@@ -76,7 +82,8 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
 
 // A lower bound with no upper one, stated in words ("--budget: 0 is below
 // 1; the value has no upper limit") rather than as CLI11's PositiveNumber,
-// whose message prints the largest double in 309 digits.
+// whose message prints the largest double in 309 digits. NaN is refused
+// (it compares false with every bound, so CLI11's own checks let it pass).
 template <class T>
 CLI::Validator at_least(T min) {
   std::ostringstream bound;
@@ -85,22 +92,56 @@ CLI::Validator at_least(T min) {
       [min, text = bound.str()](std::string& input) -> std::string {
         T value{};
         if (!CLI::detail::lexical_cast(input, value)) return "'" + input + "' is not a number";
-        if (value < min) return input + " is below " + text + " (the least value; there is no upper limit)";
+        if (!(value >= min)) return input + " is below " + text + " (the least value; there is no upper limit)";
         return {};
       },
       bound.str() + " or more");
 }
 
-// A number greater than zero (seconds, ratios), no upper limit.
+// A number in [min, max]: CLI::Range, but NaN and infinities are refused.
+inline CLI::Validator within(double min, double max) {
+  std::ostringstream bounds;
+  bounds << min << " to " << max;
+  return CLI::Validator(
+      [min, max, text = bounds.str()](std::string& input) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(input, value)) return "'" + input + "' is not a number";
+        if (!(value >= min && value <= max)) return input + " is not within " + text;
+        return {};
+      },
+      bounds.str());
+}
+
+// A number greater than zero (ratios), finite (no upper limit otherwise).
 inline CLI::Validator positive() {
   return CLI::Validator(
       [](std::string& input) -> std::string {
         double value = 0;
         if (!CLI::detail::lexical_cast(input, value)) return "'" + input + "' is not a number";
-        if (!(value > 0)) return input + " is not above 0 (the value must be positive; there is no upper limit)";
+        if (!(value > 0) || !std::isfinite(value))
+          return input + " is not a finite number above 0 (the value must be positive; there is no upper limit)";
         return {};
       },
       "above 0");
+}
+
+// The longest time limit a command takes, in seconds (a year): beyond it
+// (1e18, inf) the deadline overflows the clock and the search runs unbounded.
+inline constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+
+// Seconds of a time limit: above 0 (or at least 0 with `zero_allowed`) and
+// at most kMaxSeconds; NaN and infinities refused.
+inline CLI::Validator seconds(bool zero_allowed = false) {
+  return CLI::Validator(
+      [zero_allowed](std::string& input) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(input, value)) return "'" + input + "' is not a number";
+        if (!(zero_allowed ? value >= 0 : value > 0) || !(value <= kMaxSeconds))
+          return input + " is not a number of seconds " + (zero_allowed ? "from 0" : "above 0") +
+                 " to 31536000 (a year)";
+        return {};
+      },
+      zero_allowed ? "0 to 31536000" : "above 0, at most 31536000");
 }
 
 }  // namespace tgr::cli

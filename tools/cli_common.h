@@ -1,7 +1,9 @@
 // Shared by the command-line programs: one way to report errors and exit.
 #pragma once
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -19,10 +21,17 @@ class UsageError : public std::runtime_error {
 
 // Runs `body`; an exception becomes "PROGRAM: error: MESSAGE" on stderr and
 // exit status 1 (2 for a UsageError; never a crash or a core dump).
+// A full disk or /dev/full under stdout is an error too: printf only
+// buffers, and the loss would show only at exit, unreported.
 template <class Body>
 int guarded(const char* program, Body body) {
   try {
-    return body();
+    const int status = body();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "%s: error: cannot write to stdout: %s\n", program, std::strerror(errno));
+      return 1;
+    }
+    return status;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "%s: error: %s\n", program, e.what());
     return 2;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/shape.h"
+#include "tools/cli_common.h"
 
 namespace tgr::cli {
 
@@ -29,16 +30,16 @@ inline std::map<std::string, Shape> parse_input_shapes(const std::vector<std::st
   for (const std::string& spec : specs) {
     const size_t eq = spec.rfind('=');
     if (eq == std::string::npos || eq == 0)
-      throw std::invalid_argument("--input-shape '" + spec + "': expected NAME=DIMS, e.g. input_ids=1x128");
+      throw UsageError("--input-shape '" + spec + "': expected NAME=DIMS, e.g. input_ids=1x128");
     const std::string name = spec.substr(0, eq);
     Shape shape;
     try {
       shape = parse_shape(spec.substr(eq + 1));
     } catch (const ShapeSyntaxError& e) {
-      throw std::invalid_argument("--input-shape '" + spec + "': " + e.what());
+      throw UsageError("--input-shape '" + spec + "': " + e.what());
     }
     if (!shapes.emplace(name, shape).second)
-      throw std::invalid_argument("--input-shape gives input '" + name + "' twice");
+      throw UsageError("--input-shape gives input '" + name + "' twice");
   }
   return shapes;
 }

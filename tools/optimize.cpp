@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "tools/input_shapes.h"
 #include "tools/stdout_data.h"
 #include "tools/unverified_rules.h"
+#include "util/output_file.h"
 
 namespace {
 
@@ -27,8 +29,30 @@ void write_report(const std::string& path, const tgr::optimizer::OptimizeReport&
                   const std::vector<std::string>& warnings) {
   nlohmann::ordered_json json = report.to_json();
   json["warnings"] = warnings;
-  std::ofstream out(path);
-  if (!(out << json.dump(2) << '\n')) throw std::runtime_error("cannot write the report '" + path + "'");
+  tgr::util::write_text_file(path, json.dump(2) + "\n");
+}
+
+// The names --calibration-dir writes (op0.onnx, op1.onnx, ..., signatures.tsv).
+bool calibration_file_name(const std::string& name) {
+  if (name == "signatures.tsv") return true;
+  const size_t digits = name.size() > 7 ? name.size() - 7 : 0;  // "op" DIGITS ".onnx"
+  return digits > 0 && name.rfind("op", 0) == 0 && name.substr(name.size() - 5) == ".onnx" &&
+         name.find_first_not_of("0123456789", 2) == 2 + digits;
+}
+
+// Refuses (UsageError) a file of the command, read or written, that lies in
+// --calibration-dir under a name written there, before anything is written.
+void refuse_calibration_overwrite(const std::string& dir, const std::vector<tgr::cli::FileRole>& files) {
+  if (dir.empty()) return;
+  for (const tgr::cli::FileRole& f : files) {
+    if (f.path.empty() || tgr::cli::is_stdout(f.path)) continue;
+    const std::filesystem::path p(f.path);
+    const std::string folder = p.has_parent_path() ? p.parent_path().string() : ".";
+    if (calibration_file_name(p.filename().string()) && tgr::cli::same_file(folder, dir))
+      throw tgr::cli::UsageError(f.what + " '" + f.path + "' lies in --calibration-dir '" + dir +
+                                 "', where optimize writes op0.onnx, op1.onnx, ... and signatures.tsv: refusing to "
+                                 "overwrite it");
+  }
 }
 
 }  // namespace
@@ -60,8 +84,8 @@ int main(int argc, char** argv) {
   app.add_option("--budget", o.backtracking.budget, "graphs the search pops from its queue")
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--alpha", o.backtracking.alpha, "keep graphs costing less than alpha times the best")
-      ->check(CLI::Range(1.0, 10.0));
-  app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::positive());
+      ->check(tgr::cli::within(1.0, 10.0));
+  app.add_option("--timeout", o.backtracking.timeout_s, "seconds the search may take")->check(tgr::cli::seconds());
   std::string search;  // empty: the target's (TargetInfo::default_search)
   tgr::saturation::SaturationOptions saturation = tgr::saturation::optimize_defaults();
   // "\n(default: the target's: onnxruntime-cpu X, ...)" for an option whose default each target sets.
@@ -96,7 +120,7 @@ int main(int argc, char** argv) {
           ->default_str("")  // no one default: the target's, named in the help
           ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--ilp-timeout", saturation.ilp.time_limit_s, "saturate: seconds for the extraction ILP (0: greedy)")
-      ->check(tgr::cli::at_least(0.0));
+      ->check(tgr::cli::seconds(true));
   app.add_option("--refine-window", saturation.refine_window,
                  "saturate, under a target that fuses operators: each refinement move is first costed on the "
                  "operators within this many steps of what it changes, and built whole only where that is cheaper "
@@ -124,13 +148,13 @@ int main(int argc, char** argv) {
                      ": a guess must win by a margin; below 1 the search explores, and calibrating its graph "
                      "measures the steps it reached)")
       ->default_str("")  // the default is the cost model's, named in the help
-      ->check(CLI::PositiveNumber);
+      ->check(tgr::cli::positive());
   app.add_option("--calibration-dir", o.calibration_dir,
                  "onnxruntime-cpu: write a one-node ONNX model of each signature the table lacked here "
                  "(tools/calibrate_ort.py times them)");
   app.add_option("--min-gain", o.min_gain,
                  "write the model unchanged unless the predicted cost drops by at least this fraction (default 0.02)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(tgr::cli::within(0.0, 1.0));
   app.add_option("--specs", o.specs_dir, "the axioms the instance proofs use");
   app.add_option("--proof-timeout-ms", o.proof_timeout_ms, "per instance proof");
   app.add_flag(
@@ -165,13 +189,20 @@ int main(int argc, char** argv) {
     if (!o.calibration_dir.empty() && o.target.target != Target::kOnnxRuntimeCpu)
       throw tgr::cli::UsageError("--calibration-dir measures for --target onnxruntime-cpu only");
     o.input_shapes = tgr::cli::parse_input_shapes(input_shapes);
-    tgr::cli::refuse_same_files({{"the model", o.model},
-                                 {"-o", o.output, true},
-                                 {"--report", report_path, true},
-                                 {"--report-html", html_path, true},
-                                 {"the rules database", o.rules_db},
-                                 {"the default rules database", o.default_rules_db},
-                                 {"--costs", o.target.costs_db}});
+    const std::vector<tgr::cli::FileRole> files = {{"the model", o.model},
+                                                   {"-o", o.output, true},
+                                                   {"--report", report_path, true},
+                                                   {"--report-html", html_path, true},
+                                                   {"the rules database", o.rules_db},
+                                                   {"the default rules database", o.default_rules_db},
+                                                   {"--costs", o.target.costs_db},
+                                                   {"--specs", o.specs_dir}};
+    tgr::cli::refuse_same_files(files);
+    refuse_calibration_overwrite(o.calibration_dir, files);
+    // Every output can be written, checked before the work: the model is
+    // not written when the report then cannot be.
+    for (const std::string* out : {&o.output, &report_path, &html_path})
+      if (!out->empty() && !tgr::cli::is_stdout(*out)) tgr::util::check_output_path(*out);
     std::optional<tgr::cli::DataToStdout> to_stdout;  // -o -
     if (tgr::cli::is_stdout(o.output)) o.output = to_stdout.emplace(".onnx").path();
     const std::string dot = html_path.empty() ? "" : tgr::optimizer::find_graphviz_dot();  // before the work

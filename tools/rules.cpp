@@ -31,9 +31,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -349,6 +353,8 @@ std::vector<RuleLine> read_rule_file(const std::string& path) {
     trim(r.variables);
     out.push_back(std::move(r));
   }
+  // getline stops at a read error as at the end: the rules after it would be lost silently.
+  if (in.bad()) throw std::runtime_error("read error in the rule file '" + path + "'");
   return out;
 }
 
@@ -548,11 +554,31 @@ int cmd_merge(const std::string& a_path, const std::string& b_path, const std::s
   const RulesDb a = RulesDb::open_read_only(a_path), b = RulesDb::open_read_only(b_path);
   const std::vector<RuleRecord> rules =
       tgr::cli::merge_rules(a.list_rules(), b.list_rules());  // checked before C exists
-  RulesDb out = RulesDb::open(out_path, /*create=*/true);
-  const nlohmann::json settings = {{"sources", {a_path, b_path}}};
-  const int64_t run = out.begin_run("merge", settings.dump());
-  const int inserted = out.insert_rules(rules);
-  out.finish_run(run, "finished", nlohmann::json{{"rules", inserted}}.dump());
+  // Built under a temporary name in C's folder and given C's name at the
+  // end (a hard link, which fails rather than replace a C made meanwhile):
+  // an interrupted merge leaves no half database under C's name.
+  const std::string tmp = out_path + ".tmp" + std::to_string(::getpid());
+  auto remove_tmp = [&] {
+    std::error_code ignored;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(tmp + suffix, ignored);
+  };
+  int inserted = 0;
+  try {
+    RulesDb out = RulesDb::open(tmp, /*create=*/true);
+    const nlohmann::json settings = {{"sources", {a_path, b_path}}};
+    const int64_t run = out.begin_run("merge", settings.dump());
+    inserted = out.insert_rules(rules);
+    out.finish_run(run, "finished", nlohmann::json{{"rules", inserted}}.dump());
+  } catch (...) {  // closed first (the database's destructor), then removed
+    remove_tmp();
+    throw;
+  }
+  if (::link(tmp.c_str(), out_path.c_str()) != 0) {
+    const int error = errno;
+    remove_tmp();
+    throw std::runtime_error("cannot write '" + out_path + "': " + std::strerror(error));
+  }
+  remove_tmp();
   std::printf("%d rules from %s (%lld) and %s (%lld) written to %s\n", inserted, a_path.c_str(),
               (long long)a.count_rules(), b_path.c_str(), (long long)b.count_rules(), out_path.c_str());
   return 0;
@@ -579,6 +605,7 @@ int cmd_import_costs(RulesDb& db, const std::string& device, const std::vector<s
       db.put_op_cost(device, line.substr(0, tab), ms);
       ++count;
     }
+    if (in.bad()) throw std::runtime_error("read error in '" + file + "'");  // not the end of the file
   }
   std::printf("imported %d operator costs for device '%s'\n", count, device.c_str());
   return 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -211,6 +212,14 @@ int main(int argc, char** argv) {
         const auto dir = std::filesystem::path(model.output_dir.empty() ? "." : model.output_dir);
         const auto name = std::filesystem::path(in).filename().string();
         if (name.rfind("output_", 0) == 0) files.push_back({"an output (--output-dir)", (dir / name).string(), true});
+      }
+      if (!model.test_data.empty()) {  // its input_K.pb and output_K.pb (the expected outputs)
+        std::error_code ec;
+        for (auto it = std::filesystem::recursive_directory_iterator(model.test_data, ec);
+             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+          if (it.depth() >= 1) it.disable_recursion_pending();  // test_data_set_N/ holds the files
+          if (it->is_regular_file(ec)) files.push_back({"a file of --test-data", it->path().string()});
+        }
       }
       tgr::cli::refuse_same_files(files);
       std::optional<tgr::cli::DataToStdout> to_stdout;  // --export -

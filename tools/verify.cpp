@@ -36,6 +36,7 @@
 #include "tools/data_paths.h"
 #include "tools/ranks_main.h"
 #include "tools/verify_check.h"
+#include "util/output_file.h"
 #include "verifier/axioms.h"
 #include "verifier/prover.h"
 #include "verifier/verify_db.h"
@@ -90,11 +91,7 @@ int prove_command(const std::string& specs, const std::string& text, const std::
   tgr::DTypeMap dtypes;
   const tgr::ShapeMap shapes = tgr::parse_shape_map(shapes_text, &dtypes);
   const ProofResult r = prover.prove(tgr::build_rule(text, shapes, dtypes), options);
-  if (!smt2_path.empty()) {
-    std::ofstream out(smt2_path);
-    out << r.smt2;
-    if (!out) throw std::runtime_error("cannot write " + smt2_path);
-  }
+  if (!smt2_path.empty()) tgr::util::write_text_file(smt2_path, r.smt2);
   std::printf("%s in %.1f ms (%zu forms searched, %zu axiom instances)\n", std::string(status_name(r.status)).c_str(),
               r.ms, r.states, r.instances_found);
   switch (r.status) {
@@ -229,13 +226,17 @@ int main(int argc, char** argv) {
   }
   return ranks.guarded("verify", [&] {
     if (check_axioms) return check_axioms_command(specs, check_options, only);
+    if (!prove_text.empty()) {
+      tgr::cli::refuse_same_files({{"--specs", specs}, {"--smt2", smt2_path, true}});
+      if (!smt2_path.empty()) tgr::util::check_output_path(smt2_path);
+    }
     if (!prove_text.empty()) return prove_command(specs, prove_text, shapes_text, proof, smt2_path);
     if (recheck) {
       const auto r = tgr::verifier::recheck_proved(db_options.db, 3, check_options.seed + 0x7e57);
       for (const auto& [id, why] : r.differing)
         std::printf("  DIFFERS  #%lld: %s\n", static_cast<long long>(id), why.c_str());
-      std::printf("%zu proved rules re-evaluated in float64 on fresh inputs: %zu differ (%.1f s)\n", r.checked,
-                  r.differing.size(), r.seconds);
+      std::printf("%zu proved rules re-evaluated in float64 on fresh inputs: %zu differ, %zu set to refuted (%.1f s)\n",
+                  r.checked, r.differing.size(), r.refuted, r.seconds);
       return r.differing.empty() ? 0 : 1;
     }
     db_options.specs = specs;

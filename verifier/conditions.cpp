@@ -1,5 +1,7 @@
 #include "verifier/conditions.h"
 
+#include <limits>
+
 namespace tgr::axioms {
 
 namespace {
@@ -56,20 +58,36 @@ std::optional<ParamValue> ConditionEvaluator::eval(const Term& t, const Conditio
     case Term::Op::kNeg: {
       auto a = as_int(eval(t.args[0], c));
       if (!a) return std::nullopt;
+      if (*a == std::numeric_limits<int64_t>::min()) overflow(c);
       return ParamValue(-*a);
     }
     default: break;
   }
   auto a = as_int(eval(t.args[0], c)), b = as_int(eval(t.args[1], c));
   if (!a || !b) return std::nullopt;
+  int64_t v = 0;
   switch (t.op) {
-    case Term::Op::kAdd: return ParamValue(*a + *b);
-    case Term::Op::kSub: return ParamValue(*a - *b);
-    case Term::Op::kMul: return ParamValue(*a * *b);
-    case Term::Op::kDiv: return *b == 0 ? std::nullopt : std::optional<ParamValue>(*a / *b);
-    case Term::Op::kMod: return *b == 0 ? std::nullopt : std::optional<ParamValue>(*a % *b);
+    case Term::Op::kAdd:
+      if (__builtin_add_overflow(*a, *b, &v)) overflow(c);
+      return ParamValue(v);
+    case Term::Op::kSub:
+      if (__builtin_sub_overflow(*a, *b, &v)) overflow(c);
+      return ParamValue(v);
+    case Term::Op::kMul:
+      if (__builtin_mul_overflow(*a, *b, &v)) overflow(c);
+      return ParamValue(v);
+    case Term::Op::kDiv:
+    case Term::Op::kMod:
+      if (*b == 0) return std::nullopt;
+      if (*a == std::numeric_limits<int64_t>::min() && *b == -1) overflow(c);  // the one quotient beyond int64 (SIGFPE)
+      return ParamValue(t.op == Term::Op::kDiv ? *a / *b : *a % *b);
     default: return std::nullopt;
   }
+}
+
+void ConditionEvaluator::overflow(const Condition& c) const {
+  throw AxiomError(ax_.file, c.line, c.column,
+                   "axiom '" + ax_.name + "': '" + to_text(c) + "' computes a value beyond int64 (overflow)");
 }
 
 bool ConditionEvaluator::holds(const Condition& c) const {

@@ -24,7 +24,8 @@ class ConditionEvaluator {
 
   // A term's value, or nothing when it is undefined (an axis out of range, a
   // division by zero). A type error in the axiom (a list where an integer
-  // belongs) is an AxiomError naming the condition `c`.
+  // belongs), or a value beyond int64 (INT64_MIN / -1, an overflowing
+  // product), is an AxiomError naming the condition `c`.
   std::optional<ParamValue> eval(const Term& t, const Condition& c) const;
   // Whether a comparison condition holds; an undefined side: false.
   bool holds(const Condition& c) const;
@@ -32,6 +33,8 @@ class ConditionEvaluator {
   std::optional<ParamValue> definition_value(int p) const;
 
  private:
+  [[noreturn]] void overflow(const Condition& c) const;
+
   const Axiom& ax_;
   const std::vector<Shape>& var_shape_;
   const std::vector<ParamValue>& param_value_;

@@ -292,23 +292,36 @@ VerifyDbReport verify_db(const VerifyDbOptions& o, const std::atomic<bool>& stop
 
 RecheckReport recheck_proved(const std::string& db_path, int trials, uint64_t seed) {
   const auto start = std::chrono::steady_clock::now();
-  const rules_db::RulesDb db = rules_db::RulesDb::open_read_only(db_path);
-  const std::vector<rules_db::RuleRecord> proved = db.list_rules("proved");
+  std::vector<rules_db::RuleRecord> proved = rules_db::RulesDb::open_read_only(db_path).list_rules("proved");
   std::vector<std::optional<std::string>> found(proved.size());
+  std::vector<char> evaluated(proved.size(), 0);  // found[i] is a counterexample, not an error
   tbb::parallel_for(size_t{0}, proved.size(), [&](size_t i) {
     const rules_db::RuleRecord& r = proved[i];
     try {
       DTypeMap dtypes;
       const ShapeMap shapes = parse_shape_map(r.variables, &dtypes);
       found[i] = find_counterexample(build_rule(r.rule_text(), shapes, dtypes), trials, seed ^ (0x9e37 * r.id));
+      evaluated[i] = 1;
     } catch (const std::exception& e) {
       found[i] = std::string("cannot evaluate: ") + e.what();
     }
   });
   RecheckReport report;
   report.checked = proved.size();
-  for (size_t i = 0; i < proved.size(); ++i)
-    if (found[i]) report.differing.emplace_back(proved[i].id, *found[i]);
+  std::vector<rules_db::RuleRecord> refuted;
+  for (size_t i = 0; i < proved.size(); ++i) {
+    if (!found[i]) continue;
+    report.differing.emplace_back(proved[i].id, *found[i]);
+    if (!evaluated[i]) continue;  // not shown false: its status stays
+    rules_db::RuleRecord& r = refuted.emplace_back(std::move(proved[i]));
+    r.status = "refuted";
+    r.counterexample = *found[i];
+    r.note = "stored as proved, then found false by verify --recheck-proved (float64 on random inputs)";
+  }
+  // Never applied again: the database is opened for writing only when a
+  // proved rule is false.
+  if (!refuted.empty()) rules_db::RulesDb::open(db_path, false).update_rules(refuted);
+  report.refuted = refuted.size();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -52,10 +52,14 @@ VerifyDbReport verify_db(const VerifyDbOptions& options, const std::atomic<bool>
 VerifyDbReport verify_db(const VerifyDbOptions& options, const std::atomic<bool>& stop, util::Ranks& ranks);
 
 // Every 'proved' rule evaluated again in float64 on fresh random inputs (a
-// check on the axioms and the prover: a proved rule must never differ).
+// check on the axioms and the prover: a proved rule must never differ). A
+// rule found false is stored as 'refuted' with its counterexample (the
+// database is opened for writing then only); one that cannot be evaluated
+// is reported and keeps its status.
 struct RecheckReport {
   size_t checked = 0;
-  std::vector<std::pair<int64_t, std::string>> differing;  // rule id, counterexample
+  std::vector<std::pair<int64_t, std::string>> differing;  // rule id, counterexample (or why not evaluated)
+  size_t refuted = 0;                                      // of them, set to 'refuted' in the database
   double seconds = 0;
 };
 RecheckReport recheck_proved(const std::string& db_path, int trials, uint64_t seed);

@@ -25,7 +25,9 @@ int64_t l2_cache_bytes() {
   return bytes;
 }
 
-double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task& task, const StepTiming& timing) {
+double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task& task, const StepTiming& timing,
+                       bool* clamped) {
+  if (clamped) *clamped = false;
   if (step_is_free(task)) return 0;
   const int copies = timing.cache_bytes > 0
                          ? copies_streaming_weights(step_weight_bytes(model, plan, task), timing.cache_bytes,
@@ -34,14 +36,15 @@ double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task
   const Graph step = step_graph(model, plan, task, copies, timing.spacer_elements);
   GpuModel gpu = GpuModel::load(step);  // fusion on: each copy is the model's step
   gpu.set_inputs(timing_inputs(step));
-  double ms = gpu.replay_ms(timing.iters, timing.warmup);
+  const double ms = gpu.replay_ms(timing.iters, timing.warmup);
+  double spacers_ms = 0;
   if (timing.spacer_elements > 0) {
     const Graph spacers = spacer_graph(copies, timing.spacer_elements);
     GpuModel alone = GpuModel::load(spacers);
     alone.set_inputs(timing_inputs(spacers));
-    ms -= alone.replay_ms(timing.iters, timing.warmup);
+    spacers_ms = alone.replay_ms(timing.iters, timing.warmup);
   }
-  return ms / copies;
+  return step_cost_ms(ms, spacers_ms, copies, clamped);
 }
 
 }  // namespace tgr::gpu

@@ -50,7 +50,10 @@ struct StepTiming {
 int64_t l2_cache_bytes();
 
 // Milliseconds of one run of `task` (a task of `plan`, `model`'s plan); 0 for a free step.
-double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task& task, const StepTiming& timing = {});
+// Never below 0: a step timed below zero once its spacers' time is taken
+// off is 0 (step_cost_ms), and `clamped` (when given) says so.
+double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task& task, const StepTiming& timing = {},
+                       bool* clamped = nullptr);
 
 // Inputs for a graph's inputs: random floats; integers 0 (always a valid index).
 std::vector<ConstantValue> timing_inputs(const Graph& graph);
