@@ -1,4 +1,5 @@
-# Writes the split-K rules of rules/extra.rules (levels 1..2 = 2, 4 groups), one per
+# Writes the split-K rules (levels 1..2 = 2, 4 groups; the 2-group ones are now
+# generated, rules/spaces.rules, the 4-group ones kept in rules/extra.rules), one per
 # convolution form: python3 tools/split_k_rules.py
 # (Eight groups is not among them: its proof from the halving axioms needs
 # more than verify's 20000 rewritten forms, so it was proved only when Z3
