@@ -350,6 +350,292 @@ void sum_stats(util::Ranks& ranks, CandidateStats& s) {
     *v = ranks.sum(*v);
 }
 
+// One candidate search (find_candidates): the classes of the kept graphs,
+// fresh float64 inputs per world, and the steps in the order they happen.
+class CandidateSearch {
+ public:
+  CandidateSearch(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept, uint64_t seed,
+                  CandidateStats& stats, const std::atomic<bool>& stop, util::Ranks& ranks);
+  std::vector<Candidate> run();
+
+ private:
+  // One chunk of classes: each class's members and the pairs analysed.
+  struct Chunk {
+    size_t first = 0, last = 0;  // classes [first, last)
+    std::vector<std::vector<Member>> members;
+    std::vector<std::vector<PairInfo>> pairs;
+  };
+  using ClassPair = std::pair<PairInfo*, size_t>;  // a pair and its class
+  size_t world_of(size_t c) const { return kept_[classes_[c].first].world; }
+  void group_classes();
+  void build_chunk(Chunk& chunk) const;
+  std::vector<ClassPair> nontrivial_pairs(Chunk& chunk, std::vector<Place>& places);
+  std::vector<ClassPair> new_up_to_renaming(const std::vector<ClassPair>& pairs, const std::vector<Place>& places,
+                                            std::vector<Place>& kept_places);
+  std::vector<ClassPair> new_up_to_commutativity(const Chunk& chunk, const std::vector<ClassPair>& named,
+                                                 const std::vector<Place>& places);
+  void check_and_keep(Chunk& chunk, const std::vector<ClassPair>& fresh);
+  bool pair_chunks();
+  std::vector<Candidate> gathered_candidates();
+  bool drop_implied(std::vector<Candidate>& out);
+
+  const std::vector<Enumerator>& enumerators_;
+  std::vector<GraphRecord> kept_;
+  const uint64_t seed_;
+  CandidateStats& stats_;
+  const std::atomic<bool>& stop_;
+  util::Ranks& ranks_;
+  std::vector<std::pair<size_t, size_t>> classes_;   // equal (world, key): [begin, end) of kept_
+  std::vector<std::vector<Tensor<double>>> inputs_;  // per world
+  std::unordered_set<std::string> rename_seen_, full_seen_;
+  std::vector<std::pair<PairInfo, size_t>> live_;  // survivors, with their class
+};
+
+CandidateSearch::CandidateSearch(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
+                                 uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop,
+                                 util::Ranks& ranks)
+    : enumerators_(enumerators), kept_(std::move(kept)), seed_(seed), stats_(stats), stop_(stop), ranks_(ranks) {
+  // Fresh float64 inputs per world, independent of the field values.
+  inputs_.resize(enumerators.size());
+  for (size_t w = 0; w < enumerators.size(); ++w)
+    for (size_t v = 0; v < enumerators[w].world().variables.size(); ++v)
+      inputs_[w].push_back(
+          random_tensor<double>(enumerators[w].world().variables[v].shape, seed * 7919 + 104729 * w + v));
+}
+
+// Classes: equal (world, key); members: distinct structures; two or more.
+void CandidateSearch::group_classes() {
+  std::sort(kept_.begin(), kept_.end());
+  for (size_t i = 0; i < kept_.size();) {
+    size_t j = i;
+    while (j < kept_.size() && kept_[j].key == kept_[i].key && kept_[j].world == kept_[i].world) ++j;
+    size_t distinct = 0;
+    for (size_t k = i; k < j; ++k)
+      if (k == i || kept_[k].structure != kept_[k - 1].structure) ++distinct;
+    if (distinct >= 2) classes_.emplace_back(i, j);
+    i = j;
+  }
+  stats_.classes = classes_.size();
+}
+
+// The chunk's members built and paired, in parallel over its classes: the
+// smallest member first (the representative of a large class), every pair
+// of a small class, the representative's pairs of a large one.
+void CandidateSearch::build_chunk(Chunk& chunk) const {
+  chunk.members.assign(chunk.last - chunk.first, {});
+  chunk.pairs.assign(chunk.last - chunk.first, {});
+  tbb::parallel_for(chunk.first, chunk.last, [&](size_t c) {
+    const auto [begin, end] = classes_[c];
+    const Enumerator& e = enumerators_[kept_[begin].world];
+    std::vector<Member>& ms = chunk.members[c - chunk.first];
+    for (size_t k = begin; k < end; ++k) {
+      if (k > begin && kept_[k].structure == kept_[k - 1].structure) continue;
+      Member m;
+      m.graph = e.to_graph(kept_[k]);
+      for (ValueRef v : m.graph.outputs()) m.exprs.push_back(to_expr(m.graph, v));
+      m.text = to_text(m.exprs);
+      for (Expr& expr : m.exprs) {
+        normalize_params(expr);  // as canonical_rule_text does (no change to its texts)
+        m.shapes.push_back(shape_hash(expr));
+      }
+      m.ops = kept_[k].n_ops;
+      ms.push_back(std::move(m));
+    }
+    std::sort(ms.begin(), ms.end(),
+              [](const Member& x, const Member& y) { return std::tie(x.ops, x.text) < std::tie(y.ops, y.text); });
+    const bool all_pairs = ms.size() <= kAllPairsUpTo;
+    for (size_t i = 0; i < ms.size(); ++i)
+      for (size_t j = i + 1; j < ms.size(); ++j) {
+        if (!all_pairs && i > 0) break;
+        PairInfo info;
+        info.a = j;
+        info.b = i;
+        PairAnalysis(e.world(), inputs_[kept_[begin].world], ms[j], ms[i]).keys(info);
+        chunk.pairs[c - chunk.first].push_back(std::move(info));
+      }
+  });
+}
+
+// The chunk's pairs that are not trivial, with their places (counted).
+std::vector<CandidateSearch::ClassPair> CandidateSearch::nontrivial_pairs(Chunk& chunk, std::vector<Place>& places) {
+  std::vector<ClassPair> nontrivial;
+  for (size_t c = chunk.first; c < chunk.last; ++c) {
+    stats_.class_graphs += chunk.members[c - chunk.first].size();
+    stats_.star_classes += chunk.members[c - chunk.first].size() > kAllPairsUpTo;
+    for (PairInfo& p : chunk.pairs[c - chunk.first]) {
+      ++stats_.pairs;
+      if (p.trivial) {
+        ++stats_.trivial;
+        continue;
+      }
+      nontrivial.emplace_back(&p, c);
+      places.push_back({kept_[classes_[c].first].key, places.size()});
+    }
+  }
+  return nontrivial;
+}
+
+// The pairs whose text up to variable names no earlier pair had.
+std::vector<CandidateSearch::ClassPair> CandidateSearch::new_up_to_renaming(const std::vector<ClassPair>& pairs,
+                                                                            const std::vector<Place>& places,
+                                                                            std::vector<Place>& kept_places) {
+  std::vector<const std::string*> texts;
+  for (auto [p, c] : pairs) texts.push_back(&p->rename_key);
+  const std::vector<char> new_name = first_of_their_text(ranks_, texts, places, rename_seen_);
+  std::vector<ClassPair> named;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (!new_name[i]) {
+      ++stats_.renaming;
+      continue;
+    }
+    named.push_back(pairs[i]);
+    kept_places.push_back(places[i]);
+  }
+  return named;
+}
+
+// Of those, the pairs new up to commutative argument order too (keyed for
+// these only: the pairs the renaming pass removed never need one).
+std::vector<CandidateSearch::ClassPair> CandidateSearch::new_up_to_commutativity(const Chunk& chunk,
+                                                                                 const std::vector<ClassPair>& named,
+                                                                                 const std::vector<Place>& places) {
+  tbb::parallel_for(size_t{0}, named.size(), [&](size_t i) {
+    auto [p, c] = named[i];
+    const std::vector<Member>& ms = chunk.members[c - chunk.first];
+    const size_t world = world_of(c);
+    PairAnalysis(enumerators_[world].world(), inputs_[world], ms[p->a], ms[p->b]).full_key(*p);
+  });
+  std::vector<const std::string*> texts;
+  for (auto [p, c] : named) texts.push_back(&p->full_key);
+  const std::vector<char> new_rule = first_of_their_text(ranks_, texts, places, full_seen_);
+  std::vector<ClassPair> fresh;
+  for (size_t i = 0; i < named.size(); ++i) {
+    if (new_rule[i]) fresh.push_back(named[i]);
+    else ++stats_.commutative;
+  }
+  return fresh;
+}
+
+// The fresh pairs checked (in parallel); those that no smaller rule implies
+// and that hold in float64 too live on.
+void CandidateSearch::check_and_keep(Chunk& chunk, const std::vector<ClassPair>& fresh) {
+  tbb::parallel_for(size_t{0}, fresh.size(), [&](size_t i) {
+    auto [p, c] = fresh[i];
+    std::vector<Member>& ms = chunk.members[c - chunk.first];
+    const size_t world = world_of(c);
+    PairAnalysis(enumerators_[world].world(), inputs_[world], ms[p->a], ms[p->b]).checks(*p);
+  });
+  for (auto [p, c] : fresh) {
+    if (p->smaller_subgraph_rule) ++stats_.common_subgraph;
+    else if (p->smaller_supergraph_rule) ++stats_.common_supergraph;
+    else if (!p->float64_equal) ++stats_.float64_rejected;
+    else live_.emplace_back(std::move(*p), c);
+  }
+}
+
+// Classes in chunks, in key order (the keys are spread evenly, so equal
+// ranges of keys hold about as many classes): each chunk's members are
+// built and paired in parallel, deduplicated against everything before it
+// in the order of the keys (deterministic, and the same on any number of
+// ranks: first_of_their_text), then the survivors are checked in parallel.
+// Memory: one chunk's graphs plus the keys seen (shared among the ranks).
+// False when stopped.
+bool CandidateSearch::pair_chunks() {
+  const uint64_t all_classes = ranks_.sum(classes_.size());
+  const uint64_t chunks = std::max<uint64_t>(1, all_classes / (2048 * static_cast<uint64_t>(ranks_.size())));
+  const uint64_t keys_per_chunk = std::numeric_limits<uint64_t>::max() / chunks;
+  auto chunk_of = [&](uint64_t key) { return std::min(chunks - 1, key / keys_per_chunk); };
+  size_t first = 0;
+  bool stopped = false;
+  for (uint64_t chunk_index = 0; chunk_index < chunks && !(stopped = ranks_.any(stop_)); ++chunk_index) {
+    Chunk chunk;
+    chunk.first = chunk.last = first;
+    while (chunk.last < classes_.size() && chunk_of(kept_[classes_[chunk.last].first].key) == chunk_index) ++chunk.last;
+    build_chunk(chunk);
+    std::vector<Place> places, named_places;
+    const std::vector<ClassPair> nontrivial = nontrivial_pairs(chunk, places);
+    const std::vector<ClassPair> named = new_up_to_renaming(nontrivial, places, named_places);
+    check_and_keep(chunk, new_up_to_commutativity(chunk, named, named_places));
+    first = chunk.last;
+  }
+  sum_stats(ranks_, stats_);
+  return !stopped;
+}
+
+// Every rank's live candidates on every rank (the generalization pass
+// compares each with all others), by canonical text. No two share a
+// canonical text (full_seen_), so the order is the same everywhere.
+std::vector<Candidate> CandidateSearch::gathered_candidates() {
+  std::vector<Candidate> mine;
+  std::vector<const World*> world_of_candidate;
+  for (auto& [p, c] : live_) {
+    world_of_candidate.push_back(&enumerators_[world_of(c)].world());
+    mine.push_back({p.text, p.full_key, variables_of(p.full_key, *world_of_candidate.back()), ""});
+  }
+  tbb::parallel_for(size_t{0}, mine.size(),
+                    [&](size_t i) { mine[i].constraints = generalization(mine[i], *world_of_candidate[i], seed_); });
+  std::vector<Candidate> out;
+  for (const std::string& bytes : ranks_.all_gather(candidates_to_bytes(mine))) candidates_from_bytes(bytes, out);
+  std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
+  return out;
+}
+
+// Generalization: a candidate that is another's instance (its variables
+// replaced by expressions, or two of them merged), or that puts a context
+// around both sides of a smaller one (which the position-wise supergraph
+// pass misses when commutative arguments are listed in another order), is
+// implied by it and dropped. Both relations make the implying rule strictly
+// smaller or more general, so no two candidates drop each other. Each rank
+// explains every size()-th candidate; the ones found implied are gathered.
+// False when stopped.
+bool CandidateSearch::drop_implied(std::vector<Candidate>& out) {
+  ImplicationIndex index;
+  for (size_t i = 0; i < out.size(); ++i) index.add(static_cast<int64_t>(i), out[i].canonical, out[i].variables);
+  const size_t step = static_cast<size_t>(ranks_.size()), offset = static_cast<size_t>(ranks_.rank());
+  std::vector<char> implied((out.size() + step - 1 - offset) / step, 0);
+  tbb::parallel_for(size_t{0}, implied.size(), [&](size_t k) {
+    if (stop_) return;
+    const size_t i = offset + k * step;
+    implied[k] =
+        index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution", "common supergraph"})
+            .has_value();
+  });
+  if (ranks_.any(stop_)) return false;
+  std::string mine_implied;
+  for (size_t k = 0; k < implied.size(); ++k)
+    if (implied[k]) util::append_bytes(mine_implied, static_cast<uint64_t>(offset + k * step));
+  std::vector<char> instance(out.size(), 0);
+  for (const std::string& bytes : ranks_.all_gather(std::move(mine_implied)))
+    for (uint64_t i : util::from_bytes<uint64_t>(bytes)) instance.at(i) = 1;
+  size_t left = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!instance[i]) {
+      if (left != i) out[left] = std::move(out[i]);
+      ++left;
+    }
+  stats_.instances = out.size() - left;
+  out.resize(left);
+  return true;
+}
+
+std::vector<Candidate> CandidateSearch::run() {
+  const auto began = std::chrono::steady_clock::now();
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  group_classes();
+  if (!pair_chunks()) return {};
+  std::unordered_set<std::string>().swap(rename_seen_);
+  std::unordered_set<std::string>().swap(full_seen_);
+  std::vector<Candidate> out = gathered_candidates();
+  stats_.pairing_seconds = seconds_since(began);
+  const auto generalizing = std::chrono::steady_clock::now();
+  if (!drop_implied(out)) return {};
+  stats_.kept = out.size();
+  stats_.generalization_seconds = seconds_since(generalizing);
+  return out;
+}
+
 }  // namespace
 
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
@@ -361,204 +647,7 @@ std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerator
 std::vector<Candidate> find_candidates(const std::vector<Enumerator>& enumerators, std::vector<GraphRecord> kept,
                                        uint64_t seed, CandidateStats& stats, const std::atomic<bool>& stop,
                                        util::Ranks& ranks) {
-  const auto began = std::chrono::steady_clock::now();
-  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
-  std::sort(kept.begin(), kept.end());
-  // Classes: equal (world, key); members: distinct structures.
-  std::vector<std::pair<size_t, size_t>> classes;
-  for (size_t i = 0; i < kept.size();) {
-    size_t j = i;
-    std::vector<uint64_t> seen;
-    while (j < kept.size() && kept[j].key == kept[i].key && kept[j].world == kept[i].world) ++j;
-    size_t distinct = 0;
-    for (size_t k = i; k < j; ++k)
-      if (k == i || kept[k].structure != kept[k - 1].structure) ++distinct;
-    if (distinct >= 2) classes.emplace_back(i, j);
-    i = j;
-  }
-  stats.classes = classes.size();
-
-  // Fresh float64 inputs per world, independent of the field values.
-  std::vector<std::vector<Tensor<double>>> inputs(enumerators.size());
-  for (size_t w = 0; w < enumerators.size(); ++w)
-    for (size_t v = 0; v < enumerators[w].world().variables.size(); ++v)
-      inputs[w].push_back(random_tensor<double>(enumerators[w].world().variables[v].shape, seed * 7919 + 104729 * w + v));
-
-  // Classes in chunks, in key order (the keys are spread evenly, so equal
-  // ranges of keys hold about as many classes): each chunk's members are
-  // built and paired in parallel, deduplicated against everything before it
-  // in the order of the keys (deterministic, and the same on any number of
-  // ranks: first_of_their_text), then the survivors are checked in
-  // parallel. Memory: one chunk's graphs plus the keys seen (shared among
-  // the ranks).
-  std::unordered_set<std::string> rename_seen, full_seen;
-  std::vector<std::pair<PairInfo, size_t>> live;  // survivors, with their class
-  const uint64_t all_classes = ranks.sum(classes.size());
-  const uint64_t chunks = std::max<uint64_t>(1, all_classes / (2048 * static_cast<uint64_t>(ranks.size())));
-  const uint64_t keys_per_chunk = std::numeric_limits<uint64_t>::max() / chunks;
-  auto chunk_of = [&](uint64_t key) { return std::min(chunks - 1, key / keys_per_chunk); };
-  size_t first = 0;
-  bool stopped = false;
-  for (uint64_t chunk = 0; chunk < chunks && !(stopped = ranks.any(stop)); ++chunk) {
-    size_t last = first;
-    while (last < classes.size() && chunk_of(kept[classes[last].first].key) == chunk) ++last;
-    std::vector<std::vector<Member>> members(last - first);
-    std::vector<std::vector<PairInfo>> pairs(last - first);
-    tbb::parallel_for(first, last, [&](size_t c) {
-      const auto [begin, end] = classes[c];
-      const Enumerator& e = enumerators[kept[begin].world];
-      std::vector<Member>& ms = members[c - first];
-      for (size_t k = begin; k < end; ++k) {
-        if (k > begin && kept[k].structure == kept[k - 1].structure) continue;
-        Member m;
-        m.graph = e.to_graph(kept[k]);
-        for (ValueRef v : m.graph.outputs()) m.exprs.push_back(to_expr(m.graph, v));
-        m.text = to_text(m.exprs);
-        for (Expr& expr : m.exprs) {
-          normalize_params(expr);  // as canonical_rule_text does (no change to its texts)
-          m.shapes.push_back(shape_hash(expr));
-        }
-        m.ops = kept[k].n_ops;
-        ms.push_back(std::move(m));
-      }
-      // Smallest first: the representative of a large class.
-      std::sort(ms.begin(), ms.end(), [](const Member& x, const Member& y) { return std::tie(x.ops, x.text) < std::tie(y.ops, y.text); });
-      const bool all_pairs = ms.size() <= kAllPairsUpTo;
-      for (size_t i = 0; i < ms.size(); ++i)
-        for (size_t j = i + 1; j < ms.size(); ++j) {
-          if (!all_pairs && i > 0) break;
-          PairInfo info;
-          info.a = j;
-          info.b = i;
-          PairAnalysis(e.world(), inputs[kept[begin].world], ms[j], ms[i]).keys(info);
-          pairs[c - first].push_back(std::move(info));
-        }
-    });
-    // The passes that compare pairs with every earlier pair: equal up to
-    // variable names, then up to commutative argument order.
-    std::vector<std::pair<PairInfo*, size_t>> nontrivial;
-    std::vector<Place> places;
-    for (size_t c = first; c < last; ++c) {
-      stats.class_graphs += members[c - first].size();
-      stats.star_classes += members[c - first].size() > kAllPairsUpTo;
-      for (PairInfo& p : pairs[c - first]) {
-        ++stats.pairs;
-        if (p.trivial) {
-          ++stats.trivial;
-          continue;
-        }
-        nontrivial.emplace_back(&p, c);
-        places.push_back({kept[classes[c].first].key, places.size()});
-      }
-    }
-    std::vector<const std::string*> texts;
-    for (auto [p, c] : nontrivial) texts.push_back(&p->rename_key);
-    const std::vector<char> new_name = first_of_their_text(ranks, texts, places, rename_seen);
-    std::vector<std::pair<PairInfo*, size_t>> named;
-    std::vector<Place> named_places;
-    texts.clear();
-    for (size_t i = 0; i < nontrivial.size(); ++i) {
-      if (!new_name[i]) {
-        ++stats.renaming;
-        continue;
-      }
-      named.push_back(nontrivial[i]);
-      named_places.push_back(places[i]);
-      texts.push_back(&nontrivial[i].first->full_key);
-    }
-    // Keys up to commutative argument order too, for these only (the pairs
-    // the renaming pass removed never need one).
-    tbb::parallel_for(size_t{0}, named.size(), [&](size_t i) {
-      auto [p, c] = named[i];
-      const std::vector<Member>& ms = members[c - first];
-      const size_t world = kept[classes[c].first].world;
-      PairAnalysis(enumerators[world].world(), inputs[world], ms[p->a], ms[p->b]).full_key(*p);
-    });
-    const std::vector<char> new_rule = first_of_their_text(ranks, texts, named_places, full_seen);
-    std::vector<std::pair<PairInfo*, size_t>> fresh;
-    for (size_t i = 0; i < named.size(); ++i) {
-      if (new_rule[i]) fresh.push_back(named[i]);
-      else ++stats.commutative;
-    }
-    tbb::parallel_for(size_t{0}, fresh.size(), [&](size_t i) {
-      auto [p, c] = fresh[i];
-      const auto [begin, end] = classes[c];
-      (void)end;
-      std::vector<Member>& ms = members[c - first];
-      const Enumerator& e = enumerators[kept[begin].world];
-      Member& ma = ms[p->a];
-      Member& mb = ms[p->b];
-      PairAnalysis(e.world(), inputs[kept[begin].world], ma, mb).checks(*p);
-    });
-    for (auto [p, c] : fresh) {
-      if (p->smaller_subgraph_rule) ++stats.common_subgraph;
-      else if (p->smaller_supergraph_rule) ++stats.common_supergraph;
-      else if (!p->float64_equal) ++stats.float64_rejected;
-      else live.emplace_back(std::move(*p), c);
-    }
-    first = last;
-  }
-  sum_stats(ranks, stats);
-  if (stopped) return {};
-  std::unordered_set<std::string>().swap(rename_seen);
-  std::unordered_set<std::string>().swap(full_seen);
-
-  std::vector<Candidate> mine;
-  std::vector<const World*> world_of;
-  for (auto& [p, c] : live) {
-    world_of.push_back(&enumerators[kept[classes[c].first].world].world());
-    mine.push_back({p.text, p.full_key, variables_of(p.full_key, *world_of.back()), ""});
-  }
-  tbb::parallel_for(size_t{0}, mine.size(),
-                    [&](size_t i) { mine[i].constraints = generalization(mine[i], *world_of[i], seed); });
-  // Every rank gets every candidate: the generalization pass compares each
-  // with all others. No two share a canonical text (full_seen), so the order
-  // is the same everywhere.
-  std::vector<Candidate> out;
-  for (const std::string& bytes : ranks.all_gather(candidates_to_bytes(mine))) candidates_from_bytes(bytes, out);
-  std::vector<Candidate>().swap(mine);
-  std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.canonical < y.canonical; });
-
-  stats.pairing_seconds = seconds_since(began);
-  const auto generalizing = std::chrono::steady_clock::now();
-  // Generalization: a candidate that is another's instance (its variables
-  // replaced by expressions, or two of them merged), or that puts a context
-  // around both sides of a smaller one (which the position-wise supergraph
-  // pass misses when commutative arguments are listed in another order), is
-  // implied by it. Both relations make the implying rule strictly smaller
-  // or more general, so no two candidates drop each other. Each rank
-  // explains every size()-th candidate; the ones found implied are gathered.
-  ImplicationIndex index;
-  for (size_t i = 0; i < out.size(); ++i) index.add(static_cast<int64_t>(i), out[i].canonical, out[i].variables);
-  const size_t step = static_cast<size_t>(ranks.size()), offset = static_cast<size_t>(ranks.rank());
-  std::vector<char> implied((out.size() + step - 1 - offset) / step, 0);
-  tbb::parallel_for(size_t{0}, implied.size(), [&](size_t k) {
-    if (stop) return;
-    const size_t i = offset + k * step;
-    implied[k] =
-        index.explain(out[i].canonical, parse_shape_map(out[i].variables), {"substitution", "common supergraph"})
-            .has_value();
-  });
-  if (ranks.any(stop)) return {};
-  std::string mine_implied;
-  for (size_t k = 0; k < implied.size(); ++k)
-    if (implied[k]) util::append_bytes(mine_implied, static_cast<uint64_t>(offset + k * step));
-  std::vector<char> instance(out.size(), 0);
-  for (const std::string& bytes : ranks.all_gather(std::move(mine_implied)))
-    for (uint64_t i : util::from_bytes<uint64_t>(bytes)) instance.at(i) = 1;
-  size_t left = 0;
-  for (size_t i = 0; i < out.size(); ++i)
-    if (!instance[i]) {
-      if (left != i) out[left] = std::move(out[i]);
-      ++left;
-    }
-  stats.instances = out.size() - left;
-  out.resize(left);
-  stats.kept = out.size();
-  stats.generalization_seconds = seconds_since(generalizing);
-  return out;
+  return CandidateSearch(enumerators, std::move(kept), seed, stats, stop, ranks).run();
 }
 
 }  // namespace tgr::gen

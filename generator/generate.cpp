@@ -150,214 +150,272 @@ GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop)
   return generate(o, stop, one);
 }
 
-GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop, util::Ranks& ranks) {
-  const auto start = std::chrono::steady_clock::now();
-  GenerateReport report;
-  report.ranks = ranks.size();
-  const Space space = load_space(o.space);
-  report.space = space.name;
-  const std::vector<World> worlds = build_worlds({o.ops, o.vars_per_kind, "", &space});
-  std::vector<Enumerator> enumerators;
-  for (size_t w = 0; w < worlds.size(); ++w) enumerators.emplace_back(worlds[w], static_cast<uint8_t>(w), o.max_ops, o.seed);
+namespace {
 
-  // Rank 0 alone opens the database; the others learn the run from it (or
-  // its error, which every rank then reports as its own).
-  std::optional<rules_db::RulesDb> db;
+// One generation run (generate): its worlds' enumerators, the database
+// (rank 0), the progress line, and the steps in the order they happen.
+// Pass 1: every fingerprint; the classes with two or more graphs. Pass 2:
+// the same enumeration again, keeping only those classes' graphs, so memory
+// follows what is kept, not what is enumerated. Each rank enumerates every
+// size()-th branch (Enumerator::branches) and sends each graph's key (pass
+// 1) and record (pass 2) to the rank that owns the key, so that each class
+// is gathered on one rank; the branches go in rounds, to bound what is in
+// flight. Then pairing and pruning (find_candidates), then storing.
+class GenerationRun {
+ public:
+  GenerationRun(const GenerateOptions& o, const std::atomic<bool>& stop, util::Ranks& ranks);
+  GenerateReport run();
+
+ private:
+  void claim_run();
+  std::string progress_line() const;
+  std::string done_of(uint64_t done, uint64_t total, const char* unit) const;
+  int owner(uint64_t key) const { return static_cast<int>(mix64(key) % ranks_.size()); }
+  std::vector<std::vector<size_t>> rounds_of(size_t w) const;
+  bool stopped() { return stopped_ = stopped_ || ranks_.any(stop_); }
+  std::vector<uint64_t> repeated_keys(size_t w);
+  void keep_repeated_classes(size_t w, const std::vector<uint64_t>& repeated, std::vector<GraphRecord>& kept);
+  void count_fingerprints(const std::vector<GraphRecord>& kept);
+  void store(const std::vector<Candidate>& candidates);
+
+  const GenerateOptions& o_;
+  const std::atomic<bool>& stop_;
+  util::Ranks& ranks_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  const Space space_;
+  const std::vector<World> worlds_;
+  std::vector<Enumerator> enumerators_;
+  std::optional<rules_db::RulesDb> db_;  // rank 0's
+  GenerateReport report_;
+  bool stopped_ = false;
+  // What the progress line shows. What pass 2 and storing have before them
+  // is known (pass 2 enumerates what pass 1 did; storing, the candidates):
+  // their lines show it and an ETA.
+  EnumerationCounters counters_, again_;
+  std::atomic<EnumerationCounters*> shown_{&counters_};
+  std::atomic<int> phase_{1};  // 1, 2: enumeration passes; 3: pairing; 4: storing
+  std::atomic<double> phase_began_{0};
+  std::atomic<uint64_t> pass_total_{0}, stored_{0}, to_store_{0};
+};
+
+GenerationRun::GenerationRun(const GenerateOptions& o, const std::atomic<bool>& stop, util::Ranks& ranks)
+    : o_(o),
+      stop_(stop),
+      ranks_(ranks),
+      space_(load_space(o.space)),
+      worlds_(build_worlds({o.ops, o.vars_per_kind, "", &space_})) {
+  for (size_t w = 0; w < worlds_.size(); ++w)
+    enumerators_.emplace_back(worlds_[w], static_cast<uint8_t>(w), o.max_ops, o.seed);
+  report_.ranks = ranks.size();
+  report_.space = space_.name;
+}
+
+// Rank 0 alone opens the database and claims (or resumes) the run; the
+// others learn the run from it (or its error, which every rank then
+// reports as its own).
+void GenerationRun::claim_run() {
   std::string claim;  // "RUN RESUMED ALREADY_STORED", or "!" and the error
-  if (ranks.root()) {
+  if (ranks_.root()) {
     try {
-      db.emplace(rules_db::RulesDb::open(o.db, true));
+      db_.emplace(rules_db::RulesDb::open(o_.db, true));
       // A second generate on this database waits for no one: it refuses while
       // another process executes a generate run (it would join that run).
-      const rules_db::ClaimedRun claimed = db->claim_run("generate", settings_json(o, space), {"generate"});
-      db->set_run_space(claimed.run.id, space.text);  // what the rules were generated from
+      const rules_db::ClaimedRun claimed = db_->claim_run("generate", settings_json(o_, space_), {"generate"});
+      db_->set_run_space(claimed.run.id, space_.text);  // what the rules were generated from
       int64_t already = 0;
       if (claimed.resumed && claimed.run.checkpoint.rfind("inserted=", 0) == 0)
         already = std::stoll(claimed.run.checkpoint.substr(9));
       claim = std::to_string(claimed.run.id) + " " + (claimed.resumed ? "1" : "0") + " " + std::to_string(already);
     } catch (const std::exception& e) {
-      if (ranks.size() == 1) throw;  // as it is: one process has no one to tell
+      if (ranks_.size() == 1) throw;  // as it is: one process has no one to tell
       claim = std::string("!") + e.what();
     }
   }
-  claim = ranks.broadcast(claim);
+  claim = ranks_.broadcast(claim);
   if (claim.rfind('!', 0) == 0) throw util::AgreedError(claim.substr(1));
-  {
-    std::istringstream in(claim);
-    int resumed = 0;
-    in >> report.run >> resumed >> report.already_stored;
-    report.resumed = resumed != 0;
-  }
+  std::istringstream in(claim);
+  int resumed = 0;
+  in >> report_.run >> resumed >> report_.already_stored;
+  report_.resumed = resumed != 0;
+}
 
-  // Pass 1: every fingerprint; the classes with two or more graphs.
-  // Pass 2: the same enumeration again, keeping only those classes' graphs,
-  // so memory follows what is kept, not what is enumerated.
-  // Each rank enumerates every size()-th branch (Enumerator::branches) and
-  // sends each graph's key (pass 1) and record (pass 2) to the rank that
-  // owns the key, so that each class is gathered on one rank; the branches
-  // go in rounds, to bound what is in flight.
-  EnumerationCounters counters, again;
-  std::atomic<EnumerationCounters*> shown{&counters};
-  std::atomic<int> phase{1};  // 1, 2: enumeration passes; 3: pairing; 4: storing
-  std::atomic<double> phase_began{0};
-  // What pass 2 and storing have before them is known (pass 2 enumerates
-  // what pass 1 did; storing, the candidates): their lines show it and an ETA.
-  std::atomic<uint64_t> pass_total{0}, stored{0}, to_store{0};
-  auto done_of = [&](uint64_t done, uint64_t total, const char* unit) {
-    char text[128];
-    const double rate = done / std::max(since(start) - phase_began.load(), 1e-9);
-    std::snprintf(text, sizeof text, "%llu of %llu %s (%.0f%%), ETA %.0f s", (unsigned long long)done,
-                  (unsigned long long)total, unit, 100.0 * done / std::max<uint64_t>(total, 1),
-                  rate > 0 && total > done ? (total - done) / rate : 0.0);
-    return std::string(text);
-  };
-  util::Progress progress(o.progress && ranks.root(), [&] {
-    char line[320];
-    const double s = since(start);
-    const char* of_rank = ranks.size() > 1 ? " (rank 0)" : "";
-    if (phase == 1) {
-      const EnumerationCounters& c = *shown.load();
-      std::snprintf(line, sizeof line,
-                    "generate: pass 1 of 2: %llu graphs%s, %llu fingerprinted, %.0f graphs/s, %.1f s",
-                    (unsigned long long)c.states.load(), of_rank, (unsigned long long)c.registered.load(),
-                    c.states.load() / std::max(s, 1e-9), s);
-    } else if (phase == 2) {
-      std::snprintf(line, sizeof line, "generate: pass 2 of 2: %s%s, %.1f s",
-                    done_of(again.states.load(), pass_total.load(), "graphs").c_str(), of_rank, s);
-    } else if (phase == 3) {
-      std::snprintf(line, sizeof line, "generate: pairing and pruning, %.1f s", s);
-    } else {
-      std::snprintf(line, sizeof line, "generate: storing %s, %.1f s",
-                    done_of(stored.load(), to_store.load(), "rules").c_str(), s);
-    }
-    return std::string(line);
-  });
-  const int n = ranks.size();
-  auto owner = [n](uint64_t key) { return static_cast<int>(mix64(key) % n); };
-  // This rank's branches of world w, in rounds (every rank runs as many).
-  auto rounds_of = [&](size_t w) {
-    const size_t branches = enumerators[w].branches();
-    const size_t per_rank = (branches + n - 1) / n;
-    const size_t per_round = std::max<size_t>(1, (per_rank + kRounds - 1) / kRounds);
-    std::vector<std::vector<size_t>> rounds((per_rank + per_round - 1) / per_round);
-    for (size_t b = ranks.rank(); b < branches; b += n) rounds[(b / n) / per_round].push_back(b);
-    return rounds;
-  };
-  bool stopped = false;
-  std::vector<std::vector<uint64_t>> repeated(enumerators.size());  // per world, this rank's keys, sorted
-  for (size_t w = 0; w < enumerators.size() && !stopped; ++w) {
-    RepeatedKeys filter(filter_bits(o.max_ops, n));
-    for (const auto& round : rounds_of(w)) {
-      if ((stopped = ranks.any(stop))) break;
-      tbb::enumerable_thread_specific<std::vector<std::vector<uint64_t>>> buffers(
-          [n] { return std::vector<std::vector<uint64_t>>(n); });
-      enumerators[w].run_branches(
-          round, [&](const GraphRecord& r) { buffers.local()[owner(r.key)].push_back(r.key); }, stop, counters);
-      std::vector<std::string> to(n);
-      for (auto& buffer : buffers)
-        for (int r = 0; r < n; ++r)
-          for (uint64_t key : buffer[r]) util::append_bytes(to[r], key);
-      buffers.clear();
-      // The keys arrive in the order of the ranks, so which are repeated
-      // does not depend on the scheduling.
-      for (const std::string& keys : ranks.exchange(std::move(to))) filter.add(util::from_bytes<uint64_t>(keys));
-    }
-    repeated[w] = filter.take();
-  }
-  report.enumerated = ranks.sum(counters.states.load());
-  report.registered = ranks.sum(counters.registered.load());
-  std::vector<GraphRecord> kept;  // pass 2 also counts the distinct classes exactly
-  if (!stopped) {
-    phase_began = since(start);
-    shown = &again;
-    pass_total = counters.states.load();
-    phase = 2;
-    for (size_t w = 0; w < enumerators.size() && !stopped; ++w) {
-      const auto& rep = repeated[w];
-      for (const auto& round : rounds_of(w)) {
-        if ((stopped = ranks.any(stop))) break;
-        tbb::enumerable_thread_specific<std::vector<std::vector<GraphRecord>>> local(
-            [n] { return std::vector<std::vector<GraphRecord>>(n); });
-        // This rank's own keys are looked up here; the others', by their owner.
-        enumerators[w].run_branches(
-            round,
-            [&](const GraphRecord& r) {
-              const int to = owner(r.key);
-              if (to != ranks.rank() || std::binary_search(rep.begin(), rep.end(), r.key))
-                local.local()[to].push_back(r);
-            },
-            stop, again);
-        std::vector<std::string> to(n);
-        for (auto& buffer : local)
-          for (int r = 0; r < n; ++r)
-            for (const GraphRecord& record : buffer[r]) util::append_bytes(to[r], record);
-        local.clear();
-        for (const std::string& records : ranks.exchange(std::move(to)))
-          for (const GraphRecord& r : util::from_bytes<GraphRecord>(records))
-            if (std::binary_search(rep.begin(), rep.end(), r.key)) kept.push_back(r);
-      }
-    }
-    stopped = ranks.any(stop);
-  }
-  report.enumeration_seconds = since(start);
-  // Classes: one per graph outside the repeated classes, plus those.
-  {
-    std::vector<std::pair<uint8_t, uint64_t>> keys;
-    for (const GraphRecord& r : kept) keys.emplace_back(r.world, r.key);
-    std::sort(keys.begin(), keys.end());
-    const uint64_t distinct = static_cast<uint64_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
-    report.fingerprints = report.registered - ranks.sum(kept.size()) + ranks.sum(distinct);
-  }
-  std::vector<Candidate> candidates;
-  if (!stopped) {
-    phase = 3;
-    candidates = find_candidates(enumerators, std::move(kept), o.seed, report.candidates, stop, ranks);
-    stopped = ranks.any(stop);
-  }
-  report.peak_memory_mb = ranks.max(peak_memory_mb());
-  if (!ranks.root()) {  // rank 0 stores
-    report.interrupted = stopped;
-    report.seconds = since(start);
-    return report;
-  }
+std::string GenerationRun::done_of(uint64_t done, uint64_t total, const char* unit) const {
+  char text[128];
+  const double rate = done / std::max(since(start_) - phase_began_.load(), 1e-9);
+  std::snprintf(text, sizeof text, "%llu of %llu %s (%.0f%%), ETA %.0f s", (unsigned long long)done,
+                (unsigned long long)total, unit, 100.0 * done / std::max<uint64_t>(total, 1),
+                rate > 0 && total > done ? (total - done) / rate : 0.0);
+  return text;
+}
 
-  // Store in batches; the checkpoint counts what is stored, so a re-run
-  // continues after it (the candidate list is the same for the same settings).
-  int64_t index = report.already_stored;
-  const double storing_began = since(start);
-  if (!stopped) {
-    phase_began = since(start);
-    to_store = candidates.size() - std::min<uint64_t>(candidates.size(), index);
-    phase = 4;
+std::string GenerationRun::progress_line() const {
+  char line[320];
+  const double s = since(start_);
+  const char* of_rank = ranks_.size() > 1 ? " (rank 0)" : "";
+  if (phase_ == 1) {
+    const EnumerationCounters& c = *shown_.load();
+    std::snprintf(line, sizeof line, "generate: pass 1 of 2: %llu graphs%s, %llu fingerprinted, %.0f graphs/s, %.1f s",
+                  (unsigned long long)c.states.load(), of_rank, (unsigned long long)c.registered.load(),
+                  c.states.load() / std::max(s, 1e-9), s);
+  } else if (phase_ == 2) {
+    std::snprintf(line, sizeof line, "generate: pass 2 of 2: %s%s, %.1f s",
+                  done_of(again_.states.load(), pass_total_.load(), "graphs").c_str(), of_rank, s);
+  } else if (phase_ == 3) {
+    std::snprintf(line, sizeof line, "generate: pairing and pruning, %.1f s", s);
+  } else {
+    std::snprintf(line, sizeof line, "generate: storing %s, %.1f s",
+                  done_of(stored_.load(), to_store_.load(), "rules").c_str(), s);
+  }
+  return line;
+}
+
+// This rank's branches of world w, in rounds (every rank runs as many).
+std::vector<std::vector<size_t>> GenerationRun::rounds_of(size_t w) const {
+  const size_t n = static_cast<size_t>(ranks_.size());
+  const size_t branches = enumerators_[w].branches();
+  const size_t per_rank = (branches + n - 1) / n;
+  const size_t per_round = std::max<size_t>(1, (per_rank + kRounds - 1) / kRounds);
+  std::vector<std::vector<size_t>> rounds((per_rank + per_round - 1) / per_round);
+  for (size_t b = static_cast<size_t>(ranks_.rank()); b < branches; b += n) rounds[(b / n) / per_round].push_back(b);
+  return rounds;
+}
+
+// Pass 1 of world w: this rank's keys seen twice or more, sorted. The keys
+// arrive in the order of the ranks, so which are repeated does not depend
+// on the scheduling.
+std::vector<uint64_t> GenerationRun::repeated_keys(size_t w) {
+  const int n = ranks_.size();
+  RepeatedKeys filter(filter_bits(o_.max_ops, n));
+  for (const auto& round : rounds_of(w)) {
+    if (stopped()) break;
+    tbb::enumerable_thread_specific<std::vector<std::vector<uint64_t>>> buffers(
+        [n] { return std::vector<std::vector<uint64_t>>(n); });
+    enumerators_[w].run_branches(
+        round, [&](const GraphRecord& r) { buffers.local()[owner(r.key)].push_back(r.key); }, stop_, counters_);
+    std::vector<std::string> to(n);
+    for (auto& buffer : buffers)
+      for (int r = 0; r < n; ++r)
+        for (uint64_t key : buffer[r]) util::append_bytes(to[r], key);
+    buffers.clear();
+    for (const std::string& keys : ranks_.exchange(std::move(to))) filter.add(util::from_bytes<uint64_t>(keys));
+  }
+  return filter.take();
+}
+
+// Pass 2 of world w: the graphs of the repeated classes this rank owns,
+// appended to `kept`. This rank's own keys are looked up here; the others',
+// by their owner.
+void GenerationRun::keep_repeated_classes(size_t w, const std::vector<uint64_t>& rep, std::vector<GraphRecord>& kept) {
+  const int n = ranks_.size();
+  for (const auto& round : rounds_of(w)) {
+    if (stopped()) break;
+    tbb::enumerable_thread_specific<std::vector<std::vector<GraphRecord>>> local(
+        [n] { return std::vector<std::vector<GraphRecord>>(n); });
+    enumerators_[w].run_branches(
+        round,
+        [&](const GraphRecord& r) {
+          const int to = owner(r.key);
+          if (to != ranks_.rank() || std::binary_search(rep.begin(), rep.end(), r.key)) local.local()[to].push_back(r);
+        },
+        stop_, again_);
+    std::vector<std::string> to(n);
+    for (auto& buffer : local)
+      for (int r = 0; r < n; ++r)
+        for (const GraphRecord& record : buffer[r]) util::append_bytes(to[r], record);
+    local.clear();
+    for (const std::string& records : ranks_.exchange(std::move(to)))
+      for (const GraphRecord& r : util::from_bytes<GraphRecord>(records))
+        if (std::binary_search(rep.begin(), rep.end(), r.key)) kept.push_back(r);
+  }
+}
+
+// Classes: one per graph outside the repeated classes, plus those.
+void GenerationRun::count_fingerprints(const std::vector<GraphRecord>& kept) {
+  std::vector<std::pair<uint8_t, uint64_t>> keys;
+  for (const GraphRecord& r : kept) keys.emplace_back(r.world, r.key);
+  std::sort(keys.begin(), keys.end());
+  const uint64_t distinct = static_cast<uint64_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
+  report_.fingerprints = report_.registered - ranks_.sum(kept.size()) + ranks_.sum(distinct);
+}
+
+// Rank 0 stores in batches; the checkpoint counts what is stored, so a
+// re-run continues after it (the candidate list is the same for the same
+// settings).
+void GenerationRun::store(const std::vector<Candidate>& candidates) {
+  int64_t index = report_.already_stored;
+  const double storing_began = since(start_);
+  if (!stopped_) {
+    phase_began_ = since(start_);
+    to_store_ = candidates.size() - std::min<uint64_t>(candidates.size(), index);
+    phase_ = 4;
   }
   const size_t batch = 500;
   int64_t taken = 0;  // candidates this invocation stored or found stored
-  while (!stopped && !stop && index < static_cast<int64_t>(candidates.size())) {
-    if (o.stop_after >= 0 && taken >= o.stop_after) break;
+  while (!stopped_ && !stop_ && index < static_cast<int64_t>(candidates.size())) {
+    if (o_.stop_after >= 0 && taken >= o_.stop_after) break;
     std::vector<rules_db::RuleRecord> records;
     for (size_t k = 0; k < batch && index + static_cast<int64_t>(k) < static_cast<int64_t>(candidates.size()); ++k) {
-      if (o.stop_after >= 0 && taken + static_cast<int64_t>(k) >= o.stop_after) break;
+      if (o_.stop_after >= 0 && taken + static_cast<int64_t>(k) >= o_.stop_after) break;
       const Candidate& c = candidates[index + k];
       rules_db::RuleRecord r = rules_db::rule_record_from_text(c.canonical, c.variables);
-      r.generator_run = report.run;
+      r.generator_run = report_.run;
       r.note = "found as: " + c.text;
       r.constraints = c.constraints;
       records.push_back(std::move(r));
     }
-    const int fresh = db->insert_rules(records);  // rules already in the database are skipped
+    const int fresh = db_->insert_rules(records);  // rules already in the database are skipped
     index += static_cast<int64_t>(records.size());
     taken += static_cast<int64_t>(records.size());
-    stored = static_cast<uint64_t>(taken);
-    report.inserted += fresh;
-    report.found_stored += static_cast<int64_t>(records.size()) - fresh;
-    db->set_checkpoint(report.run, "inserted=" + std::to_string(index));
+    stored_ = static_cast<uint64_t>(taken);
+    report_.inserted += fresh;
+    report_.found_stored += static_cast<int64_t>(records.size()) - fresh;
+    db_->set_checkpoint(report_.run, "inserted=" + std::to_string(index));
   }
-  report.interrupted = stopped || stop || index < static_cast<int64_t>(candidates.size());
-  report.seconds = since(start);
-  report.storing_seconds = report.seconds - storing_began;
-  report.peak_memory_mb = std::max(report.peak_memory_mb, peak_memory_mb());
-  db->finish_run(report.run, report.interrupted ? "interrupted" : "finished", report.stats_json());
-  return report;
+  report_.interrupted = stopped_ || stop_ || index < static_cast<int64_t>(candidates.size());
+  report_.seconds = since(start_);
+  report_.storing_seconds = report_.seconds - storing_began;
+  report_.peak_memory_mb = std::max(report_.peak_memory_mb, peak_memory_mb());
+  db_->finish_run(report_.run, report_.interrupted ? "interrupted" : "finished", report_.stats_json());
+}
+
+GenerateReport GenerationRun::run() {
+  claim_run();
+  util::Progress progress(o_.progress && ranks_.root(), [&] { return progress_line(); });
+  std::vector<std::vector<uint64_t>> repeated(enumerators_.size());  // per world, this rank's keys, sorted
+  for (size_t w = 0; w < enumerators_.size() && !stopped_; ++w) repeated[w] = repeated_keys(w);
+  report_.enumerated = ranks_.sum(counters_.states.load());
+  report_.registered = ranks_.sum(counters_.registered.load());
+  std::vector<GraphRecord> kept;  // pass 2 also counts the distinct classes exactly
+  if (!stopped_) {
+    phase_began_ = since(start_);
+    shown_ = &again_;
+    pass_total_ = counters_.states.load();
+    phase_ = 2;
+    for (size_t w = 0; w < enumerators_.size() && !stopped_; ++w) keep_repeated_classes(w, repeated[w], kept);
+    stopped();
+  }
+  report_.enumeration_seconds = since(start_);
+  count_fingerprints(kept);
+  std::vector<Candidate> candidates;
+  if (!stopped_) {
+    phase_ = 3;
+    candidates = find_candidates(enumerators_, std::move(kept), o_.seed, report_.candidates, stop_, ranks_);
+    stopped();
+  }
+  report_.peak_memory_mb = ranks_.max(peak_memory_mb());
+  if (!ranks_.root()) {  // rank 0 stores
+    report_.interrupted = stopped_;
+    report_.seconds = since(start_);
+    return report_;
+  }
+  store(candidates);
+  return report_;
+}
+
+}  // namespace
+
+GenerateReport generate(const GenerateOptions& o, const std::atomic<bool>& stop, util::Ranks& ranks) {
+  return GenerationRun(o, stop, ranks).run();
 }
 
 }  // namespace tgr::gen

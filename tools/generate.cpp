@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "generator/derivation_run.h"
 #include "generator/generate.h"
 #include "generator/partial.h"
 #include "tools/cli_app.h"
@@ -17,6 +18,42 @@ void on_interrupt(int) {
   g_stop = true;
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
+int run_derivations(const tgr::gen::GenerateOptions& o, int max_depth, int ranks, bool root) {
+  if (ranks > 1) {
+    if (root)
+      std::fprintf(stderr, "generate: error: --derivations runs as one process, not under mpirun -np %d\n", ranks);
+    return 2;
+  }
+  std::signal(SIGINT, on_interrupt);
+  return tgr::cli::guarded("generate", [&] {
+    tgr::gen::DerivationRunOptions d;
+    d.db = o.db;
+    d.seed = o.seed;
+    d.progress = o.progress;
+    d.search.max_depth = max_depth;
+    if (!o.space.empty()) {
+      const auto more = tgr::gen::space_derivation_sources(o.space);
+      d.sources.insert(d.sources.end(), more.begin(), more.end());
+    }
+    const tgr::gen::DerivationRunReport r = tgr::gen::generate_derivations(d, g_stop);
+    std::printf("generate --derivations: run %lld, %zu sources%s, --max-depth %d\n", (long long)r.run, d.sources.size(),
+                o.space.empty() ? "" : (" (the built-in ones and space " + o.space + "'s)").c_str(), max_depth);
+    std::printf("  programs derived           %lld%s\n", (long long)r.counts.programs,
+                r.counts.bounded ? " (a search reached its bound)" : "");
+    std::printf("  matched onto operators     %lld\n", (long long)r.counts.matched);
+    std::printf("  distinct candidate rules   %lld (%lld refuted by fingerprint or float64)\n",
+                (long long)r.counts.candidates, (long long)r.counts.rejected);
+    std::printf("  stored                     %lld new rules\n", (long long)r.inserted);
+    for (const auto& [kind, n] : r.by_kind) std::printf("    %-48s %lld\n", kind.c_str(), (long long)n);
+    std::printf("  time %.1f s\n", r.seconds);
+    if (r.interrupted) {
+      std::printf("interrupted: what is stored is committed\n");
+      return 130;
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,9 +78,26 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-progress", o.progress, "no progress lines on stderr");
   app.add_option("--stop-after", o.stop_after, "testing: stop as if interrupted after storing N rules")->group("");
   bool partial = false;
-  app.add_flag("--partial", partial,
-               "partially equivalent rules (PET): mutants of small source programs, region-checked, with corrections");
+  CLI::Option* partial_flag = app.add_flag(
+      "--partial", partial,
+      "partially equivalent rules (PET): mutants of small source programs, region-checked, with corrections");
+  bool derivations = false;
+  int max_depth = 3;
+  CLI::Option* derivations_flag = app.add_flag(
+      "--derivations", derivations,
+      "derivation-based rules (EinNet): operators' tensor-algebra expressions rewritten (summations split, "
+      "stages and iterators merged, stages inlined) and matched back onto operators; sources: built-in ones, "
+      "and with --space the space's operators");
+  app.add_option("--max-depth", max_depth, "derivation rules applied in a row")
+      ->check(CLI::Range(1, 6))
+      ->capture_default_str()
+      ->needs(derivations_flag);
+  derivations_flag->excludes(partial_flag);
   if (auto rc = ranks.parse(app, argc, argv)) return *rc;
+  if (derivations) {
+    if (!app.get_option("--space")->count()) o.space.clear();  // the built-in sources only
+    return run_derivations(o, max_depth, ranks->size(), ranks->root());
+  }
   if (partial) {
     if (ranks->size() > 1) {
       if (ranks->root())

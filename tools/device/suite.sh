@@ -11,6 +11,8 @@
 #   BUNDLE=devgpu/bundle.tar.xz bash tools/device/suite.sh resnet50 googlenet ...
 #   STAGES="tests export calibrate optimize bench" ...   (gpu_bench.sh's stages; "tests" runs once)
 #   SEAMS="--channels 32,128 --sizes 14,28" ...           (bench_seams first, with these flags)
+#   RULES_DB=rules_generated.db ...   (a database of the bundle taken as its rules.db and shipped rules,
+#                                     so that two rule sets run side by side: tools/device/lanes.sh)
 set -uo pipefail
 start=$SECONDS
 deadline=$((start + ${DEADLINE:-480}))
@@ -22,6 +24,11 @@ if [[ ! -d $root/bundle ]]; then
     { echo "suite: could not unpack $bundle"; exit 1; }
 fi
 B=$root/bundle
+if [[ -n ${RULES_DB:-} ]]; then
+  [[ -f $B/$RULES_DB ]] || { echo "suite: RULES_DB '$RULES_DB' is not a file of the bundle"; exit 1; }
+  cmp -s "$B/$RULES_DB" "$B/rules.db" || cp "$B/$RULES_DB" "$B/rules.db"
+  mkdir -p "$B/share/tgr" && cp "$B/$RULES_DB" "$B/share/tgr/default_rules.db"
+fi
 out=${OUT:-/tmp/tgr-suite-out}
 mkdir -p "$out"
 # gpu_bench.sh with stages $1 over models $2...: logs and work files in $root.
