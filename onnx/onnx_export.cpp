@@ -758,6 +758,8 @@ const std::map<std::string, Mapping, std::less<>>& mappings() {
       {"exp", same_as("Exp")},
       {"log", same_as("Log")},
       {"erf", same_as("Erf")},
+      {"cos", same_as("Cos")},
+      {"sin", same_as("Sin")},
       {"softplus", same_as("Softplus")},
       {"floor", same_as("Floor")},
       {"ceil", same_as("Ceil")},

@@ -228,6 +228,29 @@ void import_trilu(Ctx& c) {
 
 void import_where(Ctx& c) { c.set_output(0, c.emit("where", {c.input(0), c.input(1), c.input(2)})); }
 
+// And, Or and Xor of bool tensors as selections (exact):
+// a and b = a ? b : false; a or b = a ? true : b; a xor b = a ? not b : b.
+ValueRef bool_operand(Ctx& c, size_t i) {
+  const ValueRef v = c.input(i);
+  if (c.dtype(v) != DType::kBool) c.fail("operands must be bool, got " + std::string(dtype_name(c.dtype(v))));
+  return v;
+}
+
+ValueRef bool_scalar(Ctx& c, bool value) { return c.constant(int_tensor({}, {value ? 1 : 0}, DType::kBool)); }
+
+void import_and(Ctx& c) {
+  c.set_output(0, c.emit("where", {bool_operand(c, 0), bool_operand(c, 1), bool_scalar(c, false)}));
+}
+
+void import_or(Ctx& c) {
+  c.set_output(0, c.emit("where", {bool_operand(c, 0), bool_scalar(c, true), bool_operand(c, 1)}));
+}
+
+void import_xor(Ctx& c) {
+  const ValueRef a = bool_operand(c, 0), b = bool_operand(c, 1);
+  c.set_output(0, c.emit("where", {a, c.emit("logical_not", {b}), b}));
+}
+
 // --- normalisation ------------------------------------------------------------
 
 void import_softmax(Ctx& c) {
@@ -1226,6 +1249,8 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Neg", unary("neg")},
       {"Abs", unary("abs")},
       {"Erf", unary("erf")},
+      {"Cos", unary("cos")},
+      {"Sin", unary("sin")},
       {"Softplus", unary("softplus")},
       {"Floor", unary("floor")},
       {"Ceil", unary("ceil")},
@@ -1269,6 +1294,9 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Unsqueeze", import_unsqueeze},
       {"Expand", import_expand},
       {"Where", import_where},
+      {"And", import_and},
+      {"Or", import_or},
+      {"Xor", import_xor},
       {"Equal", binary("equal")},
       {"Less", binary("less")},
       {"Greater", binary("greater")},

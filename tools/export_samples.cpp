@@ -120,6 +120,7 @@ std::vector<Sample> elementwise_samples() {
       {"scalar_mul", "scalar_mul(x, s)", "x=2x3,s=scalar"},
       {"unary", "(neg(x), relu(x), sigmoid(x), tanh(x), abs(x), exp(x), erf(x))", "x=3x4", {{"x", Range{-3, 3}}}},
       {"softplus_rounding", "(softplus(x), floor(x), ceil(x))", "x=3x4", {{"x", Range{-30, 30}}}},
+      {"trigonometric", "(cos(x), sin(x))", "x=3x4", {{"x", Range{-10, 10}}}},
       {"unary_positive", "(sqrt(p), log(p))", "p=3x4", {{"p", kPositive}}},
       {"unary_nan", "(sqrt(x), log(x), div(x, y))", "x=3x4,y=3x4", {{"y", int_valued(-1, 1)}}},  // NaN and inf
       {"activations",

@@ -769,6 +769,12 @@ def exporter_ops():
     unary("floor_op13", 13, "Floor", x)
     unary("ceil_op13", 13, "Ceil", x)
 
+    r = rng_for("trigonometric")  # rotary embeddings' Cos and Sin (Llama, Qwen2, Gemma, Mistral)
+    x = 8 * randn(r, 3, 8)
+    x[0, :4] = [0.0, -0.0, 100.0, -100.0]
+    unary("cos_op13", 13, "Cos", x)
+    unary("sin_op13", 13, "Sin", x)
+
     r = rng_for("reduce_max_min")
     unary("reducemax_axes_attr_op13", 13, "ReduceMax", randn(r, 2, 3, 4), axes=[1])
     add("reducemax_axes_input_keepdims0_op18", 18,
