@@ -590,6 +590,12 @@ def logic():
     add("not_op13", 13, [node("Not", ["x"], ["y"])], [("x", r.random((2, 3, 4)) < 0.5)],
         [("y", BOOL)])
 
+    # And, Or, Xor (causal-mask chains of transformers' decoders), with broadcasting.
+    r = rng_for("logic")
+    a, b = r.random((2, 3, 4)) < 0.5, r.random((3, 1)) < 0.5
+    for op in ("And", "Or", "Xor"):
+        add(op.lower() + "_bcast_op13", 13, [node(op, ["a", "b"], ["y"])], [("a", a), ("b", b)], [("y", BOOL)])
+
 
 def cast():
     r = rng_for("cast")
