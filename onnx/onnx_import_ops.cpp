@@ -1143,6 +1143,43 @@ void import_gather(Ctx& c) {
   c.set_output(0, c.emit("gather", {data, c.input(1)}, {{"axis", c.axis(c.attr_int("axis", 0), c.rank(data))}}));
 }
 
+// GatherND (batch_dims 0) with constant indices: the first k axes of data
+// (k = the last dimension of indices) flattened into one, then a `gather`
+// along it with the flat positions computed here. The dynamo exporter's
+// attention-mask indexing (aten.index) is written this way.
+void import_gather_nd(Ctx& c) {
+  const ValueRef data = c.input(0);
+  if (c.attr_int("batch_dims", 0) != 0) c.fail("batch_dims other than 0 is not supported");
+  const ConstantValue* indices = c.constant_input(1);
+  if (!indices || indices->is_float()) c.fail("indices must be a constant int64 tensor");
+  const Shape& ds = c.shape(data);
+  const Shape& is = indices->shape();
+  if (is.empty() || is.back() < 1 || is.back() > c.rank(data))
+    c.fail("indices " + shape_to_string(is) + " do not index data " + shape_to_string(ds));
+  const int64_t k = is.back();
+  const Shape rest(ds.begin() + k, ds.end());
+  const Shape picked_shape(is.begin(), is.end() - 1);
+  const int64_t count = num_elements(picked_shape);
+  Ints flat_index(count);
+  for (int64_t u = 0; u < count; ++u) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t i = indices->ints.data[u * k + j];
+      if (i < 0) i += ds[j];
+      if (i < 0 || i >= ds[j])
+        c.fail("index " + std::to_string(indices->ints.data[u * k + j]) + " out of range for axis " +
+               std::to_string(j) + " of size " + std::to_string(ds[j]));
+      offset = offset * ds[j] + i;
+    }
+    flat_index[u] = offset;
+  }
+  Shape flat_shape{num_elements(Shape(ds.begin(), ds.begin() + k))};
+  flat_shape.insert(flat_shape.end(), rest.begin(), rest.end());
+  const ValueRef flat = c.reshape(data, flat_shape);
+  c.set_output(
+      0, c.emit("gather", {flat, c.constant(int_tensor(picked_shape, std::move(flat_index)))}, {{"axis", int64_t{0}}}));
+}
+
 void import_gather_elements(Ctx& c) {
   const ValueRef data = c.input(0);
   c.set_output(0, c.emit("gather_elements", {data, c.input(1)}, {{"axis", c.axis(c.attr_int("axis", 0), c.rank(data))}}));
@@ -1316,6 +1353,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Resize", import_resize},
       {"CumSum", import_cumsum},
       {"ScatterND", import_scatter_nd},
+      {"GatherND", import_gather_nd},
   };
   return table;
 }

@@ -125,6 +125,36 @@ TEST(OnnxImport, ExporterArithmeticFoldsAway) {
   EXPECT_EQ(op_counts(import_model_file(kData + "/models/t5_encoder_tiny.onnx").graph).count("where"), 0u);
 }
 
+// Decoders of today's families (tools/export_decoders.py). From the legacy
+// exporter, with the mask made inside the model and no positions given, the
+// causal-mask chain (And, Equal, Where, Cast, ...) and the rotary
+// embedding's Cos and Sin act on constants and fold; from the dynamo
+// exporter, with the mask and positions as inputs, they run in the graph
+// (And as a where, GatherND as a gather).
+TEST(OnnxImport, DecoderExports) {
+  auto count = [](const std::map<std::string, int>& counts, const char* op) {
+    const auto it = counts.find(op);
+    return it == counts.end() ? 0 : it->second;
+  };
+  for (const char* name : {"llama_tiny", "qwen2_tiny", "gemma_tiny", "mistral_tiny", "llama_tiny_op20"}) {
+    const ImportedModel m = import_model_file(kData + "/models/" + name + ".onnx");
+    const auto counts = op_counts(m.graph);
+    for (const char* gone : {"cos", "sin", "equal", "less_equal", "cast"})
+      EXPECT_EQ(count(counts, gone), 0) << name << " still has " << gone;
+    EXPECT_EQ(count(counts, "softmax"), 2) << name;  // one per layer
+    EXPECT_GT(m.folded_nodes, 0) << name;
+  }
+  for (const char* name : {"llama_tiny_dynamo", "gemma_tiny_dynamo"}) {
+    const ImportedModel m = import_model_file(kData + "/models/" + name + ".onnx");
+    const auto counts = op_counts(m.graph);
+    EXPECT_EQ(m.graph.inputs().size(), 3u) << name;  // ids, mask, positions
+    EXPECT_EQ(count(counts, "cos"), 1) << name;
+    EXPECT_EQ(count(counts, "sin"), 1) << name;
+    EXPECT_GE(count(counts, "where"), 1) << name;
+    EXPECT_EQ(count(counts, "softmax"), 2) << name;
+  }
+}
+
 TEST(OnnxImport, OneElementConstantsBroadcastAsScalars) {
   // ViT's attention scale is computed from a Shape, so it folds to a [1]
   // tensor; broadcast against q and k it is imported as a rank-0 constant,

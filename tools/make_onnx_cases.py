@@ -590,6 +590,17 @@ def logic():
     add("not_op13", 13, [node("Not", ["x"], ["y"])], [("x", r.random((2, 3, 4)) < 0.5)],
         [("y", BOOL)])
 
+    # GatherND with constant indices (the dynamo exporter's mask indexing):
+    # whole rows (k = 1, a negative index), elements (k = 2), one slice.
+    r = rng_for("gather_nd")
+    x = randn(r, 3, 4, 5)
+    add("gathernd_rows_op13", 13, [node("GatherND", ["x", "i"], ["y"])], [("x", x)], ["y"],
+        inits=[("i", i64([[[2], [0]], [[-1], [1]]]))])
+    add("gathernd_elements_op13", 13, [node("GatherND", ["x", "i"], ["y"])], [("x", x)], ["y"],
+        inits=[("i", i64([[0, 3], [2, 1], [1, -4]]))])
+    add("gathernd_one_slice_op13", 13, [node("GatherND", ["x", "i"], ["y"])], [("x", x)], ["y"],
+        inits=[("i", i64([1, 2]))])
+
     # And, Or, Xor (causal-mask chains of transformers' decoders), with broadcasting.
     r = rng_for("logic")
     a, b = r.random((2, 3, 4)) < 0.5, r.random((3, 1)) < 0.5
