@@ -243,6 +243,7 @@ std::vector<Sample> comparison_samples() {
        {11, 12, 13}},
       {"masks", "(equal(m, n), logical_not(m), is_nan(log(x)), where(m, x, y), where(greater(x, y), a, b))",
        "m=bool:3x4,n=bool:4,x=3x4,y=3x4,a=int64:3x4,b=int64:4"},
+      {"bool_select", "(where(m, n, logical_not(m)), where(m, logical_not(n), n))", "m=bool:3x4,n=bool:4"},
       {"cast",
        "(cast[to=int64](x), cast[to=bool](z), cast[to=float](a), cast[to=bool](a), cast[to=float](m), "
        "cast[to=int64](m), cast[to=float](x))",
