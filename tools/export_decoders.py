@@ -18,6 +18,9 @@ the layout of the other models under tests/data/models (`run --model
 NAME.onnx --test-data NAME-testdata` compares against it).
 
 usage: python3 tools/export_decoders.py OUTDIR [NAME ...]   (no NAME: all below)
+       python3 tools/export_decoders.py --sweep OUTDIR       (40 variants: opsets 17 to 20,
+                                                              both exporters, with and without inputs
+                                                              for the mask and positions)
 Needs torch, transformers, onnx, onnxruntime (and onnxscript for the dynamo exporter).
 """
 import os
@@ -87,6 +90,23 @@ MODELS = {
 }
 
 
+FAMILIES = {"llama": llama, "qwen2": qwen2, "gemma": gemma, "mistral": mistral}
+
+
+def sweep_variants():
+    """Every family by the legacy exporter at opsets 17 to 20, without and with
+    the mask and positions as inputs, and by the dynamo exporter at 18 and 20
+    (not bundled: `--sweep OUTDIR` writes them for a check by hand)."""
+    variants = {}
+    for family, build in FAMILIES.items():
+        for opset in (17, 18, 19, 20):
+            variants[f"{family}_legacy{opset}"] = (build, opset, "legacy", False)
+            variants[f"{family}_legacy{opset}_inputs"] = (build, opset, "legacy", True)
+        for opset in (18, 20):
+            variants[f"{family}_dynamo{opset}"] = (build, opset, "dynamo", True)
+    return variants
+
+
 def write_tensor(path, array, name):
     with open(path, "wb") as f:
         f.write(numpy_helper.from_array(array, name).SerializeToString())
@@ -140,6 +160,12 @@ def export(name, outdir):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if sys.argv[1] == "--sweep":
+        if len(sys.argv) != 3:
+            sys.exit(__doc__)
+        MODELS.clear()
+        MODELS.update(sweep_variants())
+        del sys.argv[1]
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     for name in sys.argv[2:] or MODELS:
