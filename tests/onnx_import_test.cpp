@@ -334,6 +334,46 @@ TEST(OnnxImport, UnsqueezeAxesListedTwiceAreNamed) {
   }
 }
 
+// GatherND's indices must be constant, in range and without batch axes;
+// And's operands bool: each error names the node and what is wrong.
+TEST(OnnxImport, GatherNdAndLogicOperandsAreChecked) {
+  auto error_of = [](const onnx::ModelProto& m) -> std::string {
+    try {
+      import_model(m);
+    } catch (const OnnxError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto with_index = [](int64_t first) {
+    onnx::ModelProto m = load_model(model("gathernd_rows_op13"));
+    onnx::TensorProto& i = *m.mutable_graph()->mutable_initializer(0);
+    i.clear_raw_data();
+    for (int64_t v : {first, int64_t{0}, int64_t{-1}, int64_t{1}}) i.add_int64_data(v);
+    return m;
+  };
+  EXPECT_EQ(error_of(with_index(2)), "");
+  EXPECT_NE(error_of(with_index(3)).find("index 3 out of range for axis 0 of size 3"), std::string::npos);
+  EXPECT_NE(error_of(with_index(-4)).find("index -4 out of range for axis 0 of size 3"), std::string::npos);
+  onnx::ModelProto batched = with_index(2);
+  onnx::AttributeProto& b = *batched.mutable_graph()->mutable_node(0)->add_attribute();
+  b.set_name("batch_dims");
+  b.set_type(onnx::AttributeProto::INT);
+  b.set_i(1);
+  EXPECT_NE(error_of(batched).find("batch_dims other than 0 is not supported"), std::string::npos);
+  onnx::ModelProto computed = load_model(model("gathernd_rows_op13"));  // indices a graph input
+  onnx::ValueInfoProto& in = *computed.mutable_graph()->add_input();
+  in.set_name("i");
+  in.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  for (int64_t d : {2, 2, 1}) in.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  computed.mutable_graph()->clear_initializer();
+  EXPECT_NE(error_of(computed).find("indices must be a constant int64 tensor"), std::string::npos);
+  onnx::ModelProto floats = load_model(model("and_bcast_op13"));
+  floats.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  EXPECT_NE(error_of(floats).find("operands must be bool, got float"), std::string::npos) << error_of(floats);
+}
+
 // Window attributes are checked before the importer computes with them:
 // the fuzzer found strides of 0 dividing by zero in ceil_mode's padding.
 TEST(OnnxImport, WindowAttributesBelowOneAreNamed) {
