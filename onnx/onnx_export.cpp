@@ -455,6 +455,21 @@ Mapping same_as(std::string type, bool on_bool = true) {
   };
 }
 
+// where: ONNX's Where on bool values has no kernel in ONNX Runtime's CPU
+// provider, so a selection of bools (the importer's And, Or, Xor) is written
+// as (cond and x) or (not cond and y).
+void export_where(OpContext& c) {
+  if (c.in_dtype(1) != DType::kBool) {
+    c.emit("Where", c.in, c.out);
+    return;
+  }
+  const std::string taken = c.temp(), not_cond = c.temp(), other = c.temp();
+  c.emit("And", {c.in[0], c.in[1]}, {taken});
+  c.emit("Not", {c.in[0]}, {not_cond});
+  c.emit("And", {not_cond, c.in[2]}, {other});
+  c.emit("Or", {taken, other}, c.out);
+}
+
 // Reduce*: `axes` became an input at `axes_input_since`.
 void emit_reduce(OpContext& c, const std::string& type, int64_t axes_input_since, const std::string& input,
                  const std::vector<int64_t>& axes, int64_t keepdims, const std::string& output) {
@@ -780,6 +795,8 @@ const std::map<std::string, Mapping, std::less<>>& mappings() {
       {"exp", same_as("Exp")},
       {"log", same_as("Log")},
       {"erf", same_as("Erf")},
+      {"cos", same_as("Cos")},
+      {"sin", same_as("Sin")},
       {"softplus", same_as("Softplus")},
       {"floor", same_as("Floor")},
       {"ceil", same_as("Ceil")},
@@ -818,7 +835,7 @@ const std::map<std::string, Mapping, std::less<>>& mappings() {
       {"is_nan", same_as("IsNaN")},
       {"logical_not", same_as("Not")},
       {"cast", export_cast},
-      {"where", same_as("Where")},
+      {"where", export_where},
       // normalization.cpp
       {"softmax", export_softmax},
       {"layer_norm", export_layer_norm},

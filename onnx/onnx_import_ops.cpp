@@ -228,6 +228,29 @@ void import_trilu(Ctx& c) {
 
 void import_where(Ctx& c) { c.set_output(0, c.emit("where", {c.input(0), c.input(1), c.input(2)})); }
 
+// And, Or and Xor of bool tensors as selections (exact):
+// a and b = a ? b : false; a or b = a ? true : b; a xor b = a ? not b : b.
+ValueRef bool_operand(Ctx& c, size_t i) {
+  const ValueRef v = c.input(i);
+  if (c.dtype(v) != DType::kBool) c.fail("operands must be bool, got " + std::string(dtype_name(c.dtype(v))));
+  return v;
+}
+
+ValueRef bool_scalar(Ctx& c, bool value) { return c.constant(int_tensor({}, {value ? 1 : 0}, DType::kBool)); }
+
+void import_and(Ctx& c) {
+  c.set_output(0, c.emit("where", {bool_operand(c, 0), bool_operand(c, 1), bool_scalar(c, false)}));
+}
+
+void import_or(Ctx& c) {
+  c.set_output(0, c.emit("where", {bool_operand(c, 0), bool_scalar(c, true), bool_operand(c, 1)}));
+}
+
+void import_xor(Ctx& c) {
+  const ValueRef a = bool_operand(c, 0), b = bool_operand(c, 1);
+  c.set_output(0, c.emit("where", {a, c.emit("logical_not", {b}), b}));
+}
+
 // --- normalisation ------------------------------------------------------------
 
 void import_softmax(Ctx& c) {
@@ -1120,6 +1143,43 @@ void import_gather(Ctx& c) {
   c.set_output(0, c.emit("gather", {data, c.input(1)}, {{"axis", c.axis(c.attr_int("axis", 0), c.rank(data))}}));
 }
 
+// GatherND (batch_dims 0) with constant indices: the first k axes of data
+// (k = the last dimension of indices) flattened into one, then a `gather`
+// along it with the flat positions computed here. The dynamo exporter's
+// attention-mask indexing (aten.index) is written this way.
+void import_gather_nd(Ctx& c) {
+  const ValueRef data = c.input(0);
+  if (c.attr_int("batch_dims", 0) != 0) c.fail("batch_dims other than 0 is not supported");
+  const ConstantValue* indices = c.constant_input(1);
+  if (!indices || indices->is_float()) c.fail("indices must be a constant int64 tensor");
+  const Shape& ds = c.shape(data);
+  const Shape& is = indices->shape();
+  if (is.empty() || is.back() < 1 || is.back() > c.rank(data))
+    c.fail("indices " + shape_to_string(is) + " do not index data " + shape_to_string(ds));
+  const int64_t k = is.back();
+  const Shape rest(ds.begin() + k, ds.end());
+  const Shape picked_shape(is.begin(), is.end() - 1);
+  const int64_t count = num_elements(picked_shape);
+  Ints flat_index(count);
+  for (int64_t u = 0; u < count; ++u) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t i = indices->ints.data[u * k + j];
+      if (i < 0) i += ds[j];
+      if (i < 0 || i >= ds[j])
+        c.fail("index " + std::to_string(indices->ints.data[u * k + j]) + " out of range for axis " +
+               std::to_string(j) + " of size " + std::to_string(ds[j]));
+      offset = offset * ds[j] + i;
+    }
+    flat_index[u] = offset;
+  }
+  Shape flat_shape{num_elements(Shape(ds.begin(), ds.begin() + k))};
+  flat_shape.insert(flat_shape.end(), rest.begin(), rest.end());
+  const ValueRef flat = c.reshape(data, flat_shape);
+  c.set_output(
+      0, c.emit("gather", {flat, c.constant(int_tensor(picked_shape, std::move(flat_index)))}, {{"axis", int64_t{0}}}));
+}
+
 void import_gather_elements(Ctx& c) {
   const ValueRef data = c.input(0);
   c.set_output(0, c.emit("gather_elements", {data, c.input(1)}, {{"axis", c.axis(c.attr_int("axis", 0), c.rank(data))}}));
@@ -1226,6 +1286,8 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Neg", unary("neg")},
       {"Abs", unary("abs")},
       {"Erf", unary("erf")},
+      {"Cos", unary("cos")},
+      {"Sin", unary("sin")},
       {"Softplus", unary("softplus")},
       {"Floor", unary("floor")},
       {"Ceil", unary("ceil")},
@@ -1269,6 +1331,9 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Unsqueeze", import_unsqueeze},
       {"Expand", import_expand},
       {"Where", import_where},
+      {"And", import_and},
+      {"Or", import_or},
+      {"Xor", import_xor},
       {"Equal", binary("equal")},
       {"Less", binary("less")},
       {"Greater", binary("greater")},
@@ -1288,6 +1353,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Resize", import_resize},
       {"CumSum", import_cumsum},
       {"ScatterND", import_scatter_nd},
+      {"GatherND", import_gather_nd},
   };
   return table;
 }

@@ -144,15 +144,16 @@ const std::vector<std::pair<std::string, std::string>>& region_rule_unsupported_
   static const std::string kMixed = "non-float values (only float tensors have regions)";
   static const std::string kNoRule = "multi-linear in its data but without a rule yet (no rule has needed one)";
   static const std::vector<std::pair<std::string, std::string>> list = {
-      {"pow", kNonlinear},       {"relu", kNonlinear},       {"sigmoid", kNonlinear},      {"tanh", kNonlinear},
-      {"abs", kNonlinear},       {"sqrt", kNonlinear},       {"exp", kNonlinear},          {"log", kNonlinear},
-      {"erf", kNonlinear},       {"leaky_relu", kNonlinear}, {"hard_sigmoid", kNonlinear}, {"hard_swish", kNonlinear},
-      {"clip", kNonlinear},      {"maxpool", kNonlinear},    {"softmax", kNonlinear},      {"layer_norm", kNonlinear},
-      {"equal", kMixed},         {"less", kMixed},           {"greater", kMixed},          {"less_equal", kMixed},
-      {"greater_equal", kMixed}, {"is_nan", kMixed},         {"logical_not", kMixed},      {"cast", kMixed},
-      {"where", kMixed},         {"gather", kMixed},         {"gather_elements", kMixed},  {"div", kNoRule},
-      {"batch_norm", kNoRule},   {"reduce_sum", kNoRule},    {"reduce_mean", kNoRule},     {"softplus", kNonlinear},
-      {"floor", kNonlinear},     {"ceil", kNonlinear},       {"reduce_max", kNonlinear},   {"reduce_min", kNonlinear},
+      {"pow", kNonlinear},        {"relu", kNonlinear},       {"sigmoid", kNonlinear},      {"tanh", kNonlinear},
+      {"abs", kNonlinear},        {"sqrt", kNonlinear},       {"exp", kNonlinear},          {"log", kNonlinear},
+      {"erf", kNonlinear},        {"leaky_relu", kNonlinear}, {"hard_sigmoid", kNonlinear}, {"hard_swish", kNonlinear},
+      {"clip", kNonlinear},       {"maxpool", kNonlinear},    {"softmax", kNonlinear},      {"layer_norm", kNonlinear},
+      {"equal", kMixed},          {"less", kMixed},           {"greater", kMixed},          {"less_equal", kMixed},
+      {"greater_equal", kMixed},  {"is_nan", kMixed},         {"logical_not", kMixed},      {"cast", kMixed},
+      {"where", kMixed},          {"gather", kMixed},         {"gather_elements", kMixed},  {"div", kNoRule},
+      {"batch_norm", kNoRule},    {"reduce_sum", kNoRule},    {"reduce_mean", kNoRule},     {"softplus", kNonlinear},
+      {"cos", kNonlinear},        {"sin", kNonlinear},        {"floor", kNonlinear},        {"ceil", kNonlinear},
+      {"reduce_max", kNonlinear}, {"reduce_min", kNonlinear},
   };
   return list;
 }

@@ -41,6 +41,8 @@ const std::vector<Sample>& samples() {
       {"log(x)", {{"x", {2, 3}}}},
       {"erf(x)", {{"x", {2, 3}}}},
       {"softplus(x)", {{"x", {2, 3}}}},
+      {"cos(x)", {{"x", {2, 3}}}},
+      {"sin(x)", {{"x", {2, 3}}}},
       {"floor(x)", {{"x", {2, 3}}}},
       {"ceil(x)", {{"x", {2, 3}}}},
       {"leaky_relu[alpha=0.1](x)", {{"x", {2, 3}}}},

@@ -125,6 +125,36 @@ TEST(OnnxImport, ExporterArithmeticFoldsAway) {
   EXPECT_EQ(op_counts(import_model_file(kData + "/models/t5_encoder_tiny.onnx").graph).count("where"), 0u);
 }
 
+// Decoders of today's families (tools/export_decoders.py). From the legacy
+// exporter, with the mask made inside the model and no positions given, the
+// causal-mask chain (And, Equal, Where, Cast, ...) and the rotary
+// embedding's Cos and Sin act on constants and fold; from the dynamo
+// exporter, with the mask and positions as inputs, they run in the graph
+// (And as a where, GatherND as a gather).
+TEST(OnnxImport, DecoderExports) {
+  auto count = [](const std::map<std::string, int>& counts, const char* op) {
+    const auto it = counts.find(op);
+    return it == counts.end() ? 0 : it->second;
+  };
+  for (const char* name : {"llama_tiny", "qwen2_tiny", "gemma_tiny", "mistral_tiny", "llama_tiny_op20"}) {
+    const ImportedModel m = import_model_file(kData + "/models/" + name + ".onnx");
+    const auto counts = op_counts(m.graph);
+    for (const char* gone : {"cos", "sin", "equal", "less_equal", "cast"})
+      EXPECT_EQ(count(counts, gone), 0) << name << " still has " << gone;
+    EXPECT_EQ(count(counts, "softmax"), 2) << name;  // one per layer
+    EXPECT_GT(m.folded_nodes, 0) << name;
+  }
+  for (const char* name : {"llama_tiny_dynamo", "gemma_tiny_dynamo"}) {
+    const ImportedModel m = import_model_file(kData + "/models/" + name + ".onnx");
+    const auto counts = op_counts(m.graph);
+    EXPECT_EQ(m.graph.inputs().size(), 3u) << name;  // ids, mask, positions
+    EXPECT_EQ(count(counts, "cos"), 1) << name;
+    EXPECT_EQ(count(counts, "sin"), 1) << name;
+    EXPECT_GE(count(counts, "where"), 1) << name;
+    EXPECT_EQ(count(counts, "softmax"), 2) << name;
+  }
+}
+
 TEST(OnnxImport, OneElementConstantsBroadcastAsScalars) {
   // ViT's attention scale is computed from a Shape, so it folds to a [1]
   // tensor; broadcast against q and k it is imported as a rank-0 constant,
@@ -302,6 +332,46 @@ TEST(OnnxImport, UnsqueezeAxesListedTwiceAreNamed) {
   } catch (const OnnxError& e) {
     EXPECT_NE(std::string(e.what()).find("axes list axis 3 twice"), std::string::npos) << e.what();
   }
+}
+
+// GatherND's indices must be constant, in range and without batch axes;
+// And's operands bool: each error names the node and what is wrong.
+TEST(OnnxImport, GatherNdAndLogicOperandsAreChecked) {
+  auto error_of = [](const onnx::ModelProto& m) -> std::string {
+    try {
+      import_model(m);
+    } catch (const OnnxError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto with_index = [](int64_t first) {
+    onnx::ModelProto m = load_model(model("gathernd_rows_op13"));
+    onnx::TensorProto& i = *m.mutable_graph()->mutable_initializer(0);
+    i.clear_raw_data();
+    for (int64_t v : {first, int64_t{0}, int64_t{-1}, int64_t{1}}) i.add_int64_data(v);
+    return m;
+  };
+  EXPECT_EQ(error_of(with_index(2)), "");
+  EXPECT_NE(error_of(with_index(3)).find("index 3 out of range for axis 0 of size 3"), std::string::npos);
+  EXPECT_NE(error_of(with_index(-4)).find("index -4 out of range for axis 0 of size 3"), std::string::npos);
+  onnx::ModelProto batched = with_index(2);
+  onnx::AttributeProto& b = *batched.mutable_graph()->mutable_node(0)->add_attribute();
+  b.set_name("batch_dims");
+  b.set_type(onnx::AttributeProto::INT);
+  b.set_i(1);
+  EXPECT_NE(error_of(batched).find("batch_dims other than 0 is not supported"), std::string::npos);
+  onnx::ModelProto computed = load_model(model("gathernd_rows_op13"));  // indices a graph input
+  onnx::ValueInfoProto& in = *computed.mutable_graph()->add_input();
+  in.set_name("i");
+  in.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  for (int64_t d : {2, 2, 1}) in.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  computed.mutable_graph()->clear_initializer();
+  EXPECT_NE(error_of(computed).find("indices must be a constant int64 tensor"), std::string::npos);
+  onnx::ModelProto floats = load_model(model("and_bcast_op13"));
+  floats.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  EXPECT_NE(error_of(floats).find("operands must be bool, got float"), std::string::npos) << error_of(floats);
 }
 
 // Window attributes are checked before the importer computes with them:

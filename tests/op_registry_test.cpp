@@ -117,9 +117,9 @@ TEST(OpRegistry, Traits) {
             (V{"concat", "conv_identity", "enlarge", "eye", "ones", "pad", "pool_kernel", "reshape", "slice", "split",
                "transpose"}));
   EXPECT_EQ(names_where([](const OpDef& op) { return op.traits.elementwise && !op.has_mixed_kernels(); }),
-            (V{"abs",   "add",          "batch_norm", "ceil",       "clip", "div", "erf", "exp",
-               "floor", "hard_sigmoid", "hard_swish", "leaky_relu", "log",  "mul", "neg", "pow",
-               "relu",  "scalar_mul",   "sigmoid",    "softplus",   "sqrt", "sub", "tanh"}));
+            (V{"abs",        "add",          "batch_norm", "ceil",       "clip", "cos", "div", "erf", "exp",
+               "floor",      "hard_sigmoid", "hard_swish", "leaky_relu", "log",  "mul", "neg", "pow", "relu",
+               "scalar_mul", "sigmoid",      "sin",        "softplus",   "sqrt", "sub", "tanh"}));
   EXPECT_EQ(names_where([](const OpDef& op) { return op.traits.channel_operands; }), (V{"batch_norm"}));
   // channel_operands qualifies elementwise operators only.
   for (const OpDef* op : t.all()) {

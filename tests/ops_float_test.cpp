@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <stdexcept>
 
 #include "test_util.h"
@@ -99,6 +100,12 @@ TEST(Elementwise, Activations) {
   expect_tensor(eval<double>("relu(x)", {{"x", T64({3}, {-1, 0, 2})}}), {3}, {0, 0, 2});
   expect_tensor(eval<double>("sigmoid(x)", {{"x", T64({2}, {0, std::log(3.0)})}}), {2}, {0.5, 0.75}, 1e-12);
   expect_tensor(eval<double>("tanh(x)", {{"x", T64({2}, {0, std::atanh(0.5)})}}), {2}, {0, 0.5}, 1e-12);
+}
+
+TEST(Elementwise, Trigonometric) {
+  const double pi = std::numbers::pi;
+  expect_tensor(eval<double>("cos(x)", {{"x", T64({4}, {0, pi / 3, pi, -pi / 3})}}), {4}, {1, 0.5, -1, 0.5}, 1e-12);
+  expect_tensor(eval<double>("sin(x)", {{"x", T64({4}, {0, pi / 6, pi / 2, -pi / 6})}}), {4}, {0, 0.5, 1, -0.5}, 1e-12);
 }
 
 TEST(Layout, Transpose) {

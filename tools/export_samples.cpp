@@ -120,6 +120,7 @@ std::vector<Sample> elementwise_samples() {
       {"scalar_mul", "scalar_mul(x, s)", "x=2x3,s=scalar"},
       {"unary", "(neg(x), relu(x), sigmoid(x), tanh(x), abs(x), exp(x), erf(x))", "x=3x4", {{"x", Range{-3, 3}}}},
       {"softplus_rounding", "(softplus(x), floor(x), ceil(x))", "x=3x4", {{"x", Range{-30, 30}}}},
+      {"trigonometric", "(cos(x), sin(x))", "x=3x4", {{"x", Range{-10, 10}}}},
       {"unary_positive", "(sqrt(p), log(p))", "p=3x4", {{"p", kPositive}}},
       {"unary_nan", "(sqrt(x), log(x), div(x, y))", "x=3x4,y=3x4", {{"y", int_valued(-1, 1)}}},  // NaN and inf
       {"activations",
@@ -242,6 +243,7 @@ std::vector<Sample> comparison_samples() {
        {11, 12, 13}},
       {"masks", "(equal(m, n), logical_not(m), is_nan(log(x)), where(m, x, y), where(greater(x, y), a, b))",
        "m=bool:3x4,n=bool:4,x=3x4,y=3x4,a=int64:3x4,b=int64:4"},
+      {"bool_select", "(where(m, n, logical_not(m)), where(m, logical_not(n), n))", "m=bool:3x4,n=bool:4"},
       {"cast",
        "(cast[to=int64](x), cast[to=bool](z), cast[to=float](a), cast[to=bool](a), cast[to=float](m), "
        "cast[to=int64](m), cast[to=float](x))",

@@ -590,6 +590,23 @@ def logic():
     add("not_op13", 13, [node("Not", ["x"], ["y"])], [("x", r.random((2, 3, 4)) < 0.5)],
         [("y", BOOL)])
 
+    # GatherND with constant indices (the dynamo exporter's mask indexing):
+    # whole rows (k = 1, a negative index), elements (k = 2), one slice.
+    r = rng_for("gather_nd")
+    x = randn(r, 3, 4, 5)
+    add("gathernd_rows_op13", 13, [node("GatherND", ["x", "i"], ["y"])], [("x", x)], ["y"],
+        inits=[("i", i64([[[2], [0]], [[-1], [1]]]))])
+    add("gathernd_elements_op13", 13, [node("GatherND", ["x", "i"], ["y"])], [("x", x)], ["y"],
+        inits=[("i", i64([[0, 3], [2, 1], [1, -4]]))])
+    add("gathernd_one_slice_op13", 13, [node("GatherND", ["x", "i"], ["y"])], [("x", x)], ["y"],
+        inits=[("i", i64([1, 2]))])
+
+    # And, Or, Xor (causal-mask chains of transformers' decoders), with broadcasting.
+    r = rng_for("logic")
+    a, b = r.random((2, 3, 4)) < 0.5, r.random((3, 1)) < 0.5
+    for op in ("And", "Or", "Xor"):
+        add(op.lower() + "_bcast_op13", 13, [node(op, ["a", "b"], ["y"])], [("a", a), ("b", b)], [("y", BOOL)])
+
 
 def cast():
     r = rng_for("cast")
@@ -768,6 +785,12 @@ def exporter_ops():
     x[0, :4] = [2.5, -2.5, -0.5, 7.0]
     unary("floor_op13", 13, "Floor", x)
     unary("ceil_op13", 13, "Ceil", x)
+
+    r = rng_for("trigonometric")  # rotary embeddings' Cos and Sin (Llama, Qwen2, Gemma, Mistral)
+    x = 8 * randn(r, 3, 8)
+    x[0, :4] = [0.0, -0.0, 100.0, -100.0]
+    unary("cos_op13", 13, "Cos", x)
+    unary("sin_op13", 13, "Sin", x)
 
     r = rng_for("reduce_max_min")
     unary("reducemax_axes_attr_op13", 13, "ReduceMax", randn(r, 2, 3, 4), axes=[1])

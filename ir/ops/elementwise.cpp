@@ -113,6 +113,8 @@ TGR_UNARY(sqrt, std::sqrt(x))
 TGR_UNARY(exp, std::exp(x))
 TGR_UNARY(log, std::log(x))
 TGR_UNARY(erf, std::erf(x))
+TGR_UNARY(cos, std::cos(x))
+TGR_UNARY(sin, std::sin(x))
 TGR_UNARY(leaky_relu, x >= T(0) ? x : static_cast<T>(p.get_float("alpha")) * x)
 TGR_UNARY(hard_sigmoid, std::max(T(0), std::min(T(1), static_cast<T>(p.get_float("alpha")) * x +
                                                           static_cast<T>(p.get_float("beta")))))
@@ -192,6 +194,8 @@ void register_elementwise_ops(OpTable& table) {
   table.add(unary("exp", "e^x", TGR_KERNELS(exp_kernel)));
   table.add(unary("log", "natural logarithm", TGR_KERNELS(log_kernel)));
   table.add(unary("erf", "the error function", TGR_KERNELS(erf_kernel)));
+  table.add(unary("cos", "cosine (radians)", TGR_KERNELS(cos_kernel)));
+  table.add(unary("sin", "sine (radians)", TGR_KERNELS(sin_kernel)));
   table.add(unary("leaky_relu", "x if x >= 0, else alpha * x", TGR_KERNELS(leaky_relu_kernel),
                   {float_param("alpha", 0.01, -kInf, kInf, "slope for x < 0")}));
   table.add(unary("hard_sigmoid", "max(0, min(1, alpha * x + beta))", TGR_KERNELS(hard_sigmoid_kernel),

@@ -104,6 +104,10 @@ std::string ew_instruction_expression(const EwInstr& ins, bool int64_program) {
       return real("floorf(" + a + ")");
     case EwOp::kCeil:
       return real("ceilf(" + a + ")");
+    case EwOp::kCos:
+      return real("cosf(" + a + ")");
+    case EwOp::kSin:
+      return real("sinf(" + a + ")");
     case EwOp::kIsNan:
       return real("(" + a + " != " + a + " ? 1.f : 0.f)");
     case EwOp::kAddConst:

@@ -65,6 +65,8 @@ enum class EwOp : uint8_t {
   kSoftplus,  // log(1 + e^a)
   kFloor,
   kCeil,
+  kCos,
+  kSin,
   kAddConst,   // a + p0 (also a - c, as a + (-c): the same float)
   kMulConst,   // a * p0
   kDivConst,   // a / p0

@@ -54,6 +54,10 @@ __device__ T apply(const EwInstr& ins, T a, T b) {
         return floorf(a);
       case EwOp::kCeil:
         return ceilf(a);
+      case EwOp::kCos:
+        return cosf(a);
+      case EwOp::kSin:
+        return sinf(a);
       case EwOp::kIsNan:
         return isnan(a) ? 1.f : 0.f;
       case EwOp::kTrunc:

@@ -31,7 +31,9 @@ const std::map<std::string, EwOp, std::less<>>& unary_ops() {
                                                             {"clip", EwOp::kClip},
                                                             {"softplus", EwOp::kSoftplus},
                                                             {"floor", EwOp::kFloor},
-                                                            {"ceil", EwOp::kCeil}};
+                                                            {"ceil", EwOp::kCeil},
+                                                            {"cos", EwOp::kCos},
+                                                            {"sin", EwOp::kSin}};
   return ops;
 }
 EwOp unary_op(const std::string& op) { return unary_ops().at(op); }
@@ -186,6 +188,8 @@ bool reads_b(const EwInstr& ins) {
     case EwOp::kSoftplus:
     case EwOp::kFloor:
     case EwOp::kCeil:
+    case EwOp::kCos:
+    case EwOp::kSin:
     case EwOp::kAddConst:
     case EwOp::kMulConst:
     case EwOp::kDivConst:

@@ -21,13 +21,14 @@ Loaded load(const std::string& model) {
   // On the GPU machine the tests run from a bundle: TGR_TEST_DATA says where the data went.
   const char* env = std::getenv("TGR_TEST_DATA");
   const std::string dir = std::string(env ? env : TGR_TEST_DATA) + "/models/";
-  const auto input = onnx_io::read_tensor_file(dir + model + "-testdata/input_0.pb");
-  const auto output = onnx_io::read_tensor_file(dir + model + "-testdata/output_0.pb");
+  const std::string data = dir + model + "-testdata/";
   onnx_io::ImportOptions options;
   Loaded l;
   l.graph = onnx_io::import_model_file(dir + model + ".onnx", options).graph;
-  l.inputs.push_back(input.value);
-  l.expected.push_back(output.value);
+  // input_0.pb, input_1.pb, ...: one per graph input, in order.
+  for (size_t k = 0; k < l.graph.inputs().size(); ++k)
+    l.inputs.push_back(onnx_io::read_tensor_file(data + "input_" + std::to_string(k) + ".pb").value);
+  l.expected.push_back(onnx_io::read_tensor_file(data + "output_0.pb").value);
   return l;
 }
 
@@ -58,7 +59,9 @@ TEST_P(GpuModels, MatchReferenceOutputsAndTheInterpreter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Bundled, GpuModels, ::testing::Values("squeezenet1_1", "bert_tiny"));
+INSTANTIATE_TEST_SUITE_P(Bundled, GpuModels,
+                         ::testing::Values("squeezenet1_1", "bert_tiny", "llama_tiny", "qwen2_tiny", "gemma_tiny",
+                                           "mistral_tiny", "llama_tiny_dynamo"));
 
 // ONNX operators the importer lowers onto gathers, slices, products and
 // sums (Resize, CumSum, Einsum's diagonals): the per-operator cases of

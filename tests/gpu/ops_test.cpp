@@ -52,6 +52,7 @@ const OpCase kCases[] = {
     {"log(abs(x0))", "x0=2x33"},
     {"erf(x0)", "x0=2x33", 1e-5, 3},
     {"softplus(x0)", "x0=2x33", 1e-5, 30},
+    {"(cos(x0), sin(x0))", "x0=2x33", 1e-5, 30},
     {"floor(x0)", "x0=2x33", 0, 5},
     {"ceil(x0)", "x0=2x33", 0, 5},
     {"leaky_relu[alpha=0.2](x0)", "x0=4x9"},
