@@ -33,9 +33,8 @@ inline verifier::ProofOptions proof_options() {
 }
 
 #ifdef TGR_DEFAULT_RULES
-// The default rules (build/default_rules.db: rules/default.rules,
-// rules/spaces.rules, rules/derivations.rules and rules/extra.rules, proved
-// when the database was built), for the test
+// The default rules (build/default_rules.db: rules/default.rules and
+// rules/extra.rules, proved when the database was built), for the test
 // programs that define TGR_DEFAULT_RULES.
 inline const std::vector<DirectedRule>& default_rules() {
   static const std::vector<DirectedRule> rules = load_rules(TGR_DEFAULT_RULES);
