@@ -7,8 +7,8 @@
 set -euo pipefail
 lanes=${1:?usage: lanes_check.sh tools/device/lanes.sh}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp" /tmp/tgr-lane-0 /tmp/tgr-lane-1' EXIT
-rm -rf /tmp/tgr-lane-0 /tmp/tgr-lane-1
+trap 'rm -rf "$tmp" /tmp/tgr-lane-0 /tmp/tgr-lane-1-rules_generated /tmp/tgr-lane-0-rules' EXIT
+rm -rf /tmp/tgr-lane-0 /tmp/tgr-lane-1-rules_generated /tmp/tgr-lane-0-rules
 mkdir -p "$tmp/bundle/tools/device"
 cat > "$tmp/bundle/tools/device/gpu_bench.sh" <<'FAKE'
 #!/usr/bin/env bash
@@ -27,6 +27,9 @@ grep -q "gpu=1 stages=\[ bench\] models=\[c\] rules=generated shipped=generated"
   { echo "FAIL: lane 1 did not run c on GPU 1 with its rules"; exit 1; }
 if grep -q "gpu=1 stages=\[tests" "$tmp/log"; then echo "FAIL: tests ran in lane 1"; exit 1; fi
 [[ -s $OUT/lane-1/logs.tar.xz ]] || { echo "FAIL: no logs for lane 1"; exit 1; }
+# A later call giving the bundle's own rules.db to a lane gets the bundle's, as unpacked.
+LANES="a" LANE_RULES="rules.db" bash "$lanes" > "$tmp/own"
+grep -q "rules=before shipped=before" "$tmp/own" || { echo "FAIL: rules.db is not the bundle's"; cat "$tmp/own"; exit 1; }
 rm -rf /tmp/tgr-lane-0
 LANES="a" LANE_RULES="missing.db" bash "$lanes" > "$tmp/bad" || true
 grep -q "RULES_DB 'missing.db' is not a file of the bundle" "$tmp/bad" || { echo "FAIL: missing RULES_DB"; cat "$tmp/bad"; exit 1; }

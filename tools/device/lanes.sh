@@ -8,7 +8,8 @@
 #   BUNDLE=devgpu/bundle.tar.xz LANES="resnet50 googlenet|inception_v3 bert_base" bash tools/device/lanes.sh
 #   LANE_RULES="rules_before.db|rules_generated.db"   (per lane: suite.sh's RULES_DB; empty: the bundle's)
 #   STAGES=..., DEADLINE=...  as suite.sh; its "tests" stage runs in the first lane only.
-# Lane i runs on GPU i (CUDA_VISIBLE_DEVICES) with SUITE_ROOT /tmp/tgr-lane-i;
+# Lane i runs on GPU i (CUDA_VISIBLE_DEVICES) with SUITE_ROOT /tmp/tgr-lane-i
+# (-RULES with LANE_RULES: a later call with other rules starts afresh);
 # its output is printed when all lanes are done and kept, with its logs, in
 # $OUT/lane-i/.
 set -uo pipefail
@@ -25,7 +26,7 @@ for i in "${!lanes[@]}"; do
   ((i > 0)) && lane_stages=${stages//tests/}
   mkdir -p "$out/lane-$i"
   read -r -a models <<< "${lanes[$i]}"
-  (CUDA_VISIBLE_DEVICES=$((gpus > 0 ? i % gpus : i)) SUITE_ROOT=/tmp/tgr-lane-$i OUT=$out/lane-$i \
+  (CUDA_VISIBLE_DEVICES=$((gpus > 0 ? i % gpus : i)) SUITE_ROOT=/tmp/tgr-lane-$i${rules[$i]:+-${rules[$i]%.db}} OUT=$out/lane-$i \
      STAGES=$lane_stages RULES_DB=${rules[$i]:-} bash "$here/suite.sh" "${models[@]}" > "$out/lane-$i/suite.txt" 2>&1) &
   pids+=($!)
 done

@@ -24,10 +24,14 @@ if [[ ! -d $root/bundle ]]; then
     { echo "suite: could not unpack $bundle"; exit 1; }
 fi
 B=$root/bundle
+# The bundle's own rules.db, kept as unpacked: RULES_DB replaces rules.db.
+[[ -f $B/rules.db && ! -f $B/rules.bundle.db ]] && cp "$B/rules.db" "$B/rules.bundle.db"
 if [[ -n ${RULES_DB:-} ]]; then
-  [[ -f $B/$RULES_DB ]] || { echo "suite: RULES_DB '$RULES_DB' is not a file of the bundle"; exit 1; }
-  cmp -s "$B/$RULES_DB" "$B/rules.db" || cp "$B/$RULES_DB" "$B/rules.db"
-  mkdir -p "$B/share/tgr" && cp "$B/$RULES_DB" "$B/share/tgr/default_rules.db"
+  rules_src=$B/$RULES_DB
+  [[ $RULES_DB == rules.db ]] && rules_src=$B/rules.bundle.db
+  [[ -f $rules_src ]] || { echo "suite: RULES_DB '$RULES_DB' is not a file of the bundle"; exit 1; }
+  cmp -s "$rules_src" "$B/rules.db" || cp "$rules_src" "$B/rules.db"
+  mkdir -p "$B/share/tgr" && cp "$rules_src" "$B/share/tgr/default_rules.db"
 fi
 out=${OUT:-/tmp/tgr-suite-out}
 mkdir -p "$out"
