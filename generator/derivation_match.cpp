@@ -9,6 +9,7 @@
 #include "ir/op_def.h"
 #include "ir/text.h"
 #include "runtime/interpreter.h"
+#include "util/strings.h"
 
 namespace tgr::gen {
 
@@ -17,14 +18,7 @@ using expr::TensorExpr;
 
 namespace {
 
-// Concatenation without temporaries built from the left (GCC 12's
-// -Wrestrict misfires on `"literal" + std::string&&`).
-template <class... Parts>
-std::string cat(const Parts&... parts) {
-  std::string s;
-  (s.append(std::string_view(parts)), ...);
-  return s;
-}
+using util::cat;
 
 // Points beyond which a stage is not matched (the derivations run at small shapes).
 constexpr int64_t kMaxPoints = 4'000'000;

@@ -10,17 +10,11 @@
 #include <vector>
 
 #include "generator/derivation.h"
+#include "util/strings.h"
 
 namespace tgr::gen::detail {
 
-// Concatenation without temporaries built from the left (GCC 12's
-// -Wrestrict misfires on `"literal" + std::string&&`).
-template <class... Parts>
-std::string cat(const Parts&... parts) {
-  std::string s;
-  (s.append(std::string_view(parts)), ...);
-  return s;
-}
+using util::cat;
 
 // One affine term (scale 1) first, then the others; constants folded.
 expr::Index normalize(const expr::Index& idx);

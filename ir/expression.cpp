@@ -1,6 +1,7 @@
 #include "ir/expression.h"
 
 #include "ir/op_def.h"
+#include "util/strings.h"
 
 #include <stdexcept>
 #include <string_view>
@@ -8,14 +9,7 @@
 namespace tgr::expr {
 
 namespace {
-// Concatenation without temporaries built from the left (GCC 12's
-// -Wrestrict misfires on `"literal" + std::string&&`).
-template <class... Parts>
-std::string cat(const Parts&... parts) {
-  std::string s;
-  (s.append(std::string_view(parts)), ...);
-  return s;
-}
+using util::cat;
 }  // namespace
 
 Shape TensorExpr::output_shape() const {

@@ -1087,6 +1087,22 @@ void import_cumsum(Ctx& c) {
   c.set_output(0, reverse ? flip(y) : y);
 }
 
+// The row-major offset into the first k axes of `ds` of the u-th index
+// tuple of ScatterND's or GatherND's constant indices (negative indices
+// count from the end); an index out of range is an error naming it.
+int64_t nd_offset(Ctx& c, const ConstantValue& indices, const Shape& ds, int64_t k, int64_t u) {
+  int64_t offset = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t i = indices.ints.data[u * k + j];
+    if (i < 0) i += ds[j];
+    if (i < 0 || i >= ds[j])
+      c.fail("index " + std::to_string(indices.ints.data[u * k + j]) + " out of range for axis " + std::to_string(j) +
+             " of size " + std::to_string(ds[j]));
+    offset = offset * ds[j] + i;
+  }
+  return offset;
+}
+
 // ScatterND (reduction none) with constant indices: each output element is
 // either an element of `updates` (where an index writes it) or of `data`, so
 // out = where(written, gather(updates flattened, source), data) with the
@@ -1114,15 +1130,7 @@ void import_scatter_nd(Ctx& c) {
   c.check_elements(ds);
   Ints source(num_elements(ds), 0), written(num_elements(ds), 0);
   for (int64_t u = 0; u < count; ++u) {
-    int64_t offset = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t i = indices->ints.data[u * k + j];
-      if (i < 0) i += ds[j];
-      if (i < 0 || i >= ds[j])
-        c.fail("index " + std::to_string(indices->ints.data[u * k + j]) + " out of range for axis " +
-               std::to_string(j) + " of size " + std::to_string(ds[j]));
-      offset = offset * ds[j] + i;
-    }
+    const int64_t offset = nd_offset(c, *indices, ds, k, u);
     for (int64_t e = 0; e < slice; ++e) {
       source[offset * slice + e] = u * slice + e;
       written[offset * slice + e] = 1;
@@ -1162,15 +1170,7 @@ void import_gather_nd(Ctx& c) {
   const int64_t count = num_elements(picked_shape);
   Ints flat_index(count);
   for (int64_t u = 0; u < count; ++u) {
-    int64_t offset = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t i = indices->ints.data[u * k + j];
-      if (i < 0) i += ds[j];
-      if (i < 0 || i >= ds[j])
-        c.fail("index " + std::to_string(indices->ints.data[u * k + j]) + " out of range for axis " +
-               std::to_string(j) + " of size " + std::to_string(ds[j]));
-      offset = offset * ds[j] + i;
-    }
+    const int64_t offset = nd_offset(c, *indices, ds, k, u);
     flat_index[u] = offset;
   }
   Shape flat_shape{num_elements(Shape(ds.begin(), ds.begin() + k))};
