@@ -313,13 +313,14 @@ std::vector<Sample> graph_samples() {
 
 std::vector<Sample> samples() {
   std::vector<Sample> all;
-  for (auto group : {&elementwise_samples, &matmul_samples, &conv_samples, &pool_samples, &layout_samples, &constant_samples, &comparison_samples, &normalization_samples, &reduction_samples, &indexing_samples, &graph_samples}) {
+  for (auto group :
+       {&elementwise_samples, &matmul_samples, &conv_samples, &pool_samples, &layout_samples, &constant_samples,
+        &comparison_samples, &normalization_samples, &reduction_samples, &indexing_samples, &graph_samples}) {
     std::vector<Sample> some = group();
     all.insert(all.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
   }
   return all;
 }
-
 
 ConstantValue random_value(DType dtype, const Shape& shape, const Range& range, std::mt19937_64& rng) {
   if (dtype == DType::kBool) {

@@ -38,8 +38,7 @@ inline std::map<std::string, Shape> parse_input_shapes(const std::vector<std::st
     } catch (const ShapeSyntaxError& e) {
       throw UsageError("--input-shape '" + spec + "': " + e.what());
     }
-    if (!shapes.emplace(name, shape).second)
-      throw UsageError("--input-shape gives input '" + name + "' twice");
+    if (!shapes.emplace(name, shape).second) throw UsageError("--input-shape gives input '" + name + "' twice");
   }
   return shapes;
 }
