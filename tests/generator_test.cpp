@@ -81,14 +81,20 @@ TEST(Enumerator, DeterministicForASeed) {
   EXPECT_NE(sorted_keys(7), sorted_keys(8));
 }
 
+// What pass 2 keeps: the records of classes with two or more graphs.
+std::vector<GraphRecord> repeated_classes(const std::vector<GraphRecord>& records) {
+  std::map<std::pair<int, uint64_t>, int> count;
+  for (const auto& r : records) ++count[{r.world, r.key}];
+  std::vector<GraphRecord> kept;
+  for (const auto& r : records)
+    if (count[{r.world, r.key}] > 1) kept.push_back(r);
+  return kept;
+}
+
 TEST(Candidates, WellKnownRulesSurvivePruningAndFalseOnesNeverAppear) {
   auto e = enumerate({"matmul", "add", "transpose", "relu", "conv2d"}, 3, 2);
   // Keep what pass 2 keeps: classes with two or more graphs.
-  std::map<std::pair<int, uint64_t>, int> count;
-  for (const auto& r : e->records) ++count[{r.world, r.key}];
-  std::vector<GraphRecord> kept;
-  for (const auto& r : e->records)
-    if (count[{r.world, r.key}] > 1) kept.push_back(r);
+  std::vector<GraphRecord> kept = repeated_classes(e->records);
   CandidateStats stats;
   std::atomic<bool> stop{false};
   const auto candidates = find_candidates(e->enumerators, kept, 1, stats, stop);
@@ -227,11 +233,7 @@ operator layer_norm[axis=1] (tensor, tensor, tensor) -> tensor
 // more graphs), paired and pruned; their canonical texts.
 std::set<std::string> candidate_rules(const Space& space, int max_ops, int vars) {
   auto e = enumerate({}, max_ops, vars, 1, &space);
-  std::map<std::pair<int, uint64_t>, int> count;
-  for (const auto& r : e->records) ++count[{r.world, r.key}];
-  std::vector<GraphRecord> kept;
-  for (const auto& r : e->records)
-    if (count[{r.world, r.key}] > 1) kept.push_back(r);
+  std::vector<GraphRecord> kept = repeated_classes(e->records);
   CandidateStats stats;
   std::atomic<bool> stop{false};
   std::set<std::string> keys;

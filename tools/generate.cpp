@@ -18,12 +18,16 @@ void on_interrupt(int) {
   g_stop = true;
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
+// A mode that runs as one process (--partial, --derivations) refuses
+// mpirun -np N > 1: a usage error, said once (by rank 0).
+bool refused_under_mpirun(const char* mode, int ranks, bool root) {
+  if (ranks <= 1) return false;
+  if (root) std::fprintf(stderr, "generate: error: %s runs as one process, not under mpirun -np %d\n", mode, ranks);
+  return true;
+}
+
 int run_derivations(const tgr::gen::GenerateOptions& o, int max_depth, int ranks, bool root) {
-  if (ranks > 1) {
-    if (root)
-      std::fprintf(stderr, "generate: error: --derivations runs as one process, not under mpirun -np %d\n", ranks);
-    return 2;
-  }
+  if (refused_under_mpirun("--derivations", ranks, root)) return 2;
   std::signal(SIGINT, on_interrupt);
   return tgr::cli::guarded("generate", [&] {
     tgr::gen::DerivationRunOptions d;
@@ -99,12 +103,7 @@ int main(int argc, char** argv) {
     return run_derivations(o, max_depth, ranks->size(), ranks->root());
   }
   if (partial) {
-    if (ranks->size() > 1) {
-      if (ranks->root())
-        std::fprintf(stderr, "generate: error: --partial runs as one process, not under mpirun -np %d\n",
-                     ranks->size());
-      return 2;
-    }
+    if (refused_under_mpirun("--partial", ranks->size(), ranks->root())) return 2;
     std::signal(SIGINT, on_interrupt);
     return tgr::cli::guarded("generate", [&] {
       tgr::gen::PartialOptions p;
