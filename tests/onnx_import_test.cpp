@@ -26,6 +26,16 @@ std::map<std::string, int> op_counts(const Graph& g) {
 
 std::string model(const std::string& name) { return kData + "/onnx_ops/" + name + "/model.onnx"; }
 
+// The importer's error for a model it refuses; empty when it imports.
+std::string error_of(const onnx::ModelProto& m) {
+  try {
+    import_model(m);
+  } catch (const OnnxError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(OnnxImport, ShapeChainsFoldAway) {
   // Shape -> Gather -> Unsqueeze -> Concat -> Reshape: one reshape remains.
   const ImportedModel m = import_model_file(model("fold_shape_gather_reshape_op13"));
@@ -288,14 +298,6 @@ TEST(OnnxImport, RangeBoundsAreCheckedBeforeTheLengthIsComputed) {
     }
     return m;
   };
-  auto error_of = [](const onnx::ModelProto& m) -> std::string {
-    try {
-      import_model(m);
-    } catch (const OnnxError& e) {
-      return e.what();
-    }
-    return "";
-  };
   EXPECT_NE(error_of(with_bounds("range_int64_add_op13", 0, -7.8e35, -1, onnx::TensorProto::DOUBLE))
                 .find("start, limit and delta must have the same type"),
             std::string::npos);
@@ -337,14 +339,6 @@ TEST(OnnxImport, UnsqueezeAxesListedTwiceAreNamed) {
 // GatherND's indices must be constant, in range and without batch axes;
 // And's operands bool: each error names the node and what is wrong.
 TEST(OnnxImport, GatherNdAndLogicOperandsAreChecked) {
-  auto error_of = [](const onnx::ModelProto& m) -> std::string {
-    try {
-      import_model(m);
-    } catch (const OnnxError& e) {
-      return e.what();
-    }
-    return "";
-  };
   auto with_index = [](int64_t first) {
     onnx::ModelProto m = load_model(model("gathernd_rows_op13"));
     onnx::TensorProto& i = *m.mutable_graph()->mutable_initializer(0);
