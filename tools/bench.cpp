@@ -386,7 +386,7 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--iters", o.iters, "timed replays (median)")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", o.warmup, "untimed replays first")->check(CLI::Range(0, 100000));
-  app.add_option("--rtol", o.rtol, "largest relative L2 error vs the CPU reference");
+  app.add_option("--rtol", o.rtol, "largest relative L2 error vs the CPU reference")->check(tgr::cli::at_least(0.0));
   app.add_flag("--profile", o.profile, "print the per-operator time breakdown of each model");
   app.add_flag("--profile-steps", o.profile_steps,
                "--profile, and every step's time with its output's shape (with --db, its predicted time beside)");

@@ -420,6 +420,8 @@ def optimize_numbers_nan_inf_absurd(ctx):
                 message=r"optimize: error: " + option + r": " + value + r" is (not|below)")
     if os.path.exists(ctx.path("o.onnx")):
         fail("an output was written")
+    ctx.run("run", "--model", m, "--test-data", ctx.work, "--rtol", "nan", code=2,
+            message=r"run: error: --rtol: nan is below 0")
     ctx.run("optimize", m, "-o", ctx.path("o.onnx"), "-q", "--timeout", "31536000", code=0, message=None)
 
 
