@@ -9,6 +9,7 @@
 
 #include "ir/geometry.h"
 #include "onnx/onnx_import_context.h"
+#include "util/utf8.h"
 
 namespace tgr::onnx_io {
 namespace {
@@ -735,7 +736,8 @@ void import_einsum(Ctx& c) {
     for (size_t d = 0; d < labels.size(); ++d) {
       const char l = labels[d];
       if (!std::isalpha(static_cast<unsigned char>(l)) && !std::isdigit(static_cast<unsigned char>(l)))
-        c.fail("equation '" + eq + "' has an unexpected character '" + std::string(1, l) + "'");
+        c.fail("equation '" + eq + "' has an unexpected character '" + labels.substr(d, util::utf8_char_bytes(labels, d)) +
+               "'");
       const int64_t n = c.shape(v)[d];
       auto [it, fresh] = size.emplace(l, n);
       if (fresh || it->second == n) continue;
