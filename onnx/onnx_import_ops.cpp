@@ -736,8 +736,8 @@ void import_einsum(Ctx& c) {
     for (size_t d = 0; d < labels.size(); ++d) {
       const char l = labels[d];
       if (!std::isalpha(static_cast<unsigned char>(l)) && !std::isdigit(static_cast<unsigned char>(l)))
-        c.fail("equation '" + eq + "' has an unexpected character '" + labels.substr(d, util::utf8_char_bytes(labels, d)) +
-               "'");
+        c.fail("equation '" + eq + "' has an unexpected character '" +
+               labels.substr(d, util::utf8_char_bytes(labels, d)) + "'");
       const int64_t n = c.shape(v)[d];
       auto [it, fresh] = size.emplace(l, n);
       if (fresh || it->second == n) continue;

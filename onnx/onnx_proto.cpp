@@ -2,8 +2,11 @@
 
 #include "util/output_file.h"
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -61,28 +64,153 @@ bool parse_stream(google::protobuf::io::ZeroCopyInputStream& stream, google::pro
   return msg.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
 }
 
+// What protobuf's UnknownFieldSet holds for one unknown field: a 16-byte
+// entry in a vector that doubles (32 bytes while it grows), plus, for a
+// length-delimited field or a group, a heap object (a string of its bytes).
+// A 2-byte field (a tag and a 1-byte varint) costs 8 to 16 times its size.
+constexpr uint64_t kUnknownFieldEntryBytes = 32, kUnknownFieldObjectBytes = 48;
+
+// What parsing one known field (`bytes`: what follows its tag) makes
+// protobuf hold beyond the object that has the field: a string, a message
+// object, a repeated number (twice its size while the array doubles; a
+// packed run of 1-byte varints takes 8 times its bytes as int64).
+uint64_t known_field_bytes(const google::protobuf::FieldDescriptor& field, bool packed, std::string_view bytes) {
+  using google::protobuf::FieldDescriptor;
+  switch (field.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_STRING:
+      return 32 + bytes.size();
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return 16 +
+             google::protobuf::MessageFactory::generated_factory()->GetPrototype(field.message_type())->SpaceUsedLong();
+    default:
+      break;
+  }
+  if (!field.is_repeated()) return 0;  // inside its message's object
+  const auto cpp = field.cpp_type();
+  const uint64_t size = cpp == FieldDescriptor::CPPTYPE_BOOL ? 1
+                        : cpp == FieldDescriptor::CPPTYPE_INT64 || cpp == FieldDescriptor::CPPTYPE_UINT64 ||
+                                cpp == FieldDescriptor::CPPTYPE_DOUBLE
+                            ? 8
+                            : 4;
+  if (!packed) return 2 * size;
+  switch (field.type()) {  // fixed-size values: the array is sized once
+    case FieldDescriptor::TYPE_FIXED32:
+    case FieldDescriptor::TYPE_SFIXED32:
+    case FieldDescriptor::TYPE_FLOAT:
+    case FieldDescriptor::TYPE_FIXED64:
+    case FieldDescriptor::TYPE_SFIXED64:
+    case FieldDescriptor::TYPE_DOUBLE:
+      return bytes.size();
+    default:  // varints, each ending in a byte below 0x80
+      return 2 * size * static_cast<uint64_t>(std::count_if(bytes.begin(), bytes.end(), [](char c) {
+               return static_cast<unsigned char>(c) < 0x80;
+             }));
+  }
+}
+
+// Walks `bytes` as a message of type `type` without parsing it (an explicit
+// stack of the messages entered) and adds up what protobuf's parse would
+// allocate: the objects, strings and numbers of known fields
+// (known_field_bytes) and the unknown fields (a field number the type does
+// not have, or a known field with a wire type it cannot take). Refuses
+// (OnnxError) when either passes limits.max_bytes: 8 MB of empty nodes
+// took 760 MB, 16 MB of 2-byte unknown fields 160 MB. Malformed bytes end
+// the walk: protobuf's parse then fails on them. Returns the total.
+uint64_t check_parse_memory(std::string_view bytes, const google::protobuf::Descriptor& type,
+                            const util::Limits& limits) {
+  using google::protobuf::FieldDescriptor;
+  using google::protobuf::internal::WireFormatLite;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetTotalBytesLimit(INT_MAX);
+  struct Frame {
+    const google::protobuf::Descriptor* type;
+    google::protobuf::io::CodedInputStream::Limit limit;
+  };
+  std::vector<Frame> stack{{&type, 0}};
+  uint64_t unknown_fields = 0, unknown = 0, known = 0, messages = 0;
+  constexpr size_t kMaxNesting = 100;  // protobuf's own recursion limit
+  while (true) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) {  // the end of the message (or bytes that are not a tag)
+      if (stack.size() == 1 || in.BytesUntilLimit() != 0) break;
+      in.PopLimit(stack.back().limit);
+      stack.pop_back();
+      continue;
+    }
+    const auto wire = WireFormatLite::GetTagWireType(tag);
+    const FieldDescriptor* field = stack.back().type->FindFieldByNumber(WireFormatLite::GetTagFieldNumber(tag));
+    const bool packed = field && field->is_packable() && wire == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+    const bool is_known =
+        field &&
+        (packed || wire == WireFormatLite::WireTypeForFieldType(static_cast<WireFormatLite::FieldType>(field->type())));
+    const int start = in.CurrentPosition();
+    if (is_known && field->type() == FieldDescriptor::TYPE_MESSAGE && stack.size() < kMaxNesting) {
+      uint32_t length = 0;
+      if (!in.ReadVarint32(&length)) break;
+      ++messages;
+      known += known_field_bytes(*field, false, {});
+      stack.push_back({field->message_type(), in.PushLimit(static_cast<int>(length))});
+      continue;
+    }
+    if (!WireFormatLite::SkipField(&in, tag)) break;
+    const std::string_view skipped = bytes.substr(static_cast<size_t>(start), in.CurrentPosition() - start);
+    if (is_known) {
+      known += known_field_bytes(*field, packed, skipped);
+      continue;
+    }
+    ++unknown_fields;
+    unknown += kUnknownFieldEntryBytes;
+    if (wire == WireFormatLite::WIRETYPE_LENGTH_DELIMITED || wire == WireFormatLite::WIRETYPE_START_GROUP)
+      unknown += kUnknownFieldObjectBytes + skipped.size();
+  }
+  if (!util::within(static_cast<double>(unknown), limits.max_bytes))
+    throw OnnxError(util::byte_limit_message(std::to_string(unknown_fields) + " fields unknown to " + type.full_name() +
+                                                 " and its messages (protobuf keeps them)",
+                                             static_cast<double>(unknown), limits));
+  const double total = static_cast<double>(known) + static_cast<double>(unknown);
+  if (!util::within(total, limits.max_bytes))
+    throw OnnxError(util::byte_limit_message(
+        "parsed, its " + std::to_string(messages) + " messages, their strings, numbers and unknown fields", total,
+        limits));
+  return static_cast<uint64_t>(total);
+}
+
 // A regular file is mapped and parsed in place, so each weight is copied once,
 // from the page cache into its message (through an ifstream it was copied
-// three times: BERT-base's 440 MB took a second). Files over 2 GB are read
-// as a stream; other than regular files are refused (open_input).
-bool parse_file(const std::string& path, google::protobuf::MessageLite& msg) {
+// three times: BERT-base's 440 MB took a second). Before parsing, the bytes
+// protobuf would hold for fields the message type does not know are
+// checked against `limits` (check_parse_memory). Files over 2 GB, more
+// than a message may be, are refused; other than regular files too
+// (open_input).
+bool parse_file(const std::string& path, google::protobuf::Message& msg, const util::Limits& limits) {
   std::ifstream in = open_input(path);  // its errors name the problem
   std::error_code ec;
-  const auto size = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
-  if (!ec && size > 0 && size <= static_cast<uintmax_t>(INT_MAX)) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    void* data = fd < 0 ? MAP_FAILED : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    if (fd >= 0) ::close(fd);  // the mapping keeps the file
-    if (data != MAP_FAILED) {
-      google::protobuf::io::ArrayInputStream array(data, static_cast<int>(size));
-      const bool ok = parse_stream(array, msg);
-      ::munmap(data, size);
-      return ok;
-    }
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw OnnxError(in_quotes(path) + ": cannot read: " + ec.message());
+  if (size > static_cast<uintmax_t>(INT_MAX))
+    throw OnnxError(in_quotes(path) + ": " + std::to_string(size) +
+                    " bytes, more than a protobuf message may be (2 GB; store large weights as external data)");
+  if (size == 0) return msg.ParseFromString("");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  void* data = fd < 0 ? MAP_FAILED : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  if (fd >= 0) ::close(fd);  // the mapping keeps the file
+  std::string read;          // the bytes, when the file cannot be mapped
+  if (data == MAP_FAILED) {
+    read.resize(size);
+    if (!in.read(read.data(), static_cast<std::streamsize>(size))) throw OnnxError(in_quotes(path) + ": read error");
   }
-  google::protobuf::io::IstreamInputStream zin(&in);
-  const bool ok = parse_stream(zin, msg);
-  if (in.bad()) throw OnnxError(in_quotes(path) + ": read error");
+  const std::string_view bytes =
+      data != MAP_FAILED ? std::string_view(static_cast<const char*>(data), size) : std::string_view(read);
+  try {
+    check_parse_memory(bytes, *msg.GetDescriptor(), limits);
+  } catch (const OnnxError& e) {
+    if (data != MAP_FAILED) ::munmap(data, size);
+    throw OnnxError(in_quotes(path) + ": " + e.what());
+  }
+  google::protobuf::io::ArrayInputStream array(bytes.data(), static_cast<int>(bytes.size()));
+  const bool ok = parse_stream(array, msg);
+  if (data != MAP_FAILED) ::munmap(data, size);
   return ok;
 }
 
@@ -143,11 +271,21 @@ std::optional<uint64_t> data_bytes(const TensorProto& t) {
   return bytes;
 }
 
+// The external data of one model: the folder its files must lie in, the
+// limits its tensors are read under and what has been read so far.
+struct ExternalData {
+  fs::path base_dir;
+  util::Limits limits;
+  uint64_t bytes = 0;  // read so far
+  bool any = false;    // some tensor was external
+};
+
 // Moves a tensor's external data (a byte range of a file next to the model)
-// into raw_data.
-// Returns whether `t` was external.
-bool inline_external_data(TensorProto& t, const fs::path& base_dir) {
-  if (t.data_location() != TensorProto::EXTERNAL) return false;
+// into raw_data, after checking its dims against the element limit and its
+// length against what the dims call for and against the byte limit.
+void inline_external_data(TensorProto& t, ExternalData& external) {
+  const fs::path& base_dir = external.base_dir;
+  if (t.data_location() != TensorProto::EXTERNAL) return;
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -196,6 +334,15 @@ bool inline_external_data(TensorProto& t, const fs::path& base_dir) {
   if (const std::optional<uint64_t> expected = data_bytes(t); expected && n != *expected)
     throw OnnxError(tensor_label(t) + ": external data of " + std::to_string(n) + " bytes in " + in_quotes(file) +
                     ", " + std::to_string(*expected) + " expected for its dims and " + type_name(t.data_type()));
+  double count = 1;
+  for (int64_t d : t.dims()) count *= static_cast<double>(d);
+  if (!util::within(count, external.limits.max_elements))
+    throw OnnxError(util::element_limit_message(tensor_label(t), count, external.limits));
+  if (!util::within(static_cast<double>(external.bytes) + static_cast<double>(n), external.limits.max_bytes))
+    throw OnnxError(util::byte_limit_message(tensor_label(t) + ": the model's external data",
+                                             static_cast<double>(external.bytes) + static_cast<double>(n),
+                                             external.limits));
+  external.bytes += n;
   std::string bytes(n, '\0');
   std::ifstream in(real_file, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(offset));
@@ -204,32 +351,26 @@ bool inline_external_data(TensorProto& t, const fs::path& base_dir) {
   t.set_raw_data(std::move(bytes));
   t.clear_external_data();
   t.set_data_location(TensorProto::DEFAULT);
-  return true;
+  external.any = true;
 }
 
-bool inline_external_data(onnx::GraphProto& g, const fs::path& base_dir);
+void inline_external_data(onnx::GraphProto& g, ExternalData& external);
 
 // The tensors of a node's attributes, and of the subgraphs in them (If's
 // branches, Loop's body): an exported model lives in another folder, where
-// a relative location would no longer find its file. Returns whether any
-// tensor was external.
-bool inline_external_data(onnx::NodeProto& node, const fs::path& base_dir) {
-  bool any = false;
+// a relative location would no longer find its file.
+void inline_external_data(onnx::NodeProto& node, ExternalData& external) {
   for (auto& attr : *node.mutable_attribute()) {
-    if (attr.has_t()) any |= inline_external_data(*attr.mutable_t(), base_dir);
-    for (auto& t : *attr.mutable_tensors()) any |= inline_external_data(t, base_dir);
-    if (attr.has_g()) any |= inline_external_data(*attr.mutable_g(), base_dir);
-    for (auto& sub : *attr.mutable_graphs()) any |= inline_external_data(sub, base_dir);
+    if (attr.has_t()) inline_external_data(*attr.mutable_t(), external);
+    for (auto& t : *attr.mutable_tensors()) inline_external_data(t, external);
+    if (attr.has_g()) inline_external_data(*attr.mutable_g(), external);
+    for (auto& sub : *attr.mutable_graphs()) inline_external_data(sub, external);
   }
-  return any;
 }
 
-// Returns whether any tensor was external.
-bool inline_external_data(onnx::GraphProto& g, const fs::path& base_dir) {
-  bool any = false;
-  for (auto& t : *g.mutable_initializer()) any |= inline_external_data(t, base_dir);
-  for (auto& node : *g.mutable_node()) any |= inline_external_data(node, base_dir);  // e.g. Constant's `value`
-  return any;
+void inline_external_data(onnx::GraphProto& g, ExternalData& external) {
+  for (auto& t : *g.mutable_initializer()) inline_external_data(t, external);
+  for (auto& node : *g.mutable_node()) inline_external_data(node, external);  // e.g. Constant's `value`
 }
 
 float half_to_float(uint16_t h) {
@@ -290,20 +431,27 @@ std::vector<int64_t> to_ints(const TensorProto& t, const std::vector<Raw>& in) {
 
 }  // namespace
 
-onnx::ModelProto load_model(const std::string& path, bool* had_external_data) {
+bool parse_model(std::string_view bytes, onnx::ModelProto& model, const util::Limits& limits) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) return false;
+  check_parse_memory(bytes, *model.GetDescriptor(), limits);
+  google::protobuf::io::ArrayInputStream array(bytes.data(), static_cast<int>(bytes.size()));
+  return parse_stream(array, model);
+}
+
+onnx::ModelProto load_model(const std::string& path, bool* had_external_data, const util::Limits& limits) {
   onnx::ModelProto model;
   const std::string invalid = in_quotes(path) + " is not a valid ONNX model";
   // Many byte strings (text, empty files) are valid protobuf; no graph or no
   // ir_version is what tells them apart from a model.
-  if (!parse_file(path, model)) throw OnnxError(invalid + " (protobuf parse failed: truncated or not ONNX)");
+  if (!parse_file(path, model, limits)) throw OnnxError(invalid + " (protobuf parse failed: truncated or not ONNX)");
   if (!model.has_graph()) throw OnnxError(invalid + " (no graph)");
   if (model.ir_version() <= 0) throw OnnxError(invalid + " (no ir_version)");
   try {
-    const fs::path base_dir = fs::path(path).parent_path();
-    bool external = inline_external_data(*model.mutable_graph(), base_dir);
+    ExternalData external{fs::path(path).parent_path(), limits};
+    inline_external_data(*model.mutable_graph(), external);
     for (auto& function : *model.mutable_functions())
-      for (auto& node : *function.mutable_node()) external |= inline_external_data(node, base_dir);
-    if (had_external_data) *had_external_data = external;
+      for (auto& node : *function.mutable_node()) inline_external_data(node, external);
+    if (had_external_data) *had_external_data = external.any;
   } catch (const OnnxError& e) {
     throw OnnxError(in_quotes(path) + ": " + e.what());
   }
@@ -397,13 +545,14 @@ TensorProto constant_to_tensor(const ConstantValue& value, const std::string& na
   return t;
 }
 
-NamedTensor read_tensor_file(const std::string& path) {
+NamedTensor read_tensor_file(const std::string& path, const util::Limits& limits) {
   TensorProto t;
   // An empty or random file often parses; a tensor without a type is not one.
-  if (!parse_file(path, t) || t.data_type() == TensorProto::UNDEFINED)
+  if (!parse_file(path, t, limits) || t.data_type() == TensorProto::UNDEFINED)
     throw OnnxError(in_quotes(path) + " is not a valid ONNX tensor file (protobuf parse failed or no data type)");
   try {
-    inline_external_data(t, fs::path(path).parent_path());
+    ExternalData external{fs::path(path).parent_path(), limits};
+    inline_external_data(t, external);
     return {t.name(), tensor_to_constant(t)};
   } catch (const OnnxError& e) {
     throw OnnxError(in_quotes(path) + ": " + e.what());

@@ -400,6 +400,59 @@ TEST(OnnxProto, LoadsModelOver64MB) {
   EXPECT_EQ(v.real.data[kCount - 1], 999.f);
 }
 
+// protobuf keeps fields a message type does not have (UnknownFieldSet: 16
+// bytes an entry, 8 times a 2-byte field); parse_model and load_model walk
+// the bytes first and refuse more than the byte limit of them, wherever they
+// are (nested messages too, and known fields of the wrong wire type).
+TEST(OnnxProto, UnknownFieldsCountInTheByteLimit) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("g");
+  constexpr int kFields = 1000;
+  for (int i = 0; i < kFields; ++i) g->GetReflection()->MutableUnknownFields(g)->AddVarint(30, 1);
+  const std::string bytes = m.SerializeAsString();
+  util::Limits limits;
+  limits.max_bytes = 32 * kFields - 1;
+  onnx::ModelProto back;
+  expect_error([&] { parse_model(bytes, back, limits); },
+               "1000 fields unknown to onnx.ModelProto and its messages (protobuf keeps them) would take 32000 bytes, "
+               "more than the limit of 31999 (raise it with --max-bytes)");
+  limits.max_bytes = 1'000'000;
+  ASSERT_TRUE(parse_model(bytes, back, limits));
+  EXPECT_EQ(back.graph().unknown_fields().field_count(), kFields);
+  EXPECT_EQ(back.graph().name(), "g");
+
+  // ir_version (field 1, a varint) written as a length-delimited field of 3 bytes.
+  const std::string wrong_wire = bytes + std::string("\x0a\x03abc", 5);
+  ASSERT_TRUE(parse_model(wrong_wire, back, limits));
+  EXPECT_EQ(back.unknown_fields().field_count(), 1);
+  limits.max_bytes = 32 * kFields + 32 + 48 + 4 - 1;
+  expect_error([&] { parse_model(wrong_wire, back, limits); }, "1001 fields unknown");
+
+  // Known fields cost more than their bytes too: an empty node (2 bytes) is
+  // a NodeProto object.
+  onnx::ModelProto nodes;
+  nodes.set_ir_version(8);
+  for (int i = 0; i < 100'000; ++i) nodes.mutable_graph()->add_node();
+  limits.max_bytes = 1'000'000;
+  expect_error([&] { parse_model(nodes.SerializeAsString(), back, limits); }, "parsed, its 100001 messages");
+  limits.max_bytes = int64_t{1} << 30;
+  ASSERT_TRUE(parse_model(nodes.SerializeAsString(), back, limits));
+  EXPECT_EQ(back.graph().node_size(), 100'000);
+
+  // The same through a file, and for a tensor file.
+  TempDir dir;
+  write_bytes(dir.file("m.onnx"), bytes);
+  limits.max_bytes = 1000;
+  expect_error([&] { load_model(dir.file("m.onnx"), nullptr, limits); }, dir.file("m.onnx"));
+  TensorProto t = constant_to_tensor(float_value({2}, {1.f, 2.f}), "t");
+  for (int i = 0; i < kFields; ++i) t.GetReflection()->MutableUnknownFields(&t)->AddVarint(100, 7);
+  write_bytes(dir.file("t.pb"), t.SerializeAsString());
+  expect_error([&] { read_tensor_file(dir.file("t.pb"), limits); }, "1000 fields unknown to onnx.TensorProto");
+  EXPECT_EQ(read_tensor_file(dir.file("t.pb")).value.real.data[1], 2.f);
+}
+
 TEST(OnnxProto, SaveModel) {
   TempDir dir;
   const onnx::ModelProto m = load_model(kBert);

@@ -13,8 +13,8 @@ namespace tgr::util {
 namespace {
 
 using tgr::caret_excerpt;
-using tgr::ParseError;
 using tgr::parse_tuple;
+using tgr::ParseError;
 
 // "aé€😀": 1, 2, 3 and 4 bytes; offsets 0, 1, 3, 6, end 10.
 const std::string kMixed = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80";

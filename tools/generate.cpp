@@ -76,6 +76,13 @@ int main(int argc, char** argv) {
                  "the search space: a built-in one (" + space_names + ") or a space file (docs/spaces.md)")
       ->capture_default_str();
   app.add_option("--ops", ops, "comma-separated operators, of the space's (default: all of them)");
+  app.add_option("--max-elements", o.limits.max_elements,
+                 "largest value, in elements, of the space's variables and of what the enumeration computes "
+                 "(default 2^28)")
+      ->check(tgr::cli::at_least(int64_t{1}));
+  app.add_option("--max-bytes", o.limits.max_bytes,
+                 "total bytes of each world's variables, and the largest space file read (default 4 GiB)")
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--vars-per-kind", o.vars_per_kind, "variables of each kind (default: the space's)")
       ->check(CLI::Range(1, 9));
   app.add_option("--seed", o.seed, "seed of the random fingerprint and float64 inputs");

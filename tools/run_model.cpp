@@ -111,8 +111,8 @@ std::vector<ConstantValue> compute(const Loaded& model, const std::string& path,
 // Compares one test data set; returns whether every output is within rtol.
 bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::string& dir, bool verbose) {
   std::vector<NamedTensor> inputs, expected;
-  for (const auto& p : numbered_files(dir, "input")) inputs.push_back(onnx_io::read_tensor_file(p));
-  for (const auto& p : numbered_files(dir, "output")) expected.push_back(onnx_io::read_tensor_file(p));
+  for (const auto& p : numbered_files(dir, "input")) inputs.push_back(onnx_io::read_tensor_file(p, o.limits));
+  for (const auto& p : numbered_files(dir, "output")) expected.push_back(onnx_io::read_tensor_file(p, o.limits));
   if (inputs.empty()) throw std::runtime_error("no input_K.pb files in '" + dir + "'");
   inputs = order_inputs(std::move(inputs), model.input_names);
   const std::vector<ConstantValue> actual =
@@ -173,7 +173,7 @@ int run_model(const ModelRunOptions& o) {
   }
 
   std::vector<NamedTensor> inputs;
-  for (const auto& p : o.inputs) inputs.push_back(onnx_io::read_tensor_file(p));
+  for (const auto& p : o.inputs) inputs.push_back(onnx_io::read_tensor_file(p, o.limits));
   inputs = order_inputs(std::move(inputs), model.input_names);
   const std::vector<ConstantValue> outputs =
       compute(model, o.model, inputs, o.precision, true, o.export_path, o.input_shapes, o.limits);
