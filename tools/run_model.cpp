@@ -149,7 +149,7 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
 }  // namespace
 
 int run_model(const ModelRunOptions& o) {
-  Loaded model{onnx_io::load_model(o.model), {}};
+  Loaded model{onnx_io::load_model(o.model, nullptr, o.limits), {}};
   model.input_names = onnx_io::graph_input_names(model.proto);
 
   if (!o.test_data.empty()) {
