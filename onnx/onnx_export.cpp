@@ -197,11 +197,14 @@ class Exporter {
   // per constant node).
   std::string conv_bias(int32_t constant, int64_t channels) {
     if (auto it = conv_biases_.find(constant); it != conv_biases_.end()) return it->second;
-    const Tensor<float>& b = graph_.node(constant).constant->real;
+    const ConstantValue& bias = *graph_.node(constant).constant;
+    const Tensor<float>& b = bias.real;
     Tensor<float> v({channels});
     for (int64_t c = 0; c < channels; ++c) v.data[c] = b.data[b.data.size() == 1 ? 0 : c];
     const std::string name = fresh_value(numbered("c", constant).append("_bias"));
-    write_initializer(ConstantValue(std::move(v)), name);
+    ConstantValue channel_bias(std::move(v));
+    channel_bias.dtype = bias.dtype;  // in the model's type
+    write_initializer(channel_bias, name);
     return conv_biases_[constant] = name;
   }
   // The original node of an opaque operator, reading and writing the

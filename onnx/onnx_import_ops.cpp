@@ -1229,7 +1229,6 @@ void import_constant_of_shape(Ctx& c) {
     filled.dtype = fill.dtype;
     c.set_output(0, c.constant(std::move(filled)));
   } else {
-  else
     c.set_output(0, c.constant(int_tensor(shape, Ints(n, fill.ints.data.at(0)), fill.dtype)));
   }
 }

@@ -12,7 +12,9 @@ Value<T> constant_in_domain(const ConstantValue& c) {
   if (!c.is_float()) return Value<T>(c.dtype, c.ints);
   Tensor<T> t(c.real.shape);
   for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = from_real<T>(c.real.data[i]);
-  return Value<T>(std::move(t));
+  Value<T> v(std::move(t));
+  v.dtype = c.dtype;  // a half constant's numbers are its type's in every domain
+  return v;
 }
 
 namespace {

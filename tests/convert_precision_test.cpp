@@ -48,7 +48,7 @@ TEST_P(OptimizeConvertTo, BundledModelStaysWithinTheBound) {
   const Case c = GetParam();
   const Graph original = bundled(c.model);
   ConversionStats stats;
-  const Graph converted = convert_precision(original, PrecisionConversion{.to = c.to}, &stats);
+  const Graph converted = convert_precision(original, PrecisionConversion{.to = c.to, .convert_io = false}, &stats);
   EXPECT_GT(stats.weights, 0);
   EXPECT_GT(count_dtype(converted, c.to), 0);
   EXPECT_EQ(count_dtype(original, c.to), 0);
@@ -91,7 +91,7 @@ TEST(OptimizeConvertTo, SensitiveOperatorsComputeInFloat32AndTheBoundaryIsAChoic
   const ValueRef s = g.apply("softmax", {g.apply("relu", {g.apply("matmul", {x, w})})}, {{"axis", int64_t{1}}});
   g.add_output(g.apply("relu", {s}), "y");
   ConversionStats stats;
-  const Graph c = convert_precision(g, PrecisionConversion{.to = DType::kBFloat16}, &stats);
+  const Graph c = convert_precision(g, PrecisionConversion{.to = DType::kBFloat16, .convert_io = false}, &stats);
   EXPECT_EQ(stats.kept_float32, 1);
   EXPECT_EQ(stats.weights, 1);
   EXPECT_EQ(stats.casts, 4);  // x in, into and out of the softmax, the output back to float32
@@ -105,7 +105,7 @@ TEST(OptimizeConvertTo, SensitiveOperatorsComputeInFloat32AndTheBoundaryIsAChoic
   EXPECT_EQ(io.dtype(io.outputs()[0]), DType::kBFloat16);
   // A model already in a half type is refused, naming the type.
   try {
-    convert_precision(c, PrecisionConversion{.to = DType::kFloat16});
+    convert_precision(c, PrecisionConversion{.to = DType::kFloat16, .convert_io = false});
     FAIL() << "a bfloat16 graph was converted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("already holds bfloat16"), std::string::npos) << e.what();

@@ -520,7 +520,9 @@ TEST(OnnxHalfTypes, Float16ModelImportsInItsTypesAndExportsThemBack) {
   EXPECT_EQ(g.dtype(g.outputs()[0]), DType::kFloat);
   EXPECT_EQ(g.dtype(g.outputs()[1]), DType::kFloat16);
   for (int32_t i : g.topological_order())
-    if (g.node(i).is_constant()) EXPECT_EQ(g.node(i).output_dtypes[0], DType::kFloat16) << "constant " << i;
+    if (g.node(i).is_constant()) {
+      EXPECT_EQ(g.node(i).output_dtypes[0], DType::kFloat16) << "constant " << i;
+    }
   // Evaluated: the product rounded to float16, then 1 / it rounded again.
   Value<float> x(Tensor<float>({2, 3}, {1, 1, 1, 0.5f, 0.25f, 3}));
   x.dtype = DType::kFloat16;
@@ -531,7 +533,9 @@ TEST(OnnxHalfTypes, Float16ModelImportsInItsTypesAndExportsThemBack) {
   EXPECT_EQ(out[1].real.data[0], round_to_dtype(DType::kFloat16, 1.0f / 2.83203125f));
   EXPECT_EQ(out[0].real.data, out[1].real.data);  // the cast to float32 is exact
 
-  const onnx::ModelProto exported = export_graph(g, ExportOptions{.opset = m.opset});
+  ExportOptions options;
+  options.opset = m.opset;
+  const onnx::ModelProto exported = export_graph(g, options);
   EXPECT_EQ(exported.graph().input(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT16);
   EXPECT_EQ(exported.graph().output(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT);
   EXPECT_EQ(exported.graph().output(1).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT16);

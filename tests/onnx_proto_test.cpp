@@ -165,8 +165,9 @@ TEST(OnnxProto, ConstantRoundTrips) {
     EXPECT_EQ(t.name(), "c");
     EXPECT_EQ(t.data_type(), onnx_elem_type(v.dtype));
     EXPECT_TRUE(t.has_raw_data());
-    if (v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16)  // 16-bit words, the model's own size
+    if (v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16) {  // 16-bit words, the model's own size
       EXPECT_EQ(t.raw_data().size(), 2 * v.real.data.size());
+    }
     expect_same(tensor_to_constant(t), v);
 
     const std::string path = dir.file("t.pb");
