@@ -71,6 +71,7 @@ def main():
     a = p.parse_args()
     model = convert(onnx.load(a.model), a.type, a.int32_data)
     onnx.checker.check_model(model)
+    os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
     onnx.save(model, a.output)
     if not a.test_data:
         return 0
