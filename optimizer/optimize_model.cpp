@@ -170,7 +170,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
   };
   if (conversion) {
     nlohmann::ordered_json errors = nlohmann::ordered_json::array();
-    for (double e : conversion_errors) errors.push_back(std::isnan(e) ? nlohmann::ordered_json() : six_digits(e));
+    for (double e : conversion_errors) errors.push_back(std::isnan(e) ? nlohmann::ordered_json() : nlohmann::ordered_json(six_digits(e)));
     json["conversion"] = {{"to", std::string(dtype_name(options.convert->to))},
                           {"convert_io", options.convert->convert_io},
                           {"weights", conversion->weights},
@@ -194,8 +194,7 @@ void print_conversion(std::FILE* out, const OptimizeReport& r) {
   const PrecisionConversion& c = *r.options.convert;
   std::fprintf(out,
                "  converted:      to %s: %d weights (%lld elements) rounded, %d casts added, %d operators kept in "
-               "float32; inputs and outputs %s
-",
+               "float32; inputs and outputs %s\n",
                std::string(dtype_name(c.to)).c_str(), r.conversion->weights,
                static_cast<long long>(r.conversion->weight_elements), r.conversion->casts, r.conversion->kept_float32,
                c.convert_io ? std::string(dtype_name(c.to)).c_str() : "float32");

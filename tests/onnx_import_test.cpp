@@ -494,7 +494,7 @@ onnx::ModelProto float16_model() {
   w->set_data_type(onnx::TensorProto::FLOAT16);
   w->add_dims(3);
   w->add_dims(2);
-  for (int bits : {0x3C00, 0x4000, 0x3800, 0xBC00, 0x3555, 0x0001}) w->add_int32_data(bits);  // 1 2 .5 -1 1.333 2^-24
+  for (int bits : {0x3C00, 0x4000, 0x3800, 0xBC00, 0x3555, 0x0001}) w->add_int32_data(bits);  // 1 2 .5 -1 .333 2^-24
   auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
     onnx::NodeProto* n = g->add_node();
     n->set_op_type(op);
@@ -528,9 +528,10 @@ TEST(OnnxHalfTypes, Float16ModelImportsInItsTypesAndExportsThemBack) {
   x.dtype = DType::kFloat16;
   const std::vector<Value<float>> out = evaluate_values<float>(g, std::vector<Value<float>>{x});
   EXPECT_EQ(out[1].dtype, DType::kFloat16);
-  // 1 + 0.5 + 1.3330078125 is a tie between float16 neighbours: to even, 2.83203125.
-  EXPECT_EQ(round_to_dtype(DType::kFloat16, 2.8330078125f), 2.83203125f);
-  EXPECT_EQ(out[1].real.data[0], round_to_dtype(DType::kFloat16, 1.0f / 2.83203125f));
+  // 1 + 0.5 + 0.33325195 (0x3555) = 1.83325195 is not a float16: the
+  // product rounds to 1.8330078125, and its reciprocal rounds again.
+  EXPECT_EQ(round_to_dtype(DType::kFloat16, 1.83325195f), 1.8330078125f);
+  EXPECT_EQ(out[1].real.data[0], round_to_dtype(DType::kFloat16, 1.0f / 1.8330078125f));
   EXPECT_EQ(out[0].real.data, out[1].real.data);  // the cast to float32 is exact
 
   ExportOptions options;
