@@ -127,6 +127,11 @@ struct OpTraits {
   // through any strides (runtime/cuda/lower_layout.cpp).
   bool strided_copy = false;
   ViewKind view = ViewKind::kNone;
+  // Its result needs float32's range (exp, pow) or its accumulation float32's
+  // precision (softmax, layer norm, sums and means): converting a model to a
+  // half type (optimize --convert-to, optimizer/convert_precision.h) leaves
+  // it in float32, with casts around it.
+  bool needs_float32 = false;
 };
 
 // The analytic cost of one application (optimizer/cost_model.h): floating-

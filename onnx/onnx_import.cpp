@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ir/float_types.h"
 #include "onnx/onnx_import_context.h"
 #include "onnx/opaque_op.h"
 #include "runtime/interpreter.h"
@@ -125,7 +126,7 @@ void ImportContext::charge_bytes(double bytes) const {
 namespace {
 
 double value_bytes(double count, DType dtype) {
-  return count * (dtype == DType::kFloat ? sizeof(float) : sizeof(int64_t));
+  return count * (dtype == DType::kBool ? sizeof(int64_t) : element_bytes(dtype));
 }
 
 double value_bytes(const Shape& shape, DType dtype) {
@@ -139,6 +140,7 @@ double value_bytes(const Shape& shape, DType dtype) {
 std::vector<ValueRef> ImportContext::emit_multi(const std::string& op_name, std::vector<ValueRef> inputs,
                                                 std::vector<std::pair<std::string, ParamValue>> params) {
   const OpDef& op = OpTable::instance().get(op_name);
+  adopt_half_type(inputs);
   std::vector<ValueRef> outs;
   try {
     outs = graph_.add_op(op, op.make_params(std::move(params)), inputs, node_.name());
@@ -168,6 +170,25 @@ std::vector<ValueRef> ImportContext::emit_multi(const std::string& op_name, std:
   std::vector<ValueRef> folded_outs;
   for (auto& v : values) folded_outs.push_back(graph_.add_constant(std::move(v)));
   return folded_outs;
+}
+
+void ImportContext::adopt_half_type(std::vector<ValueRef>& inputs) {
+  std::optional<DType> half;
+  for (ValueRef v : inputs) {
+    const DType t = graph_.dtype(v);
+    if (t != DType::kFloat16 && t != DType::kBFloat16) continue;
+    if (half && *half != t) return;  // two half types: inference names the mismatch
+    half = t;
+  }
+  if (!half) return;
+  for (ValueRef& v : inputs) {
+    const ConstantValue* k = constant_value(v);
+    if (!k || k->dtype != DType::kFloat) continue;
+    ConstantValue typed = *k;
+    typed.dtype = *half;
+    round_to_dtype(*half, std::span<float>(typed.real.data));
+    v = graph_.add_constant(std::move(typed));
+  }
 }
 
 ValueRef ImportContext::emit(const std::string& op, std::vector<ValueRef> inputs,

@@ -1,5 +1,6 @@
 #include "onnx/onnx_proto.h"
 
+#include "ir/float_types.h"
 #include "util/output_file.h"
 
 #include <google/protobuf/descriptor.h>
@@ -373,18 +374,6 @@ void inline_external_data(onnx::GraphProto& g, ExternalData& external) {
   for (auto& node : *g.mutable_node()) inline_external_data(node, external);  // e.g. Constant's `value`
 }
 
-float half_to_float(uint16_t h) {
-  const int exp = (h >> 10) & 0x1f;
-  const int man = h & 0x3ff;
-  float mag;
-  if (exp == 0) mag = std::ldexp(static_cast<float>(man), -24);  // zero or subnormal
-  else if (exp == 31) mag = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else mag = std::ldexp(static_cast<float>(man | 0x400), exp - 25);
-  return (h & 0x8000) ? -mag : mag;
-}
-
-float bfloat16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
-
 // The `count` elements of `t` as C type Raw: from raw_data when present,
 // otherwise from the typed repeated field ONNX stores this type in.
 template <class Raw, class Field>
@@ -500,12 +489,17 @@ ConstantValue tensor_to_constant(const TensorProto& t) {
   auto real = [&](std::vector<float> v) { return ConstantValue(Tensor<float>(shape, std::move(v))); };
   auto ints = [&](DType dt, std::vector<int64_t> v) { return ConstantValue(dt, Tensor<int64_t>(shape, std::move(v))); };
   auto same = [](auto x) { return static_cast<float>(x); };
+  auto typed = [](DType dt, ConstantValue v) {
+    v.dtype = dt;
+    return v;
+  };
   switch (t.data_type()) {
     case TensorProto::FLOAT: return real(elements<float>(t, count, t.float_data()));
     case TensorProto::DOUBLE: return real(to_floats(elements<double>(t, count, t.double_data()), same));
-    case TensorProto::FLOAT16: return real(to_floats(elements<uint16_t>(t, count, t.int32_data()), half_to_float));
+    case TensorProto::FLOAT16:
+      return typed(DType::kFloat16, real(to_floats(elements<uint16_t>(t, count, t.int32_data()), float16_value)));
     case TensorProto::BFLOAT16:
-      return real(to_floats(elements<uint16_t>(t, count, t.int32_data()), bfloat16_to_float));
+      return typed(DType::kBFloat16, real(to_floats(elements<uint16_t>(t, count, t.int32_data()), bfloat16_value)));
     case TensorProto::INT64: return ints(DType::kInt64, elements<int64_t>(t, count, t.int64_data()));
     case TensorProto::INT32: return ints(DType::kInt64, to_ints(t, elements<int32_t>(t, count, t.int32_data())));
     case TensorProto::INT16: return ints(DType::kInt64, to_ints(t, elements<int16_t>(t, count, t.int32_data())));
@@ -534,7 +528,15 @@ TensorProto constant_to_tensor(const ConstantValue& value, const std::string& na
     throw OnnxError(tensor_label(t) + ": " + std::to_string(have) + " values for shape " +
                     shape_to_string(value.shape()));
   std::string* raw = t.mutable_raw_data();
-  if (value.dtype == DType::kFloat) {
+  if (value.dtype == DType::kFloat16 || value.dtype == DType::kBFloat16) {
+    // Little-endian 16-bit words, as ONNX's raw_data stores them.
+    raw->resize(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t bits = half_bits(value.dtype, value.real.data[i]);
+      (*raw)[2 * i] = static_cast<char>(bits & 0xff);
+      (*raw)[2 * i + 1] = static_cast<char>(bits >> 8);
+    }
+  } else if (value.dtype == DType::kFloat) {
     raw->assign(reinterpret_cast<const char*>(value.real.data.data()), n * sizeof(float));
   } else if (value.dtype == DType::kInt64) {
     raw->assign(reinterpret_cast<const char*>(value.ints.data.data()), n * sizeof(int64_t));
@@ -568,6 +570,8 @@ int32_t onnx_elem_type(DType t) {
     case DType::kFloat: return TensorProto::FLOAT;
     case DType::kInt64: return TensorProto::INT64;
     case DType::kBool: return TensorProto::BOOL;
+    case DType::kFloat16: return TensorProto::FLOAT16;
+    case DType::kBFloat16: return TensorProto::BFLOAT16;
   }
   throw OnnxError("unknown DType");
 }
@@ -575,9 +579,9 @@ int32_t onnx_elem_type(DType t) {
 std::optional<DType> dtype_of_elem_type(int32_t elem_type) {
   switch (elem_type) {
     case TensorProto::FLOAT:
-    case TensorProto::DOUBLE:
-    case TensorProto::FLOAT16:
-    case TensorProto::BFLOAT16: return DType::kFloat;
+    case TensorProto::DOUBLE: return DType::kFloat;
+    case TensorProto::FLOAT16: return DType::kFloat16;
+    case TensorProto::BFLOAT16: return DType::kBFloat16;
     case TensorProto::INT64:
     case TensorProto::INT32:
     case TensorProto::INT16:

@@ -62,13 +62,15 @@ int64_t default_opset(const onnx::ModelProto& model);
 // The model's real inputs (graph inputs that are not initializers), in order.
 std::vector<std::string> graph_input_names(const onnx::ModelProto& model);
 
-// FLOAT, DOUBLE, FLOAT16, BFLOAT16 -> kFloat (float32); INT8..INT64 and
+// FLOAT, DOUBLE -> kFloat (float32); FLOAT16 -> kFloat16, BFLOAT16 ->
+// kBFloat16 (their values exactly, as float32 numbers); INT8..INT64 and
 // UINT8..UINT64 -> kInt64 (UINT64 values beyond int64 raise); BOOL -> kBool.
 // Reads raw_data (little-endian) or the typed repeated fields. Other types, or
 // a data size that does not match the dims, raise OnnxError naming the tensor.
 ConstantValue tensor_to_constant(const onnx::TensorProto& t);
 
-// FLOAT / INT64 / BOOL tensor with the data in raw_data.
+// FLOAT / FLOAT16 / BFLOAT16 / INT64 / BOOL tensor with the data in raw_data
+// (half types as their 16-bit words, so a half constant is written back bit for bit).
 onnx::TensorProto constant_to_tensor(const ConstantValue& value, const std::string& name);
 
 // Single TensorProto files, the layout of ONNX test data sets (input_0.pb).
@@ -80,7 +82,7 @@ struct NamedTensor {
 NamedTensor read_tensor_file(const std::string& path, const util::Limits& limits = {});
 void write_tensor_file(const ConstantValue& value, const std::string& name, const std::string& path);
 
-// ONNX element type (TensorProto::DataType) of an ir DType: FLOAT, INT64, BOOL.
+// ONNX element type (TensorProto::DataType) of an ir DType: FLOAT, INT64, BOOL, FLOAT16, BFLOAT16.
 int32_t onnx_elem_type(DType t);
 
 // The DType that tensor_to_constant gives for `elem_type` (so DOUBLE -> kFloat,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -132,7 +133,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       both["backtracking_from_input"] = backtracking_json(*from_input, backtracking_stop_reason(*from_input));
     both["kept"] = kept;
   }
-  return {
+  nlohmann::ordered_json json = {
       {"model", options.model},
       {"output", options.output},
       {"rules_db", options.rules_db},
@@ -167,7 +168,41 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
         {"search", six_digits(search_seconds)},
         {"export", six_digits(export_seconds)}}},
   };
+  if (conversion) {
+    nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+    for (double e : conversion_errors) errors.push_back(std::isnan(e) ? nlohmann::ordered_json() : nlohmann::ordered_json(six_digits(e)));
+    json["conversion"] = {{"to", std::string(dtype_name(options.convert->to))},
+                          {"convert_io", options.convert->convert_io},
+                          {"weights", conversion->weights},
+                          {"weight_elements", conversion->weight_elements},
+                          {"casts", conversion->casts},
+                          {"kept_float32", conversion->kept_float32},
+                          {"relative_l2_vs_float32", std::move(errors)}};
+  }
+  return json;
 }
+
+namespace {
+
+double worst_of(const std::vector<double>& errors) {
+  double worst = 0;
+  for (double e : errors) worst = std::isnan(e) || std::isnan(worst) ? NAN : std::max(worst, e);
+  return worst;
+}
+
+void print_conversion(std::FILE* out, const OptimizeReport& r) {
+  const PrecisionConversion& c = *r.options.convert;
+  std::fprintf(out,
+               "  converted:      to %s: %d weights (%lld elements) rounded, %d casts added, %d operators kept in "
+               "float32; inputs and outputs %s\n",
+               std::string(dtype_name(c.to)).c_str(), r.conversion->weights,
+               static_cast<long long>(r.conversion->weight_elements), r.conversion->casts, r.conversion->kept_float32,
+               c.convert_io ? std::string(dtype_name(c.to)).c_str() : "float32");
+  std::fprintf(out, "                  relative L2 error against the float32 model %.2e (worst output, random inputs)\n",
+               worst_of(r.conversion_errors));
+}
+
+}  // namespace
 
 void OptimizeReport::print_summary(std::FILE* out) const {
   const OptimizeOptions& o = options;
@@ -214,6 +249,7 @@ void OptimizeReport::print_summary(std::FILE* out) const {
                  "written unchanged\n",
                  cost_before_us > 0 ? below_min_gain_cost_us / cost_before_us : 1.0, o.min_gain);
   else if (unchanged) std::fprintf(out, "  output:         no rule applied; the model is written unchanged\n");
+  if (conversion) print_conversion(out, *this);
   else std::fprintf(out, "  weights folded: %d constant operators\n", fold.folded_nodes);
   if (!o.calibration_dir.empty())
     std::fprintf(out, "  calibration:    %d one-node models of unmeasured signatures written to %s\n",
@@ -257,6 +293,11 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   import_options.limits = o.import_limits;
   onnx_io::ImportedModel model = onnx_io::import_model_file(o.model, import_options);
   report.opaque_nodes = model.opaque_nodes;
+  if (o.convert) {
+    Graph converted = convert_precision(model.graph, *o.convert, &report.conversion.emplace());
+    report.conversion_errors = conversion_error(model.graph, converted);
+    model.graph = std::move(converted);
+  }
   // Built jointly: a shipped rule may introduce an operator a user rule needs.
   std::vector<DirectedRule> rules = build_directed_rules(directions, stats_by_set, &model.graph, &report.rule_filter);
   report.rules = stats_by_set[kUserRuleSet];
@@ -338,7 +379,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   export_options.functions = model.functions;
   export_options.domain_opsets = model.domain_opsets;
   export_options.overridable_initializers = model.overridable_initializers;
-  if (result.applied.empty() && o.output != o.model) {
+  if (result.applied.empty() && o.output != o.model && !o.convert) {
     // Nothing to gain: the model is written as it came, so that an
     // optimized model is never a re-export that merely orders the same
     // operators differently (on the H100 that alone moved BERT-base by 5%).

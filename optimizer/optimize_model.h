@@ -16,6 +16,7 @@
 
 #include "onnx/onnx_import.h"
 #include "optimizer/backtracking_search.h"
+#include "optimizer/convert_precision.h"
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
 #include "optimizer/instance.h"
@@ -81,6 +82,10 @@ struct OptimizeOptions {
   // Keep the graphs before and after, with each node's cost, in the report
   // (OptimizeReport::before, after; what optimize --report-html draws).
   bool keep_graphs = false;
+  // Convert a float32 model to float16 or bfloat16 before the search
+  // (optimize --convert-to, optimizer/convert_precision.h). Unset: the model
+  // keeps the types it came in.
+  std::optional<PrecisionConversion> convert;
 };
 
 // A graph with the cost model's prediction for each of its nodes.
@@ -116,6 +121,11 @@ struct OptimizeReport {
   std::optional<BacktrackingStats> from_input;
   std::string kept;
   FoldStats fold;
+  // With OptimizeOptions::convert: what the conversion did, and per output
+  // the relative L2 error of the converted model against the float32 one
+  // (conversion_error, on random inputs).
+  std::optional<ConversionStats> conversion;
+  std::vector<double> conversion_errors;
   int opaque_nodes = 0;    // ONNX nodes outside the operator table, kept as they are
   bool unchanged = false;  // no rule applied: the input file was copied
   // The best graph found gained less than options.min_gain (its predicted

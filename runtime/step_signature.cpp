@@ -264,8 +264,8 @@ Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task
     if (producer.is_constant()) {
       r = g.add_constant(*producer.constant);
     } else if (computed_at_load(plan, v.node)) {
-      r = g.add_constant(dtype == DType::kFloat ? ConstantValue(random_tensor<float>(shape, seed++))
-                                                : ConstantValue(dtype, Tensor<int64_t>(shape)));
+      r = g.add_constant(is_floating(dtype) ? random_constant(dtype, shape, seed++)
+                                            : ConstantValue(dtype, Tensor<int64_t>(shape)));
     } else {
       std::string name = "in";
       name += std::to_string(inputs.size());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "ir/float_types.h"
 #include "optimizer/matcher.h"
 
 namespace tgr::saturation {
@@ -118,15 +119,17 @@ class Matcher {
     const Node& pn = pattern_.node(pv.node);
     const ClassData& data = egraph_.data(c);
     if (!pn.is_op()) {  // a variable
-      if (data.tuple || data.dtypes[0] != pn.output_dtypes[0]) return;
+      if (data.tuple) return;
       ClassId& b = classes_[pv.node];
       if (b != kNoClass) {
         if (b == c) next();
         return;
       }
+      if (!types_.bind(pn.output_dtypes[0], data.dtypes[0])) return;
       b = c;
       next();
       b = kNoClass;
+      types_.unbind(pn.output_dtypes[0]);
       return;
     }
     if (!multi_output(pn)) {
@@ -221,6 +224,7 @@ class Matcher {
   // Per pattern node: the bound class (variables and operator nodes alike),
   // the matched e-node's head and operand order.
   std::vector<ClassId> classes_;
+  RuleTypeBinding types_;  // the float type of the match's float variables
   std::vector<uint32_t> heads_;
   std::vector<uint8_t> swapped_;
   std::vector<PatternMatch> matches_;

@@ -132,6 +132,12 @@ TEST(OnnxProto, ReadsTestData) {
 }
 
 ConstantValue float_value(Shape s, std::vector<float> v) { return ConstantValue(Tensor<float>(std::move(s), std::move(v))); }
+// A float16 or bfloat16 constant: float32 numbers that are exactly its type's.
+ConstantValue half_value(DType t, Shape s, std::vector<float> v) {
+  ConstantValue c = float_value(std::move(s), std::move(v));
+  c.dtype = t;
+  return c;
+}
 ConstantValue int_value(DType t, Shape s, std::vector<int64_t> v) {
   return ConstantValue(t, Tensor<int64_t>(std::move(s), std::move(v)));
 }
@@ -150,6 +156,8 @@ TEST(OnnxProto, ConstantRoundTrips) {
       float_value({0, 4}, {}),  // empty
       int_value(DType::kInt64, {3}, {-1, 0, int64_t{1} << 40}),
       int_value(DType::kBool, {2, 2}, {1, 0, 0, 1}),
+      half_value(DType::kFloat16, {4}, {1.f, -65504.f, 0x1p-24f, 1.3330078125f}),
+      half_value(DType::kBFloat16, {3}, {1.5f, -0x1p100f, 3.140625f}),
   };
   TempDir dir;
   for (const ConstantValue& v : values) {
@@ -157,6 +165,9 @@ TEST(OnnxProto, ConstantRoundTrips) {
     EXPECT_EQ(t.name(), "c");
     EXPECT_EQ(t.data_type(), onnx_elem_type(v.dtype));
     EXPECT_TRUE(t.has_raw_data());
+    if (v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16) {  // 16-bit words, the model's own size
+      EXPECT_EQ(t.raw_data().size(), 2 * v.real.data.size());
+    }
     expect_same(tensor_to_constant(t), v);
 
     const std::string path = dir.file("t.pb");
@@ -171,7 +182,10 @@ TEST(OnnxProto, ElemTypes) {
   EXPECT_EQ(onnx_elem_type(DType::kFloat), TensorProto::FLOAT);
   EXPECT_EQ(onnx_elem_type(DType::kInt64), TensorProto::INT64);
   EXPECT_EQ(onnx_elem_type(DType::kBool), TensorProto::BOOL);
-  for (DType t : {DType::kFloat, DType::kInt64, DType::kBool}) EXPECT_EQ(dtype_of_elem_type(onnx_elem_type(t)), t);
+  EXPECT_EQ(onnx_elem_type(DType::kFloat16), TensorProto::FLOAT16);
+  EXPECT_EQ(onnx_elem_type(DType::kBFloat16), TensorProto::BFLOAT16);
+  for (DType t : {DType::kFloat, DType::kInt64, DType::kBool, DType::kFloat16, DType::kBFloat16})
+    EXPECT_EQ(dtype_of_elem_type(onnx_elem_type(t)), t);
   EXPECT_EQ(dtype_of_elem_type(TensorProto::DOUBLE), DType::kFloat);
   EXPECT_EQ(dtype_of_elem_type(TensorProto::INT32), DType::kInt64);
   EXPECT_EQ(dtype_of_elem_type(TensorProto::STRING), std::nullopt);
@@ -226,7 +240,7 @@ TEST(OnnxProto, TypedFields) {
   // FLOAT16 bits in int32_data: 1.0, -2.0, 65504 (largest), 2^-24 (smallest subnormal), 0.
   TensorProto h = typed("h", TensorProto::FLOAT16, {5});
   for (int bits : {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x0000}) h.add_int32_data(bits);
-  expect_same(tensor_to_constant(h), float_value({5}, {1.f, -2.f, 65504.f, 0x1p-24f, 0.f}));
+  expect_same(tensor_to_constant(h), half_value(DType::kFloat16, {5}, {1.f, -2.f, 65504.f, 0x1p-24f, 0.f}));
   TensorProto hinf = typed("hinf", TensorProto::FLOAT16, {2});
   hinf.add_int32_data(0xFC00);
   hinf.add_int32_data(0x7E00);
@@ -238,14 +252,18 @@ TEST(OnnxProto, TypedFields) {
   TensorProto bf = typed("bf", TensorProto::BFLOAT16, {2});
   bf.add_int32_data(0x3FC0);
   bf.add_int32_data(0xC120);
-  expect_same(tensor_to_constant(bf), float_value({2}, {1.5f, -10.f}));
+  expect_same(tensor_to_constant(bf), half_value(DType::kBFloat16, {2}, {1.5f, -10.f}));
+  // Written back as the same 16-bit words (in raw_data).
+  const TensorProto back = constant_to_tensor(tensor_to_constant(bf), "bf");
+  EXPECT_EQ(back.data_type(), TensorProto::BFLOAT16);
+  EXPECT_EQ(back.raw_data(), std::string("\xC0\x3F\x20\xC1", 4));
 }
 
 TEST(OnnxProto, RawDataOfNarrowTypes) {
   TensorProto h = typed("h", TensorProto::FLOAT16, {2});
   const uint16_t hb[2] = {0x3C00, 0xC000};
   h.set_raw_data(std::string(reinterpret_cast<const char*>(hb), sizeof hb));
-  expect_same(tensor_to_constant(h), float_value({2}, {1.f, -2.f}));
+  expect_same(tensor_to_constant(h), half_value(DType::kFloat16, {2}, {1.f, -2.f}));
 
   TensorProto i16 = typed("i16", TensorProto::INT16, {2});
   const int16_t ib[2] = {-300, 300};

@@ -165,6 +165,18 @@ int main(int argc, char** argv) {
   app.add_option("--max-bytes", o.import_limits.max_bytes,
                  "total bytes of the constants the import may compute (default 4 GiB)")
       ->check(tgr::cli::at_least(int64_t{1}));
+  std::string convert_to;
+  bool convert_io = false;
+  auto* convert_opt =
+      app.add_option("--convert-to", convert_to,
+                     "convert a float32 model to this type before optimizing: weights and activations; exp, softmax, "
+                     "layer norm, sums and means stay float32 (casts around them); the relative L2 error against "
+                     "the float32 model is reported")
+          ->check(CLI::IsMember({"float16", "bfloat16"}));
+  app.add_flag("--convert-io", convert_io,
+               "with --convert-to: the model's float inputs and outputs take the type too (default: they stay "
+               "float32, cast at the boundary)")
+      ->needs(convert_opt);
   app.add_flag("-q,--quiet", quiet, "no summary");
   std::vector<std::string> input_shapes;
   tgr::cli::add_input_shape_option(app, input_shapes);
@@ -175,6 +187,8 @@ int main(int argc, char** argv) {
   if (node_limit->count() > 0 || node_growth->count() > 0) saturation.target_growth_limit = false;
   if (iterations->count() > 0) saturation.target_iteration_limit = false;
   o.target.target = tgr::optimizer::parse_target(target);
+  if (!convert_to.empty())
+    o.convert = tgr::optimizer::PrecisionConversion{.to = tgr::parse_dtype(convert_to), .convert_io = convert_io};
   tgr::saturation::use_search(o, search, saturation);
   if (o.target.costs_db.empty())
     o.target.costs_db = o.target.target == tgr::optimizer::Target::kTgrGpu ? o.rules_db : TGR_DEFAULT_RULES;

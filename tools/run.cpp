@@ -170,7 +170,9 @@ int main(int argc, char** argv) {
   auto* t_opt = app.add_option("--test-data", model.test_data,
                                "a folder of input_K.pb/output_K.pb, or of test_data_set_N/ folders: compute and compare")
                     ->needs(m_opt)->check(CLI::ExistingDirectory);
-  app.add_option("--rtol", model.rtol, "largest relative L2 error per output for --test-data to pass")
+  app.add_option("--rtol", model.rtol,
+                 "largest relative L2 error per output for --test-data to pass (default per output type: float 1e-4, "
+                 "float16 1e-2, bfloat16 5e-2)")
       ->needs(t_opt)
       ->check(tgr::cli::at_least(0.0));
   app.add_option("--export", model.export_path,
