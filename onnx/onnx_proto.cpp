@@ -419,6 +419,8 @@ int32_t onnx_elem_type(DType t) {
     case DType::kFloat: return TensorProto::FLOAT;
     case DType::kInt64: return TensorProto::INT64;
     case DType::kBool: return TensorProto::BOOL;
+    case DType::kFloat16: return TensorProto::FLOAT16;
+    case DType::kBFloat16: return TensorProto::BFLOAT16;
   }
   throw OnnxError("unknown DType");
 }
