@@ -36,7 +36,9 @@ TEST(GpuDeviceInfo, TensorCorePeaksFollowTheTableAndTf32IsHalfOfBf16) {
     return;
   }
   // On a listed GPU the tensor cores' peak is far above float32's.
-  if (limits.bf16_tensor_flops > 0) EXPECT_GT(limits.bf16_tensor_flops, 4 * limits.fp32_flops) << gpu_device_name();
+  if (limits.bf16_tensor_flops > 0) {
+    EXPECT_GT(limits.bf16_tensor_flops, 4 * limits.fp32_flops) << gpu_device_name();
+  }
 }
 
 }  // namespace
