@@ -412,7 +412,8 @@ int main(int argc, char** argv) {
   app.add_option("--rtol", o.rtol,
                  "largest relative L2 error vs the CPU reference (default by --precision: 1e-4 fp32, 5e-3 tf32 and "
                  "fp16, 2e-2 bf16)")
-      ->check(tgr::cli::at_least(0.0));
+      ->check(tgr::cli::at_least(0.0))
+      ->default_str("by --precision");
   tgr::cli::add_precision_option(app, o.precision);
   app.add_flag("--profile", o.profile, "print the per-operator time breakdown of each model");
   app.add_flag("--profile-steps", o.profile_steps,
