@@ -48,9 +48,9 @@ bool fusable_shape(const std::vector<Operand>& group_operands, const Shape& prod
 // where over bools) join any program; int64 nodes run as programs of their own.
 enum class Domain { kFloat, kBool, kInt };
 Domain domain(const Graph& g, const Node& n) {
-  bool touches_float = n.output_dtypes[0] == DType::kFloat, touches_int = n.output_dtypes[0] == DType::kInt64;
+  bool touches_float = is_floating(n.output_dtypes[0]), touches_int = n.output_dtypes[0] == DType::kInt64;
   for (ValueRef in : n.inputs) {
-    touches_float = touches_float || g.dtype(in) == DType::kFloat;
+    touches_float = touches_float || is_floating(g.dtype(in));
     touches_int = touches_int || g.dtype(in) == DType::kInt64;
   }
   return touches_float ? Domain::kFloat : touches_int ? Domain::kInt : Domain::kBool;
@@ -81,6 +81,11 @@ struct Builder {
   std::vector<int> task_of;  // node -> index into `groups`, -1 when none
 
   Builder(const Graph& g, const PlanOptions& o) : graph(g), options(o) {}
+
+  // Bytes of one element of `v` as the device stores it at the plan's precision.
+  int64_t element_bytes(ValueRef v) const {
+    return device_element_bytes(storage_dtype(graph.dtype(v), options.precision));
+  }
 
   bool single_use(int32_t node) const {
     return graph.node(node).output_shapes.size() == 1 && uses[node][0] == 1 && !is_output[node];
@@ -124,7 +129,7 @@ struct Builder {
         ++plan.folded_nodes;
       }
     }
-    views = analyse_views(graph, folded);
+    views = analyse_views(graph, folded, options.precision);
     plan.folded = folded;
   }
 
@@ -138,7 +143,7 @@ struct Builder {
   }
 
   // A float operand any kernel, cuDNN and cuBLAS(Lt) included, may read.
-  bool plain_float(ValueRef v) const { return graph.dtype(v) == DType::kFloat && views.is_plain(v); }
+  bool plain_float(ValueRef v) const { return is_floating(graph.dtype(v)) && views.is_plain(v); }
 
   // conv2d [+ add(bias per channel)] [+ add(residual) + relu] [+ relu]
   void conv_task(int32_t c, Task& t) {
@@ -156,7 +161,8 @@ struct Builder {
     if (auto next = only_consumer(cur)) {
       if (auto b = other_operand(graph.node(*next), cur)) {
         const Shape& bs = graph.shape(*b);
-        if (graph.dtype(*b) == DType::kFloat && views.is_plain(*b) && (bs == Shape{1, y[1], 1, 1} || bs == Shape{y[1], 1, 1})) {
+        if (is_floating(graph.dtype(*b)) && views.is_plain(*b) &&
+            (bs == Shape{1, y[1], 1, 1} || bs == Shape{y[1], 1, 1})) {
           t.bias = *b;
           t.nodes.push_back(*next);
           cur = *next;
@@ -166,7 +172,7 @@ struct Builder {
     const size_t before_residual = t.nodes.size();
     if (auto next = only_consumer(cur)) {
       if (auto z = other_operand(graph.node(*next), cur);
-          z && graph.shape(*z) == y && graph.dtype(*z) == DType::kFloat && views.is_plain(*z)) {
+          z && graph.shape(*z) == y && is_floating(graph.dtype(*z)) && views.is_plain(*z)) {
         t.residual = *z;
         t.nodes.push_back(*next);
         cur = *next;
@@ -225,8 +231,8 @@ struct Builder {
     for (int side = 0; side < 2; ++side) {
       const ValueRef s = mul.inputs[side], other = mul.inputs[1 - side];
       const Node& sn = graph.node(s.node);
-      if (other.node == from && s.node != from && graph.dtype(s) == DType::kFloat &&
-          num_elements(graph.shape(s)) == 1 && (sn.is_constant() || folded[s.node]))
+      if (other.node == from && s.node != from && is_floating(graph.dtype(s)) && num_elements(graph.shape(s)) == 1 &&
+          (sn.is_constant() || folded[s.node]))
         return s;
     }
     return std::nullopt;
@@ -315,7 +321,7 @@ struct Builder {
       if (n.op == &known_ops::conv2d()) {
         conv_task(i, t);
       } else if ((n.op == &known_ops::matmul() || n.op == &known_ops::batch_matmul()) &&
-                 n.output_dtypes[0] == DType::kFloat) {
+                 is_floating(n.output_dtypes[0])) {
         product_task(i, t);
       } else if (views.runs_nothing(i)) {
         t.kind = Task::Kind::kAlias;  // every output a view: nothing to run
@@ -385,7 +391,7 @@ struct Builder {
         const Window2d& w = geo.window;
         if (w.pad_top != w.pad_bottom || w.pad_left != w.pad_right)
           t.scratch_bytes = geo.batch * geo.in_channels * (w.in_h + w.pad_top + w.pad_bottom) *
-                            (w.in_w + w.pad_left + w.pad_right) * 4;
+                            (w.in_w + w.pad_left + w.pad_right) * element_bytes(conv.inputs[0]);
       }
       plan.tasks.push_back(std::move(t));
     }
@@ -395,7 +401,10 @@ struct Builder {
     const auto& nodes = graph.nodes();
     plan.slots.assign(nodes.size(), {});
     for (size_t i = 0; i < nodes.size(); ++i) plan.slots[i].resize(nodes[i].output_shapes.size());
-    auto bytes_of = [&](ValueRef v) { return num_elements(graph.shape(v)) * device_element_bytes(graph.dtype(v)); };
+    auto bytes_of = [&](ValueRef v) { return num_elements(graph.shape(v)) * element_bytes(v); };
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (size_t k = 0; k < nodes[i].output_shapes.size(); ++k)
+        plan.slots[i][k].storage = storage_dtype(nodes[i].output_dtypes[k], options.precision);
     // Constants that the device reads: weights and folded values.
     int64_t weight_offset = 0;
     auto need_constant = [&](ValueRef v) {
@@ -478,7 +487,8 @@ struct Builder {
         const ValueLayout& l = views.layout(v);
         ValueSlot& s = plan.slots[i][k];
         s = plan.slots[l.source.node][l.source.output];
-        s.offset += l.offset * device_element_bytes(graph.dtype(v));
+        s.storage = storage_dtype(graph.dtype(v), options.precision);
+        s.offset += l.offset * element_bytes(v);
         s.bytes = bytes_of(v);
         s.view = true;
         s.strides.clear();
@@ -491,6 +501,7 @@ struct Builder {
 
 ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options) {
   Builder b(graph, options);
+  b.plan.precision = options.precision;
   b.analyse();
   b.build_tasks();
   if (options.place_values) b.place_values();

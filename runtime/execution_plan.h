@@ -17,6 +17,7 @@
 
 #include "ir/graph.h"
 #include "runtime/memory_plan.h"
+#include "runtime/precision.h"
 #include "runtime/views.h"
 
 namespace tgr {
@@ -27,6 +28,9 @@ struct PlanOptions {
   // nodes computed at load are found but not evaluated, and no value is
   // placed (slots, constants and the arena stay empty).
   bool place_values = true;
+  // What each value is stored in (precision.h): sizes the slots, the arena
+  // and the weights, and keys the steps' signatures (step_signature.h).
+  Precision precision = Precision::kFp32;
 };
 
 // One kernel launch (or a few) of the runtime, covering one or more nodes.
@@ -79,6 +83,7 @@ struct ValueSlot {
   Home home = Home::kNone;
   int64_t offset = 0;      // kInput, kArena: in the arena; kConstant: in the weights buffer
   int64_t bytes = 0;
+  DType storage = DType::kFloat;  // the element type on the device (storage_dtype of the graph's type)
   int constant = -1;       // kConstant: index into ExecutionPlan::constants
   bool view = false;       // the bytes are another value's (views.h); its producer writes nothing, except
                            // a product written in place into a later value's bytes
@@ -86,6 +91,7 @@ struct ValueSlot {
 };
 
 struct ExecutionPlan {
+  Precision precision = Precision::kFp32;  // PlanOptions::precision
   std::vector<Task> tasks;
   std::vector<std::vector<ValueSlot>> slots;  // [node][output]
   std::vector<ConstantValue> constants;       // uploaded once at load

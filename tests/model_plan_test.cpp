@@ -61,5 +61,31 @@ TEST(ModelPlans, SqueezeNetsFireModulesConcatenateInPlace) {
   EXPECT_EQ(running, 0);
 }
 
+// At bf16 (runtime/precision.h) a bundled model's plan runs the same steps
+// (its views and in-place placements hold at 2 bytes per element too), every
+// float value is stored in bfloat16 and the arena and weights take half the
+// bytes, up to the 256-byte alignment of each value.
+TEST(ModelPlans, AtBf16TheSameStepsTakeHalfTheBytes) {
+  for (const char* model : {"vit_tiny", "squeezenet1_1", "bert_tiny", "llama_tiny"}) {
+    const Graph g = import_bundled(model);
+    const ExecutionPlan fp32 = make_execution_plan(g);
+    PlanOptions options;
+    options.precision = Precision::kBf16;
+    const ExecutionPlan bf16 = make_execution_plan(g, options);
+    EXPECT_EQ(step_counts(g, bf16), step_counts(g, fp32)) << model;
+    const int64_t slack = 256 * static_cast<int64_t>(g.nodes().size());
+    EXPECT_LE(bf16.arena_bytes, fp32.arena_bytes / 2 + slack) << model;
+    EXPECT_LE(bf16.weight_bytes, fp32.weight_bytes / 2 + slack) << model;
+    EXPECT_LT(bf16.weight_bytes, fp32.weight_bytes) << model;
+    for (size_t i = 0; i < g.nodes().size(); ++i)
+      for (size_t k = 0; k < bf16.slots[i].size(); ++k) {
+        const ValueSlot& s = bf16.slots[i][k];
+        if (s.home == ValueSlot::Home::kNone) continue;
+        const DType t = g.nodes()[i].output_dtypes[k];
+        EXPECT_EQ(s.storage, t == DType::kFloat ? DType::kBFloat16 : t) << model << " node " << i;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace tgr

@@ -1,8 +1,11 @@
 // The GPU executor: loads a graph onto the GPU once (constants folded and
 // uploaded, one arena for every intermediate by the memory plan, cuDNN
 // algorithms chosen, the whole model captured as a CUDA graph) and then runs
-// it many times. Float32 throughout with TF32 off (cuBLAS default math, cuDNN
-// FMA math). Built only with CUDA (TGR_HAVE_CUDA).
+// it many times. At GpuOptions::precision (runtime/precision.h): float32 with
+// TF32 off by default (cuBLAS default math, cuDNN FMA math), TF32 tensor
+// cores, or every float value and weight stored in bfloat16 or float16.
+// Inputs and outputs are float32 at every precision (converted on the way in
+// and out). Built only with CUDA (TGR_HAVE_CUDA).
 //
 //   auto model = gpu::GpuModel::load(graph);
 //   std::vector<ConstantValue> out = model.run(inputs);
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/precision.h"
 
 namespace tgr::gpu {
 
@@ -33,6 +37,7 @@ struct GpuOptions {
   // Elementwise programs compiled for the device with NVRTC (ew_compile.h);
   // false: every program runs on the interpreter kernel.
   bool compile_elementwise = true;
+  Precision precision = Precision::kFp32;
 };
 
 struct ModelStats {
