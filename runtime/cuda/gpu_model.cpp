@@ -70,7 +70,9 @@ GpuModel GpuModel::load(const Graph& graph, const GpuOptions& options) {
   m->graph = graph;
   m->options = options;
   try {
-    m->plan = make_execution_plan(m->graph, PlanOptions{options.fuse});
+    PlanOptions plan_options{options.fuse};
+    plan_options.attention = options.attention;
+    m->plan = make_execution_plan(m->graph, plan_options);
   } catch (const std::invalid_argument& e) {
     throw GpuError(e.what());
   }
