@@ -531,6 +531,7 @@ ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options
 }
 
 std::string task_label(const Graph& graph, const Task& task) {
+  if (task.kind == Task::Kind::kAttention) return "attention";  // its nodes: a dozen reshapes and transposes
   std::string s;
   for (int32_t n : task.nodes) {
     if (!s.empty()) s += "+";

@@ -110,7 +110,8 @@ struct ExecutionPlan {
 // run (a rank above 8).
 ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options = {});
 
-// "conv2d+add+relu", "mul+add+erf+...": what a task runs, for profiles.
+// "conv2d+add+relu", "mul+add+erf+...": what a task runs, for profiles;
+// "attention" for an attention step.
 std::string task_label(const Graph& graph, const Task& task);
 
 }  // namespace tgr

@@ -237,6 +237,7 @@ struct AttentionArgs {
   int64_t batch = 0, rows = 0, keys = 0, head_dim = 0, value_dim = 0;
   float scale = 1.f;
   bool causal = false, nan_guard = false;
+  int rows_per_warp = 0;  // 1, 2 or 4 query rows per warp (a block has four warps); 0: launch_attention picks
 };
 // Head dimensions up to kMaxAttnHeadDim.
 inline constexpr int64_t kMaxAttnHeadDim = 128;

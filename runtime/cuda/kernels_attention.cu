@@ -1,5 +1,5 @@
 // Scaled-dot-product attention in one kernel, float32 (kernels.h's
-// launch_attention). A block takes kRowsPerBlock query rows of one batch
+// launch_attention). A block takes 4 x kRowsPerWarp query rows of one batch
 // entry (four warps of kRowsPerWarp rows each); it walks the keys in tiles
 // of kKeys, each tile's keys (transposed: lane j reads key j) and values in
 // shared memory, and keeps per row the running maximum m, the running sum l
@@ -19,8 +19,6 @@ namespace {
 constexpr int kKeys = 32;  // keys per tile: one per lane
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRowsPerWarp = 4;
-constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 __device__ __forceinline__ int64_t batch_offset(const AttnOperand& o, int64_t b) {
@@ -43,10 +41,11 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // Head dimensions up to 32 * kChunks (shorter ones padded with zeros).
-template <int kChunks>
+template <int kChunks, int kRowsPerWarp>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
   await_previous_grid();
   constexpr int kD = 32 * kChunks;
+  constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
   __shared__ __align__(16) float q_s[kRowsPerBlock][kD];
   __shared__ float k_s[kD][kKeys + 1];  // transposed, padded: conflict-free writes along d and reads along keys
   __shared__ float v_s[kKeys][kD];
@@ -141,14 +140,31 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
   }
 }
 
+template <int kRowsPerWarp>
+void launch_rows(const AttentionArgs& a, cudaStream_t stream) {
+  const int64_t head = a.head_dim > a.value_dim ? a.head_dim : a.value_dim;
+  const int64_t rows_per_block = kWarps * kRowsPerWarp;
+  const dim3 grid(static_cast<unsigned>(a.batch), static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block));
+  if (head <= 32) launch_kernel(attention_kernel<1, kRowsPerWarp>, grid, kThreads, 0, stream, a);
+  else if (head <= 64) launch_kernel(attention_kernel<2, kRowsPerWarp>, grid, kThreads, 0, stream, a);
+  else launch_kernel(attention_kernel<4, kRowsPerWarp>, grid, kThreads, 0, stream, a);
+}
+
 }  // namespace
 
+// Four rows per warp reuse each key and value read from shared memory four
+// times; fewer rows per block give more blocks. At batch 1 the blocks are
+// few (BERT-base: 12 heads x 128 rows), so the rows per warp are the most
+// that still give about two blocks per multiprocessor of an H100 or H200 (132).
 void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
-  const int64_t head = a.head_dim > a.value_dim ? a.head_dim : a.value_dim;
-  const dim3 grid(static_cast<unsigned>(a.batch), static_cast<unsigned>((a.rows + kRowsPerBlock - 1) / kRowsPerBlock));
-  if (head <= 32) launch_kernel(attention_kernel<1>, grid, kThreads, 0, stream, a);
-  else if (head <= 64) launch_kernel(attention_kernel<2>, grid, kThreads, 0, stream, a);
-  else launch_kernel(attention_kernel<4>, grid, kThreads, 0, stream, a);
+  const int64_t rows = a.batch * a.rows;
+  if (a.rows_per_warp == 1 || a.rows_per_warp == 2 || a.rows_per_warp == 4) {
+    if (a.rows_per_warp == 1) launch_rows<1>(a, stream);
+    else if (a.rows_per_warp == 2) launch_rows<2>(a, stream);
+    else launch_rows<4>(a, stream);
+  } else if (rows >= 16 * 264) launch_rows<4>(a, stream);
+  else if (rows >= 8 * 264) launch_rows<2>(a, stream);
+  else launch_rows<1>(a, stream);
 }
 
 }  // namespace tgr::gpu

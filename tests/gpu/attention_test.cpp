@@ -4,9 +4,14 @@
 // bundled transformers; and the time of both. Named FusedAttention.*.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
+#include <random>
 
 #include "onnx/onnx_import.h"
+#include "runtime/cuda/gpu_context.h"
+#include "runtime/cuda/lower.h"
 #include "runtime/execution_plan.h"
 #include "tests/attention_graphs.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -66,7 +71,7 @@ const Case kCases[] = {
     {"one_row", {.B = 1, .H = 2, .Hkv = 1, .S = 1, .T = 40, .D = 16, .Dv = 16}},
 };
 INSTANTIATE_TEST_SUITE_P(Variants, FusedAttention, ::testing::ValuesIn(kCases),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // The bundled transformers: every attention is one step, and the model's
 // output is the unfused plan's and ONNX Runtime's.
@@ -97,6 +102,78 @@ INSTANTIATE_TEST_SUITE_P(Bundled, FusedAttentionModels,
                          ::testing::Values("bert_tiny", "vit_tiny", "gpt2_tiny", "t5_encoder_tiny", "llama_tiny",
                                            "llama_tiny_dynamo", "llama_tiny_op20", "qwen2_tiny", "gemma_tiny",
                                            "gemma_tiny_dynamo", "mistral_tiny"));
+
+
+// The kernel at the transformers' sizes with one, two and four query rows
+// per warp: the same outputs, and the time of each beside what the
+// launcher picks (printed; docs/benchmarks.md). Row-major q, k, v and
+// out [heads, rows, 64]; BERT's padding mask [keys] broadcast, or causal.
+TEST(FusedAttentionKernel, RowsPerWarpAgreeAndAreTimed) {
+  SKIP_WITHOUT_GPU();
+  struct Shape3 {
+    const char* name;
+    int64_t heads, rows;
+    bool causal;
+  };
+  gpu::GpuContext gpu;
+  for (const Shape3& c : {Shape3{"bert_base", 12, 128, false}, Shape3{"vit_b_16", 12, 197, false},
+                          Shape3{"gpt2_small", 12, 128, true}, Shape3{"one_head_512", 1, 512, false}}) {
+    const int64_t D = 64, n = c.heads * c.rows * D;
+    std::vector<float> host(static_cast<size_t>(n));
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    gpu::DeviceBuffer q(n * 4, "q"), k(n * 4, "k"), v(n * 4, "v"), out(n * 4, "out"),
+        mask(c.rows * c.rows * 4, "mask");
+    for (gpu::DeviceBuffer* b : {&q, &k, &v}) {
+      for (float& x : host) x = dist(rng);
+      ASSERT_EQ(cudaMemcpy(b->data(), host.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    std::vector<float> m(static_cast<size_t>(c.rows * c.rows));
+    for (int64_t s = 0; s < c.rows; ++s)
+      for (int64_t t = 0; t < c.rows; ++t)
+        m[s * c.rows + t] = c.causal ? (t > s ? std::numeric_limits<float>::lowest() : 0.f) : (t % 7 == 6 ? -1e4f : 0.f);
+    ASSERT_EQ(cudaMemcpy(mask.data(), m.data(), m.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    auto operand = [&](const gpu::DeviceBuffer& b, int64_t row_stride, int64_t col_stride) {
+      gpu::AttnOperand o;
+      o.data = reinterpret_cast<const float*>(b.data());
+      o.batch_axes = 1;
+      o.batch_size[0] = c.heads;
+      o.batch_stride[0] = c.rows * D;
+      o.row_stride = row_stride;
+      o.col_stride = col_stride;
+      return o;
+    };
+    gpu::AttentionArgs a;
+    a.q = operand(q, D, 1);
+    a.k = operand(k, 1, D);  // [D, T]: k stored [T, D]
+    a.v = operand(v, D, 1);
+    a.out = operand(out, D, 1);
+    a.mask = operand(mask, c.rows, 1);
+    a.mask.batch_stride[0] = 0;
+    a.batch = c.heads;
+    a.rows = a.keys = c.rows;
+    a.head_dim = a.value_dim = D;
+    a.scale = 0.125f;
+    a.causal = c.causal;
+    std::vector<float> reference;
+    const gpu::Where where{"attention", -1, c.name};
+    std::printf("%s (%lld heads x %lld rows, D 64%s):", c.name, static_cast<long long>(c.heads),
+                static_cast<long long>(c.rows), c.causal ? ", causal" : "");
+    for (int rows_per_warp : {1, 2, 4, 0}) {
+      a.rows_per_warp = rows_per_warp;
+      const double ms = gpu::time_launches_ms([&] { gpu::launch_attention(a, gpu.stream); }, gpu.stream, where);
+      ASSERT_EQ(cudaStreamSynchronize(gpu.stream), cudaSuccess);
+      std::vector<float> got(static_cast<size_t>(n));
+      ASSERT_EQ(cudaMemcpy(got.data(), out.data(), n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      if (reference.empty()) reference = got;
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(got[i] - reference[i])));
+      EXPECT_LT(worst, 1e-5) << c.name << " rows per warp " << rows_per_warp;
+      std::printf(" %s %.2f us", rows_per_warp ? std::to_string(rows_per_warp).c_str() : "picked", ms * 1000);
+    }
+    std::printf("\n");
+  }
+}
 
 }  // namespace
 }  // namespace tgr
