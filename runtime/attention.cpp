@@ -219,8 +219,7 @@ std::optional<AttentionMatch> match_attention(const Graph& graph, int32_t produc
                                               const std::function<bool(int32_t)>& may_take,
                                               const std::function<bool(int32_t)>& at_load) {
   const Node& pv = graph.node(product);
-  if (!pv.is_op() || pv.op != &known_ops::batch_matmul() || pv.output_dtypes[0] != DType::kFloat ||
-      !may_take(product))
+  if (!pv.is_op() || pv.op != &known_ops::batch_matmul() || pv.output_dtypes[0] != DType::kFloat || !may_take(product))
     return std::nullopt;
   Matcher mt(graph, may_take, at_load);
   AttentionMatch m;

@@ -71,11 +71,11 @@ struct AttentionOperand {
 };
 
 struct AttentionMatch {
-  AttentionOperand q, k, v;  // the operands of the two products: [BH, S, D], [BH, D, T], [BH, T, Dv]
-  std::optional<ValueRef> mask;                    // added to the scaled scores, broadcast
-  int32_t mask_add = -1;                           // the add node
-  std::vector<std::pair<ValueRef, bool>> scales;   // one-element constants: multiplied (false) or divided by (true)
-  bool nan_guard = false;                          // where(is_nan(p), 0, p) after the softmax
+  AttentionOperand q, k, v;      // the operands of the two products: [BH, S, D], [BH, D, T], [BH, T, Dv]
+  std::optional<ValueRef> mask;  // added to the scaled scores, broadcast
+  int32_t mask_add = -1;         // the add node
+  std::vector<std::pair<ValueRef, bool>> scales;  // one-element constants: multiplied (false) or divided by (true)
+  bool nan_guard = false;                         // where(is_nan(p), 0, p) after the softmax
   int64_t batch = 0, rows = 0, keys = 0, head_dim = 0, value_dim = 0;  // BH, S, T, D, Dv
   std::vector<int32_t> nodes;  // every node of the step, in topological order; the last is the output product
 };

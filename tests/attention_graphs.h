@@ -61,7 +61,6 @@ inline AttentionBlock attention_block(int64_t B, int64_t H, int64_t S, int64_t D
           "q=" + rows + ",k=" + rows + ",v=" + rows + ",w=" + x({E, E}) + ",b=" + std::to_string(E)};
 }
 
-
 // Scaled-dot-product attention as the exporters write it, in its variants
 // (runtime/attention.h): q [B, S, H*D], k [B, T, Hkv*D], v [B, T, Hkv*Dv]
 // graph inputs split into heads (transpose 0x2x1x3), keys and values
@@ -91,7 +90,9 @@ inline Graph attention_variant(const AttentionVariant& a) {
   Graph g;
   auto reshape = [&](ValueRef x, Ints shape) { return g.apply("reshape", {x}, {{"shape", shape}}); };
   auto transpose = [&](ValueRef x, Ints perm) { return g.apply("transpose", {x}, {{"perm", perm}}); };
-  auto scalar = [&](double v) { return g.add_constant(ConstantValue(Tensor<float>(Shape{}, {static_cast<float>(v)}))); };
+  auto scalar = [&](double v) {
+    return g.add_constant(ConstantValue(Tensor<float>(Shape{}, {static_cast<float>(v)})));
+  };
   const int64_t rep = a.H / a.Hkv;
   // [B, L, n * d] -> [B, H, L, d], repeated from n heads to H.
   auto heads = [&](ValueRef x, int64_t L, int64_t n, int64_t d) {
@@ -109,8 +110,8 @@ inline Graph attention_variant(const AttentionVariant& a) {
     kt = g.apply("mul", {kt, scalar(c)});
   }
   const int64_t BH = a.B * a.H;
-  ValueRef x = reshape(g.apply("batch_matmul", {reshape(q, {BH, a.S, a.D}), reshape(kt, {BH, a.D, a.T})}),
-                       {a.B, a.H, a.S, a.T});
+  ValueRef x =
+      reshape(g.apply("batch_matmul", {reshape(q, {BH, a.S, a.D}), reshape(kt, {BH, a.D, a.T})}), {a.B, a.H, a.S, a.T});
   if (a.scale == AttentionScale::kScoresMul) x = g.apply("mul", {x, scalar(1 / std::sqrt(static_cast<double>(a.D)))});
   if (a.scale == AttentionScale::kScoresDiv) x = g.apply("div", {x, scalar(std::sqrt(static_cast<double>(a.D)))});
   if (a.mask == AttentionMask::kCausal || a.mask == AttentionMask::kMaskedRow) {

@@ -24,7 +24,8 @@ std::vector<const Task*> attention_tasks(const ExecutionPlan& plan) {
 }
 
 int running_steps(const ExecutionPlan& plan) {
-  return static_cast<int>(std::count_if(plan.tasks.begin(), plan.tasks.end(), [](const Task& t) { return !step_is_free(t); }));
+  return static_cast<int>(
+      std::count_if(plan.tasks.begin(), plan.tasks.end(), [](const Task& t) { return !step_is_free(t); }));
 }
 
 TEST(AttentionPlan, EveryVariantIsOneStep) {
@@ -182,9 +183,9 @@ TEST(AttentionLayouts, CausalMasks) {
   const float lo = std::numeric_limits<float>::lowest(), inf = std::numeric_limits<float>::infinity();
   EXPECT_TRUE(is_causal_mask({1, 1, 2, 2}, {0, lo, 0, 0}, 2, 2));
   EXPECT_TRUE(is_causal_mask({2, 2}, {0, -inf, 0, 0}, 2, 2));
-  EXPECT_FALSE(is_causal_mask({2, 2}, {0, -1, 0, 0}, 2, 2));    // past the diagonal but not masked
-  EXPECT_FALSE(is_causal_mask({2, 2}, {lo, lo, 0, 0}, 2, 2));   // the diagonal masked
-  EXPECT_FALSE(is_causal_mask({1, 2}, {0, lo}, 2, 2));           // broadcast rows: not S x T
+  EXPECT_FALSE(is_causal_mask({2, 2}, {0, -1, 0, 0}, 2, 2));   // past the diagonal but not masked
+  EXPECT_FALSE(is_causal_mask({2, 2}, {lo, lo, 0, 0}, 2, 2));  // the diagonal masked
+  EXPECT_FALSE(is_causal_mask({1, 2}, {0, lo}, 2, 2));         // broadcast rows: not S x T
   // More keys than rows (a cache): row s sees keys up to s + T - S.
   EXPECT_FALSE(is_causal_mask({1, 3}, {0, 0, lo}, 1, 3));
   EXPECT_TRUE(is_causal_mask({1, 3}, {0, 0, 0}, 1, 3));

@@ -56,11 +56,11 @@ TEST(ModelPlans, EveryAttentionOfTheBundledTransformersIsOneStep) {
     const char* model;
     int fused_steps, unfused_steps;
   };
-  for (const Expected& e : {Expected{"bert_tiny", 23, 35}, Expected{"vit_tiny", 23, 31}, Expected{"gpt2_tiny", 23, 33},
-                            Expected{"t5_encoder_tiny", 30, 40}, Expected{"llama_tiny", 55, 69},
-                            Expected{"llama_tiny_dynamo", 62, 76}, Expected{"llama_tiny_op20", 55, 69},
-                            Expected{"qwen2_tiny", 55, 69}, Expected{"gemma_tiny", 56, 70},
-                            Expected{"gemma_tiny_dynamo", 63, 77}, Expected{"mistral_tiny", 55, 69}}) {
+  for (const Expected& e :
+       {Expected{"bert_tiny", 23, 35}, Expected{"vit_tiny", 23, 31}, Expected{"gpt2_tiny", 23, 33},
+        Expected{"t5_encoder_tiny", 30, 40}, Expected{"llama_tiny", 55, 69}, Expected{"llama_tiny_dynamo", 62, 76},
+        Expected{"llama_tiny_op20", 55, 69}, Expected{"qwen2_tiny", 55, 69}, Expected{"gemma_tiny", 56, 70},
+        Expected{"gemma_tiny_dynamo", 63, 77}, Expected{"mistral_tiny", 55, 69}}) {
     const Graph g = import_bundled(e.model);
     const ExecutionPlan plan = make_execution_plan(g);
     PlanOptions unfused;

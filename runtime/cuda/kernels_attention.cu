@@ -144,7 +144,8 @@ template <int kRowsPerWarp>
 void launch_rows(const AttentionArgs& a, cudaStream_t stream) {
   const int64_t head = a.head_dim > a.value_dim ? a.head_dim : a.value_dim;
   const int64_t rows_per_block = kWarps * kRowsPerWarp;
-  const dim3 grid(static_cast<unsigned>(a.batch), static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block));
+  const dim3 grid(static_cast<unsigned>(a.batch),
+                  static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block));
   if (head <= 32) launch_kernel(attention_kernel<1, kRowsPerWarp>, grid, kThreads, 0, stream, a);
   else if (head <= 64) launch_kernel(attention_kernel<2, kRowsPerWarp>, grid, kThreads, 0, stream, a);
   else launch_kernel(attention_kernel<4, kRowsPerWarp>, grid, kThreads, 0, stream, a);

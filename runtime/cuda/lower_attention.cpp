@@ -67,7 +67,8 @@ std::function<void()> lower_attention(const LowerCtx& ctx, const Task& task) {
   const AttentionMatch& m = *task.attention;
   const ValueRef out{task.root(), 0};
   switch (attention_path(ctx.dtype(out), where)) {
-    case AttentionPath::kOwnKernel: break;
+    case AttentionPath::kOwnKernel:
+      break;
   }
   if (m.head_dim > kMaxAttnHeadDim || m.value_dim > kMaxAttnHeadDim) fail(where, "head dimension above 128");
   if (m.batch > INT32_MAX || m.rows > 65535LL * 16) fail(where, "attention batch or rows above the kernel's grid");
@@ -85,7 +86,8 @@ std::function<void()> lower_attention(const LowerCtx& ctx, const Task& task) {
   a.head_dim = m.head_dim;
   a.value_dim = m.value_dim;
   double scale = 1;
-  for (const auto& [c, divides] : m.scales) scale = divides ? scale / constant_value(ctx, c, where) : scale * constant_value(ctx, c, where);
+  for (const auto& [c, divides] : m.scales)
+    scale = divides ? scale / constant_value(ctx, c, where) : scale * constant_value(ctx, c, where);
   a.scale = static_cast<float>(scale);
   a.causal = causal_mask(ctx, m);
   a.nan_guard = m.nan_guard;

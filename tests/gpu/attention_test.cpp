@@ -57,12 +57,27 @@ const Case kCases[] = {
     {"bert", {.B = 1, .H = 4, .Hkv = 4, .S = 16, .T = 16, .D = 16, .Dv = 16, .mask = AttentionMask::kPadding}},
     {"scores_div", {.B = 2, .H = 3, .Hkv = 3, .S = 7, .T = 7, .D = 5, .Dv = 5, .scale = AttentionScale::kScoresDiv}},
     {"scores_mul_square_mask",
-     {.B = 1, .H = 2, .Hkv = 2, .S = 33, .T = 33, .D = 32, .Dv = 32, .scale = AttentionScale::kScoresMul,
+     {.B = 1,
+      .H = 2,
+      .Hkv = 2,
+      .S = 33,
+      .T = 33,
+      .D = 32,
+      .Dv = 32,
+      .scale = AttentionScale::kScoresMul,
       .mask = AttentionMask::kSquare}},
     {"causal_gqa",
-     {.B = 1, .H = 8, .Hkv = 2, .S = 70, .T = 70, .D = 64, .Dv = 64, .mask = AttentionMask::kCausal,
+     {.B = 1,
+      .H = 8,
+      .Hkv = 2,
+      .S = 70,
+      .T = 70,
+      .D = 64,
+      .Dv = 64,
+      .mask = AttentionMask::kCausal,
       .nan_guard = true}},
-    {"causal_more_keys", {.B = 2, .H = 4, .Hkv = 1, .S = 20, .T = 45, .D = 16, .Dv = 16, .mask = AttentionMask::kCausal}},
+    {"causal_more_keys",
+     {.B = 2, .H = 4, .Hkv = 1, .S = 20, .T = 45, .D = 16, .Dv = 16, .mask = AttentionMask::kCausal}},
     {"vit_197", {.B = 1, .H = 12, .Hkv = 12, .S = 197, .T = 197, .D = 64, .Dv = 64}},
     {"head_dim_80", {.B = 3, .H = 6, .Hkv = 2, .S = 9, .T = 13, .D = 80, .Dv = 80, .mask = AttentionMask::kPadding}},
     {"head_dim_128_value_32", {.B = 1, .H = 2, .Hkv = 2, .S = 50, .T = 50, .D = 128, .Dv = 32}},
@@ -103,7 +118,6 @@ INSTANTIATE_TEST_SUITE_P(Bundled, FusedAttentionModels,
                                            "llama_tiny_dynamo", "llama_tiny_op20", "qwen2_tiny", "gemma_tiny",
                                            "gemma_tiny_dynamo", "mistral_tiny"));
 
-
 // The kernel at the transformers' sizes with one, two and four query rows
 // per warp: the same outputs, and the time of each beside what the
 // launcher picks (printed; docs/benchmarks.md). Row-major q, k, v and
@@ -122,8 +136,7 @@ TEST(FusedAttentionKernel, RowsPerWarpAgreeAndAreTimed) {
     std::vector<float> host(static_cast<size_t>(n));
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-1, 1);
-    gpu::DeviceBuffer q(n * 4, "q"), k(n * 4, "k"), v(n * 4, "v"), out(n * 4, "out"),
-        mask(c.rows * c.rows * 4, "mask");
+    gpu::DeviceBuffer q(n * 4, "q"), k(n * 4, "k"), v(n * 4, "v"), out(n * 4, "out"), mask(c.rows * c.rows * 4, "mask");
     for (gpu::DeviceBuffer* b : {&q, &k, &v}) {
       for (float& x : host) x = dist(rng);
       ASSERT_EQ(cudaMemcpy(b->data(), host.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
@@ -131,7 +144,8 @@ TEST(FusedAttentionKernel, RowsPerWarpAgreeAndAreTimed) {
     std::vector<float> m(static_cast<size_t>(c.rows * c.rows));
     for (int64_t s = 0; s < c.rows; ++s)
       for (int64_t t = 0; t < c.rows; ++t)
-        m[s * c.rows + t] = c.causal ? (t > s ? std::numeric_limits<float>::lowest() : 0.f) : (t % 7 == 6 ? -1e4f : 0.f);
+        m[s * c.rows + t] =
+            c.causal ? (t > s ? std::numeric_limits<float>::lowest() : 0.f) : (t % 7 == 6 ? -1e4f : 0.f);
     ASSERT_EQ(cudaMemcpy(mask.data(), m.data(), m.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
     auto operand = [&](const gpu::DeviceBuffer& b, int64_t row_stride, int64_t col_stride) {
       gpu::AttnOperand o;
@@ -167,7 +181,8 @@ TEST(FusedAttentionKernel, RowsPerWarpAgreeAndAreTimed) {
       ASSERT_EQ(cudaMemcpy(got.data(), out.data(), n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
       if (reference.empty()) reference = got;
       double worst = 0;
-      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(got[i] - reference[i])));
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, static_cast<double>(std::abs(got[i] - reference[i])));
       EXPECT_LT(worst, 1e-5) << c.name << " rows per warp " << rows_per_warp;
       std::printf(" %s %.2f us", rows_per_warp ? std::to_string(rows_per_warp).c_str() : "picked", ms * 1000);
     }
