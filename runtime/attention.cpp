@@ -221,6 +221,16 @@ std::optional<AttentionMatch> match_attention(const Graph& graph, int32_t produc
   const Node& pv = graph.node(product);
   if (!pv.is_op() || pv.op != &known_ops::batch_matmul() || pv.output_dtypes[0] != DType::kFloat || !may_take(product))
     return std::nullopt;
+  // Cheap first (the planner asks for every batch_matmul of every graph the
+  // search costs): a softmax above the product's left operand, through reshapes and the guard.
+  ValueRef up = pv.inputs[0];
+  for (int hops = 0; hops < 8 && graph.node(up.node).is_op(); ++hops) {
+    const Node& n = graph.node(up.node);
+    if (n.op == &known_ops::softmax()) break;
+    if (n.op->traits.view != ViewKind::kReshape && n.op != &known_ops::where()) return std::nullopt;
+    up = n.op == &known_ops::where() ? n.inputs.back() : n.inputs[0];
+  }
+  if (!graph.node(up.node).is_op() || graph.node(up.node).op != &known_ops::softmax()) return std::nullopt;
   Matcher mt(graph, may_take, at_load);
   AttentionMatch m;
   std::vector<int32_t> spine{product};
