@@ -170,5 +170,25 @@ const OpDef& mul() {
   static const OpDef& op = OpTable::instance().get("mul");
   return op;
 }
+const OpDef& div() {
+  static const OpDef& op = OpTable::instance().get("div");
+  return op;
+}
+const OpDef& softmax() {
+  static const OpDef& op = OpTable::instance().get("softmax");
+  return op;
+}
+const OpDef& expand() {
+  static const OpDef& op = OpTable::instance().get("expand");
+  return op;
+}
+const OpDef& where() {
+  static const OpDef& op = OpTable::instance().get("where");
+  return op;
+}
+const OpDef& is_nan() {
+  static const OpDef& op = OpTable::instance().get("is_nan");
+  return op;
+}
 
 }  // namespace tgr::known_ops

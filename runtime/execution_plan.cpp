@@ -308,10 +308,46 @@ struct Builder {
     t = std::move(fused);
   }
 
+  // Whether the attention step reads every value it reads from outside
+  // through strides it can take (operand_layout, mask_layout), none of them
+  // bytes of one of its own nodes (a product written in place upstream).
+  bool attention_reads_layouts(const AttentionMatch& m) const {
+    auto outside = [&](ValueRef v) {
+      return std::find(m.nodes.begin(), m.nodes.end(), views.layout(v).source.node) == m.nodes.end();
+    };
+    for (const AttentionOperand* o : {&m.q, &m.k, &m.v})
+      if (!outside(o->source) || !operand_layout(graph, *o, views.layout(o->source).strides)) return false;
+    return !m.mask || (outside(*m.mask) && mask_layout(graph, m, views.layout(*m.mask).strides));
+  }
+
+  // Scaled-dot-product attention (runtime/attention.h), claimed before the
+  // other steps: its products, scale and mask would otherwise be theirs.
+  // Only where values are stored in float32 (kernels_attention.cu loads and
+  // stores float32; at bf16/fp16 the steps above run in the half type).
+  void attention_tasks(std::vector<Task>& groups) {
+    if (!options.fuse || !options.attention) return;
+    if (storage_dtype(DType::kFloat, options.precision) != DType::kFloat) return;
+    auto may_take = [&](int32_t n) { return graph.node(n).is_op() && !folded[n] && task_of[n] < 0; };
+    auto at_load = [&](int32_t n) { return folded[n] != 0; };
+    for (int32_t i : order) {
+      if (graph.node(i).op != &known_ops::batch_matmul() || folded[i]) continue;
+      std::optional<AttentionMatch> m = match_attention(graph, i, may_take, at_load);
+      if (!m || !attention_reads_layouts(*m)) continue;
+      Task t;
+      t.kind = Task::Kind::kAttention;
+      t.nodes = m->nodes;
+      t.attention = std::move(m);
+      plan.fused_nodes += static_cast<int>(t.nodes.size()) - 1;
+      for (int32_t n : t.nodes) task_of[n] = static_cast<int>(groups.size());
+      groups.push_back(std::move(t));
+    }
+  }
+
   void build_tasks() {
     const auto& nodes = graph.nodes();
     std::vector<Task> groups;
     task_of.assign(nodes.size(), -1);
+    attention_tasks(groups);
     std::vector<std::vector<Operand>> operands;  // per elementwise group
     std::vector<int> instr_count;
     for (int32_t i : order) {
@@ -509,6 +545,7 @@ ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options
 }
 
 std::string task_label(const Graph& graph, const Task& task) {
+  if (task.kind == Task::Kind::kAttention) return "attention";  // its nodes: a dozen reshapes and transposes
   std::string s;
   for (int32_t n : task.nodes) {
     if (!s.empty()) s += "+";

@@ -4,7 +4,8 @@
 // kernel (chains of elementwise operators, a producer of a smaller shape that
 // broadcasts to its consumer's inside it; a convolution or a matrix product
 // with its bias, residual add and relu; a convolution with its bias and clip
-// or SiLU), which are free (reshape: the same bytes), and where
+// or SiLU; scaled-dot-product attention, runtime/attention.h), which are
+// free (reshape: the same bytes), and where
 // each value lives (one arena, bytes shared by values whose lifetimes do not
 // overlap; see memory_plan.h; a reshape or split piece may be a view of
 // another value's bytes, see views.h).
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/attention.h"
 #include "runtime/memory_plan.h"
 #include "runtime/precision.h"
 #include "runtime/views.h"
@@ -31,6 +33,9 @@ struct PlanOptions {
   // What each value is stored in (precision.h): sizes the slots, the arena
   // and the weights, and keys the steps' signatures (step_signature.h).
   Precision precision = Precision::kFp32;
+  // With `fuse`: scaled-dot-product attention as one step (Task::Kind::kAttention);
+  // false: its products, scale, mask and softmax as the steps above.
+  bool attention = true;
 };
 
 // One kernel launch (or a few) of the runtime, covering one or more nodes.
@@ -45,6 +50,8 @@ struct Task {
                    // epilogue; or batch_matmul + mul(scale): one cuBLAS call with alpha = scale
     kAlias,        // reshape or split whose outputs are all views, or a concat whose inputs were all
                    // written in place (views.h): no work
+    kAttention,    // scaled-dot-product attention (runtime/attention.h, Task::attention): both products,
+                   // the scale, the mask, the softmax and the head layouts between them, one kernel
   };
   Kind kind = Kind::kNode;
   std::vector<int32_t> nodes;  // topological order; the last produces the task's output(s)
@@ -71,6 +78,8 @@ struct Task {
   // its bytes (views.h); it copies only the others. Never all of them: such
   // a concatenation is a kAlias.
   std::vector<size_t> in_place_inputs;
+  // kAttention: what the step computes; `nodes` are its nodes.
+  std::optional<AttentionMatch> attention;
   // Values of other tasks (or inputs, constants) the task reads.
   std::vector<ValueRef> reads;
   int64_t scratch_bytes = 0;  // temporary memory alive during this task only
@@ -107,7 +116,8 @@ struct ExecutionPlan {
 // run (a rank above 8).
 ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options = {});
 
-// "conv2d+add+relu", "mul+add+erf+...": what a task runs, for profiles.
+// "conv2d+add+relu", "mul+add+erf+...": what a task runs, for profiles;
+// "attention" for an attention step.
 std::string task_label(const Graph& graph, const Task& task);
 
 }  // namespace tgr

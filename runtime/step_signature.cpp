@@ -100,6 +100,8 @@ std::string task_kind_name(Task::Kind kind) {
       return "product";
     case Task::Kind::kAlias:
       return "alias";
+    case Task::Kind::kAttention:
+      return "attention";
   }
   // No default above: a kind added to the planner and not named here is a
   // build error (-Wswitch), not a name made up at run time.

@@ -1,8 +1,10 @@
 // The GPU runtime's plans of the bundled transformer models (no GPU needed):
 // attention's head merges run nothing (the product writes the merged heads
-// in place), and gathers of one constant index are views (runtime/views.h).
+// in place), gathers of one constant index are views (runtime/views.h), and
+// every attention is one step (runtime/attention.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -44,6 +46,45 @@ TEST(ModelPlans, VitTinyMergesItsHeadsWithoutCopies) {
   // picked at the end, are views; so the reshape before them copies nothing either.
   EXPECT_EQ(counts.count("gather"), 0u);
   EXPECT_EQ(counts.count("reshape"), 0u);
+}
+
+// Each bundled transformer's attentions (two layers each) found as single
+// steps, reading their queries, keys and values without copies: the steps
+// that run, fused and not.
+TEST(ModelPlans, EveryAttentionOfTheBundledTransformersIsOneStep) {
+  struct Expected {
+    const char* model;
+    int fused_steps, unfused_steps;
+  };
+  for (const Expected& e :
+       {Expected{"bert_tiny", 23, 35}, Expected{"vit_tiny", 23, 31}, Expected{"gpt2_tiny", 23, 33},
+        Expected{"t5_encoder_tiny", 30, 40}, Expected{"llama_tiny", 55, 69}, Expected{"llama_tiny_dynamo", 62, 76},
+        Expected{"llama_tiny_op20", 55, 69}, Expected{"qwen2_tiny", 55, 69}, Expected{"gemma_tiny", 56, 70},
+        Expected{"gemma_tiny_dynamo", 63, 77}, Expected{"mistral_tiny", 55, 69}}) {
+    const Graph g = import_bundled(e.model);
+    const ExecutionPlan plan = make_execution_plan(g);
+    PlanOptions unfused;
+    unfused.attention = false;
+    int attention = 0, steps = 0;
+    for (const Task& t : plan.tasks) {
+      attention += t.kind == Task::Kind::kAttention;
+      steps += !step_is_free(t);
+      if (t.kind != Task::Kind::kAttention) continue;
+      // Each operand read from a value some other step computes: a layer's
+      // projection (or its rotary embedding), never a copy of heads.
+      for (const AttentionOperand* o : {&t.attention->q, &t.attention->k, &t.attention->v}) {
+        const Node& source = g.node(o->source.node);
+        EXPECT_TRUE(!source.is_op() || source.op->traits.view == ViewKind::kNone || plan.slot(o->source).view)
+            << e.model << ": " << source.op->name << " copies";
+      }
+    }
+    EXPECT_EQ(attention, 2) << e.model;
+    EXPECT_EQ(steps, e.fused_steps) << e.model;
+    const ExecutionPlan apart = make_execution_plan(g, unfused);
+    EXPECT_EQ(std::count_if(apart.tasks.begin(), apart.tasks.end(), [](const Task& t) { return !step_is_free(t); }),
+              e.unfused_steps)
+        << e.model;
+  }
 }
 
 TEST(ModelPlans, SqueezeNetsFireModulesConcatenateInPlace) {

@@ -44,7 +44,8 @@ struct Options {
   std::string precision = "fp32";
   Precision precision_value() const { return cli::precision_of(precision); }
   double tolerance() const { return rtol >= 0 ? rtol : cli::default_tolerance(precision_value()); }
-  bool profile = false, profile_steps = false, no_graph = false, no_fuse = false, interpret = false;
+  bool profile = false, profile_steps = false, no_graph = false, no_fuse = false, no_fuse_attention = false,
+       interpret = false;
   bool no_decoy = false, profile_replay = false;
   std::string name;
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
@@ -202,11 +203,12 @@ struct Loaded {
   Graph graph;
 };
 
-// How bench loads every model: --no-graph, --no-fuse, --interpret-elementwise.
+// How bench loads every model: --no-graph, --no-fuse, --no-fuse-attention, --interpret-elementwise.
 gpu::GpuOptions gpu_options(const Options& o) {
   gpu::GpuOptions options;
   options.cuda_graph = !o.no_graph;
   options.fuse = !o.no_fuse;
+  options.attention = !o.no_fuse_attention;
   options.compile_elementwise = !o.interpret;
   options.precision = o.precision_value();
   return options;
@@ -427,6 +429,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph")
       ->excludes(profile_replay);
   app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");
+  app.add_flag("--no-fuse-attention", o.no_fuse_attention,
+               "attention as its products, scale, mask and softmax steps instead of one fused step");
   app.add_flag("--interpret-elementwise", o.interpret,
                "run elementwise programs on the interpreter kernel instead of compiling each (NVRTC)");
   app.add_option("--name", o.name, "the model's name in the table (default: the file's stem)");

@@ -86,6 +86,7 @@ GpuModel GpuModel::load(const Graph& graph, const GpuOptions& options) {
     PlanOptions plan_options;
     plan_options.fuse = options.fuse;
     plan_options.precision = options.precision;
+    plan_options.attention = options.attention;
     m->plan = make_execution_plan(m->graph, plan_options);
   } catch (const std::invalid_argument& e) {
     throw GpuError(e.what());

@@ -32,6 +32,7 @@ enum class ConvChoice { kFaster, kCudnn, kOther };
 struct GpuOptions {
   bool cuda_graph = true;  // capture the model as one CUDA graph and replay it
   bool fuse = true;        // elementwise chains; conv + bias (+ residual) + relu
+  bool attention = true;   // with fuse: scaled-dot-product attention as one step (runtime/attention.h)
   size_t conv_workspace_limit = size_t{256} << 20;
   ConvChoice conv_choice = ConvChoice::kFaster;
   // Elementwise programs compiled for the device with NVRTC (ew_compile.h);

@@ -230,4 +230,33 @@ void launch_gather(const void* data, const int64_t* indices, void* out, int64_t 
 void launch_gather_elements(const void* data, const Dims& data_dims, const int64_t* indices, const Dims& index_dims,
                             int axis, void* out, int elem_bytes, cudaStream_t stream);
 
+// --- attention (kernels_attention.cu) ---------------------------------------------------
+// One operand of scaled-dot-product attention, [batch, rows, cols] read
+// through strides: batch index b is split row-major over `batch_axes`
+// sub-axes (batch_size[i], batch_stride[i]) (runtime/attention.h's AttentionLayout).
+inline constexpr int kMaxAttnBatchAxes = 4;
+struct AttnOperand {
+  const float* data = nullptr;
+  int batch_axes = 0;
+  int64_t batch_size[kMaxAttnBatchAxes] = {}, batch_stride[kMaxAttnBatchAxes] = {};
+  int64_t row_stride = 0, col_stride = 0;
+};
+// out[b, s, :] = sum_t softmax_t(scale q[b, s, :] . k[b, :, t] + mask[b, s, t]) v[b, t, :], for b < batch,
+// s < rows, t < keys: q [batch, rows, head_dim], k [batch, head_dim, keys], v [batch, keys, value_dim],
+// mask (data null: none) and out [batch, rows, keys] / [batch, rows, value_dim]. `causal`: key tiles
+// entirely past the diagonal (t > s + keys - rows) are skipped (their mask makes them add nothing).
+// `nan_guard`: a row whose softmax is undefined (every entry -inf, or NaN) gives 0, as PyTorch's
+// where(is_nan(p), 0, p) does; without it, NaN. Float32 throughout, in the flash-attention manner
+// (tiles of k and v in shared memory, the softmax online): the scores never reach memory.
+struct AttentionArgs {
+  AttnOperand q, k, v, mask, out;
+  int64_t batch = 0, rows = 0, keys = 0, head_dim = 0, value_dim = 0;
+  float scale = 1.f;
+  bool causal = false, nan_guard = false;
+  int rows_per_warp = 0;  // 1, 2 or 4 query rows per warp (a block has four warps); 0: launch_attention picks
+};
+// Head dimensions up to kMaxAttnHeadDim.
+inline constexpr int64_t kMaxAttnHeadDim = 128;
+void launch_attention(const AttentionArgs& args, cudaStream_t stream);
+
 }  // namespace tgr::gpu

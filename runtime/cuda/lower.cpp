@@ -218,6 +218,9 @@ Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index) {
     case Task::Kind::kProduct:
       step.run = lower_product(ctx, task);
       return step;
+    case Task::Kind::kAttention:
+      step.run = lower_attention(ctx, task);
+      return step;
     case Task::Kind::kNode: break;
   }
   const auto it = node_lowerings().find(n.op->name);

@@ -105,6 +105,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task);
 std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch);
 std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_product(const LowerCtx& ctx, const Task& task);  // cuBLAS(Lt) with alpha, an epilogue
+std::function<void()> lower_attention(const LowerCtx& ctx, const Task& task);  // lower_attention.cpp
 std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_index(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node);
