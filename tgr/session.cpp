@@ -19,9 +19,12 @@ namespace tgr {
 
 const char* element_type_name(ElementType type) {
   switch (type) {
-    case ElementType::kFloat32: return "float32";
-    case ElementType::kInt64: return "int64";
-    case ElementType::kBool: return "bool";
+    case ElementType::kFloat32:
+      return "float32";
+    case ElementType::kInt64:
+      return "int64";
+    case ElementType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -55,7 +58,8 @@ HostTensor HostTensor::filled(const TensorInfo& info, double value) {
   HostTensor t;
   t.type = info.type;
   t.shape = info.shape;
-  if (info.type == ElementType::kFloat32) t.floats.assign(static_cast<size_t>(info.elements()), static_cast<float>(value));
+  if (info.type == ElementType::kFloat32)
+    t.floats.assign(static_cast<size_t>(info.elements()), static_cast<float>(value));
   else t.ints.assign(static_cast<size_t>(info.elements()), static_cast<int64_t>(value));
   return t;
 }
@@ -93,15 +97,14 @@ std::vector<const Tensor*> in_model_order(const std::vector<TensorInfo>& infos,
   for (const auto& [name, tensor] : given) {
     const size_t i = index_of(infos, name);
     if (tensor.type != infos[i].type || tensor.shape != infos[i].shape)
-      throw SessionError("input '" + name + "' is " + describe(infos[i]) + ", given " +
-                         element_type_name(tensor.type) + " " + shape_text(tensor.shape));
+      throw SessionError("input '" + name + "' is " + describe(infos[i]) + ", given " + element_type_name(tensor.type) +
+                         " " + shape_text(tensor.shape));
     ordered[i] = &tensor;
   }
   for (size_t i = 0; i < infos.size(); ++i)
     if (!ordered[i]) throw SessionError("no tensor given for the model's input '" + infos[i].name + "'");
   return ordered;
 }
-
 
 ElementType element_type(DType t) {
   return t == DType::kFloat ? ElementType::kFloat32 : t == DType::kInt64 ? ElementType::kInt64 : ElementType::kBool;
@@ -168,8 +171,7 @@ struct Session::Impl {
 Session::Session(const std::string& model_path, const SessionOptions& options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.path = model_path;
-  if (!gpu::gpu_available())
-    m.fail("no CUDA device is visible (a GPU session needs an NVIDIA GPU and its driver)");
+  if (!gpu::gpu_available()) m.fail("no CUDA device is visible (a GPU session needs an NVIDIA GPU and its driver)");
   check(cudaGetDevice(&m.device), "the current CUDA device");
   onnx_io::ImportOptions import_options;
   for (const auto& [name, dims] : options.input_shapes) import_options.input_shapes[name] = dims;
@@ -189,8 +191,8 @@ Session::Session(const std::string& model_path, const SessionOptions& options) :
     m.outputs.push_back({graph.output_names().at(k), element_type(graph.dtype(v)), graph.shape(v)});
   }
   if (!options.costs_db.empty()) {
-    const auto stored = rules_db::RulesDb::open_read_only(options.costs_db)
-                            .kernel_choices(gpu_device_name(), gpu_library_versions());
+    const auto stored =
+        rules_db::RulesDb::open_read_only(options.costs_db).kernel_choices(gpu_device_name(), gpu_library_versions());
     KernelChoices::process().seed(stored);
     m.stored_choices = stored.size();
   }
@@ -209,9 +211,8 @@ void Session::run_buffers(const std::vector<const void*>& inputs, const std::vec
                           void* wait_stream) {
   Impl& m = *impl_;
   if (inputs.size() != m.inputs.size() || outputs.size() != m.outputs.size())
-    m.fail("run: the model has " + std::to_string(m.inputs.size()) + " inputs and " +
-           std::to_string(m.outputs.size()) + " outputs, given " + std::to_string(inputs.size()) + " and " +
-           std::to_string(outputs.size()));
+    m.fail("run: the model has " + std::to_string(m.inputs.size()) + " inputs and " + std::to_string(m.outputs.size()) +
+           " outputs, given " + std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
   m.run(inputs, outputs, static_cast<cudaStream_t>(wait_stream));
 }
 
@@ -260,7 +261,7 @@ DeviceTensor Session::allocate_output(size_t k) {
 }
 
 std::map<std::string, DeviceTensor> Session::run_on_device(const std::map<std::string, DeviceTensor>& inputs,
-                                                            void* wait_stream) {
+                                                           void* wait_stream) {
   Impl& m = *impl_;
   std::vector<const void*> in;
   for (const DeviceTensor* t : in_model_order(m.inputs, inputs)) {
