@@ -72,7 +72,7 @@ def test_example_script_fails_cleanly_without_gpu():
 
 
 def test_session_options_are_checked_before_loading():
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError):
         tgr.Session(SQUEEZENET, input_shapes={"data": ["one"]})
     with pytest.raises(TypeError):
         tgr.Session(SQUEEZENET, 3)  # the options are keywords
