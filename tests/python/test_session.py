@@ -35,7 +35,7 @@ def torch_on_gpu():
 with_torch = pytest.mark.skipif(not tgr.gpu_available() or torch_on_gpu() is None, reason="no PyTorch on a GPU")
 
 
-def test_data(model: str):
+def bundled_data(model: str):
     folder = MODELS / f"{model}-testdata"
     inputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(folder.glob("input_*.pb"))]
     outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(folder.glob("output_*.pb"))]
@@ -96,7 +96,7 @@ def test_example_runs_on_gpu():
 @pytest.mark.parametrize("model", ["squeezenet1_1", "bert_tiny"])
 def test_run_numpy_matches_reference(model):
     session = tgr.Session(MODELS / f"{model}.onnx")
-    inputs, expected = test_data(model)
+    inputs, expected = bundled_data(model)
     outputs = session.run({spec.name: x for spec, x in zip(session.inputs, inputs)})
     assert list(outputs) == [spec.name for spec in session.outputs]
     for value, reference in zip(outputs.values(), expected):
@@ -133,7 +133,7 @@ def test_missing_model_is_named():
 def test_dlpack_in_and_out_without_copies():
     torch = torch_on_gpu()
     session = tgr.Session(SQUEEZENET)
-    inputs, expected = test_data("squeezenet1_1")
+    inputs, expected = bundled_data("squeezenet1_1")
     x = torch.from_numpy(inputs[0]).cuda()
     outputs = session.run_dlpack({session.inputs[0].name: x})
     (array,) = outputs.values()

@@ -44,8 +44,14 @@ cmake --build build/bundle-example > /dev/null
 tools/bundle.sh "$dest" build/bundle-example/run_on_gpu > /dev/null
 # The Python package (tgr.Session) for the GPU machine's Python: its own
 # position-independent build of the module (build/py-gpu).
-python_for_gpu=${PYTHON_FOR_GPU:-python3.12}
-python_for_gpu=$("$python_for_gpu" -c 'import sys; print(sys.executable)')
+# (the GPU machine's is 3.12: docs/gpu.md); a pyenv one where no python3.12 runs.
+python_for_gpu=${PYTHON_FOR_GPU:-}
+if [[ -z $python_for_gpu ]]; then
+  for p in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    "$p" -c '' 2> /dev/null && { python_for_gpu=$p; break; }
+  done
+fi
+python_for_gpu=$("${python_for_gpu:?no python3.12 here: set PYTHON_FOR_GPU}" -c 'import sys; print(sys.executable)')
 cmake -S . -B build/py-gpu -DCMAKE_BUILD_TYPE=Release -DTGR_WITH_PYTHON=ON -DTGR_BUILD_TESTS=OFF \
   -DPython3_EXECUTABLE="$python_for_gpu" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null
