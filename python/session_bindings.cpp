@@ -223,7 +223,8 @@ class GpuSession {
     py::array a = py::reinterpret_borrow<py::array>(value);
     const std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
     if (!a.dtype().is(want) || !(a.flags() & py::array::c_style))
-      throw py::type_error("input '" + spec.name + "': a C-contiguous " + std::string(spec.type == ElementType::kFloat32 ? "float32" : "int64") + " array");
+      throw py::type_error("input '" + spec.name + "': a C-contiguous " +
+                           std::string(spec.type == ElementType::kFloat32 ? "float32" : "int64") + " array");
     if (shape != spec.shape)
       throw SessionError("input '" + spec.name + "' is " + shape_text(spec.shape) + ", given " + shape_text(shape));
     return a;
