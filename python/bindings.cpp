@@ -18,6 +18,7 @@
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_proto.h"
 #include "optimizer/optimize_model.h"
+#include "python/session_bindings.h"
 #include "rules_db/rule_json.h"
 #include "rules_db/rules_db.h"
 #include "runtime/interpreter.h"
@@ -246,4 +247,5 @@ PYBIND11_MODULE(_tgr, m) {
       .def("rules_json", &RulesDbView::rules_json, py::arg("status"))
       .def("rule_json", &RulesDbView::rule_json, py::arg("id"))
       .def("lookup_json", &RulesDbView::lookup_json, py::arg("text"));
+  register_session(m);  // GpuSession, DeviceArray (session_bindings.cpp)
 }

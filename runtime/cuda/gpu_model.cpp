@@ -183,6 +183,26 @@ std::vector<ConstantValue> GpuModel::outputs() const {
   return out;
 }
 
+void* GpuModel::input_data(size_t i) const {
+  const Graph& g = impl_->graph;
+  if (i >= g.inputs().size())
+    throw GpuError("input " + std::to_string(i) + ": the graph has " + std::to_string(g.inputs().size()) + " inputs");
+  return impl_->arena.data() + impl_->plan.slot({g.inputs()[i], 0}).offset;
+}
+
+const void* GpuModel::output_data(size_t k) const {
+  const Graph& g = impl_->graph;
+  if (k >= g.outputs().size())
+    throw GpuError("output " + std::to_string(k) + ": the graph has " + std::to_string(g.outputs().size()) +
+                   " outputs");
+  const ValueSlot& s = impl_->plan.slot(g.outputs()[k]);
+  return (s.home == ValueSlot::Home::kConstant ? impl_->weights.data() : impl_->arena.data()) + s.offset;
+}
+
+void GpuModel::launch() { impl_->launch(); }
+
+void* GpuModel::stream() const { return impl_->gpu->stream; }
+
 std::vector<ConstantValue> GpuModel::run(std::span<const ConstantValue> inputs) {
   set_inputs(inputs);
   execute();

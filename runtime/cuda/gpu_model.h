@@ -74,6 +74,16 @@ class GpuModel {
   void execute();  // one run (a graph replay when captured), then waits
   std::vector<ConstantValue> outputs() const;
 
+  // The device bytes of input `i` (Graph::inputs() order) and of output `k`
+  // (Graph::outputs() order), row-major: fixed for the model's life, since its
+  // CUDA graph reads and writes these addresses. Callers that keep their
+  // tensors on the GPU copy into and out of them on stream() (tgr/session.h).
+  void* input_data(size_t i) const;
+  const void* output_data(size_t k) const;
+  // Enqueues one run (a graph replay when captured) on stream(), not waiting.
+  void launch();
+  void* stream() const;  // the model's cudaStream_t
+
   // Median time of one run over `iters` runs after `warmup`, by CUDA events.
   double replay_ms(int iters = 100, int warmup = 10);
   // Median time of each step over `iters` runs (steps enqueued behind a
