@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
 #include "optimizer/instance.h"
+#include "optimizer/measured_check.h"
 #include "optimizer/rule_set.h"
 #include "optimizer/target.h"
 
@@ -81,6 +83,11 @@ struct OptimizeOptions {
   // Keep the graphs before and after, with each node's cost, in the report
   // (OptimizeReport::before, after; what optimize --report-html draws).
   bool keep_graphs = false;
+  // Time a rewrite against the input in the target's runtime before writing
+  // it; the input is written when it does not measure faster
+  // (optimizer/measured_check.h). `timer`: null, the target's (make_timer).
+  MeasureOptions measure;
+  std::shared_ptr<ModelTimer> timer;
 };
 
 // A graph with the cost model's prediction for each of its nodes.
@@ -123,6 +130,9 @@ struct OptimizeReport {
   bool below_min_gain = false;
   double below_min_gain_cost_us = 0;
   double import_seconds = 0, search_seconds = 0, export_seconds = 0;
+  // With OptimizeOptions::measure enabled and a rewrite chosen: what was
+  // measured and whether the rewrite or the input was written.
+  std::optional<MeasuredDecision> measured;
 
   double cost_ratio() const { return cost_before_us > 0 ? cost_after_us / cost_before_us : 1.0; }
   // Why the search stopped: "time_limit", "budget" or "queue_empty" (every
