@@ -284,16 +284,16 @@ std::string MeasuredDecision::output_line() const {
   char text[256];
   if (outcome == Outcome::kNotFaster) {
     std::snprintf(text, sizeof text,
-                  "the rewrite (predicted x%.3f) did not measure at least %g%% faster (--measure-threshold); the "
-                  "model is written unchanged",
-                  predicted_ratio, 100 * min_speedup);
+                  "the rewrite (%d rule applications, predicted x%.3f) did not measure at least %g%% faster "
+                  "(--measure-threshold); the model is written unchanged",
+                  rewrites, predicted_ratio, 100 * min_speedup);
     return text;
   }
   if (outcome == Outcome::kGaveUp) {
     std::snprintf(text, sizeof text,
-                  "the rewrite (predicted x%.3f) was not measured faster; the model is written unchanged "
-                  "(--measure-time for more time, --no-measure to write it unmeasured)",
-                  predicted_ratio);
+                  "the rewrite (%d rule applications, predicted x%.3f) was not measured faster; the model is "
+                  "written unchanged (--measure-time for more time, --no-measure to write it unmeasured)",
+                  rewrites, predicted_ratio);
     return text;
   }
   return "";
@@ -308,7 +308,8 @@ nlohmann::ordered_json MeasuredDecision::to_json() const {
                               {"seconds", times.seconds},
                               {"stopped_at_limit", times.stopped_at_limit},
                               {"min_speedup", min_speedup},
-                              {"predicted_ratio", predicted_ratio}};
+                              {"predicted_ratio", predicted_ratio},
+                              {"rewrites", rewrites}};
   if (outcome == Outcome::kNotMeasured) j["why"] = times.not_measured;
   if (outcome == Outcome::kRewriteFaster || outcome == Outcome::kNotFaster) {
     j["original_ms"] = original_ms;

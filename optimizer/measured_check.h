@@ -80,7 +80,10 @@ struct MeasuredDecision {
   double original_ms = 0, rewritten_ms = 0;  // medians of the rounds' samples
   double ratio = 1, ratio_q1 = 1, ratio_q3 = 1;  // median and quartiles of the paired ratios
   double min_speedup = 0;
-  double predicted_ratio = 1;  // the cost model's, of the rewrite measured (set by the caller)
+  // Of the rewrite measured (set by the caller): the cost model's ratio,
+  // and how many rule applications it holds.
+  double predicted_ratio = 1;
+  int rewrites = 0;
 
   bool keeps_rewrite() const { return outcome == Outcome::kRewriteFaster || outcome == Outcome::kNotMeasured; }
   // The summary's "measured:" line after the label, and its "output:" line

@@ -328,6 +328,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     std::shared_ptr<ModelTimer> timer = o.timer ? o.timer : std::shared_ptr<ModelTimer>(make_timer(o.target.target));
     report.measured = measure_rewrite(o.model, result.best, export_options_of(model), timer.get(), o.measure);
     report.measured->predicted_ratio = result.initial_cost > 0 ? result.best_cost / result.initial_cost : 1.0;
+    for (const RuleUse& u : result.applied) report.measured->rewrites += u.count;
     if (!report.measured->keeps_rewrite()) {
       result.best = model.graph;
       result.best_cost = result.initial_cost;
