@@ -125,6 +125,7 @@ def broken_links(doc):
                 fenced = not fenced
             if fenced:
                 continue
+            line = re.sub(r"`[^`]*`", "", line)  # code spans show link syntax, they hold no links
             for target, anchor in re.findall(r"\]\(([^)#\s]*\.md|)(?:#([\w-]+))?\)", line):
                 if not target and not anchor:
                     continue
