@@ -1,8 +1,8 @@
 #include "optimizer/measured_check.h"
 
 #include <poll.h>
-#include <stdlib.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,10 +111,12 @@ class OnnxRuntimeTimer : public ModelTimer {
       times.not_measured = "the timing script '" + o.ort_script + "' is missing";
       return times;
     }
-    std::vector<std::string> argv = {"python3",        o.ort_script,          original,
-                                     rewritten,        "--threads",           std::to_string(o.threads),
-                                     "--rounds",       std::to_string(o.rounds), "--runs",
-                                     std::to_string(o.runs), "--time-limit", std::to_string(o.time_limit_s)};
+    std::vector<std::string> argv = {"python3",      o.ort_script,
+                                     original,       rewritten,
+                                     "--threads",    std::to_string(o.threads),
+                                     "--rounds",     std::to_string(o.rounds),
+                                     "--runs",       std::to_string(o.runs),
+                                     "--time-limit", std::to_string(o.time_limit_s)};
     for (const auto& [name, shape] : o.input_shapes) {
       argv.push_back("--input-shape");
       argv.push_back(name + "=" + dims_text(shape));
@@ -197,9 +199,12 @@ class GpuTimer : public ModelTimer {
 
 std::unique_ptr<ModelTimer> make_timer(Target target) {
   switch (target) {
-    case Target::kOnnxRuntimeCpu: return std::make_unique<OnnxRuntimeTimer>();
-    case Target::kTgrGpu: return std::make_unique<GpuTimer>();
-    case Target::kRoofline: return nullptr;
+    case Target::kOnnxRuntimeCpu:
+      return std::make_unique<OnnxRuntimeTimer>();
+    case Target::kTgrGpu:
+      return std::make_unique<GpuTimer>();
+    case Target::kRoofline:
+      return nullptr;
   }
   return nullptr;
 }
@@ -228,7 +233,7 @@ MeasuredDecision decide(PairedTimes times, const MeasureOptions& options) {
   d.original_ms = median(t.original_us) / 1000;
   d.rewritten_ms = median(t.rewritten_us) / 1000;
   d.outcome = d.ratio <= 1 - options.min_speedup ? MeasuredDecision::Outcome::kRewriteFaster
-                                                  : MeasuredDecision::Outcome::kNotFaster;
+                                                 : MeasuredDecision::Outcome::kNotFaster;
   return d;
 }
 

@@ -39,10 +39,10 @@ struct MeasureOptions {
   // rewritten / original is at most 1 - min_speedup (--measure-threshold):
   // a rewrite that measures within the noise of the input is not written.
   double min_speedup = 0.01;
-  int threads = 1;                  // ONNX Runtime's intra-op threads (the shipped table's)
-  std::string ort_script;           // tools/measure_ort.py (installed: PREFIX/share/tgr/measure_ort.py)
-  std::string bench_program;        // tgr-gpu: the `bench` executable; empty or missing: not measured
-  std::string gpu_costs_db;         // tgr-gpu: bench --db (the kernel choices calibrate stored)
+  int threads = 1;                            // ONNX Runtime's intra-op threads (the shipped table's)
+  std::string ort_script;                     // tools/measure_ort.py (installed: PREFIX/share/tgr/measure_ort.py)
+  std::string bench_program;                  // tgr-gpu: the `bench` executable; empty or missing: not measured
+  std::string gpu_costs_db;                   // tgr-gpu: bench --db (the kernel choices calibrate stored)
   std::map<std::string, Shape> input_shapes;  // graph inputs' shapes (optimize --input-shape)
 };
 
@@ -70,14 +70,14 @@ std::unique_ptr<ModelTimer> make_timer(Target target);
 // What optimize writes after measuring.
 struct MeasuredDecision {
   enum class Outcome {
-    kRewriteFaster,   // measured faster by the threshold: the rewrite is written
-    kNotFaster,       // measured, not faster by the threshold: the input is written
-    kGaveUp,          // fewer than min_rounds within the time limit: the input is written
-    kNotMeasured,     // no runtime to measure with: the rewrite is written, as predicted
+    kRewriteFaster,  // measured faster by the threshold: the rewrite is written
+    kNotFaster,      // measured, not faster by the threshold: the input is written
+    kGaveUp,         // fewer than min_rounds within the time limit: the input is written
+    kNotMeasured,    // no runtime to measure with: the rewrite is written, as predicted
   };
   Outcome outcome = Outcome::kNotMeasured;
   PairedTimes times;
-  double original_ms = 0, rewritten_ms = 0;  // medians of the rounds' samples
+  double original_ms = 0, rewritten_ms = 0;      // medians of the rounds' samples
   double ratio = 1, ratio_q1 = 1, ratio_q3 = 1;  // median and quartiles of the paired ratios
   double min_speedup = 0;
   // Of the rewrite measured (set by the caller): the cost model's ratio,
