@@ -324,6 +324,9 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     result.applied.clear();
     result.rewrites.clear();
   }
+  // Never slower by measurement (measured_check.h): the rewrite is timed
+  // against the input in the target's runtime, and dropped as a rewrite
+  // below --min-gain is when it does not measure faster.
   if (o.measure.enabled && !result.applied.empty()) {
     std::shared_ptr<ModelTimer> timer = o.timer ? o.timer : std::shared_ptr<ModelTimer>(make_timer(o.target.target));
     report.measured = measure_rewrite(o.model, result.best, export_options_of(model), timer.get(), o.measure);
