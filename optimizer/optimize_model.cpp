@@ -50,6 +50,18 @@ bool same_file(const std::string& a, const std::string& b) {
   return a == b || std::filesystem::equivalent(a, b, error);
 }
 
+// How the optimized graph of `model` is exported (its opset, functions and
+// initializers the caller may override, as the input had them).
+onnx_io::ExportOptions export_options_of(const onnx_io::ImportedModel& model) {
+  onnx_io::ExportOptions options;
+  options.opset = std::clamp<int64_t>(model.opset, onnx_io::kMinExportOpset, 18);
+  options.producer_name = "tgr optimize";
+  options.functions = model.functions;
+  options.domain_opsets = model.domain_opsets;
+  options.overridable_initializers = model.overridable_initializers;
+  return options;
+}
+
 CostedGraph costed(const Graph& graph, CostModel& cost) { return CostedGraph{graph, cost.node_costs_us(graph)}; }
 
 // The summary's line for a backtracking search ("search:", or "then:" and
@@ -149,6 +161,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       {"cost_ratio", six_digits(cost_ratio())},
       {"min_gain", six_digits(options.min_gain)},
       {"below_min_gain", below_min_gain},
+      {"measured", measured ? measured->to_json() : nlohmann::ordered_json(nullptr)},
       {"rules_applied", std::move(applied)},
       {"rewrites", std::move(rewrites_json)},
       {"search", !other_search       ? std::move(backtracking)
@@ -243,7 +256,10 @@ void OptimizeReport::print_summary(std::FILE* out) const {
     std::fprintf(out, "; %lld partial-rule instances corrected and region-checked",
                  static_cast<long long>(proofs.corrected));
   std::fprintf(out, "\n");
-  if (below_min_gain)
+  if (measured) std::fprintf(out, "  measured:       %s\n", measured->summary().c_str());
+  if (measured && !measured->keeps_rewrite())
+    std::fprintf(out, "  output:         %s\n", measured->output_line().c_str());
+  else if (below_min_gain)
     std::fprintf(out,
                  "  output:         the best graph found, predicted x%.3f, gains less than --min-gain %g; the model is "
                  "written unchanged\n",
@@ -349,6 +365,21 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     result.applied.clear();
     result.rewrites.clear();
   }
+  // Never slower by measurement (measured_check.h): the rewrite is timed
+  // against the input in the target's runtime, and dropped as a rewrite
+  // below --min-gain is when it does not measure faster.
+  if (o.measure.enabled && !result.applied.empty()) {
+    std::shared_ptr<ModelTimer> timer = o.timer ? o.timer : std::shared_ptr<ModelTimer>(make_timer(o.target.target));
+    report.measured = measure_rewrite(o.model, result.best, export_options_of(model), timer.get(), o.measure);
+    report.measured->predicted_ratio = result.initial_cost > 0 ? result.best_cost / result.initial_cost : 1.0;
+    for (const RuleUse& u : result.applied) report.measured->rewrites += u.count;
+    if (!report.measured->keeps_rewrite()) {
+      result.best = model.graph;
+      result.best_cost = result.initial_cost;
+      result.applied.clear();
+      result.rewrites.clear();
+    }
+  }
   // The rules are not needed past the search: released before the export,
   // so that the peak is the larger of the two, not their sum (a --max-ops 4
   // database's rules take 3 GB; with BERT-base's export on top, when it still
@@ -373,12 +404,7 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
     report.before = costed(before, *cost);
     report.after = costed(after, *cost);
   }
-  onnx_io::ExportOptions export_options;
-  export_options.opset = std::clamp<int64_t>(model.opset, onnx_io::kMinExportOpset, 18);
-  export_options.producer_name = "tgr optimize";
-  export_options.functions = model.functions;
-  export_options.domain_opsets = model.domain_opsets;
-  export_options.overridable_initializers = model.overridable_initializers;
+  const onnx_io::ExportOptions export_options = export_options_of(model);
   if (result.applied.empty() && o.output != o.model && !o.convert) {
     // Nothing to gain: the model is written as it came, so that an
     // optimized model is never a re-export that merely orders the same

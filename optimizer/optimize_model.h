@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "optimizer/cost_model.h"
 #include "optimizer/fold_constants.h"
 #include "optimizer/instance.h"
+#include "optimizer/measured_check.h"
 #include "optimizer/rule_set.h"
 #include "optimizer/target.h"
 
@@ -86,6 +88,13 @@ struct OptimizeOptions {
   // (optimize --convert-to, optimizer/convert_precision.h). Unset: the model
   // keeps the types it came in.
   std::optional<PrecisionConversion> convert;
+  // Time a rewrite against the input in the target's runtime before writing
+  // it; the input is written when it does not measure faster
+  // (optimizer/measured_check.h). `timer`: null, the target's (make_timer).
+  // Not with `convert` (the input is the float32 model, not a baseline of
+  // the converted one).
+  MeasureOptions measure;
+  std::shared_ptr<ModelTimer> timer;
 };
 
 // A graph with the cost model's prediction for each of its nodes.
@@ -133,6 +142,9 @@ struct OptimizeReport {
   bool below_min_gain = false;
   double below_min_gain_cost_us = 0;
   double import_seconds = 0, search_seconds = 0, export_seconds = 0;
+  // With OptimizeOptions::measure enabled and a rewrite chosen: what was
+  // measured and whether the rewrite or the input was written.
+  std::optional<MeasuredDecision> measured;
 
   double cost_ratio() const { return cost_before_us > 0 ? cost_after_us / cost_before_us : 1.0; }
   // Why the search stopped: "time_limit", "budget" or "queue_empty" (every

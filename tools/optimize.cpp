@@ -155,6 +155,22 @@ int main(int argc, char** argv) {
   app.add_option("--min-gain", o.min_gain,
                  "write the model unchanged unless the predicted cost drops by at least this fraction (default 0.02)")
       ->check(tgr::cli::within(0.0, 1.0));
+  bool no_measure = false;
+  app.add_flag("--no-measure", no_measure,
+               "write the rewrite the search chose without first timing it against the model in the target's runtime "
+               "(onnxruntime-cpu: ONNX Runtime through python3; tgr-gpu: bench, where a GPU is)");
+  auto* measure_time =
+      app.add_option("--measure-time", o.measure.time_limit_s,
+                     "seconds the timing of a rewrite against the model may take, loads included; it stops there and "
+                     "says so")
+          ->capture_default_str()
+          ->check(tgr::cli::seconds());
+  auto* measure_threshold =
+      app.add_option("--measure-threshold", o.measure.min_speedup,
+                     "write a rewrite only when it measures at least this fraction faster than the model (the median "
+                     "of the paired ratios of interleaved rounds); otherwise the model is written unchanged")
+          ->capture_default_str()
+          ->check(tgr::cli::within(0.0, 0.5));
   app.add_option("--specs", o.specs_dir, "the axioms the instance proofs use");
   app.add_option("--proof-timeout-ms", o.proof_timeout_ms, "per instance proof");
   app.add_flag(
@@ -189,6 +205,9 @@ int main(int argc, char** argv) {
   o.target.target = tgr::optimizer::parse_target(target);
   if (!convert_to.empty())
     o.convert = tgr::optimizer::PrecisionConversion{.to = tgr::parse_dtype(convert_to), .convert_io = convert_io};
+  o.measure.enabled = !no_measure && o.target.target != tgr::optimizer::Target::kRoofline && !o.convert;
+  o.measure.ort_script = tgr::cli::measure_ort_script();
+  o.measure.bench_program = tgr::cli::sibling_program("bench");
   tgr::saturation::use_search(o, search, saturation);
   if (o.target.costs_db.empty())
     o.target.costs_db = o.target.target == tgr::optimizer::Target::kTgrGpu ? o.rules_db : TGR_DEFAULT_RULES;
@@ -202,7 +221,14 @@ int main(int argc, char** argv) {
       throw tgr::cli::UsageError("--target roofline reads no measured costs (--costs)");
     if (!o.calibration_dir.empty() && o.target.target != Target::kOnnxRuntimeCpu)
       throw tgr::cli::UsageError("--calibration-dir measures for --target onnxruntime-cpu only");
+    if ((measure_time->count() || measure_threshold->count()) && !o.measure.enabled)
+      throw tgr::cli::UsageError(no_measure ? "--measure-time and --measure-threshold time a rewrite; --no-measure "
+                                              "turns that off"
+                                            : "--target roofline runs on no runtime: nothing to measure "
+                                              "(--measure-time, --measure-threshold)");
     o.input_shapes = tgr::cli::parse_input_shapes(input_shapes);
+    o.measure.input_shapes = o.input_shapes;
+    o.measure.gpu_costs_db = o.target.costs_db;
     const std::vector<tgr::cli::FileRole> files = {{"the model", o.model},
                                                    {"-o", o.output, true},
                                                    {"--report", report_path, true},

@@ -416,7 +416,8 @@ def optimize_numbers_nan_inf_absurd(ctx):
     m = small_model(ctx)
     for option, value in (("--timeout", "inf"), ("--timeout", "1e18"), ("--timeout", "nan"), ("--alpha", "nan"),
                           ("--min-gain", "nan"), ("--ilp-timeout", "nan"), ("--ilp-timeout", "inf"),
-                          ("--node-growth", "nan")):
+                          ("--node-growth", "nan"), ("--measure-time", "nan"), ("--measure-time", "1e18"),
+                          ("--measure-threshold", "nan")):
         ctx.run("optimize", m, "-o", ctx.path("o.onnx"), option, value, code=2,
                 message=r"optimize: error: " + option + r": " + value + r" is (not|below)")
     if os.path.exists(ctx.path("o.onnx")):

@@ -27,8 +27,12 @@ cp -r specs "$dest/specs"
 mkdir -p "$dest/share/tgr"
 cp build/default_rules.db "$dest/share/tgr/default_rules.db"
 cp -r specs "$dest/share/tgr/specs"
+# optimize times a rewrite in ONNX Runtime before writing it with these
+# (optimizer/measured_check.h); bench_ort.py times optimize's output there.
+cp tools/measure_ort.py tools/ort_timing.py "$dest/share/tgr/"
 mkdir -p "$dest/tools/device" "$dest/tests/data"
 cp tools/device/*.sh tools/device/*.py "$dest/tools/device/"
+cp tools/bench_ort.py tools/ort_timing.py tools/measure_ort.py tools/shape_models.py "$dest/tools/"
 cp -r tests/data/models "$dest/tests/data/"
 # The ONNX cases gpu_tests runs (GpuOnnxCases: operators lowered at import).
 mkdir -p "$dest/tests/data/onnx_ops"
