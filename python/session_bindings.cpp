@@ -145,8 +145,9 @@ class ConsumedInputs {
 class GpuSession {
  public:
   GpuSession(const std::string& path, const std::map<std::string, std::vector<int64_t>>& input_shapes,
-             const std::string& costs_db, bool cuda_graph) {
+             const std::string& costs_db, bool cuda_graph, const std::string& precision) {
     SessionOptions options;
+    options.precision = precision;
     options.input_shapes = input_shapes;
     options.costs_db = costs_db;
     options.cuda_graph = cuda_graph;
@@ -251,8 +252,9 @@ void register_session(py::module_& m) {
           py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
           py::arg("dl_device") = py::none(), py::arg("copy") = py::none());
   py::class_<GpuSession>(m, "GpuSession")
-      .def(py::init<const std::string&, const std::map<std::string, std::vector<int64_t>>&, const std::string&, bool>(),
-           py::arg("path"), py::arg("input_shapes"), py::arg("costs_db"), py::arg("cuda_graph"))
+      .def(py::init<const std::string&, const std::map<std::string, std::vector<int64_t>>&, const std::string&, bool,
+                    const std::string&>(),
+           py::arg("path"), py::arg("input_shapes"), py::arg("costs_db"), py::arg("cuda_graph"), py::arg("precision"))
       .def("inputs", &GpuSession::inputs)
       .def("outputs", &GpuSession::outputs)
       .def_property_readonly("stream", &GpuSession::stream)

@@ -1,6 +1,7 @@
 #include "tgr/session.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "onnx/onnx_import.h"
@@ -13,6 +14,7 @@
 #include "runtime/cuda/gpu_error.h"
 #include "runtime/cuda/gpu_model.h"
 #include "runtime/kernel_choices.h"
+#include "runtime/precision.h"
 #endif
 
 namespace tgr {
@@ -106,8 +108,17 @@ std::vector<const Tensor*> in_model_order(const std::vector<TensorInfo>& infos,
   return ordered;
 }
 
-ElementType element_type(DType t) {
-  return t == DType::kFloat ? ElementType::kFloat32 : t == DType::kInt64 ? ElementType::kInt64 : ElementType::kBool;
+// The session's type for a model input or output of graph type `t`; nullopt
+// for float16 and bfloat16, which the session does not take at its boundary.
+std::optional<ElementType> element_type(DType t) {
+  switch (t) {
+    case DType::kFloat: return ElementType::kFloat32;
+    case DType::kInt64: return ElementType::kInt64;
+    case DType::kBool: return ElementType::kBool;
+    case DType::kFloat16:
+    case DType::kBFloat16: return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 void check(cudaError_t status, const char* what) {
@@ -182,14 +193,30 @@ Session::Session(const std::string& model_path, const SessionOptions& options) :
     m.fail(e.what());
   }
   const Graph& graph = imported.graph;
+  auto boundary_type = [&](const char* kind, const std::string& name, DType t) {
+    if (std::optional<ElementType> e = element_type(t)) return *e;
+    m.fail(std::string(kind) + " '" + name + "' is " + std::string(dtype_name(t)) +
+           ": the GPU session takes float32, int64 and bool inputs and outputs (keep the model's boundary float32: "
+           "optimize --convert-to without --convert-io, and SessionOptions::precision for half storage)");
+  };
   for (int32_t node : graph.inputs()) {
     const Node& n = graph.node(node);
-    m.inputs.push_back({n.name, element_type(n.output_dtypes[0]), n.output_shapes[0]});
+    m.inputs.push_back({n.name, boundary_type("input", n.name, n.output_dtypes[0]), n.output_shapes[0]});
   }
   for (size_t k = 0; k < graph.outputs().size(); ++k) {
     const ValueRef v = graph.outputs()[k];
-    m.outputs.push_back({graph.output_names().at(k), element_type(graph.dtype(v)), graph.shape(v)});
+    const std::string& name = graph.output_names().at(k);
+    m.outputs.push_back({name, boundary_type("output", name, graph.dtype(v)), graph.shape(v)});
   }
+  const std::optional<Precision> precision = parse_precision(options.precision);
+  if (!precision)
+    m.fail("precision '" + options.precision + "' is not one of " + std::string(kPrecisionNames));
+  // At bf16/fp16 the model's input and output slots hold the half type and
+  // GpuModel converts on the host (set_inputs, outputs); the session copies
+  // device bytes as they are, so it runs where float32 is stored.
+  if (storage_dtype(DType::kFloat, *precision) != DType::kFloat)
+    m.fail("precision '" + options.precision +
+           "': the GPU session runs at fp32 and tf32 (float32 storage); half storage runs in bench --precision");
   if (!options.costs_db.empty()) {
     const auto stored =
         rules_db::RulesDb::open_read_only(options.costs_db).kernel_choices(gpu_device_name(), gpu_library_versions());
@@ -198,6 +225,7 @@ Session::Session(const std::string& model_path, const SessionOptions& options) :
   }
   gpu::GpuOptions gpu_options;
   gpu_options.cuda_graph = options.cuda_graph;
+  gpu_options.precision = *precision;
   try {
     m.model = std::make_unique<gpu::GpuModel>(gpu::GpuModel::load(graph, gpu_options));
   } catch (const gpu::GpuError& e) {

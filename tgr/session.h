@@ -80,6 +80,11 @@ struct SessionOptions {
   // timed at load.
   std::string costs_db;
   bool cuda_graph = true;  // false: launch the steps one by one at each run
+  // How float32 products and convolutions run on the GPU, as `bench
+  // --precision` (docs/gpu.md): "fp32" (TF32 off) or "tf32" (TF32 tensor
+  // cores). "bf16" and "fp16" (half storage) raise SessionError for now, as
+  // any other name does.
+  std::string precision = "fp32";
 };
 
 class Session {

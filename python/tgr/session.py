@@ -46,15 +46,18 @@ class Session:
     input_shapes fixes symbolic dimensions ({name: dims}, as --input-shape);
     costs_db is a rules database whose kernel choices `calibrate` measured on
     this GPU (else each is timed at load); cuda_graph=False launches the steps
-    one by one instead of replaying one CUDA graph.
+    one by one instead of replaying one CUDA graph; precision "tf32" runs
+    float32 products and convolutions on TF32 tensor cores ("fp32", the
+    default, keeps TF32 off; "bf16" and "fp16" are refused for now).
     """
 
     def __init__(self, model: Union[str, "os.PathLike[str]"], *,
                  input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                 costs_db: Optional[Union[str, "os.PathLike[str]"]] = None, cuda_graph: bool = True):
+                 costs_db: Optional[Union[str, "os.PathLike[str]"]] = None, cuda_graph: bool = True,
+                 precision: str = "fp32"):
         shapes = {str(k): [int(d) for d in v] for k, v in (input_shapes or {}).items()}
         self._session = _tgr.GpuSession(os.fspath(model), shapes, os.fspath(costs_db) if costs_db else "",
-                                        bool(cuda_graph))
+                                        bool(cuda_graph), str(precision))
         self.inputs: List[TensorSpec] = [TensorSpec(n, t, tuple(s)) for n, t, s in self._session.inputs()]
         self.outputs: List[TensorSpec] = [TensorSpec(n, t, tuple(s)) for n, t, s in self._session.outputs()]
 

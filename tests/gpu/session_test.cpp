@@ -64,6 +64,28 @@ TEST(Session, HostRunsMatchTheReference) {
   EXPECT_GT(session.replay_ms(5, 1), 0);
 }
 
+// SessionOptions::precision: tf32 runs and matches within TF32's tolerance;
+// half storage and unknown names are refused before anything runs.
+TEST(Session, PrecisionTf32RunsAndHalfStorageIsRefused) {
+  SKIP_WITHOUT_GPU();
+  const SqueezeNet m;
+  SessionOptions tf32;
+  tf32.precision = "tf32";
+  Session session(m.path, tf32);
+  const auto out = session.run({{"input.1", m.host_input()}});
+  EXPECT_LT(relative_l2(out.begin()->second.floats, m.expected.real.data), 1e-2);
+  for (const char* name : {"bf16", "fp16", "f32"}) {
+    SessionOptions o;
+    o.precision = name;
+    try {
+      Session refused(m.path, o);
+      FAIL() << "precision " << name << " accepted";
+    } catch (const SessionError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("precision '") + name + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Session, DeviceRunsEqualHostRuns) {
   SKIP_WITHOUT_GPU();
   const SqueezeNet m;

@@ -124,6 +124,16 @@ def test_bad_inputs_name_the_input():
 
 
 @gpu
+def test_precision_tf32_runs_and_half_storage_is_refused():
+    session = tgr.Session(MODELS / "squeezenet1_1.onnx", precision="tf32")
+    inputs, expected = bundled_data("squeezenet1_1")
+    (value,) = session.run({spec.name: x for spec, x in zip(session.inputs, inputs)}).values()
+    assert relative_l2(value, expected[0]) < 1e-2
+    with pytest.raises(tgr.Error, match="precision 'bf16': the GPU session runs at fp32 and tf32"):
+        tgr.Session(MODELS / "squeezenet1_1.onnx", precision="bf16")
+
+
+@gpu
 def test_missing_model_is_named():
     with pytest.raises(tgr.Error, match="no_such_model.onnx"):
         tgr.Session("no_such_model.onnx")
