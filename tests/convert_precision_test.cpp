@@ -77,8 +77,8 @@ INSTANTIATE_TEST_SUITE_P(Models, OptimizeConvertTo,
                                          Case{"gpt2_tiny", DType::kBFloat16, 2e-2},
                                          Case{"t5_encoder_tiny", DType::kFloat16, 5e-3},
                                          Case{"t5_encoder_tiny", DType::kBFloat16, 2e-2}),
-                         [](const testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.model) + "_" + std::string(dtype_name(info.param.to));
+                         [](const testing::TestParamInfo<Case>& c) {
+                           return std::string(c.param.model) + "_" + std::string(dtype_name(c.param.to));
                          });
 
 // Softmax reads float32 (a cast of the half product before it) and its
@@ -97,7 +97,9 @@ TEST(OptimizeConvertTo, SensitiveOperatorsComputeInFloat32AndTheBoundaryIsAChoic
   EXPECT_EQ(stats.casts, 4);  // x in, into and out of the softmax, the output back to float32
   for (int32_t i : c.topological_order()) {
     const Node& n = c.node(i);
-    if (n.is_op() && n.op->traits.needs_float32) EXPECT_EQ(c.dtype(n.inputs[0]), DType::kFloat);
+    if (n.is_op() && n.op->traits.needs_float32) {
+      EXPECT_EQ(c.dtype(n.inputs[0]), DType::kFloat);
+    }
   }
   EXPECT_EQ(c.dtype(c.outputs()[0]), DType::kFloat);
   const Graph io = convert_precision(g, PrecisionConversion{.to = DType::kBFloat16, .convert_io = true});
