@@ -277,7 +277,8 @@ std::vector<ComposedRule> compose_pair(const ComposableRule& ra, const Composabl
       const size_t before = out.size();
       compose_at(a, b, paths, where, {}, max_ops, seed, out);
       const auto name = [](const ComposableRule& r, bool rev) {
-        std::string n = "a composite";
+        std::string n = "(";
+        n.append(r.how).append(")");
         if (r.id) {
           n = "#";
           n.append(std::to_string(r.id));
@@ -302,7 +303,7 @@ CompositionReport generate_compositions(const CompositionOptions& options, const
   for (const rules_db::RuleRecord& r : db.list_rules()) {
     known.insert(r.canonical);
     if (r.status == "proved" && r.kind == "full" && is_merge_rule(r.rule_text()))
-      proved.push_back({r.id, r.rule_text(), r.variables});
+      proved.push_back({r.id, r.rule_text(), r.variables, ""});
   }
   report.proved_rules = static_cast<int64_t>(proved.size());
   std::vector<ComposableRule> fresh = proved;  // what this round composes with the proved rules
@@ -321,7 +322,7 @@ CompositionReport generate_compositions(const CompositionOptions& options, const
         r.note = "composition: " + c.how;
         r.generator_run = report.run;
         report.inserted += db.insert_rules({r});
-        next.push_back({0, c.text, c.shapes});
+        next.push_back({0, c.text, c.shapes, c.how});
       }
     };
     for (const ComposableRule& a : fresh) {

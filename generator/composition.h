@@ -31,6 +31,7 @@ namespace tgr::gen {
 struct ComposableRule {
   int64_t id = 0;  // 0: a composite of this run, not stored yet
   std::string text, shapes;
+  std::string how;  // a composite's: the rules it composes (ComposedRule::how)
 };
 
 // A rule of several outputs one of whose sides computes them as pieces of
@@ -44,7 +45,7 @@ bool is_merge_rule(const std::string& text);
 struct ComposedRule {
   std::string text;    // "SRC => DST"
   std::string shapes;  // its variables'
-  std::string how;     // "#A (right to left) then #B", for the note
+  std::string how;     // "#A (right to left) then #B"; a composite of this run as "(#C then #D)"
 };
 
 // The composites of A then B (A's target rewritten inside B's source), both
