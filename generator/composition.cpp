@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <functional>
 #include <iterator>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -261,8 +261,7 @@ bool is_merge_rule(const std::string& text) {
   return shares_a_call(r.source) || shares_a_call(r.target);
 }
 
-std::vector<ComposedRule> compose_pair(const ComposableRule& ra, const ComposableRule& rb, int max_ops,
-                                       uint64_t seed) {
+std::vector<ComposedRule> compose_pair(const ComposableRule& ra, const ComposableRule& rb, int max_ops, uint64_t seed) {
   std::vector<ComposedRule> out;
   for (bool a_rev : {false, true})
     for (bool b_rev : {false, true}) {
@@ -315,10 +314,9 @@ CompositionReport generate_compositions(const CompositionOptions& options, const
         rules_db::RuleRecord r = rules_db::rule_record_from_text(c.text, c.shapes);
         if (r.source == r.target || !known.insert(r.canonical).second) continue;
         ++report.composites;
-        r.constraints = nlohmann::json{{"generalizes", false},
-                                       {"reason", "composed at its rules' shapes"},
-                                       {"composition", c.how}}
-                            .dump();
+        r.constraints =
+            nlohmann::json{{"generalizes", false}, {"reason", "composed at its rules' shapes"}, {"composition", c.how}}
+                .dump();
         r.note = "composition: " + c.how;
         r.generator_run = report.run;
         report.inserted += db.insert_rules({r});

@@ -56,8 +56,8 @@ std::vector<ComposedRule> compose_pair(const ComposableRule& a, const Composable
 
 struct CompositionOptions {
   std::string db;
-  int rounds = 2;    // composites composed again with the proved rules
-  int max_ops = 8;   // operators a side of a composite, at most
+  int rounds = 2;   // composites composed again with the proved rules
+  int max_ops = 8;  // operators a side of a composite, at most
   uint64_t seed = 1;
   bool progress = true;
 };

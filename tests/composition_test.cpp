@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <functional>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -117,7 +117,8 @@ TEST(Composition, SplitsOfOtherSizesDoNotCompose) {
   for (const char* from : {"sizes=2x3", "c0=1x2x1x1,d0=1x3x1x1"}) {
     const std::string to = std::string(from) == "sizes=2x3" ? "sizes=3x2" : "c0=1x3x1x1,d0=1x2x1x1";
     for (size_t at; (at = other.text.find(from)) != std::string::npos;) other.text.replace(at, std::strlen(from), to);
-    for (size_t at; (at = other.shapes.find(from)) != std::string::npos;) other.shapes.replace(at, std::strlen(from), to);
+    for (size_t at; (at = other.shapes.find(from)) != std::string::npos;)
+      other.shapes.replace(at, std::strlen(from), to);
   }
   EXPECT_TRUE(gen::compose_pair(kConvMerge, other, 8, 1).empty());
   // Nor beyond the operator bound (the composite has 4 and 5 a side).
