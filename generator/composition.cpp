@@ -290,6 +290,69 @@ std::vector<ComposedRule> compose_pair(const ComposableRule& ra, const Composabl
   return out;
 }
 
+std::set<std::string> split_activations(const std::vector<ComposableRule>& merges) {
+  std::set<std::string> out;
+  for (const ComposableRule& m : merges) {
+    const RuleExpr r = parse_rule_expr(m.text);
+    for (const std::vector<Expr>* side : {&r.source, &r.target}) {
+      const Expr& first = side->front();
+      const auto is_activation_of_a_piece = [&](const Expr& e) {
+        return e.kind == Expr::Kind::kCall && e.name == first.name && e.params.empty() && e.args.size() == 1 &&
+               e.output < 0 && e.args[0].kind == Expr::Kind::kCall && e.args[0].output >= 0;
+      };
+      if (side->size() >= 2 && std::all_of(side->begin(), side->end(), is_activation_of_a_piece))
+        out.insert(first.name);
+    }
+  }
+  return out;
+}
+
+std::vector<ComposedRule> with_activation_on_one_output(const ComposableRule& rule,
+                                                        const std::set<std::string>& activations, int max_ops,
+                                                        uint64_t seed) {
+  std::vector<ComposedRule> out;
+  const RuleExpr r = parse_rule_expr(rule.text);
+  const ShapeMap shapes = parse_shape_map(rule.shapes);
+  for (const std::string& act : activations)
+    for (size_t j = 0; j < r.source.size() && r.source.size() >= 2; ++j) {
+      RuleExpr c = r;
+      for (std::vector<Expr>* side : {&c.source, &c.target}) {
+        Expr call;
+        call.kind = Expr::Kind::kCall;
+        call.name = act;
+        call.args.push_back(std::move((*side)[j]));
+        (*side)[j] = std::move(call);
+      }
+      if (count_calls(c.source) > max_ops || count_calls(c.target) > max_ops) continue;
+      const std::string text = to_text(c.source) + " => " + to_text(c.target);
+      try {
+        if (!rule_sides_agree(build_rule(text, shapes), seed)) continue;
+      } catch (const std::exception&) {
+        continue;  // the activation does not apply to this output
+      }
+      std::string how = "(";
+      how.append(rule.how.empty() ? "#" + std::to_string(rule.id) : rule.how)
+          .append(") with ")
+          .append(act)
+          .append(" on output ")
+          .append(std::to_string(j));
+      out.push_back({text, rule.shapes, how});
+    }
+  return out;
+}
+
+namespace {
+
+// Whether `r` was stored by an earlier `generate --compose` (its constraints
+// name the chain). Composites are not composed again by a later run: how
+// deep composition goes is `--rounds`' to say, and a second run adds nothing.
+bool is_composite(const rules_db::RuleRecord& r) {
+  const nlohmann::json c = nlohmann::json::parse(r.constraints, nullptr, false);
+  return c.is_object() && c.contains("composition");
+}
+
+}  // namespace
+
 CompositionReport generate_compositions(const CompositionOptions& options, const std::atomic<bool>& stop) {
   const auto start = std::chrono::steady_clock::now();
   rules_db::RulesDb db = rules_db::RulesDb::open(options.db, true);
@@ -301,26 +364,37 @@ CompositionReport generate_compositions(const CompositionOptions& options, const
   std::set<std::string> known;
   for (const rules_db::RuleRecord& r : db.list_rules()) {
     known.insert(r.canonical);
-    if (r.status == "proved" && r.kind == "full" && is_merge_rule(r.rule_text()))
+    if (r.status == "proved" && r.kind == "full" && !is_composite(r) && is_merge_rule(r.rule_text()))
       proved.push_back({r.id, r.rule_text(), r.variables, ""});
   }
   report.proved_rules = static_cast<int64_t>(proved.size());
+  const std::set<std::string> activations = split_activations(proved);
   std::vector<ComposableRule> fresh = proved;  // what this round composes with the proved rules
   for (int round = 0; round < options.rounds && !fresh.empty() && !stop; ++round) {
     std::vector<ComposableRule> next;
+    const uint64_t seed = options.seed ^ static_cast<uint64_t>(round);
+    const auto store = [&](const ComposedRule& c) {
+      rules_db::RuleRecord r = rules_db::rule_record_from_text(c.text, c.shapes);
+      if (r.source == r.target || !known.insert(r.canonical).second) return false;
+      ++report.composites;
+      r.constraints =
+          nlohmann::json{{"generalizes", false}, {"reason", "composed at its rules' shapes"}, {"composition", c.how}}
+              .dump();
+      r.note = "composition: " + c.how;
+      r.generator_run = report.run;
+      report.inserted += db.insert_rules({r});
+      return true;
+    };
     const auto compose = [&](const ComposableRule& a, const ComposableRule& b) {
       ++report.pairs;
-      for (ComposedRule& c : compose_pair(a, b, options.max_ops, options.seed ^ static_cast<uint64_t>(round))) {
-        rules_db::RuleRecord r = rules_db::rule_record_from_text(c.text, c.shapes);
-        if (r.source == r.target || !known.insert(r.canonical).second) continue;
-        ++report.composites;
-        r.constraints =
-            nlohmann::json{{"generalizes", false}, {"reason", "composed at its rules' shapes"}, {"composition", c.how}}
-                .dump();
-        r.note = "composition: " + c.how;
-        r.generator_run = report.run;
-        report.inserted += db.insert_rules({r});
+      for (ComposedRule& c : compose_pair(a, b, options.max_ops, seed)) {
+        if (!store(c)) continue;
         next.push_back({0, c.text, c.shapes, c.how});
+        // The composite with an activation of the merge rules over one of
+        // its outputs, both sides (a branch that ends in relu beside one
+        // that does not: ResNet's first convolution and its downsampling).
+        for (const ComposedRule& one : with_activation_on_one_output(next.back(), activations, options.max_ops, seed))
+          store(one);
       }
     };
     for (const ComposableRule& a : fresh) {

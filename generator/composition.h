@@ -15,13 +15,16 @@
 // them, has at most `max_ops` operators a side, is not a rule of the
 // database already, and both sides agree on random inputs (prime field and
 // float64). Composites are composed again with the proved rules for
-// `rounds` rounds. Each is stored as a candidate (kind 'full') with the two
-// rules it composes in its constraints JSON and note, for `verify --db` to
-// prove by Z3 from the axioms like any other.
+// `rounds` rounds; each composite is also stored with an activation of the
+// merge rules over one of its outputs (with_activation_on_one_output). Each
+// is stored as a candidate (kind 'full') with the two rules it composes in
+// its constraints JSON and note, for `verify --db` to prove by Z3 from the
+// axioms like any other.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +57,19 @@ struct ComposedRule {
 // a rule text that does not parse.
 std::vector<ComposedRule> compose_pair(const ComposableRule& a, const ComposableRule& b, int max_ops, uint64_t seed);
 
+// The activations of merge rules: operators of one argument and no
+// parameters over every output of one side, each output a piece of a split
+// (the merge space's `(relu(split(z).0), relu(split(z).1)) => ...`).
+std::set<std::string> split_activations(const std::vector<ComposableRule>& merges);
+
+// `rule` (a merge rule of several outputs) with one of `activations` over
+// output j on both sides, for each j where that type-checks and the sides
+// agree on random inputs (congruence: a branch that ends in the activation
+// beside one that does not). At most `max_ops` operators a side.
+std::vector<ComposedRule> with_activation_on_one_output(const ComposableRule& rule,
+                                                        const std::set<std::string>& activations, int max_ops,
+                                                        uint64_t seed);
+
 struct CompositionOptions {
   std::string db;
   int rounds = 2;   // composites composed again with the proved rules
@@ -64,7 +80,7 @@ struct CompositionOptions {
 
 struct CompositionReport {
   int64_t run = 0;
-  int64_t proved_rules = 0;  // proved rules of several outputs read from the database
+  int64_t proved_rules = 0;  // proved merge rules read from the database (is_merge_rule)
   int64_t pairs = 0;         // ordered pairs tried
   int64_t composites = 0;    // distinct composites that passed the checks
   int64_t inserted = 0;      // ... new in the database
@@ -72,8 +88,9 @@ struct CompositionReport {
   bool interrupted = false;
 };
 
-// Reads the proved multi-output rules of `options.db`, composes them, stores
-// the new composites as candidates under a 'generate' run. Throws
+// Reads the proved merge rules of `options.db` (not the composites of an
+// earlier run: a second run adds nothing), composes them, stores the new
+// composites as candidates under a 'generate' run. Throws
 // rules_db::DbError for a database that cannot be opened.
 CompositionReport generate_compositions(const CompositionOptions& options, const std::atomic<bool>& stop);
 

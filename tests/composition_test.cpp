@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,43 @@ TEST(Composition, ASecondRoundAddsTheRelu) {
   EXPECT_TRUE(found);
   // The relu rule alone does not reach the biased merge from the plain one.
   EXPECT_FALSE(has_composite(gen::compose_pair(kConvMerge, kReluSplit, 8, 1), kReluConvBiasMerge));
+}
+
+// The hand-written rule for a relu on the first branch only (ResNet's first
+// convolution beside its downsampling path).
+const char* kReluOnFirstBranch =
+    "(relu(add(conv2d(i0, k0), b0)), add(conv2d(i0, k1), b1)) => (relu(split[axis=1, sizes=2x3](add(conv2d(i0, "
+    "concat[axis=0](k0, k1)), concat[axis=1](b0, b1))).0), split[axis=1, sizes=2x3](add(conv2d(i0, concat[axis=0](k0, "
+    "k1)), concat[axis=1](b0, b1))).1)";
+
+TEST(Composition, SplitActivationsAreTheActivationsOfSplitMerges) {
+  EXPECT_EQ(gen::split_activations({kConvMerge, kChannelBiasSplit, kReluSplit}), std::set<std::string>{"relu"});
+  // The bias and convolution merges carry no activation.
+  EXPECT_TRUE(gen::split_activations({kConvMerge, kChannelBiasSplit}).empty());
+}
+
+TEST(Composition, AnActivationOnOneOutputIsTheReluOnOneBranchRule) {
+  std::vector<gen::ComposedRule> biased;
+  for (const gen::ComposedRule& c : gen::compose_pair(kConvMerge, kChannelBiasSplit, 8, 1))
+    if (has_composite({c}, kConvBiasMerge)) biased.push_back(c);
+  ASSERT_FALSE(biased.empty());
+  const gen::ComposableRule merge{0, biased[0].text, biased[0].shapes, biased[0].how};
+  const std::vector<gen::ComposedRule> one = gen::with_activation_on_one_output(merge, {"relu"}, 8, 1);
+  ASSERT_EQ(one.size(), 2u);  // relu on output 0, relu on output 1
+  EXPECT_TRUE(has_composite(one, kReluOnFirstBranch));
+  for (const gen::ComposedRule& c : one) {
+    EXPECT_NE(c.how.find("with relu on output"), std::string::npos) << c.how;
+    verifier::ProofOptions o;
+    o.timeout_ms = 20000;
+    const verifier::ProofResult r = prover().prove(build_rule(c.text, parse_shape_map(c.shapes)), o);
+    EXPECT_EQ(r.status, verifier::ProofStatus::kProved) << c.text << " | " << c.shapes << ": " << r.reason;
+  }
+  // Beyond the operator bound (5 a side with the relu), no activation, or a
+  // rule of one output: nothing.
+  EXPECT_TRUE(gen::with_activation_on_one_output(merge, {"relu"}, 4, 1).empty());
+  EXPECT_TRUE(gen::with_activation_on_one_output(merge, {}, 8, 1).empty());
+  const gen::ComposableRule single{0, "relu(relu(x0)) => relu(x0)", "x0=2x3", ""};
+  EXPECT_TRUE(gen::with_activation_on_one_output(single, {"relu"}, 8, 1).empty());
 }
 
 TEST(Composition, SplitsOfOtherSizesDoNotCompose) {

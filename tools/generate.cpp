@@ -71,7 +71,7 @@ int run_compositions(const tgr::gen::GenerateOptions& o, int rounds, int max_ops
     c.max_ops = max_ops;
     const tgr::gen::CompositionReport r = tgr::gen::generate_compositions(c, g_stop);
     std::printf("generate --compose: run %lld, %d rounds, --compose-max-ops %d\n", (long long)r.run, rounds, max_ops);
-    std::printf("  proved multi-output rules  %lld\n", (long long)r.proved_rules);
+    std::printf("  proved merge rules         %lld\n", (long long)r.proved_rules);
     std::printf("  pairs composed             %lld\n", (long long)r.pairs);
     std::printf("  distinct composites        %lld\n", (long long)r.composites);
     std::printf("  stored                     %lld new rules\n", (long long)r.inserted);
