@@ -208,22 +208,6 @@ bool symmetric_outputs(const optimizer::DirectedRule& rule) {
   return rename_variables("(" + first + ", " + second + ")") == rename_variables("(" + second + ", " + first + ")");
 }
 
-// Whether a match of a rule of several outputs puts two operators of its
-// source on one class: the "branches" it would merge are one computation
-// (ResNet's convolution with its own relu under the merge of a branch with
-// relu beside one without, `(relu(add(conv2d(i0, k0), b0)), add(conv2d(i0,
-// k1), b1))`, its add and convolution both outputs' own). The merged
-// operator computes it twice, which never costs less than once, and every
-// such pair of a convolution's e-node variants flooded the schedule.
-bool merges_with_itself(const PatternMatch& m) {
-  if (m.outputs.size() < 2) return false;
-  std::vector<ClassId> operators;
-  for (ClassId c : m.classes)
-    if (c != kNoClass) operators.push_back(c);
-  std::sort(operators.begin(), operators.end());
-  return std::adjacent_find(operators.begin(), operators.end()) != operators.end();
-}
-
 struct RuleSchedule {
   int times_banned = 0;
   int banned_until = 0;  // iteration
@@ -378,8 +362,7 @@ RunnerStats Runner::run() {
     // 1. Search.
     auto t = Clock::now();
     std::vector<std::vector<PatternMatch>> found(rules_.size());
-    std::vector<int64_t> repeated(rules_.size(), 0), weight_only(rules_.size(), 0), mirrored(rules_.size(), 0),
-        self_merged(rules_.size(), 0);
+    std::vector<int64_t> repeated(rules_.size(), 0), weight_only(rules_.size(), 0), mirrored(rules_.size(), 0);
     std::vector<size_t> limits(rules_.size(), 0);
     std::atomic<bool> cut_short{false};
     auto search_rule = [&](size_t r) {
@@ -408,10 +391,6 @@ RunnerStats Runner::run() {
               ++mirrored[r];
               return false;
             }
-            if (merges_with_itself(m)) {
-              ++self_merged[r];
-              return false;
-            }
             if (tried.count(key_of(r, m))) {
               ++repeated[r];
               return false;
@@ -432,7 +411,6 @@ RunnerStats Runner::run() {
       stats.repeated_matches += repeated[r];
       stats.weight_only_matches += weight_only[r];
       stats.mirrored_matches += mirrored[r];
-      stats.self_merge_matches += self_merged[r];
       if (found[r].size() > limits[r]) {
         RuleSchedule& s = schedule[r];
         s.banned_until = iteration + 1 + (options_.ban_length << std::min(s.times_banned, 20));

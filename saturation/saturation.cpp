@@ -234,7 +234,6 @@ nlohmann::ordered_json stats_json(const SaturationStats& s) {
       {"repeated_matches", r.repeated_matches},
       {"weight_only_matches", r.weight_only_matches},
       {"mirrored_matches", r.mirrored_matches},
-      {"self_merge_matches", r.self_merge_matches},
       {"dropped_matches", r.dropped_matches},
       {"deferred_matches", r.deferred_matches},
       {"bans", r.bans},
