@@ -57,7 +57,8 @@ class Pattern {
   // most `limit`; with a `deadline`, those found by then (one pattern's
   // search over a large e-graph can take a second). Thread-safe (reads the
   // e-graph only). A pattern of several outputs binds its operator nodes to
-  // distinct classes: where two of them would share one, its branches are
+  // distinct classes (as optimizer/matcher.h maps them to distinct nodes of
+  // a graph): where two of them would share one, its branches are
   // one computation, which a merge would compute twice (ResNet's
   // convolution with relu, its relu and its own add as the two branches of
   // `(relu(add(conv2d(i0, k0), b0)), add(conv2d(i0, k1), b1))`).
