@@ -53,8 +53,8 @@ struct OptimizeOptions {
   std::map<std::string, Shape> input_shapes;  // graph inputs' shapes, for symbolic dimensions
   std::string output;    // where the optimized model is written
   std::string rules_db;  // the proved rules
-  // The rules shipped with tgr (rules/default.rules and the hand-written
-  // rules/extra.rules, proved at build time). When it names another file
+  // The rules shipped with tgr (rules/default.rules and
+  // rules/generated.rules, generated and proved at build time). When it names another file
   // than rules_db, its rules are added to rules_db's, so that a database of
   // generated rules never means fewer rules than the default. Empty: none.
   std::string default_rules_db;

@@ -47,6 +47,16 @@ class Matcher {
     if (deadline_ && ++steps_ % 4096 == 0 && Pattern::Clock::now() >= *deadline_) past_deadline_ = true;
   }
   bool multi_output(const Node& n) const { return n.output_shapes.size() != 1; }
+  // For a pattern of several outputs: whether an operator node other than
+  // `p` is bound to class `c` (Pattern::search's contract: no merge of a
+  // computation with itself).
+  bool another_operator_on(int32_t p, ClassId c) const {
+    if (pattern_.outputs().size() < 2) return false;
+    for (size_t q = 0; q < classes_.size(); ++q)
+      if (classes_[q] == c && static_cast<int32_t>(q) != p && pattern_.node(static_cast<int32_t>(q)).is_op())
+        return true;
+    return false;
+  }
 
   void match_output(size_t k) {
     if (full()) return;
@@ -146,6 +156,7 @@ class Matcher {
       if (classes_[p] == c) next();
       return;
     }
+    if (another_operator_on(p, c)) return;
     for (const ENode& n : egraph_.nodes_with_op(c, pn.op)) {
       check_deadline();
       if (full()) return;

@@ -284,7 +284,7 @@ TEST(ExecutionPlan, AProductReadElsewhereIsNotFused) {
 }
 
 TEST(ExecutionPlan, AConstantScaleOfAProductIsItsAlpha) {
-  // Attention's scores scaled once (the form rules/extra.rules gives them):
+  // Attention's scores scaled once (the form the hand-written rules gave them):
   // batch_matmul and the mul by a one-element constant are one step.
   const std::string two = "add(ones[shape=1](), ones[shape=1]())";  // computed at load
   const Graph g =
