@@ -19,6 +19,7 @@
 #include "ir/geometry.h"
 #include "onnx/export_fusions.h"
 #include "onnx/opaque_op.h"
+#include <onnx/defs/schema.h>
 
 namespace tgr::onnx_io {
 namespace {
@@ -982,6 +983,39 @@ const std::vector<std::pair<std::string, std::string>>& non_exportable_ops() {
   // initializers), so `optimize` can always write its result.
   static const std::vector<std::pair<std::string, std::string>> none;
   return none;
+}
+
+bool exports_in_type(const Graph& graph, int32_t node, DType t, int64_t opset) {
+  const Node& n = graph.node(node);
+  Graph alone;
+  std::vector<ValueRef> inputs;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const DType in = graph.dtype(n.inputs[k]);
+    std::string name = "x";
+    name += std::to_string(k);  // (not "x" + ...: g++ 12's -Wrestrict false positive)
+    inputs.push_back(alone.add_input(std::move(name), graph.shape(n.inputs[k]), is_floating(in) ? t : in));
+  }
+  try {
+    for (ValueRef out : alone.add_op(*n.op, n.params, std::move(inputs))) alone.add_output(out);
+    ExportOptions options;
+    options.opset = opset;
+    const onnx::ModelProto model = export_graph(alone, options);
+    const std::string float_type("tensor(float)");
+    const std::string half_type(t == DType::kFloat16 ? "tensor(float16)" : "tensor(bfloat16)");
+    for (const onnx::NodeProto& exported : model.graph().node()) {
+      const onnx::OpSchema* schema =
+          onnx::OpSchemaRegistry::Schema(exported.op_type(), static_cast<int>(opset), exported.domain());
+      if (!schema) return false;
+      for (const auto& constraint : schema->typeConstraintParams()) {
+        const auto& allowed = constraint.allowed_type_strs;
+        const bool has_float = std::find(allowed.begin(), allowed.end(), float_type) != allowed.end();
+        if (has_float && std::find(allowed.begin(), allowed.end(), half_type) == allowed.end()) return false;
+      }
+    }
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
 }
 
 std::vector<std::string> exportable_ops() {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "ir/float_types.h"
+#include "onnx/onnx_export.h"
 #include "onnx/opaque_op.h"
 #include "runtime/interpreter.h"
 
@@ -14,7 +15,11 @@ namespace {
 class Converter {
  public:
   Converter(const Graph& source, const PrecisionConversion& conversion, ConversionStats& stats)
-      : source_(source), to_(conversion.to), convert_io_(conversion.convert_io), stats_(stats) {
+      : source_(source),
+        to_(conversion.to),
+        convert_io_(conversion.convert_io),
+        onnx_opset_(conversion.onnx_opset),
+        stats_(stats) {
     if (to_ != DType::kFloat16 && to_ != DType::kBFloat16)
       throw std::invalid_argument("convert_precision: the target type must be float16 or bfloat16, not " +
                                   std::string(dtype_name(to_)));
@@ -75,7 +80,7 @@ class Converter {
   void add_operator(int32_t i) {
     const Node& n = source_.node(i);
     // Where it computes: float32 for the sensitive and the opaque, else the type.
-    const bool float32 = n.op->traits.needs_float32 || onnx_io::is_opaque(*n.op);
+    const bool float32 = n.op->traits.needs_float32 || onnx_io::is_opaque(*n.op) || !onnx_defines_in_type(i);
     bool reads_float = false;
     std::vector<ValueRef> inputs;
     for (ValueRef in : n.inputs) {
@@ -93,6 +98,12 @@ class Converter {
         out_.name_value(outs[k], n.value_names[k]);
       set({i, static_cast<int32_t>(k)}, outs[k]);
     }
+  }
+
+  // Whether ONNX defines node i's operator in the target type at the opset
+  // the model is written at (always, without one).
+  bool onnx_defines_in_type(int32_t i) const {
+    return onnx_opset_ <= 0 || onnx_io::exports_in_type(source_, i, to_, onnx_opset_);
   }
 
   // A graph output that gets a cast at the boundary: its name goes to the cast.
@@ -136,6 +147,7 @@ class Converter {
   const Graph& source_;
   const DType to_;
   const bool convert_io_;
+  const int64_t onnx_opset_;
   ConversionStats& stats_;
   Graph out_;
   std::map<Key, Versions> versions_;

@@ -24,6 +24,11 @@ struct PrecisionConversion {
   // the boundary (the caller's serving code keeps its types); true: they
   // take the type `to` as well.
   bool convert_io = false;
+  // Above 0: the model is written at this ONNX opset, and an operator whose
+  // ONNX nodes are not defined in type `to` there (onnx_io::exports_in_type:
+  // Conv and pooling have no bfloat16 form before opset 22) stays float32,
+  // with casts around it, so that the written model is valid ONNX.
+  int64_t onnx_opset = 0;
 };
 
 struct ConversionStats {

@@ -310,7 +310,9 @@ OptimizeReport optimize_model(const OptimizeOptions& o) {
   onnx_io::ImportedModel model = onnx_io::import_model_file(o.model, import_options);
   report.opaque_nodes = model.opaque_nodes;
   if (o.convert) {
-    Graph converted = convert_precision(model.graph, *o.convert, &report.conversion.emplace());
+    PrecisionConversion conversion = *o.convert;
+    conversion.onnx_opset = export_options_of(model).opset;  // written valid at the opset it is written at
+    Graph converted = convert_precision(model.graph, conversion, &report.conversion.emplace());
     report.conversion_errors = conversion_error(model.graph, converted);
     model.graph = std::move(converted);
   }

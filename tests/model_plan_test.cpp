@@ -103,17 +103,26 @@ TEST(ModelPlans, SqueezeNetsFireModulesConcatenateInPlace) {
 }
 
 // At bf16 (runtime/precision.h) a bundled model's plan runs the same steps
-// (its views and in-place placements hold at 2 bytes per element too), every
+// as at fp32 without the fused attention step (its kernel is float32 only:
+// at bf16 attention runs as its products, scale, mask and softmax), its
+// views and in-place placements hold at 2 bytes per element too, every
 // float value is stored in bfloat16 and the arena and weights take half the
 // bytes, up to the 256-byte alignment of each value.
 TEST(ModelPlans, AtBf16TheSameStepsTakeHalfTheBytes) {
   for (const char* model : {"vit_tiny", "squeezenet1_1", "bert_tiny", "llama_tiny"}) {
     const Graph g = import_bundled(model);
-    const ExecutionPlan fp32 = make_execution_plan(g);
+    PlanOptions unfused_attention;
+    unfused_attention.attention = false;
+    const ExecutionPlan fp32 = make_execution_plan(g, unfused_attention);
     PlanOptions options;
     options.precision = Precision::kBf16;
     const ExecutionPlan bf16 = make_execution_plan(g, options);
     EXPECT_EQ(step_counts(g, bf16), step_counts(g, fp32)) << model;
+    const auto attention_steps = [&](const ExecutionPlan& plan) {
+      return std::count_if(plan.tasks.begin(), plan.tasks.end(),
+                           [](const Task& t) { return t.kind == Task::Kind::kAttention; });
+    };
+    EXPECT_EQ(attention_steps(bf16), 0) << model;
     const int64_t slack = 256 * static_cast<int64_t>(g.nodes().size());
     EXPECT_LE(bf16.arena_bytes, fp32.arena_bytes / 2 + slack) << model;
     EXPECT_LE(bf16.weight_bytes, fp32.weight_bytes / 2 + slack) << model;

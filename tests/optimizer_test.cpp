@@ -688,6 +688,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
                                                 "cost_ratio",
                                                 "min_gain",
                                                 "below_min_gain",
+                                                "measured",
                                                 "rules_applied",
                                                 "rewrites",
                                                 "search",
