@@ -7,9 +7,34 @@
 
 namespace tgr {
 
-// The compiler's IEEE binary16 type rounds to nearest even on conversion.
-uint16_t float16_bits(float v) { return std::bit_cast<uint16_t>(static_cast<_Float16>(v)); }
-float float16_value(uint16_t bits) { return static_cast<float>(std::bit_cast<_Float16>(bits)); }
+// IEEE binary16 by its bits (portable: clang before 15 has no 16-bit float
+// type on x86-64), rounding to nearest even; overflow to infinity, NaN stays
+// NaN, subnormals kept.
+uint16_t float16_bits(float v) {
+  const uint32_t b = std::bit_cast<uint32_t>(v);
+  const uint16_t sign = static_cast<uint16_t>((b >> 16) & 0x8000);
+  const uint32_t magnitude = b & 0x7fffffff;
+  if (magnitude > 0x7f800000) return sign | 0x7e00;   // NaN
+  if (magnitude >= 0x477ff000) return sign | 0x7c00;  // rounds to 65536 or more: infinity
+  if (magnitude >= 0x38800000) {                      // normal in float16 (2^-14 and up)
+    const uint32_t rounded = magnitude + 0xfff + ((magnitude >> 13) & 1);
+    return sign | static_cast<uint16_t>((rounded - 0x38000000) >> 13);
+  }
+  // Subnormal in float16 (or zero): the value in units of 2^-24, rounded to even.
+  const float units = std::bit_cast<float>(magnitude) * 16777216.0f;  // exact: a power-of-two scale
+  return sign | static_cast<uint16_t>(std::nearbyint(units));
+}
+
+float float16_value(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
+  if (exponent == 0) {
+    const float v = static_cast<float>(mantissa) / 16777216.0f;  // subnormal: mantissa * 2^-24
+    return sign ? -v : v;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000 | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
 
 // bfloat16 is the top half of a float32: add half an ulp of the kept part
 // (less one when the kept part is even, so ties go to even) and truncate.
@@ -25,7 +50,8 @@ namespace {
 
 // double -> float rounding to odd: truncate toward zero, then set the last
 // bit when the result is inexact. Rounding that to a type of at most 22
-// significant bits (bfloat16 has 8) gives the correctly rounded result.
+// significant bits (bfloat16 has 8, float16 11) gives the correctly
+// rounded result.
 float to_float_round_to_odd(double v) {
   if (!std::isfinite(v)) return static_cast<float>(v);
   float f = static_cast<float>(v);
@@ -48,7 +74,7 @@ float round_to_dtype(DType t, float v) {
 
 double round_to_dtype(DType t, double v) {
   switch (t) {
-    case DType::kFloat16: return float16_value(std::bit_cast<uint16_t>(static_cast<_Float16>(v)));
+    case DType::kFloat16: return float16_value(float16_bits(to_float_round_to_odd(v)));
     case DType::kBFloat16: return bfloat16_value(bfloat16_bits(to_float_round_to_odd(v)));
     default: return v;
   }
