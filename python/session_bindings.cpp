@@ -199,8 +199,11 @@ class GpuSession {
         device_outputs.push_back(session_->allocate_output(k));
         out.push_back(device_outputs.back().data);
       } else {
-        py::array a = info.type == ElementType::kFloat32 ? py::array(py::dtype::of<float>(), info.shape)
-                                                         : py::array(py::dtype::of<int64_t>(), info.shape);
+        // array_t: strides from sizeof(T). py::array(dtype, shape) takes them
+        // from the dtype's itemsize, which pybind11 before 2.12 reads at
+        // NumPy 1's offset: under NumPy 2 every stride came out 0.
+        py::array a = info.type == ElementType::kFloat32 ? py::array(py::array_t<float>(info.shape))
+                                                         : py::array(py::array_t<int64_t>(info.shape));
         out.push_back(a.mutable_data());
         result.append(a);
       }
