@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
 
 #include "optimizer/rewrite.h"
+#include "util/report_number.h"
 
 namespace tgr::optimizer {
 namespace {
@@ -210,6 +212,47 @@ BacktrackingResult staged_backtracking_search(const Graph& graph, const std::vec
   st.timed_out = st.timed_out || more.timed_out;
   st.budget_exhausted = more.budget_exhausted;
   return result;
+}
+
+std::string stop_reason_name(const BacktrackingStats& st) {
+  if (st.timed_out) return "time_limit";
+  if (st.budget_exhausted) return "budget";
+  return "queue_empty";
+}
+
+nlohmann::ordered_json stats_json(const BacktrackingStats& st, const BacktrackingOptions& options) {
+  using util::six_digits;
+  return nlohmann::ordered_json{{"popped", st.popped},
+                                {"candidates", st.candidates},
+                                {"pushed", st.pushed},
+                                {"duplicates", st.duplicates},
+                                {"pruned_by_cost", st.pruned},
+                                {"unproved_instances", st.unprovable},
+                                {"matches_rejected_used_outside", st.matches.used_outside},
+                                {"matches_rejected_cycle", st.matches.cycles},
+                                {"budget", options.budget},
+                                {"alpha", six_digits(options.alpha)},
+                                {"timed_out", st.timed_out},
+                                {"stop_reason", stop_reason_name(st)},
+                                {"seconds", six_digits(st.seconds)}};
+}
+
+std::string summary_line(const BacktrackingStats& st, const BacktrackingOptions& options, const char* from) {
+  char stopped[96];
+  if (st.timed_out)
+    std::snprintf(stopped, sizeof stopped, "stopped at the %g s time limit (more time may find more)",
+                  options.timeout_s);
+  else
+    std::snprintf(stopped, sizeof stopped, "%s",
+                  st.budget_exhausted ? "stopped at the budget" : "stopped with every graph within alpha expanded");
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "backtracking%s, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, %lld kept, "
+                "%lld duplicates, %lld pruned by cost",
+                from, stopped, static_cast<long long>(st.popped), options.budget, options.alpha,
+                static_cast<long long>(st.candidates), static_cast<long long>(st.pushed),
+                static_cast<long long>(st.duplicates), static_cast<long long>(st.pruned));
+  return line;
 }
 
 }  // namespace tgr::optimizer

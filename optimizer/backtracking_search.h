@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
 #include "optimizer/node_names.h"
@@ -58,6 +60,14 @@ struct BacktrackingResult {
   std::vector<AppliedRewrite> rewrites;  // on the path to the best graph, in the order applied
   BacktrackingStats stats;
 };
+
+// Why the search stopped: "time_limit", "budget" or "queue_empty" (every
+// graph worth expanding was expanded).
+std::string stop_reason_name(const BacktrackingStats& stats);
+// The stats as the report's "search" object (with the options' budget and
+// alpha), and as the summary's line ("backtracking" `from` ", stopped ...").
+nlohmann::ordered_json stats_json(const BacktrackingStats& stats, const BacktrackingOptions& options);
+std::string summary_line(const BacktrackingStats& stats, const BacktrackingOptions& options, const char* from = "");
 
 BacktrackingResult backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
                                               InstanceProver& prover, const BacktrackingOptions& options);

@@ -8,6 +8,7 @@
 
 #include "optimizer/rewrite.h"
 #include "saturation/refine.h"
+#include "util/report_number.h"
 
 namespace tgr::saturation {
 namespace {
@@ -16,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-using optimizer::six_digits;  // the report's numbers, as the optimizer prints them
+using util::six_digits;  // the report's numbers, as every report prints them
 
 // Shares of the extraction's time (--ilp-timeout) for a cost model that
 // fuses operators (CostModel::fuses_operators): pricing in context takes up
@@ -305,56 +306,9 @@ std::string summary_line(const SaturationStats& s) {
   return line;
 }
 
-optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
-  return [options](const Graph& model, const std::vector<optimizer::DirectedRule>& rules, optimizer::CostModel& cost,
-                   optimizer::InstanceProver& prover) {
-    SaturationOptions staged = options;
-    // The shipped rules first, where they join a user's database (runner.h, "Stages").
-    staged.runner.shipped_rules_first = true;
-    SaturationResult r = saturate_and_extract(model, rules, cost, prover, staged);
-    optimizer::SearchOutcome out;
-    out.best = std::move(r.best);
-    out.initial_cost = r.initial_cost;
-    out.best_cost = r.best_cost;
-    out.applied = std::move(r.applied);
-    out.rewrites = std::move(r.rewrites);
-    out.stop_reason = stop_reason_name(r.stats.runner.stop);
-    out.summary = summary_line(r.stats);
-    out.report = stats_json(r.stats);
-    return out;
-  };
-}
-
-SaturationOptions optimize_defaults() {
-  SaturationOptions options;
-  options.target_growth_limit = true;
-  options.target_iteration_limit = true;
-  return options;
-}
-
 double saturation_time_limit(double timeout_s, const SaturationOptions& options) {
   const double before_ilp = timeout_s - (options.use_ilp ? options.ilp.time_limit_s : 0.0);
   return std::max(timeout_s / 2, std::min(kSaturationShare * timeout_s, before_ilp));
-}
-
-optimizer::SearchFunction saturation_search(SaturationOptions options, double timeout_s, bool parallel) {
-  options.use_ilp = options.ilp.time_limit_s > 0;
-  options.runner.time_limit_s = saturation_time_limit(timeout_s, options);
-  options.timeout_s = timeout_s;
-  options.runner.parallel = parallel;
-  return saturation_search(options);
-}
-
-void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation) {
-  if (search.empty()) search = optimizer::default_search(o.target.target);
-  if (search != "backtrack" && search != "saturate" && search != "both")
-    throw std::invalid_argument("search '" + search + "': expected backtrack, saturate or both");
-  if (saturation.target_growth_limit) saturation.runner.growth_limit = optimizer::default_node_growth(o.target.target);
-  if (saturation.target_iteration_limit)
-    saturation.runner.iteration_limit = optimizer::default_iterations(o.target.target);
-  if (search != "backtrack")
-    o.search = saturation_search(saturation, o.backtracking.timeout_s, o.backtracking.parallel);
-  o.backtrack_after_search = search == "both";
 }
 
 }  // namespace tgr::saturation
