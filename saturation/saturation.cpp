@@ -86,8 +86,7 @@ Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roo
   }
 
   // The ILP's limit counts from the extraction's start: the greedy passes
-  // before it take seconds on large e-graphs (Inception-v3's 30,000 e-nodes
-  // with the --max-ops 4 database: 1.7 s), and the extraction as a whole
+  // before it take seconds on large e-graphs, and the extraction as a whole
   // keeps to --ilp-timeout.
   ilp_options.time_limit_s =
       std::min(ilp_options.time_limit_s, std::max(kMinIlpSeconds, budget_s - since(extract_start)));
