@@ -9,8 +9,6 @@
 #include "onnx/onnx_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  onnx::ModelProto model;
-  if (!model.ParseFromArray(data, static_cast<int>(size))) return 0;
   tgr::onnx_io::ImportOptions options;
   // Small limits: the fuzzer should find the paths around them, not spend
   // its time filling a gigabyte that the default limit allows.
@@ -18,6 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.limits.max_bytes = int64_t{1} << 22;
   options.keep_unsupported = size % 2 == 0;
   try {
+    // As load_model reads a file: unknown fields walked and bounded first.
+    onnx::ModelProto model;
+    if (!tgr::onnx_io::parse_model(std::string_view(reinterpret_cast<const char*>(data), size), model, options.limits))
+      return 0;
     const tgr::onnx_io::ImportedModel imported = tgr::onnx_io::import_model(model, options);
     tgr::onnx_io::ExportOptions export_options;
     export_options.opset = imported.opset;

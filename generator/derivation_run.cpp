@@ -207,6 +207,10 @@ std::vector<DerivationSource> space_derivation_sources(const std::string& space_
   return out;
 }
 
+bool rule_sides_agree(const Rule& rule, uint64_t seed) {
+  return sides_agree<Fp>(rule, seed) && sides_agree<double>(rule, seed ^ 0xa11ce);
+}
+
 std::vector<DerivedRule> derive_rules(const DerivationSource& source, const DerivationOptions& options, uint64_t seed,
                                       DerivationCounts& counts) {
   const ShapeMap shapes = parse_shape_map(source.shapes);
@@ -229,7 +233,7 @@ std::vector<DerivedRule> derive_rules(const DerivationSource& source, const Deri
     const std::string text = src + " => " + *target;
     if (!seen.insert(rules_db::rule_record_from_text(text).canonical).second) continue;
     const Rule rule = build_rule(text, shapes);
-    if (!sides_agree<Fp>(rule, seed) || !sides_agree<double>(rule, seed ^ 0xa11ce)) {
+    if (!rule_sides_agree(rule, seed)) {
       ++counts.rejected;
       continue;
     }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "generator/derivation.h"
+#include "ir/text.h"
 
 namespace tgr::gen {
 
@@ -40,6 +41,11 @@ std::vector<DerivationSource> default_derivation_sources();
 // application of the producer at the others; at most two per argument).
 // Throws std::invalid_argument for a space that is neither built in nor a file.
 std::vector<DerivationSource> space_derivation_sources(const std::string& space_name_or_file);
+
+// Both sides of `rule` agree on the same random inputs (seeded by `seed`) in
+// the prime field and in float64: the check a derived or composed candidate
+// passes before it is stored.
+bool rule_sides_agree(const Rule& rule, uint64_t seed);
 
 struct DerivedRule {
   std::string text;    // "SOURCE => TARGET" (source variable names)

@@ -54,12 +54,13 @@ std::vector<std::string> words(std::string_view s) {
 
 class SpaceParser {
  public:
-  SpaceParser(const std::string& origin) : origin_(origin) {}
+  SpaceParser(const std::string& origin, const util::Limits& limits) : origin_(origin), limits_(limits) {}
 
   Space parse(const std::string& text) {
     Space space;
     space_ = &space;
     space.text = text;
+    space.limits = limits_;
     std::istringstream in(text);
     std::string raw;
     while (std::getline(in, raw)) {
@@ -137,6 +138,15 @@ class SpaceParser {
     }
   }
 
+  // A value the enumeration would compute on every graph: within the
+  // element limit before anything is allocated.
+  void check_elements(const Shape& shape, const std::string& what) const {
+    double count = 1;
+    for (int64_t d : shape) count *= static_cast<double>(d);
+    if (!util::within(count, limits_.max_elements))
+      fail(util::element_limit_message(what + " (" + shape_to_string(shape) + ")", count, limits_));
+  }
+
   Role role(const std::string& text, bool same_allowed) const {
     if (text == "any") return Role::kAny;
     if (text == "same" && same_allowed) return Role::kSame;
@@ -160,9 +170,11 @@ class SpaceParser {
     for (const VariableKind& other : current().kinds)
       if (other.kind == v.kind) fail("a second variable kind '" + v.kind + "' in this world");
     v.shape = shape(w[1]);
+    check_elements(v.shape, "variable '" + v.kind + "'");
     v.role = role(w[2], false);  // any: used in every role (a kernel also convolved as an image)
     if (w[3] != "alternative") fail("expected 'alternative SHAPE' after the role, not '" + w[3] + "'");
     v.alternative = shape(w[4]);
+    check_elements(v.alternative, "the alternative of variable '" + v.kind + "'");
     if (v.alternative.size() != v.shape.size()) fail("the alternative shape of '" + v.kind + "' has another rank");
     if (w.size() == 7) {
       if (w[5] != "at-most") fail("expected 'at-most N', not '" + w[5] + "'");
@@ -206,6 +218,10 @@ class SpaceParser {
     t.arity = op->variadic ? 2 : static_cast<int>(op->inputs.size());  // concat of two
     try {
       t.params = op->make_params(given);
+      if (t.arity == 0)  // eye[n=...], ones[shape=...]: a value of the parameters' size
+        for (const Shape& out : op->output_shapes(t.params, {})) check_elements(out, label);
+    } catch (const std::invalid_argument&) {
+      throw;
     } catch (const std::exception& e) {
       fail(e.what());
     }
@@ -240,6 +256,7 @@ class SpaceParser {
   }
 
   std::string origin_;
+  util::Limits limits_;
   int line_ = 0;
   Space* space_ = nullptr;
 };
@@ -266,7 +283,9 @@ std::vector<std::string> Space::operators() const {
   return out;
 }
 
-Space parse_space(const std::string& text, const std::string& origin) { return SpaceParser(origin).parse(text); }
+Space parse_space(const std::string& text, const std::string& origin, const util::Limits& limits) {
+  return SpaceParser(origin, limits).parse(text);
+}
 
 std::vector<std::string> builtin_space_names() {
   std::vector<std::string> out;
@@ -274,9 +293,9 @@ std::vector<std::string> builtin_space_names() {
   return out;
 }
 
-Space load_space(const std::string& name_or_file) {
+Space load_space(const std::string& name_or_file, const util::Limits& limits) {
   for (const auto& [name, text] : builtin_space_files())
-    if (name == name_or_file) return parse_space(text, "spaces/" + name + ".space");
+    if (name == name_or_file) return parse_space(text, "spaces/" + name + ".space", limits);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(name_or_file, ec)) {
     std::string names;
@@ -284,11 +303,15 @@ Space load_space(const std::string& name_or_file) {
     throw std::invalid_argument("--space: '" + name_or_file + "' is neither a built-in space (" + names +
                                 ") nor a file");
   }
+  const auto size = std::filesystem::file_size(name_or_file, ec);
+  if (!ec && !util::within(static_cast<double>(size), limits.max_bytes))
+    throw std::invalid_argument("--space: '" + name_or_file +
+                                "': " + util::byte_limit_message("the file", static_cast<double>(size), limits));
   std::ifstream in(name_or_file, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   if (!in && !in.eof()) throw std::invalid_argument("--space: cannot read '" + name_or_file + "'");
-  return parse_space(text.str(), name_or_file);
+  return parse_space(text.str(), name_or_file, limits);
 }
 
 std::vector<std::string> default_operator_set() { return load_space("default").operators(); }
@@ -319,10 +342,20 @@ std::vector<World> build_worlds(const SpaceOptions& options) {
     // its other operators would only repeat another world's rules.
     if (!std::all_of(spec.needs.begin(), spec.needs.end(), [&](const std::string& op) { return selected.count(op); }))
       continue;
-    World w{spec.name, {}, {}};
+    World w{spec.name, {}, {}, space.limits.max_elements};
+    double bytes = 0;  // of the variables' values in the prime field (8 bytes an element), both sizes
     for (const VariableKind& k : spec.kinds)
-      for (int i = 0; i < std::min(n, k.at_most); ++i)
+      for (int i = 0; i < std::min(n, k.at_most); ++i) {
         w.variables.push_back({k.kind + std::to_string(i), k.shape, k.role, k.alternative});
+        for (const Shape* s : {&k.shape, &k.alternative}) {
+          double count = 1;
+          for (int64_t d : *s) count *= static_cast<double>(d);
+          bytes += 8 * count;
+        }
+      }
+    if (!util::within(bytes, space.limits.max_bytes))
+      throw std::invalid_argument(space.name + ": world '" + spec.name +
+                                  "': " + util::byte_limit_message("the variables' values", bytes, space.limits));
     for (const OpTemplate& t : spec.templates)
       if (selected.count(t.op->name)) w.templates.push_back(t);
     if (!w.templates.empty()) worlds.push_back(std::move(w));

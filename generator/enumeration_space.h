@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/op_def.h"
+#include "util/limits.h"
 
 namespace tgr::gen {
 
@@ -50,6 +51,9 @@ struct World {
   std::string name;
   std::vector<Variable> variables;
   std::vector<OpTemplate> templates;
+  // The largest value the enumeration computes (the space's limits): an
+  // operator whose output would be larger is not applied there.
+  int64_t max_elements = util::Limits{}.max_elements;
 
   // Other sizes for each kind of variable (by kind letters), consistent with
   // one another (channels of images and kernels, inner dimensions), used to
@@ -80,20 +84,25 @@ struct Space {
   std::string text;   // the file as read: recorded in the run row
   int vars_per_kind = 3;
   std::vector<WorldSpec> worlds;
+  util::Limits limits;  // what it was read under (parse_space)
 
   // The distinct operator names of its templates, in order of first use.
   std::vector<std::string> operators() const;
 };
 
 // Parses a space; `origin` names it in errors ("spaces/default.space:12: ...").
-// Throws std::invalid_argument.
-Space parse_space(const std::string& text, const std::string& origin);
+// Throws std::invalid_argument, also for a variable's shape (or its
+// alternative) or an operator without arguments (eye, ones) whose output has
+// more elements than limits.max_elements (checked before anything is
+// allocated; generate --max-elements).
+Space parse_space(const std::string& text, const std::string& origin, const util::Limits& limits = {});
 
 // The spaces built into the program (the files of spaces/), by name.
 std::vector<std::string> builtin_space_names();
 // A built-in space by name, or else a file: throws std::invalid_argument
 // naming the built-in spaces when it is neither.
-Space load_space(const std::string& name_or_file);
+// A file larger than limits.max_bytes is refused before it is read.
+Space load_space(const std::string& name_or_file, const util::Limits& limits = {});
 
 struct SpaceOptions {
   std::vector<std::string> ops;   // operator names to use (of the space's); empty = all of the space's
@@ -105,7 +114,9 @@ struct SpaceOptions {
 // The default operator set: the operators of spaces/default.space.
 std::vector<std::string> default_operator_set();
 
-// Raises std::invalid_argument for an operator name the space does not use.
+// Raises std::invalid_argument for an operator name the space does not use,
+// and for a world whose variables (their shapes and alternatives) would
+// take more than the space's limits.max_bytes as the enumeration's values.
 std::vector<World> build_worlds(const SpaceOptions& options);
 
 }  // namespace tgr::gen

@@ -197,7 +197,15 @@ class DepthFirstEnumeration {
     std::vector<uint16_t> ids;
     if (accepts(tmpl, in)) {
       try {
-        for (const Shape& s : tmpl.op->output_shapes(tmpl.params, in)) ids.push_back(cache_.id(s));
+        for (const Shape& s : tmpl.op->output_shapes(tmpl.params, in)) {
+          double count = 1;
+          for (int64_t d : s) count *= static_cast<double>(d);
+          if (!util::within(count, world_.max_elements)) {  // the space's limit: not applied here
+            ids.clear();
+            break;
+          }
+          ids.push_back(cache_.id(s));
+        }
       } catch (const ShapeError&) {
         ids.clear();
       }

@@ -202,7 +202,7 @@ GenerationRun::GenerationRun(const GenerateOptions& o, const std::atomic<bool>& 
     : o_(o),
       stop_(stop),
       ranks_(ranks),
-      space_(load_space(o.space)),
+      space_(load_space(o.space, o.limits)),
       worlds_(build_worlds({o.ops, o.vars_per_kind, "", &space_})) {
   for (size_t w = 0; w < worlds_.size(); ++w)
     enumerators_.emplace_back(worlds_[w], static_cast<uint8_t>(w), o.max_ops, o.seed);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "generator/candidates.h"
+#include "util/limits.h"
 #include "util/ranks.h"
 
 namespace tgr::gen {
@@ -21,6 +22,7 @@ struct GenerateOptions {
   uint64_t seed = 1;
   bool progress = true;
   int64_t stop_after = -1;  // testing: behave as if interrupted after inserting this many rules
+  util::Limits limits;      // what the space may ask for (load_space)
 };
 
 struct GenerateReport {

@@ -127,6 +127,11 @@ struct OpTraits {
   // through any strides (runtime/cuda/lower_layout.cpp).
   bool strided_copy = false;
   ViewKind view = ViewKind::kNone;
+  // Its result needs float32's range (exp, pow) or its accumulation float32's
+  // precision (softmax, layer norm, sums and means): converting a model to a
+  // half type (optimize --convert-to, optimizer/convert_precision.h) leaves
+  // it in float32, with casts around it.
+  bool needs_float32 = false;
 };
 
 // The analytic cost of one application (optimizer/cost_model.h): floating-
@@ -197,8 +202,8 @@ struct OpDef {
 
 // The few operators that a pass must recognise by identity, for a pattern of
 // its own (the GPU plan fuses conv2d [+ add] [+ relu], and a product's mul
-// by a constant scale; the GPU elementwise program expands batch_norm into
-// six instructions), named once here so the
+// by a constant scale, scaled-dot-product attention (runtime/attention.h);
+// the GPU elementwise program expands batch_norm into six instructions), named once here so the
 // comparison is against the table entry (`n.op == &known_ops::relu()`).
 namespace known_ops {
 const OpDef& add();
@@ -208,6 +213,11 @@ const OpDef& batch_norm();
 const OpDef& matmul();
 const OpDef& batch_matmul();
 const OpDef& mul();
+const OpDef& div();
+const OpDef& softmax();
+const OpDef& expand();
+const OpDef& where();
+const OpDef& is_nan();
 }  // namespace known_ops
 
 class OpTable {

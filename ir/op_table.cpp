@@ -57,7 +57,9 @@ OpDef::Inferred OpDef::infer(const Params& p, std::span<const Shape> input_shape
   if (infer_dtypes) {
     out.dtypes = infer_dtypes(call);
   } else {
-    // One element type throughout: float, or int64 where an int64 kernel exists.
+    // One element type throughout: one floating type (operators keep their
+    // inputs' type; mixing float types takes a cast), or int64 where an
+    // int64 kernel exists.
     const DType t = input_dtypes.empty() ? DType::kFloat : input_dtypes[0];
     for (size_t i = 0; i < input_dtypes.size(); ++i) {
       if (input_dtypes[i] != t)
@@ -66,7 +68,7 @@ OpDef::Inferred OpDef::infer(const Params& p, std::span<const Shape> input_shape
     }
     // The int64 kernel serves bools too: operators that have one move or
     // combine integers exactly (layout operators, integer arithmetic).
-    if (t != DType::kFloat && !kernels.i64)
+    if (!is_floating(t) && !kernels.i64)
       throw ShapeError(name + ": defined on float values only, got " + std::string(dtype_name(t)));
     if (t == DType::kBool && !accepts_bool)
       throw ShapeError(name + ": arithmetic on bool values is not defined (cast them to int64 or float)");
@@ -166,6 +168,26 @@ const OpDef& batch_matmul() {
 }
 const OpDef& mul() {
   static const OpDef& op = OpTable::instance().get("mul");
+  return op;
+}
+const OpDef& div() {
+  static const OpDef& op = OpTable::instance().get("div");
+  return op;
+}
+const OpDef& softmax() {
+  static const OpDef& op = OpTable::instance().get("softmax");
+  return op;
+}
+const OpDef& expand() {
+  static const OpDef& op = OpTable::instance().get("expand");
+  return op;
+}
+const OpDef& where() {
+  static const OpDef& op = OpTable::instance().get("where");
+  return op;
+}
+const OpDef& is_nan() {
+  static const OpDef& op = OpTable::instance().get("is_nan");
   return op;
 }
 

@@ -56,7 +56,7 @@ void Scanner::expect_end() {
 std::string Scanner::found() {
   skip_ws();
   if (pos_ >= limit_) return std::string(", found ") + style_.end_name;
-  size_t end = pos_ + 1;
+  size_t end = std::min(limit_, pos_ + util::utf8_char_bytes(text_, pos_));  // a whole character
   if (style_.found_whole_word && is_ident_char(text_[pos_]))
     while (end < limit_ && is_ident_char(text_[end])) ++end;
   return ", found '" + std::string(text_.substr(pos_, end - pos_)) + "'";

@@ -12,25 +12,29 @@
 #include <string>
 #include <string_view>
 
+#include "util/utf8.h"
+
 namespace tgr {
 
 inline bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 inline bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // The source line under an error message and a caret under `column`
-// (1-based), each line indented by two spaces. A long line (a rule nested
-// thousands deep is one line of 100 KB) is cut to a window around the column.
+// (1-based, a byte offset), each line indented by two spaces. A long line
+// (a rule nested thousands deep is one line of 100 KB) is cut to a window
+// around the column that cuts no UTF-8 character; the caret counts
+// characters, not bytes.
 inline std::string caret_excerpt(std::string_view line, size_t column) {
   constexpr size_t kLongest = 160, kAround = 60;
-  const size_t col = std::min(column > 0 ? column - 1 : 0, line.size());
+  const size_t col = util::utf8_char_start(line, std::min(column > 0 ? column - 1 : 0, line.size()));
   size_t start = 0, end = line.size();
   if (line.size() > kLongest) {
-    start = col > kAround ? col - kAround : 0;
-    end = std::min(line.size(), col + kAround);
+    start = util::utf8_char_start(line, col > kAround ? col - kAround : 0);
+    end = util::utf8_char_start(line, std::min(line.size(), col + kAround));
   }
   const std::string before = start > 0 ? "..." : "", after = end < line.size() ? "..." : "";
   return "  " + before + std::string(line.substr(start, end - start)) + after + "\n  " +
-         std::string(before.size() + col - start, ' ') + "^";
+         std::string(before.size() + util::utf8_length(line.substr(start, col - start)), ' ') + "^";
 }
 
 class Scanner {

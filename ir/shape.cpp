@@ -59,14 +59,16 @@ std::string_view dtype_name(DType t) {
     case DType::kFloat: return "float";
     case DType::kInt64: return "int64";
     case DType::kBool: return "bool";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
   }
   return "?";
 }
 
 DType parse_dtype(std::string_view name) {
-  for (DType t : {DType::kFloat, DType::kInt64, DType::kBool})
+  for (DType t : {DType::kFloat, DType::kInt64, DType::kBool, DType::kFloat16, DType::kBFloat16})
     if (dtype_name(t) == name) return t;
-  throw ShapeError("unknown element type '" + std::string(name) + "' (float, int64 or bool)");
+  throw ShapeError("unknown element type '" + std::string(name) + "' (float, int64, bool, float16 or bfloat16)");
 }
 
 }  // namespace tgr

@@ -40,15 +40,20 @@ T from_real(double v) {
   else return static_cast<T>(v);
 }
 
-// Element type of a value in the graph. kFloat values are computed in the
-// domain of the evaluation (float32, float64 or the field); kInt64 and kBool
-// values (indices, masks) are exact integers in every domain, bools 0 or 1.
-enum class DType : uint8_t { kFloat, kInt64, kBool };
+// Element type of a value in the graph. kFloat is float32; kFloat16 (IEEE
+// binary16) and kBFloat16 (bfloat16) are the half types. Floating values are
+// computed in the domain of the evaluation (float32, float64 or the field);
+// kInt64 and kBool values (indices, masks) are exact integers in every
+// domain, bools 0 or 1.
+enum class DType : uint8_t { kFloat, kInt64, kBool, kFloat16, kBFloat16 };
 
-std::string_view dtype_name(DType t);  // "float", "int64", "bool"
+// kFloat, kFloat16 or kBFloat16: a value held as reals, not integers.
+constexpr bool is_floating(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+std::string_view dtype_name(DType t);  // "float", "int64", "bool", "float16", "bfloat16"
 DType parse_dtype(std::string_view name);  // throws ShapeError
 
-// One value: a domain tensor for kFloat, an integer tensor otherwise.
+// One value: a domain tensor for the floating types, an integer tensor otherwise.
 template <class T>
 struct Value {
   DType dtype = DType::kFloat;
@@ -59,11 +64,13 @@ struct Value {
   explicit Value(Tensor<T> t) : real(std::move(t)) {}
   Value(DType type, Tensor<int64_t> t) : dtype(type), ints(std::move(t)) {}
 
-  bool is_float() const { return dtype == DType::kFloat; }
+  bool is_float() const { return is_floating(dtype); }
   const Shape& shape() const { return is_float() ? real.shape : ints.shape; }
 };
 
-// Constants in a graph (initializers, folded values) keep float32 data.
+// Constants in a graph (initializers, folded values) keep float32 data; a
+// float16 or bfloat16 constant holds float32 numbers that are exactly its
+// type's (ir/float_types.h), so it is written back bit for bit.
 using ConstantValue = Value<float>;
 
 }  // namespace tgr

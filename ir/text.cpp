@@ -146,7 +146,8 @@ class Parser : public Scanner {
 // Turns expressions into graph nodes; `bound` maps names to values.
 class Builder {
  public:
-  Builder(std::string_view text, Graph& graph) : text_(text), graph_(graph) {}
+  Builder(std::string_view text, Graph& graph, const util::Limits& limits)
+      : text_(text), graph_(graph), limits_(limits) {}
 
   std::map<std::string, ValueRef, std::less<>> bound;
 
@@ -161,6 +162,7 @@ class Builder {
     for (const Expr& a : e.args) args.push_back(build(a));
     const OpDef& op = OpTable::instance().get(e.name);
     std::vector<ValueRef> outs;
+    const size_t nodes = graph_.nodes().size();
     try {
       outs = graph_.find_or_add_op(op, op.make_params(e.params), std::move(args));
     } catch (const ParamError& err) {
@@ -168,7 +170,8 @@ class Builder {
     } catch (const ShapeError& err) {
       throw ParseError(text_, e.pos, err.what());
     }
-    for (ValueRef v : outs) check_size(e.pos, graph_.shape(v));
+    if (graph_.nodes().size() > nodes)  // a new node, not a shared one
+      for (ValueRef v : outs) check_size(e.pos, graph_.shape(v), graph_.dtype(v));
     if (outs.size() > 1 && e.output < 0)
       throw ParseError(text_, e.pos, e.name + " has " + std::to_string(outs.size()) +
                                          " outputs: select one with ." + "k, e.g. " + e.name + "(...).0");
@@ -178,17 +181,25 @@ class Builder {
     return outs[k];
   }
 
-  // A value beyond kMaxTextElements is a ParseError at `pos`.
-  void check_size(size_t pos, const Shape& shape, const std::string& what = "a tensor") const {
-    if (num_elements(shape) > kMaxTextElements)
+  // A value beyond the element limit, or one that takes the graph's values
+  // past the byte limit, is a ParseError at `pos`.
+  void check_size(size_t pos, const Shape& shape, DType dtype, const std::string& what = "a tensor") {
+    double count = 1;
+    for (int64_t d : shape) count *= static_cast<double>(d);
+    if (!util::within(count, limits_.max_elements))
       throw ParseError(text_, pos,
                        what + " of shape " + shape_to_string(shape) + " has more than " +
-                           std::to_string(kMaxTextElements) + " elements (the limit for rules and expressions)");
+                           std::to_string(limits_.max_elements) + " elements (the limit for rules and expressions)");
+    bytes_ += count * (dtype == DType::kFloat ? sizeof(float) : sizeof(int64_t));
+    if (!util::within(bytes_, limits_.max_bytes))
+      throw ParseError(text_, pos, util::byte_limit_message("the graph's values", bytes_, limits_));
   }
 
  private:
   std::string_view text_;
   Graph& graph_;
+  util::Limits limits_;
+  double bytes_ = 0;  // of the values built so far
 };
 
 void declare_inputs(std::string_view text, const std::vector<const Expr*>& roots, const ShapeMap& shapes,
@@ -213,7 +224,7 @@ void declare_inputs(std::string_view text, const std::vector<const Expr*>& roots
     }
     auto type = dtypes.find(name);
     const DType dtype = type == dtypes.end() ? DType::kFloat : type->second;
-    builders[0]->check_size(0, it->second, "variable '" + name + "'");
+    builders[0]->check_size(0, it->second, dtype, "variable '" + name + "'");
     for (size_t i = 0; i < graphs.size(); ++i) builders[i]->bound[name] = graphs[i]->add_input(name, it->second, dtype);
   }
 }
@@ -280,10 +291,10 @@ RuleExpr parse_rule_expr(std::string_view text) {
   return rule;
 }
 
-Graph build_graph(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes) {
+Graph build_graph(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes, const util::Limits& limits) {
   std::vector<Expr> exprs = parse_tuple(text);
   Graph g;
-  Builder b(text, g);
+  Builder b(text, g, limits);
   std::vector<const Expr*> roots;
   for (const Expr& e : exprs) roots.push_back(&e);
   declare_inputs(text, roots, shapes, dtypes, {&g}, {&b});
@@ -291,10 +302,10 @@ Graph build_graph(std::string_view text, const ShapeMap& shapes, const DTypeMap&
   return g;
 }
 
-Rule build_rule(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes) {
+Rule build_rule(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes, const util::Limits& limits) {
   RuleExpr r = parse_rule_expr(text);
   Rule rule;
-  Builder src(text, rule.source), dst(text, rule.target);
+  Builder src(text, rule.source, limits), dst(text, rule.target, limits);
   std::vector<const Expr*> roots;
   for (const Expr& e : r.source) roots.push_back(&e);
   for (const Expr& e : r.target) roots.push_back(&e);
@@ -401,9 +412,9 @@ std::string to_text(const Graph& graph) {
 
 std::string to_text(const Rule& rule) { return to_text(rule.source) + " => " + to_text(rule.target); }
 
-Graph parse_graph_file(std::string_view text) {
+Graph parse_graph_file(std::string_view text, const util::Limits& limits) {
   Graph g;
-  Builder b(text, g);
+  Builder b(text, g, limits);
   size_t line_start = 0;
   while (line_start <= text.size()) {
     size_t line_end = text.find('\n', line_start);
@@ -423,11 +434,14 @@ Graph parse_graph_file(std::string_view text) {
         std::string_view shape_text = text.substr(shape_pos, limit - shape_pos);
         while (!shape_text.empty() && std::isspace(static_cast<unsigned char>(shape_text.back())))
           shape_text.remove_suffix(1);
+        Shape shape;
         try {
-          b.bound[name] = g.add_input(name, parse_shape(shape_text));
+          shape = parse_shape(shape_text);
         } catch (const ShapeSyntaxError& err) {
           p.fail(shape_pos, err.what());
         }
+        b.check_size(shape_pos, shape, DType::kFloat, "input '" + name + "'");
+        b.bound[name] = g.add_input(name, shape);
       } else if (keyword == "let") {
         const size_t name_pos = p.pos();
         std::string name = p.ident("a name");

@@ -9,6 +9,7 @@
 // output k of a multi-output operator (split) and is required there.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "util/limits.h"
 
 namespace tgr {
 
@@ -29,9 +31,16 @@ inline constexpr int kMaxExprDepth = 256;
 
 // The most elements any value of a graph built from text (rules, `run
 // --expr`, `verify --prove`) may have: the ONNX importer's default
-// (ImportLimits::max_elements). `eye[n=20000]` asked the prover's
+// (util::Limits::max_elements). `eye[n=20000]` asked the prover's
 // evaluation for 3 GB.
 inline constexpr int64_t kMaxTextElements = int64_t{1} << 28;
+
+// What a graph built from text may hold unless a caller says otherwise:
+// kMaxTextElements per value, no total. A program that evaluates the graph
+// (`run --expr`, `run --graph`, `verify --prove`) passes util::Limits, whose
+// max_bytes bounds all its values together (rule instances at a model's
+// shapes are only built, never evaluated, so they keep this).
+inline constexpr util::Limits kTextLimits{kMaxTextElements, INT64_MAX};
 
 // A parsed expression, before shapes are known.
 struct Expr {
@@ -97,8 +106,12 @@ std::vector<Expr> parse_tuple_at(std::string_view text, size_t& pos, const Parse
 // appearance and must have a shape in `shapes`; equal subexpressions are
 // shared. Parameter and shape errors are reported as ParseErrors at the
 // operator's position.
-Graph build_graph(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes = {});
-Rule build_rule(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes = {});
+// `limits` bound each value's elements and all values' bytes (a ParseError
+// at the operator that passes them).
+Graph build_graph(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes = {},
+                  const util::Limits& limits = kTextLimits);
+Rule build_rule(std::string_view text, const ShapeMap& shapes, const DTypeMap& dtypes = {},
+                const util::Limits& limits = kTextLimits);
 
 // Canonical printing.
 std::string to_text(const Expr& expr);
@@ -119,6 +132,7 @@ Expr to_expr(const Graph& graph, ValueRef value, const std::function<std::option
 //   input NAME SHAPE        declare an input variable
 //   let NAME = expr         name an intermediate value (so DAGs stay small)
 //   output expr             a graph output (one or more lines)
-Graph parse_graph_file(std::string_view text);
+// `limits` as build_graph's, the inputs' shapes included.
+Graph parse_graph_file(std::string_view text, const util::Limits& limits = kTextLimits);
 
 }  // namespace tgr

@@ -111,14 +111,14 @@ ExportFusions find_export_fusions(const Graph& graph, const std::vector<bool>& c
       const ValueRef x = n.inputs[0];
       const Node& pad = graph.node(x.node);
       const bool max = is(n, "maxpool");
-      if (only_reader(x) && spatial_only_pad(pad, max ? -HUGE_VAL : 0.0) && graph.dtype(x) == DType::kFloat &&
+      if (only_reader(x) && spatial_only_pad(pad, max ? -HUGE_VAL : 0.0) && is_floating(graph.dtype(x)) &&
           (is(n, "conv2d") || pool_takes_pad(n, pad)))
         f.absorb_pad(x.node, i);
     }
     if (is(n, "reshape")) {
       const ValueRef product = n.inputs[0];
       const Node& p = graph.node(product.node);
-      if ((is(p, "matmul") || is(p, "batch_matmul")) && only_reader(product) && graph.dtype(product) == DType::kFloat) {
+      if ((is(p, "matmul") || is(p, "batch_matmul")) && only_reader(product) && is_floating(graph.dtype(product))) {
         Unreshaped u = unreshaped_product(graph, p, n.output_shapes[0], uses);
         // A reshape already written as another product's result stays (written there).
         std::erase_if(u.reshapes, [&](int32_t r) { return f.product_of_reshape.contains(r); });
@@ -129,7 +129,7 @@ ExportFusions find_export_fusions(const Graph& graph, const std::vector<bool>& c
       }
       continue;
     }
-    if (!is(n, "add") || graph.dtype(ValueRef{i, 0}) != DType::kFloat) continue;
+    if (!is(n, "add") || !is_floating(graph.dtype(ValueRef{i, 0}))) continue;
     for (int side = 0; side < 2; ++side) {
       const ValueRef product = n.inputs[side], other = n.inputs[1 - side];
       const Node& p = graph.node(product.node);

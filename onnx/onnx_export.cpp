@@ -1,5 +1,7 @@
 #include "onnx/onnx_export.h"
 
+#include "ir/float_types.h"
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/wire_format_lite.h>
@@ -17,6 +19,7 @@
 #include "ir/geometry.h"
 #include "onnx/export_fusions.h"
 #include "onnx/opaque_op.h"
+#include <onnx/defs/schema.h>
 
 namespace tgr::onnx_io {
 namespace {
@@ -117,10 +120,10 @@ using Mapping = std::function<void(OpContext&)>;
 const std::map<std::string, Mapping, std::less<>>& mappings();
 
 // The bytes of a constant as an initializer's raw_data holds them: float32
-// and int64 values (bool constants, stored as ints, are written otherwise:
-// empty).
+// and int64 values (bool and half-type constants, stored as ints or float32
+// numbers, are written otherwise, by constant_to_tensor: empty).
 std::pair<const void*, size_t> raw_bytes(const ConstantValue& v) {
-  if (v.is_float()) return {v.real.data.data(), v.real.data.size() * sizeof(float)};
+  if (v.dtype == DType::kFloat) return {v.real.data.data(), v.real.data.size() * sizeof(float)};
   if (v.dtype == DType::kInt64) return {v.ints.data.data(), v.ints.data.size() * sizeof(int64_t)};
   return {nullptr, 0};
 }
@@ -198,11 +201,14 @@ class Exporter {
   // per constant node).
   std::string conv_bias(int32_t constant, int64_t channels) {
     if (auto it = conv_biases_.find(constant); it != conv_biases_.end()) return it->second;
-    const Tensor<float>& b = graph_.node(constant).constant->real;
+    const ConstantValue& bias = *graph_.node(constant).constant;
+    const Tensor<float>& b = bias.real;
     Tensor<float> v({channels});
     for (int64_t c = 0; c < channels; ++c) v.data[c] = b.data[b.data.size() == 1 ? 0 : c];
     const std::string name = fresh_value(numbered("c", constant).append("_bias"));
-    write_initializer(ConstantValue(std::move(v)), name);
+    ConstantValue channel_bias(std::move(v));
+    channel_bias.dtype = bias.dtype;  // in the model's type
+    write_initializer(channel_bias, name);
     return conv_biases_[constant] = name;
   }
   // The original node of an opaque operator, reading and writing the
@@ -296,10 +302,12 @@ std::string OpContext::ints(const std::vector<int64_t>& values, const std::strin
 // A tensor of `shape` filled with `value` in element type `dtype` (as the
 // IR's kernels convert it: int64 truncates, bool is "not zero" of that).
 ConstantValue filled_value(const OpContext& c, DType dtype, double value, const Shape& shape) {
-  if (dtype == DType::kFloat) {
+  if (is_floating(dtype)) {
     Tensor<float> t(shape);
-    std::fill(t.data.begin(), t.data.end(), static_cast<float>(value));
-    return ConstantValue(std::move(t));
+    std::fill(t.data.begin(), t.data.end(), round_to_dtype(dtype, static_cast<float>(value)));
+    ConstantValue v(std::move(t));
+    v.dtype = dtype;
+    return v;
   }
   if (!(std::fabs(value) < 9.2e18))
     c.fail("the value " + std::to_string(value) + " has no " + std::string(dtype_name(dtype)) + " form");
@@ -614,8 +622,8 @@ void export_clip(OpContext& c) {
   const double lo = c.params().get_float("min"), hi = c.params().get_float("max");
   std::vector<std::string> inputs = {c.in[0]};
   const bool has_lo = lo != -HUGE_VAL, has_hi = hi != HUGE_VAL;
-  if (has_lo || has_hi) inputs.push_back(has_lo ? c.scalar(DType::kFloat, lo, "min") : "");
-  if (has_hi) inputs.push_back(c.scalar(DType::kFloat, hi, "max"));
+  if (has_lo || has_hi) inputs.push_back(has_lo ? c.scalar(c.in_dtype(0), lo, "min") : "");
+  if (has_hi) inputs.push_back(c.scalar(c.in_dtype(0), hi, "max"));
   c.emit("Clip", inputs, c.out);
 }
 
@@ -797,7 +805,7 @@ void export_layer_norm(OpContext& c) {
   c.emit("Sub", {c.in[0], mean}, {centred});
   c.emit("Mul", {centred, centred}, {squared});
   emit_reduce(c, "ReduceMean", kReduceMeanAxesInput, squared, axes, 1, var);
-  c.emit("Add", {var, c.scalar(DType::kFloat, epsilon, "epsilon")}, {shifted});
+  c.emit("Add", {var, c.scalar(c.in_dtype(0), epsilon, "epsilon")}, {shifted});
   c.emit("Sqrt", {shifted}, {stddev});
   c.emit("Div", {centred, stddev}, {normalised});
   c.emit("Mul", {normalised, c.in[1]}, {scaled});
@@ -1026,6 +1034,39 @@ const std::vector<std::pair<std::string, std::string>>& non_exportable_ops() {
   // initializers), so `optimize` can always write its result.
   static const std::vector<std::pair<std::string, std::string>> none;
   return none;
+}
+
+bool exports_in_type(const Graph& graph, int32_t node, DType t, int64_t opset) {
+  const Node& n = graph.node(node);
+  Graph alone;
+  std::vector<ValueRef> inputs;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const DType in = graph.dtype(n.inputs[k]);
+    std::string name = "x";
+    name += std::to_string(k);  // (not "x" + ...: g++ 12's -Wrestrict false positive)
+    inputs.push_back(alone.add_input(std::move(name), graph.shape(n.inputs[k]), is_floating(in) ? t : in));
+  }
+  try {
+    for (ValueRef out : alone.add_op(*n.op, n.params, std::move(inputs))) alone.add_output(out);
+    ExportOptions options;
+    options.opset = opset;
+    const onnx::ModelProto model = export_graph(alone, options);
+    const std::string float_type("tensor(float)");
+    const std::string half_type(t == DType::kFloat16 ? "tensor(float16)" : "tensor(bfloat16)");
+    for (const onnx::NodeProto& exported : model.graph().node()) {
+      const onnx::OpSchema* schema =
+          onnx::OpSchemaRegistry::Schema(exported.op_type(), static_cast<int>(opset), exported.domain());
+      if (!schema) return false;
+      for (const auto& constraint : schema->typeConstraintParams()) {
+        const auto& allowed = constraint.allowed_type_strs;
+        const bool has_float = std::find(allowed.begin(), allowed.end(), float_type) != allowed.end();
+        if (has_float && std::find(allowed.begin(), allowed.end(), half_type) == allowed.end()) return false;
+      }
+    }
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
 }
 
 std::vector<std::string> exportable_ops() {

@@ -65,6 +65,14 @@ onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options =
 // less: docs/benchmarks.md, "Measurements behind code comments").
 void save_graph(const Graph& graph, const ExportOptions& options, const std::string& path);
 
+// Whether ONNX defines the nodes that node `node` of `graph` exports to at
+// `opset` with its float operands of type `t` (kFloat16 or kBFloat16): each
+// node's schema in the ONNX library, where a type constraint that admits
+// float32 must admit `t` too (Conv has no bfloat16 form before opset 22).
+// The node is exported alone, its inputs of its shapes, its float ones of
+// type `t`; false where that export fails.
+bool exports_in_type(const Graph& graph, int32_t node, DType t, int64_t opset);
+
 // The IR operators export_graph has a mapping for (at some opset): every
 // operator of the table, which a test checks.
 std::vector<std::string> exportable_ops();

@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ir/float_types.h"
 #include "onnx/onnx_import_context.h"
 #include "onnx/opaque_op.h"
 #include "runtime/interpreter.h"
@@ -17,18 +18,6 @@
 namespace tgr::onnx_io {
 
 // --- ImportContext ------------------------------------------------------------
-
-namespace {
-
-// A count that may be far beyond int64 (a product of absurd dimensions).
-std::string count_text(double count) {
-  if (!std::isfinite(count)) return "an unbounded number of";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f", count);
-  return buf;
-}
-
-}  // namespace
 
 ImportContext::ImportContext(Graph& graph, const onnx::NodeProto& node, int64_t opset,
                              std::vector<std::optional<ValueRef>> inputs, int64_t domain_opset)
@@ -112,9 +101,8 @@ int64_t ImportContext::axis(int64_t a, int64_t rank) const {
 
 void ImportContext::check_element_count(double count) const {
   if (!budget) return;
-  if (!(count <= static_cast<double>(budget->limits.max_elements)))  // NaN fails too
-    fail("a tensor of " + count_text(count) + " elements is larger than the limit of " +
-         std::to_string(budget->limits.max_elements) + " (raise it with --max-elements)");
+  if (!util::within(count, budget->limits.max_elements))  // NaN fails too
+    fail(util::element_limit_message("a tensor", count, budget->limits));
 }
 
 void ImportContext::check_elements(const Shape& shape) const {
@@ -129,18 +117,22 @@ void ImportContext::check_elements(const Shape& shape) const {
 void ImportContext::charge_bytes(double bytes) const {
   if (!budget) return;
   const double total = static_cast<double>(budget->used_bytes) + bytes;
-  if (!(total <= static_cast<double>(budget->limits.max_bytes)))
-    fail("the constants computed at import would take " + count_text(total) + " bytes, more than the limit of " +
-         std::to_string(budget->limits.max_bytes) + " (raise it with --max-bytes)");
+  if (!util::within(total, budget->limits.max_bytes))
+    fail(util::byte_limit_message("the model's constants (its initializers and those computed at import)", total,
+                                  budget->limits));
   budget->used_bytes = static_cast<int64_t>(total);
 }
 
 namespace {
 
+double value_bytes(double count, DType dtype) {
+  return count * (dtype == DType::kBool ? sizeof(int64_t) : element_bytes(dtype));
+}
+
 double value_bytes(const Shape& shape, DType dtype) {
   double count = 1;
   for (int64_t d : shape) count *= static_cast<double>(d);
-  return count * (dtype == DType::kFloat ? sizeof(float) : sizeof(int64_t));
+  return value_bytes(count, dtype);
 }
 
 }  // namespace
@@ -148,6 +140,7 @@ double value_bytes(const Shape& shape, DType dtype) {
 std::vector<ValueRef> ImportContext::emit_multi(const std::string& op_name, std::vector<ValueRef> inputs,
                                                 std::vector<std::pair<std::string, ParamValue>> params) {
   const OpDef& op = OpTable::instance().get(op_name);
+  adopt_half_type(inputs);
   std::vector<ValueRef> outs;
   try {
     outs = graph_.add_op(op, op.make_params(std::move(params)), inputs, node_.name());
@@ -177,6 +170,25 @@ std::vector<ValueRef> ImportContext::emit_multi(const std::string& op_name, std:
   std::vector<ValueRef> folded_outs;
   for (auto& v : values) folded_outs.push_back(graph_.add_constant(std::move(v)));
   return folded_outs;
+}
+
+void ImportContext::adopt_half_type(std::vector<ValueRef>& inputs) {
+  std::optional<DType> half;
+  for (ValueRef v : inputs) {
+    const DType t = graph_.dtype(v);
+    if (t != DType::kFloat16 && t != DType::kBFloat16) continue;
+    if (half && *half != t) return;  // two half types: inference names the mismatch
+    half = t;
+  }
+  if (!half) return;
+  for (ValueRef& v : inputs) {
+    const ConstantValue* k = constant_value(v);
+    if (!k || k->dtype != DType::kFloat) continue;
+    ConstantValue typed = *k;
+    typed.dtype = *half;
+    round_to_dtype(*half, std::span<float>(typed.real.data));
+    v = graph_.add_constant(std::move(typed));
+  }
 }
 
 ValueRef ImportContext::emit(const std::string& op, std::vector<ValueRef> inputs,
@@ -438,20 +450,26 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
   Graph& graph = out.graph;
   std::unordered_map<std::string, ValueRef> values;
 
+  ImportContext::Budget budget{options.limits};  // initializers first, then what import computes
   for (const auto& init : g.initializer()) {
     // As onnx.checker: one name, one value (ONNX Runtime would read the
     // first of two, this importer the last).
     if (values.count(init.name()))
       throw OnnxError("initializer '" + init.name() +
                       "' is given twice; a graph names each value once (SSA form, as onnx.checker requires)");
-    // The element limit holds for initializers too, checked before converting
-    // (an INT8 tensor takes 8 times its bytes as int64).
+    // The limits hold for initializers too, checked before converting (an
+    // INT8 tensor takes 8 times its bytes as int64).
     double count = 1;
     for (int64_t d : init.dims()) count *= static_cast<double>(d);
-    if (!(count <= static_cast<double>(options.limits.max_elements)))
-      throw OnnxError("initializer '" + init.name() + "': a tensor of " + count_text(count) +
-                      " elements is larger than the limit of " + std::to_string(options.limits.max_elements) +
-                      " (raise it with --max-elements)");
+    if (!util::within(count, options.limits.max_elements))
+      throw OnnxError("initializer '" + init.name() +
+                      "': " + util::element_limit_message("a tensor", count, options.limits));
+    const std::optional<DType> dtype = dtype_of_elem_type(init.data_type());
+    const double bytes = static_cast<double>(budget.used_bytes) + value_bytes(count, dtype.value_or(DType::kFloat));
+    if (!util::within(bytes, options.limits.max_bytes))
+      throw OnnxError("initializer '" + init.name() +
+                      "': " + util::byte_limit_message("the model's constants", bytes, options.limits));
+    budget.used_bytes = static_cast<int64_t>(bytes);
     try {
       values[init.name()] = graph.add_constant(tensor_to_constant(init), init.name());
     } catch (const ShapeError& e) {
@@ -486,7 +504,6 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
   for (const auto& [name, v] : values) available.insert(name);
 
   const auto& importers = operator_importers();
-  ImportContext::Budget budget{options.limits};
   for (const onnx::NodeProto* n : sorted_nodes(g, available)) {
     std::vector<std::optional<ValueRef>> inputs;
     for (const auto& name : n->input()) {
@@ -534,7 +551,7 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
 
 ImportedModel import_model_file(const std::string& path, const ImportOptions& options) {
   bool external_data = false;
-  const onnx::ModelProto model = load_model(path, &external_data);
+  const onnx::ModelProto model = load_model(path, &external_data, options.limits);
   try {
     ImportedModel imported = import_model(model, options);
     imported.external_data = external_data;

@@ -11,6 +11,7 @@
 
 #include "ir/graph.h"
 #include "onnx/onnx_proto.h"
+#include "util/limits.h"
 
 namespace tgr::onnx_io {
 
@@ -26,10 +27,11 @@ class UnsupportedOperator : public OnnxError {
 // node may produce, and the total bytes of the constants import computes
 // (folded nodes, ConstantOfShape, Range). Beyond either, the import fails
 // naming the node and the limit (`run`/`optimize` --max-elements, --max-bytes).
-struct ImportLimits {
-  int64_t max_elements = int64_t{1} << 28;  // 1 GiB of float32
-  int64_t max_bytes = int64_t{4} << 30;
-};
+// It is the one limits policy of util/limits.h: the model's initializers (as
+// converted: an INT8 tensor takes 8 times its bytes as int64) count in
+// max_bytes too, and load_model applies it to external data and unknown
+// protobuf fields.
+using ImportLimits = util::Limits;
 
 struct ImportOptions {
   // Shapes for graph inputs, overriding (and required for) symbolic dims.

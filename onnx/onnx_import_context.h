@@ -51,13 +51,17 @@ class ImportContext {
   // Normalises a possibly negative axis against a rank.
   int64_t axis(int64_t a, int64_t rank) const;
 
-  // Adds operator `op` (folded when all inputs are constant).
+  // Adds operator `op` (folded when all inputs are constant). Float32
+  // constants among inputs of a half type (the scalars of a decomposition:
+  // GELU's 0.5, Reciprocal's 1) take that type, rounded to it: ONNX gives an
+  // operator's float operands one type, so only the importer's own are float32.
   std::vector<ValueRef> emit_multi(const std::string& op, std::vector<ValueRef> inputs,
                                    std::vector<std::pair<std::string, ParamValue>> params = {});
   ValueRef emit(const std::string& op, std::vector<ValueRef> inputs,
                 std::vector<std::pair<std::string, ParamValue>> params = {});
   ValueRef constant(ConstantValue value);
   ValueRef reshape(ValueRef v, const Shape& shape);  // no node when the shape is unchanged
+  void adopt_half_type(std::vector<ValueRef>& inputs);
 
   // The node's outputs; an unset output that a later node reads is an error there.
   void set_output(size_t k, ValueRef v);

@@ -8,7 +8,9 @@
 #include <numeric>
 
 #include "ir/geometry.h"
+#include "ir/float_types.h"
 #include "onnx/onnx_import_context.h"
+#include "util/utf8.h"
 
 namespace tgr::onnx_io {
 namespace {
@@ -24,9 +26,10 @@ ConstantValue int_tensor(const Shape& shape, std::vector<int64_t> values, DType 
 
 // --- elementwise -------------------------------------------------------------
 
-// A float operand that ONNX allows to be int (Pow's exponent) becomes float.
-ValueRef as_float(Ctx& c, ValueRef v) {
-  return c.dtype(v) == DType::kFloat ? v : c.emit("cast", {v}, {{"to", std::string("float")}});
+// An operand that ONNX allows another type than the operator's float type
+// `t` (Pow's exponent: an integer or another float type) is cast to `t`.
+ValueRef as_float(Ctx& c, ValueRef v, DType t) {
+  return c.dtype(v) == t ? v : c.emit("cast", {v}, {{"to", std::string(dtype_name(t))}});
 }
 
 Shape broadcast_or_fail(Ctx& c, const Shape& a, const Shape& b) {
@@ -68,7 +71,7 @@ OperatorImporter unary(const char* op) {
 // Reciprocal(Sqrt(x))).
 void import_reciprocal(Ctx& c) { c.set_output(0, c.emit("div", {c.constant(scalar_float(1)), c.input(0)})); }
 
-void import_pow(Ctx& c) { c.set_output(0, c.emit("pow", {c.input(0), as_float(c, c.input(1))})); }
+void import_pow(Ctx& c) { c.set_output(0, c.emit("pow", {c.input(0), as_float(c, c.input(1), c.dtype(c.input(0)))})); }
 
 void import_leaky_relu(Ctx& c) {
   c.set_output(0, c.emit("leaky_relu", {c.input(0)}, {{"alpha", c.attr_float("alpha", 0.01)}}));
@@ -113,7 +116,7 @@ void import_sum(Ctx& c) { c.set_output(0, add_chain(c)); }
 
 void import_mean(Ctx& c) {
   const ValueRef sum = add_chain(c);
-  if (c.dtype(sum) != DType::kFloat) c.fail("Mean is defined on float tensors");
+  if (!is_floating(c.dtype(sum))) c.fail("Mean is defined on float tensors");
   const float n = static_cast<float>(c.num_inputs());
   c.set_output(0, c.num_inputs() == 1 ? sum : c.emit("div", {sum, c.constant(scalar_float(n))}));
 }
@@ -139,7 +142,7 @@ OperatorImporter select_chain(const char* compare) {
 void import_mod(Ctx& c) {
   const ValueRef a = c.input(0), b = c.input(1);
   const bool fmod = c.attr_int("fmod", 0) != 0;
-  if (c.dtype(a) == DType::kFloat) {
+  if (is_floating(c.dtype(a))) {
     // Float Mod (fmod=1, C's fmod) has no exact form in the table's
     // operators; constants (shape arithmetic) are computed here.
     if (!fmod) c.fail("Mod of floats needs fmod=1");
@@ -151,7 +154,9 @@ void import_mod(Ctx& c) {
     Tensor<float> r(out);
     for (size_t i = 0; i < r.data.size(); ++i) r.data[i] = std::fmod(ea->real.data[i], eb->real.data[i]);
     ++c.folded;
-    c.set_output(0, c.constant(ConstantValue(std::move(r))));
+    ConstantValue m(std::move(r));
+    m.dtype = c.dtype(a);  // fmod of two values of a type is exact in it
+    c.set_output(0, c.constant(std::move(m)));
     return;
   }
   const ValueRef r = c.emit("sub", {a, c.emit("mul", {c.emit("div", {a, b}), b})});
@@ -209,6 +214,13 @@ void import_cast(Ctx& c) {
   c.set_output(0, c.dtype(x) == *to ? x : c.emit("cast", {x}, {{"to", std::string(dtype_name(*to))}}));
 }
 
+// CastLike: a Cast to the second input's element type (opset 15 on).
+void import_cast_like(Ctx& c) {
+  const ValueRef x = c.input(0);
+  const DType to = c.dtype(c.input(1));
+  c.set_output(0, c.dtype(x) == to ? x : c.emit("cast", {x}, {{"to", std::string(dtype_name(to))}}));
+}
+
 // Trilu: the upper (or lower) triangle of the last two axes from diagonal k,
 // the rest zero: where(mask, x, 0) with a constant mask.
 void import_trilu(Ctx& c) {
@@ -222,7 +234,7 @@ void import_trilu(Ctx& c) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
   const ValueRef zero =
-      c.dtype(x) == DType::kFloat ? c.constant(scalar_float(0)) : c.constant(int_tensor({}, {0}, c.dtype(x)));
+      is_floating(c.dtype(x)) ? c.constant(scalar_float(0)) : c.constant(int_tensor({}, {0}, c.dtype(x)));
   c.set_output(0, c.emit("where", {c.constant(int_tensor({rows, cols}, mask, DType::kBool)), x, zero}));
 }
 
@@ -735,7 +747,8 @@ void import_einsum(Ctx& c) {
     for (size_t d = 0; d < labels.size(); ++d) {
       const char l = labels[d];
       if (!std::isalpha(static_cast<unsigned char>(l)) && !std::isdigit(static_cast<unsigned char>(l)))
-        c.fail("equation '" + eq + "' has an unexpected character '" + std::string(1, l) + "'");
+        c.fail("equation '" + eq + "' has an unexpected character '" +
+               labels.substr(d, util::utf8_char_bytes(labels, d)) + "'");
       const int64_t n = c.shape(v)[d];
       auto [it, fresh] = size.emplace(l, n);
       if (fresh || it->second == n) continue;
@@ -1213,10 +1226,13 @@ void import_constant_of_shape(Ctx& c) {
   ConstantValue fill = c.attr_tensor("value") ? tensor_to_constant(*c.attr_tensor("value")) : scalar_float(0);
   c.check_elements(shape);  // before allocating: the shape is the model's to choose
   const int64_t n = num_elements(shape);
-  if (fill.is_float())
-    c.set_output(0, c.constant(ConstantValue(Tensor<float>(shape, std::vector<float>(n, fill.real.data.at(0))))));
-  else
+  if (fill.is_float()) {
+    ConstantValue filled(Tensor<float>(shape, std::vector<float>(n, fill.real.data.at(0))));
+    filled.dtype = fill.dtype;
+    c.set_output(0, c.constant(std::move(filled)));
+  } else {
     c.set_output(0, c.constant(int_tensor(shape, Ints(n, fill.ints.data.at(0)), fill.dtype)));
+  }
 }
 
 void import_shape(Ctx& c) {
@@ -1250,8 +1266,10 @@ void import_range(Ctx& c) {
   const int64_t n = static_cast<int64_t>(count);
   if (start->is_float()) {
     std::vector<float> v(n);
-    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(s + static_cast<double>(i) * delta);
-    c.set_output(0, c.constant(ConstantValue(Tensor<float>({n}, v))));
+    for (int64_t i = 0; i < n; ++i) v[i] = round_to_dtype(start->dtype, static_cast<float>(s + static_cast<double>(i) * delta));
+    ConstantValue range(Tensor<float>({n}, v));
+    range.dtype = start->dtype;
+    c.set_output(0, c.constant(std::move(range)));
   } else {
     Ints v(n);
     const int64_t first = start->ints.data.at(0), step = delta_value->ints.data.at(0);
@@ -1342,6 +1360,7 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"IsNaN", unary("is_nan")},
       {"Not", unary("logical_not")},
       {"Cast", import_cast},
+      {"CastLike", import_cast_like},
       {"Trilu", import_trilu},
       {"Identity", import_identity},
       {"Dropout", import_dropout},

@@ -136,7 +136,7 @@ ValueRef resize_axis(ImportContext& c, ValueRef x, int64_t axis, const std::vect
     ValueRef y = c.emit("gather", {x, c.constant(ConstantValue(DType::kInt64, Tensor<int64_t>({out}, t.index)))},
                         {{"axis", axis}});
     if (!all(t.weight, 1)) {
-      if (c.dtype(y) != DType::kFloat) c.fail("linear and cubic modes need float data");
+      if (!is_floating(c.dtype(y))) c.fail("linear and cubic modes need float data");
       y = c.emit("mul", {y, c.constant(ConstantValue(Tensor<float>(weight_shape, t.weight)))});
     }
     sum = sum ? c.emit("add", {*sum, y}) : y;

@@ -12,9 +12,11 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/tensor.h"
+#include "util/limits.h"
 
 namespace tgr::onnx_io {
 
@@ -31,7 +33,18 @@ class OnnxError : public std::runtime_error {
 // functions) are read from files relative to the model's folder into
 // raw_data, so callers never see external data.
 // `had_external_data`, when given, says whether any tensor was external.
-onnx::ModelProto load_model(const std::string& path, bool* had_external_data = nullptr);
+// `limits` (util/limits.h) bound, before anything is read or allocated, each
+// external tensor's elements, and the bytes of all external data together
+// with what protobuf keeps of fields the ONNX format does not have (up to 16
+// times their size: a file of 2-byte unknown fields); beyond them, OnnxError
+// naming the file.
+onnx::ModelProto load_model(const std::string& path, bool* had_external_data = nullptr,
+                            const util::Limits& limits = {});
+
+// Parses the bytes of a model (as load_model does a file's, without its
+// external data) into `model`; false when protobuf cannot, OnnxError when
+// its unknown fields pass `limits` (checked before parsing).
+bool parse_model(std::string_view bytes, onnx::ModelProto& model, const util::Limits& limits = {});
 
 // Writes a model through a temporary file in the same folder and a rename, so
 // a failure never leaves a half-written file at `path`.
@@ -49,13 +62,15 @@ int64_t default_opset(const onnx::ModelProto& model);
 // The model's real inputs (graph inputs that are not initializers), in order.
 std::vector<std::string> graph_input_names(const onnx::ModelProto& model);
 
-// FLOAT, DOUBLE, FLOAT16, BFLOAT16 -> kFloat (float32); INT8..INT64 and
+// FLOAT, DOUBLE -> kFloat (float32); FLOAT16 -> kFloat16, BFLOAT16 ->
+// kBFloat16 (their values exactly, as float32 numbers); INT8..INT64 and
 // UINT8..UINT64 -> kInt64 (UINT64 values beyond int64 raise); BOOL -> kBool.
 // Reads raw_data (little-endian) or the typed repeated fields. Other types, or
 // a data size that does not match the dims, raise OnnxError naming the tensor.
 ConstantValue tensor_to_constant(const onnx::TensorProto& t);
 
-// FLOAT / INT64 / BOOL tensor with the data in raw_data.
+// FLOAT / FLOAT16 / BFLOAT16 / INT64 / BOOL tensor with the data in raw_data
+// (half types as their 16-bit words, so a half constant is written back bit for bit).
 onnx::TensorProto constant_to_tensor(const ConstantValue& value, const std::string& name);
 
 // Single TensorProto files, the layout of ONNX test data sets (input_0.pb).
@@ -63,10 +78,11 @@ struct NamedTensor {
   std::string name;
   ConstantValue value;
 };
-NamedTensor read_tensor_file(const std::string& path);
+// `limits`: as load_model's.
+NamedTensor read_tensor_file(const std::string& path, const util::Limits& limits = {});
 void write_tensor_file(const ConstantValue& value, const std::string& name, const std::string& path);
 
-// ONNX element type (TensorProto::DataType) of an ir DType: FLOAT, INT64, BOOL.
+// ONNX element type (TensorProto::DataType) of an ir DType: FLOAT, INT64, BOOL, FLOAT16, BFLOAT16.
 int32_t onnx_elem_type(DType t);
 
 // The DType that tensor_to_constant gives for `elem_type` (so DOUBLE -> kFloat,

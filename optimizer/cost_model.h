@@ -18,7 +18,7 @@
 // runs at that fraction of the peak (parallel_fraction): at batch 1,
 // ResNet-50's last 3 x 3 convolutions make 8 tiles, and cuDNN runs them
 // at a thirtieth of the peak. This is what makes split-K pay (a convolution
-// cut into groups over its input channels, summed: rules/extra.rules).
+// cut into groups over its input channels, summed: rules/generated.rules).
 //
 // MeasuredCostModel (per operator; the tgr-gpu target now costs the
 // runtime's plan's steps instead, optimizer/plan_cost_model.h): the milliseconds stored in the rules database's

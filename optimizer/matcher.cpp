@@ -1,5 +1,7 @@
 #include "optimizer/matcher.h"
 
+#include "ir/float_types.h"
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -75,15 +77,16 @@ class Matcher {
   void match_value(ValueRef pv, ValueRef mv, const Continuation& next) {
     const Node& pn = pattern_.node(pv.node);
     if (!pn.is_op()) {  // a variable
-      if (pn.output_dtypes[0] != model_.dtype(mv)) return;
       ValueRef& b = bound_[pv.node];
       if (b.node >= 0) {
         if (b == mv) next();
         return;
       }
+      if (!types_.bind(pn.output_dtypes[0], model_.dtype(mv))) return;
       b = mv;
       next();
       b = ValueRef{};
+      types_.unbind(pn.output_dtypes[0]);
       return;
     }
     const Node& mn = model_.node(mv.node);
@@ -198,6 +201,7 @@ class Matcher {
   MatchStats& stats_;
   std::vector<int32_t> mapped_;
   std::vector<ValueRef> bound_;
+  RuleTypeBinding types_;  // the float type of the match's float variables
   std::set<int32_t> used_;
   std::vector<Match> matches_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "ir/float_types.h"
 #include "ir/op_signature.h"
 #include "onnx/export_fusions.h"
 #include "optimizer/cost_fit.h"
@@ -13,10 +14,13 @@ namespace {
 
 // Deterministic weights for a one-node calibration model (their values do not change its time).
 ConstantValue weight_value(DType dtype, const Shape& shape) {
-  if (dtype != DType::kFloat) return ConstantValue(dtype, Tensor<int64_t>(shape));  // zeros: valid indices
+  if (!is_floating(dtype)) return ConstantValue(dtype, Tensor<int64_t>(shape));  // zeros: valid indices
   Tensor<float> t(shape);
-  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-  return ConstantValue(std::move(t));
+  for (size_t i = 0; i < t.data.size(); ++i)
+    t.data[i] = round_to_dtype(dtype, static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f);
+  ConstantValue v(std::move(t));
+  v.dtype = dtype;
+  return v;
 }
 
 // ONNX Runtime runs a Relu that alone reads a Conv's or Gemm's result inside

@@ -48,6 +48,15 @@ OptimizeOptions resolve_defaults(OptimizeOptions o) {
   s.timeout_s = o.backtracking.timeout_s;
   s.runner.parallel = o.backtracking.parallel;
   s.runner.shipped_rules_first = true;  // where they join a user's database (runner.h, "Stages")
+
+  optimizer::MeasureOptions& m = o.measure;
+  const std::string& timing = o.target.target == Target::kTgrGpu ? o.data.bench_program : o.data.measure_ort_script;
+  // Not with --convert-to: the input file is the float32 model, no baseline of the converted one.
+  m.enabled = !o.no_measure && !o.convert && o.target.target != Target::kRoofline && (o.timer || !timing.empty());
+  if (m.ort_script.empty()) m.ort_script = o.data.measure_ort_script;
+  if (m.bench_program.empty()) m.bench_program = o.data.bench_program;
+  m.input_shapes = o.input_shapes;
+  m.gpu_costs_db = o.target.costs_db;
   return o;
 }
 

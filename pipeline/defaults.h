@@ -40,6 +40,12 @@ const TargetDefaults& target_defaults(optimizer::Target target);
 //                       parallel as backtracking.parallel; the shipped
 //                       rules first (RunnerOptions::shipped_rules_first)
 //   saturation.use_ilp  whether the ILP has time (ilp.time_limit_s > 0)
+//   measure             enabled unless no_measure or convert, for a target other than
+//                       roofline with a timer (`timer`, or data's
+//                       bench_program for tgr-gpu, measure_ort_script for
+//                       onnxruntime-cpu); its script and program data's when
+//                       empty; its input shapes and costs database the
+//                       model's and the target's
 // Resolving resolved options changes nothing.
 OptimizeOptions resolve_defaults(OptimizeOptions asked);
 

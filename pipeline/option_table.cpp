@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 
 #include "optimizer/plan_cost_model.h"
 #include "pipeline/defaults.h"
@@ -152,6 +153,20 @@ std::vector<OptionRow> make_table() {
       {"min-gain", "write the model unchanged unless the predicted cost drops by at least this fraction (default 0.02)",
        T::kReal, within(0.0, 1.0), [](const OptimizeOptions& o) -> OptionValue { return o.min_gain; }, "", false,
        [](OptimizeOptions& o, const OptionValue& v) { o.min_gain = as_real(v); }},
+      {"no-measure",
+       "write the rewrite the search chose without first timing it against the model in the target's runtime "
+       "(onnxruntime-cpu: ONNX Runtime through python3; tgr-gpu: bench, where a GPU is)",
+       T::kFlag, check(Check::kNone), nullptr, "", false,
+       [](OptimizeOptions& o, const OptionValue& v) { o.no_measure = as_flag(v); }},
+      {"measure-time",
+       "seconds the timing of a rewrite against the model may take, loads included; it stops there and says so",
+       T::kReal, check(Check::kSeconds), [](const OptimizeOptions& o) -> OptionValue { return o.measure.time_limit_s; },
+       "", false, [](OptimizeOptions& o, const OptionValue& v) { o.measure.time_limit_s = as_real(v); }},
+      {"measure-threshold",
+       "write a rewrite only when it measures at least this fraction faster than the model (the median of the "
+       "paired ratios of interleaved rounds); otherwise the model is written unchanged",
+       T::kReal, within(0.0, 0.5), [](const OptimizeOptions& o) -> OptionValue { return o.measure.min_speedup; }, "",
+       false, [](OptimizeOptions& o, const OptionValue& v) { o.measure.min_speedup = as_real(v); }},
       {"specs", "the axioms the instance proofs use", T::kText, check(Check::kNone),
        [](const OptimizeOptions& o) -> OptionValue { return o.data.specs_dir; }, "", false,
        [](OptimizeOptions& o, const OptionValue& v) { o.specs_dir = as_text(v); }},
@@ -168,6 +183,19 @@ std::vector<OptionRow> make_table() {
        check(Check::kAtLeastOne),
        [](const OptimizeOptions& o) -> OptionValue { return int64_t{o.import_limits.max_bytes}; }, "", true,
        [](OptimizeOptions& o, const OptionValue& v) { o.import_limits.max_bytes = as_int(v); }},
+      {"convert-to",
+       "convert a float32 model to this type before optimizing: weights and activations; exp, softmax, layer norm, "
+       "sums and means stay float32 (casts around them); the relative L2 error against the float32 model is "
+       "reported",
+       T::kText, one_of({"float16", "bfloat16"}), nullptr, "", true,
+       [](OptimizeOptions& o, const OptionValue& v) {
+         o.convert = optimizer::PrecisionConversion{.to = parse_dtype(as_text(v)), .convert_io = false};
+       }},
+      {"convert-io",
+       "with --convert-to: the model's float inputs and outputs take the type too (default: they stay float32, "
+       "cast at the boundary)",
+       T::kFlag, check(Check::kNone), nullptr, "", true,
+       [](OptimizeOptions& o, const OptionValue& v) { o.convert->convert_io = as_flag(v); }, "convert-to"},
   };
   return rows;
 }
@@ -209,6 +237,12 @@ std::string number_words(const OptionCheck& check, double x) {
 const std::vector<OptionRow>& option_table() {
   static const std::vector<OptionRow> rows = make_table();
   return rows;
+}
+
+const OptionRow* find_option(const std::string& name) {
+  for (const OptionRow& row : option_table())
+    if (row.name == name) return &row;
+  throw std::logic_error("no option --" + name + " in the option table");
 }
 
 std::string keyword_name(const OptionRow& row) {

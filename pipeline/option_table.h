@@ -48,10 +48,14 @@ struct OptionRow {
   std::function<OptionValue(const OptimizeOptions&)> default_value;
   std::string excludes;  // the name of a row that may not be given with this one
   bool keyword = true;   // also a keyword argument of tgr.optimize() (else its own parameter, or none)
+  // Sets the row's field; the rows given are set in the table's order.
   std::function<void(OptimizeOptions&, const OptionValue&)> set;
+  std::string needs{};  // the name of a row that must be given with this one
 };
 
 const std::vector<OptionRow>& option_table();
+// The row named `name` (its --NAME); throws std::logic_error when none is.
+const OptionRow* find_option(const std::string& name);
 
 // The row's Python keyword: its name with '_' for '-' ("node_limit").
 std::string keyword_name(const OptionRow& row);

@@ -8,12 +8,15 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "ir/shape.h"
 #include "onnx/onnx_import.h"
 #include "optimizer/backtracking_search.h"
+#include "optimizer/convert_precision.h"
+#include "optimizer/measured_check.h"
 #include "optimizer/target.h"
 #include "pipeline/search.h"
 #include "saturation/saturation.h"
@@ -24,11 +27,17 @@ namespace tgr::pipeline {
 // them relative to itself (tools/data_paths.h), the Python package in its
 // own folder.
 struct DataPaths {
-  // The rules shipped with tgr (rules/default.rules and the hand-written
-  // rules/extra.rules, proved at build time); its op_costs table holds
-  // onnxruntime-cpu's measured costs.
+  // The rules shipped with tgr (rules/default.rules and
+  // rules/generated.rules, generated and proved at build time); its op_costs
+  // table holds onnxruntime-cpu's measured costs.
   std::string shipped_rules_db;
   std::string specs_dir;  // the operator axioms
+  // What times a rewrite against the model before it is written
+  // (optimizer/measured_check.h): onnxruntime-cpu the script
+  // tools/measure_ort.py, tgr-gpu the `bench` program. Empty: the
+  // installation has none (the Python package), and nothing is measured.
+  std::string measure_ort_script{};
+  std::string bench_program{};
 };
 
 struct OptimizeOptions {
@@ -75,6 +84,21 @@ struct OptimizeOptions {
   // Keep the graphs before and after, with each node's cost, in the report
   // (OptimizeReport::before, after; what optimize --report-html draws).
   bool keep_graphs = false;
+  // Convert a float32 model to float16 or bfloat16 before the search
+  // (optimize --convert-to, optimizer/convert_precision.h). Unset: the model
+  // keeps the types it came in.
+  std::optional<optimizer::PrecisionConversion> convert;
+  // Time a chosen rewrite against the input in the target's runtime before
+  // writing it, and write the input when the rewrite does not measure
+  // faster (optimizer/measured_check.h). resolve_defaults sets
+  // measure.enabled: on where the target runs on a runtime (not roofline)
+  // that can time the model here (a `timer`, or data's script or program
+  // for the target), unless no_measure (--no-measure) or `convert` (the
+  // input is the float32 model, not a baseline of the converted one); and
+  // fills in the script, the program, the input shapes and the costs database.
+  bool no_measure = false;
+  optimizer::MeasureOptions measure;
+  std::shared_ptr<optimizer::ModelTimer> timer;  // null: the target's (optimizer::make_timer)
 };
 
 }  // namespace tgr::pipeline

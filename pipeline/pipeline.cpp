@@ -81,6 +81,29 @@ struct Imported {
   std::vector<DirectedRule> rules;
 };
 
+// How the optimized graph of `model` is exported (its opset, functions and
+// initializers the caller may override, as the input had them).
+onnx_io::ExportOptions export_options_of(const onnx_io::ImportedModel& model) {
+  onnx_io::ExportOptions options;
+  options.opset = std::clamp<int64_t>(model.opset, onnx_io::kMinExportOpset, 18);
+  options.producer_name = "tgr optimize";
+  options.functions = model.functions;
+  options.domain_opsets = model.domain_opsets;
+  options.overridable_initializers = model.overridable_initializers;
+  return options;
+}
+
+// --convert-to: the model in a half type from here on, and the relative
+// error that costs (optimizer/convert_precision.h). Valid ONNX at the opset
+// it is written at: an operator ONNX does not define in the type there
+// stays float32.
+void convert_model(optimizer::PrecisionConversion conversion, onnx_io::ImportedModel& model, OptimizeReport& report) {
+  conversion.onnx_opset = export_options_of(model).opset;
+  Graph converted = optimizer::convert_precision(model.graph, conversion, &report.conversion.emplace());
+  report.conversion_errors = optimizer::conversion_error(model.graph, converted);
+  model.graph = std::move(converted);
+}
+
 Imported import_rules_and_model(const OptimizeOptions& o, OptimizeReport& report) {
   const auto start = Clock::now();
   Imported in;
@@ -91,6 +114,7 @@ Imported import_rules_and_model(const OptimizeOptions& o, OptimizeReport& report
   import_options.limits = o.import_limits;
   in.model = onnx_io::import_model_file(o.model, import_options);
   report.opaque_nodes = in.model.opaque_nodes;
+  if (o.convert) convert_model(*o.convert, in.model, report);
   // Built jointly: a shipped rule may introduce an operator a user rule needs.
   in.rules = optimizer::build_directed_rules(in.directions.directions, in.directions.stats_by_set, &in.model.graph,
                                              &report.rule_filter);
@@ -190,17 +214,36 @@ SearchResult run_search(const OptimizeOptions& o, const SearchContext& c, Optimi
 
 // --- decide ---------------------------------------------------------------
 
-// The best graph is written only when its predicted gain reaches min_gain;
-// else the model as it came, as if no rule applied. (A step that measures
-// the graph on the target before it is written decides here too.)
-void keep_if_it_pays(const OptimizeOptions& o, const Graph& model, SearchResult& found, OptimizeReport& report) {
-  if (found.applied.empty() || found.best_cost < found.initial_cost * (1 - o.min_gain)) return;
-  report.below_min_gain = true;
-  report.below_min_gain_cost_us = found.best_cost;
+// The model as it came (after any conversion) instead of the search's graph, as if no rule applied.
+void keep_the_model(const Graph& model, SearchResult& found) {
   found.best = model;
   found.best_cost = found.initial_cost;
   found.applied.clear();
   found.rewrites.clear();
+}
+
+// The best graph is written only when its predicted gain reaches min_gain;
+// else the model as it came.
+void keep_if_it_pays(const OptimizeOptions& o, const Graph& model, SearchResult& found, OptimizeReport& report) {
+  if (found.applied.empty() || found.best_cost < found.initial_cost * (1 - o.min_gain)) return;
+  report.below_min_gain = true;
+  report.below_min_gain_cost_us = found.best_cost;
+  keep_the_model(model, found);
+}
+
+// Never slower by measurement (optimizer/measured_check.h): a rewrite that
+// pays by prediction (keep_if_it_pays) is timed against the input file in
+// the target's runtime, and dropped as one below min_gain is when it does
+// not measure faster. With OptimizeOptions::measure enabled only.
+void keep_if_it_measures_faster(const OptimizeOptions& o, const onnx_io::ImportedModel& model, SearchResult& found,
+                                OptimizeReport& report) {
+  if (!o.measure.enabled || found.applied.empty()) return;
+  std::shared_ptr<optimizer::ModelTimer> timer =
+      o.timer ? o.timer : std::shared_ptr<optimizer::ModelTimer>(optimizer::make_timer(o.target.target));
+  report.measured = optimizer::measure_rewrite(o.model, found.best, export_options_of(model), timer.get(), o.measure);
+  report.measured->predicted_ratio = found.initial_cost > 0 ? found.best_cost / found.initial_cost : 1.0;
+  for (const optimizer::RuleUse& u : found.applied) report.measured->rewrites += u.count;
+  if (!report.measured->keeps_rewrite()) keep_the_model(model.graph, found);
 }
 
 void report_search(const OptimizeOptions& o, const RuleDirections& directions, const SearchResult& found,
@@ -246,14 +289,9 @@ void export_model(const OptimizeOptions& o, const onnx_io::ImportedModel& model,
     report.before = costed(before, cost);
     report.after = costed(after, cost);
   }
-  onnx_io::ExportOptions export_options;
-  export_options.opset = std::clamp<int64_t>(model.opset, onnx_io::kMinExportOpset, 18);
-  export_options.producer_name = "tgr optimize";
-  export_options.functions = model.functions;
-  export_options.domain_opsets = model.domain_opsets;
-  export_options.overridable_initializers = model.overridable_initializers;
-  if (found.applied.empty() && o.output != o.model) report.unchanged = copy_unchanged(o, model);
-  if (!report.unchanged) onnx_io::save_graph(after, export_options, o.output);
+  // A converted model is never the input file.
+  if (found.applied.empty() && o.output != o.model && !o.convert) report.unchanged = copy_unchanged(o, model);
+  if (!report.unchanged) onnx_io::save_graph(after, export_options_of(model), o.output);
   report.export_seconds = seconds_since(start);
 }
 
@@ -301,6 +339,7 @@ OptimizeReport optimize_model(const OptimizeOptions& asked) {
 
   SearchResult found = run_search(o, SearchContext{in.model.graph, in.rules, *cost, instances}, report);
   keep_if_it_pays(o, in.model.graph, found, report);
+  keep_if_it_measures_faster(o, in.model, found, report);
   // The rules are not needed past the search: released before the export,
   // so that the peak memory is the larger of the two, not their sum.
   std::vector<DirectedRule>().swap(in.rules);

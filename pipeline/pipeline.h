@@ -3,13 +3,16 @@
 //
 //   resolve   every default from the target and the installation (pipeline/defaults.h)
 //   import    the rules (read first: a missing database is the cheapest error
-//             to report), the model, and the rule directions that can ever
-//             match it
+//             to report), the model (with --convert-to converted to a half
+//             type, optimizer/convert_precision.h), and the rule directions
+//             that can ever match it
 //   search    the search asked for (pipeline/search.h), with rules whose every
 //             application is proved at the model's shapes; saturation's
 //             extraction is part of it
-//   decide    the best graph or the model as it came (OptimizeOptions::min_gain);
-//             a step that measures the graph before it is written goes here
+//   decide    the best graph or the model as it came: by prediction
+//             (OptimizeOptions::min_gain), then by measurement in the
+//             target's runtime (OptimizeOptions::measure,
+//             optimizer/measured_check.h)
 //   export    weights folded, the model written (or copied when unchanged)
 //   report    costs, rules applied, one-node models of unmeasured signatures
 //

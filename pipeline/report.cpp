@@ -1,5 +1,8 @@
 #include "pipeline/report.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "util/report_number.h"
 
 namespace tgr::pipeline {
@@ -52,10 +55,25 @@ nlohmann::ordered_json search_json(const OptimizeReport& r) {
   return out;
 }
 
+// The report's "conversion" (OptimizeOptions::convert); an error that is NaN is null.
+nlohmann::ordered_json conversion_json(const OptimizeReport& r) {
+  nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+  for (double e : r.conversion_errors)
+    errors.push_back(std::isnan(e) ? nlohmann::ordered_json() : nlohmann::ordered_json(six_digits(e)));
+  const optimizer::PrecisionConversion& c = *r.options.convert;
+  return {{"to", std::string(dtype_name(c.to))},
+          {"convert_io", c.convert_io},
+          {"weights", r.conversion->weights},
+          {"weight_elements", r.conversion->weight_elements},
+          {"casts", r.conversion->casts},
+          {"kept_float32", r.conversion->kept_float32},
+          {"relative_l2_vs_float32", std::move(errors)}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json OptimizeReport::to_json() const {
-  return {
+  nlohmann::ordered_json json = {
       {"model", options.model},
       {"output", options.output},
       {"rules_db", options.rules_db},
@@ -71,6 +89,7 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
       {"cost_ratio", six_digits(cost_ratio())},
       {"min_gain", six_digits(options.min_gain)},
       {"below_min_gain", below_min_gain},
+      {"measured", measured ? measured->to_json() : nlohmann::ordered_json(nullptr)},
       {"rules_applied", rules_applied_json(*this)},
       {"rewrites", rewrites_json(*this)},
       {"search", search_json(*this)},
@@ -88,6 +107,8 @@ nlohmann::ordered_json OptimizeReport::to_json() const {
         {"search", six_digits(search_seconds)},
         {"export", six_digits(export_seconds)}}},
   };
+  if (conversion) json["conversion"] = conversion_json(*this);
+  return json;
 }
 
 namespace {
@@ -131,15 +152,39 @@ void print_proofs(std::FILE* out, const optimizer::InstanceProofStats& proofs) {
   std::fprintf(out, "\n");
 }
 
+// The worst relative error of a conversion's outputs; NaN when any is NaN.
+double worst_of(const std::vector<double>& errors) {
+  double worst = 0;
+  for (double e : errors) worst = std::isnan(e) || std::isnan(worst) ? NAN : std::max(worst, e);
+  return worst;
+}
+
+void print_conversion(std::FILE* out, const OptimizeReport& r) {
+  const optimizer::PrecisionConversion& c = *r.options.convert;
+  const std::string to(dtype_name(c.to));
+  std::fprintf(out,
+               "  converted:      to %s: %d weights (%lld elements) rounded, %d casts added, %d operators kept in "
+               "float32; inputs and outputs %s\n",
+               to.c_str(), r.conversion->weights, static_cast<long long>(r.conversion->weight_elements),
+               r.conversion->casts, r.conversion->kept_float32, c.convert_io ? to.c_str() : "float32");
+  std::fprintf(out,
+               "                  relative L2 error against the float32 model %.2e (worst output, random inputs)\n",
+               worst_of(r.conversion_errors));
+}
+
 void print_output(std::FILE* out, const OptimizeReport& r) {
   const OptimizeOptions& o = r.options;
-  if (r.below_min_gain)
+  if (r.measured) std::fprintf(out, "  measured:       %s\n", r.measured->summary().c_str());
+  if (r.measured && !r.measured->keeps_rewrite())
+    std::fprintf(out, "  output:         %s\n", r.measured->output_line().c_str());
+  else if (r.below_min_gain)
     std::fprintf(out,
                  "  output:         the best graph found, predicted x%.3f, gains less than --min-gain %g; the model is "
                  "written unchanged\n",
                  r.cost_before_us > 0 ? r.below_min_gain_cost_us / r.cost_before_us : 1.0, o.min_gain);
   else if (r.unchanged) std::fprintf(out, "  output:         no rule applied; the model is written unchanged\n");
-  else std::fprintf(out, "  weights folded: %d constant operators\n", r.fold.folded_nodes);
+  else if (!r.conversion) std::fprintf(out, "  weights folded: %d constant operators\n", r.fold.folded_nodes);
+  if (r.conversion) print_conversion(out, r);
   if (!o.calibration_dir.empty())
     std::fprintf(out, "  calibration:    %d one-node models of unmeasured signatures written to %s\n",
                  r.calibration_models, o.calibration_dir.c_str());

@@ -62,6 +62,14 @@ struct OptimizeReport {
   bool below_min_gain = false;
   double below_min_gain_cost_us = 0;
   double import_seconds = 0, search_seconds = 0, export_seconds = 0;
+  // With OptimizeOptions::convert: what the conversion did, and per output
+  // the relative L2 error of the converted model against the float32 one
+  // (optimizer::conversion_error, on random inputs; NaN where it has NaN).
+  std::optional<optimizer::ConversionStats> conversion;
+  std::vector<double> conversion_errors;
+  // With OptimizeOptions::measure enabled and a rewrite chosen: what was
+  // measured and whether the rewrite or the input was written.
+  std::optional<optimizer::MeasuredDecision> measured;
 
   double cost_ratio() const { return cost_before_us > 0 ? cost_after_us / cost_before_us : 1.0; }
   // Why the search stopped (SearchResult::stop_reason): the one search's,

@@ -21,6 +21,7 @@
 #include "optimizer/target.h"
 #include "pipeline/option_table.h"
 #include "pipeline/pipeline.h"
+#include "python/session_bindings.h"
 #include "rules_db/rule_json.h"
 #include "rules_db/rules_db.h"
 #include "runtime/interpreter.h"
@@ -73,10 +74,19 @@ void set_keywords(pipeline::OptimizeOptions& o, const py::dict& settings) {
     if (!row) throw py::type_error("optimize() got an unexpected keyword argument '" + name + "'");
     given.emplace_back(row, keyword_value(*row, name, value));
   }
-  for (const auto& [row, value] : given)
-    for (const auto& [other, unused] : given)
-      if (row->excludes == other->name)
-        throw py::value_error(pipeline::keyword_name(*row) + " excludes " + pipeline::keyword_name(*other));
+  auto given_row = [&](const std::string& name) {
+    return std::any_of(given.begin(), given.end(), [&](const auto& g) { return g.first->name == name; });
+  };
+  for (const auto& [row, value] : given) {
+    if (!row->excludes.empty() && given_row(row->excludes))
+      throw py::value_error(pipeline::keyword_name(*row) + " excludes " +
+                            pipeline::keyword_name(*pipeline::find_option(row->excludes)));
+    if (!row->needs.empty() && !given_row(row->needs))
+      throw py::value_error(pipeline::keyword_name(*row) + " needs " +
+                            pipeline::keyword_name(*pipeline::find_option(row->needs)));
+  }
+  // In the table's order, as the program sets them (a row may read what one before it set).
+  std::sort(given.begin(), given.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [row, value] : given) row->set(o, value);
 }
 
@@ -264,4 +274,5 @@ PYBIND11_MODULE(_tgr, m) {
       .def("rules_json", &RulesDbView::rules_json, py::arg("status"))
       .def("rule_json", &RulesDbView::rule_json, py::arg("id"))
       .def("lookup_json", &RulesDbView::lookup_json, py::arg("text"));
+  register_session(m);  // GpuSession, DeviceArray (session_bindings.cpp)
 }

@@ -48,9 +48,9 @@ bool fusable_shape(const std::vector<Operand>& group_operands, const Shape& prod
 // where over bools) join any program; int64 nodes run as programs of their own.
 enum class Domain { kFloat, kBool, kInt };
 Domain domain(const Graph& g, const Node& n) {
-  bool touches_float = n.output_dtypes[0] == DType::kFloat, touches_int = n.output_dtypes[0] == DType::kInt64;
+  bool touches_float = is_floating(n.output_dtypes[0]), touches_int = n.output_dtypes[0] == DType::kInt64;
   for (ValueRef in : n.inputs) {
-    touches_float = touches_float || g.dtype(in) == DType::kFloat;
+    touches_float = touches_float || is_floating(g.dtype(in));
     touches_int = touches_int || g.dtype(in) == DType::kInt64;
   }
   return touches_float ? Domain::kFloat : touches_int ? Domain::kInt : Domain::kBool;
@@ -81,6 +81,11 @@ struct Builder {
   std::vector<int> task_of;  // node -> index into `groups`, -1 when none
 
   Builder(const Graph& g, const PlanOptions& o) : graph(g), options(o) {}
+
+  // Bytes of one element of `v` as the device stores it at the plan's precision.
+  int64_t element_bytes(ValueRef v) const {
+    return device_element_bytes(storage_dtype(graph.dtype(v), options.precision));
+  }
 
   bool single_use(int32_t node) const {
     return graph.node(node).output_shapes.size() == 1 && uses[node][0] == 1 && !is_output[node];
@@ -124,7 +129,7 @@ struct Builder {
         ++plan.folded_nodes;
       }
     }
-    views = analyse_views(graph, folded);
+    views = analyse_views(graph, folded, options.precision);
     plan.folded = folded;
   }
 
@@ -138,7 +143,7 @@ struct Builder {
   }
 
   // A float operand any kernel, cuDNN and cuBLAS(Lt) included, may read.
-  bool plain_float(ValueRef v) const { return graph.dtype(v) == DType::kFloat && views.is_plain(v); }
+  bool plain_float(ValueRef v) const { return is_floating(graph.dtype(v)) && views.is_plain(v); }
 
   // conv2d [+ add(bias per channel)] [+ add(residual) + relu] [+ relu]
   void conv_task(int32_t c, Task& t) {
@@ -156,7 +161,8 @@ struct Builder {
     if (auto next = only_consumer(cur)) {
       if (auto b = other_operand(graph.node(*next), cur)) {
         const Shape& bs = graph.shape(*b);
-        if (graph.dtype(*b) == DType::kFloat && views.is_plain(*b) && (bs == Shape{1, y[1], 1, 1} || bs == Shape{y[1], 1, 1})) {
+        if (is_floating(graph.dtype(*b)) && views.is_plain(*b) &&
+            (bs == Shape{1, y[1], 1, 1} || bs == Shape{y[1], 1, 1})) {
           t.bias = *b;
           t.nodes.push_back(*next);
           cur = *next;
@@ -166,7 +172,7 @@ struct Builder {
     const size_t before_residual = t.nodes.size();
     if (auto next = only_consumer(cur)) {
       if (auto z = other_operand(graph.node(*next), cur);
-          z && graph.shape(*z) == y && graph.dtype(*z) == DType::kFloat && views.is_plain(*z)) {
+          z && graph.shape(*z) == y && is_floating(graph.dtype(*z)) && views.is_plain(*z)) {
         t.residual = *z;
         t.nodes.push_back(*next);
         cur = *next;
@@ -225,8 +231,8 @@ struct Builder {
     for (int side = 0; side < 2; ++side) {
       const ValueRef s = mul.inputs[side], other = mul.inputs[1 - side];
       const Node& sn = graph.node(s.node);
-      if (other.node == from && s.node != from && graph.dtype(s) == DType::kFloat &&
-          num_elements(graph.shape(s)) == 1 && (sn.is_constant() || folded[s.node]))
+      if (other.node == from && s.node != from && is_floating(graph.dtype(s)) && num_elements(graph.shape(s)) == 1 &&
+          (sn.is_constant() || folded[s.node]))
         return s;
     }
     return std::nullopt;
@@ -302,10 +308,46 @@ struct Builder {
     t = std::move(fused);
   }
 
+  // Whether the attention step reads every value it reads from outside
+  // through strides it can take (operand_layout, mask_layout), none of them
+  // bytes of one of its own nodes (a product written in place upstream).
+  bool attention_reads_layouts(const AttentionMatch& m) const {
+    auto outside = [&](ValueRef v) {
+      return std::find(m.nodes.begin(), m.nodes.end(), views.layout(v).source.node) == m.nodes.end();
+    };
+    for (const AttentionOperand* o : {&m.q, &m.k, &m.v})
+      if (!outside(o->source) || !operand_layout(graph, *o, views.layout(o->source).strides)) return false;
+    return !m.mask || (outside(*m.mask) && mask_layout(graph, m, views.layout(*m.mask).strides));
+  }
+
+  // Scaled-dot-product attention (runtime/attention.h), claimed before the
+  // other steps: its products, scale and mask would otherwise be theirs.
+  // Only where values are stored in float32 (kernels_attention.cu loads and
+  // stores float32; at bf16/fp16 the steps above run in the half type).
+  void attention_tasks(std::vector<Task>& groups) {
+    if (!options.fuse || !options.attention) return;
+    if (storage_dtype(DType::kFloat, options.precision) != DType::kFloat) return;
+    auto may_take = [&](int32_t n) { return graph.node(n).is_op() && !folded[n] && task_of[n] < 0; };
+    auto at_load = [&](int32_t n) { return folded[n] != 0; };
+    for (int32_t i : order) {
+      if (graph.node(i).op != &known_ops::batch_matmul() || folded[i]) continue;
+      std::optional<AttentionMatch> m = match_attention(graph, i, may_take, at_load);
+      if (!m || !attention_reads_layouts(*m)) continue;
+      Task t;
+      t.kind = Task::Kind::kAttention;
+      t.nodes = m->nodes;
+      t.attention = std::move(m);
+      plan.fused_nodes += static_cast<int>(t.nodes.size()) - 1;
+      for (int32_t n : t.nodes) task_of[n] = static_cast<int>(groups.size());
+      groups.push_back(std::move(t));
+    }
+  }
+
   void build_tasks() {
     const auto& nodes = graph.nodes();
     std::vector<Task> groups;
     task_of.assign(nodes.size(), -1);
+    attention_tasks(groups);
     std::vector<std::vector<Operand>> operands;  // per elementwise group
     std::vector<int> instr_count;
     for (int32_t i : order) {
@@ -315,7 +357,7 @@ struct Builder {
       if (n.op == &known_ops::conv2d()) {
         conv_task(i, t);
       } else if ((n.op == &known_ops::matmul() || n.op == &known_ops::batch_matmul()) &&
-                 n.output_dtypes[0] == DType::kFloat) {
+                 is_floating(n.output_dtypes[0])) {
         product_task(i, t);
       } else if (views.runs_nothing(i)) {
         t.kind = Task::Kind::kAlias;  // every output a view: nothing to run
@@ -385,7 +427,7 @@ struct Builder {
         const Window2d& w = geo.window;
         if (w.pad_top != w.pad_bottom || w.pad_left != w.pad_right)
           t.scratch_bytes = geo.batch * geo.in_channels * (w.in_h + w.pad_top + w.pad_bottom) *
-                            (w.in_w + w.pad_left + w.pad_right) * 4;
+                            (w.in_w + w.pad_left + w.pad_right) * element_bytes(conv.inputs[0]);
       }
       plan.tasks.push_back(std::move(t));
     }
@@ -395,7 +437,10 @@ struct Builder {
     const auto& nodes = graph.nodes();
     plan.slots.assign(nodes.size(), {});
     for (size_t i = 0; i < nodes.size(); ++i) plan.slots[i].resize(nodes[i].output_shapes.size());
-    auto bytes_of = [&](ValueRef v) { return num_elements(graph.shape(v)) * device_element_bytes(graph.dtype(v)); };
+    auto bytes_of = [&](ValueRef v) { return num_elements(graph.shape(v)) * element_bytes(v); };
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (size_t k = 0; k < nodes[i].output_shapes.size(); ++k)
+        plan.slots[i][k].storage = storage_dtype(nodes[i].output_dtypes[k], options.precision);
     // Constants that the device reads: weights and folded values.
     int64_t weight_offset = 0;
     auto need_constant = [&](ValueRef v) {
@@ -478,7 +523,8 @@ struct Builder {
         const ValueLayout& l = views.layout(v);
         ValueSlot& s = plan.slots[i][k];
         s = plan.slots[l.source.node][l.source.output];
-        s.offset += l.offset * device_element_bytes(graph.dtype(v));
+        s.storage = storage_dtype(graph.dtype(v), options.precision);
+        s.offset += l.offset * element_bytes(v);
         s.bytes = bytes_of(v);
         s.view = true;
         s.strides.clear();
@@ -491,6 +537,7 @@ struct Builder {
 
 ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options) {
   Builder b(graph, options);
+  b.plan.precision = options.precision;
   b.analyse();
   b.build_tasks();
   if (options.place_values) b.place_values();
@@ -498,6 +545,7 @@ ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options
 }
 
 std::string task_label(const Graph& graph, const Task& task) {
+  if (task.kind == Task::Kind::kAttention) return "attention";  // its nodes: a dozen reshapes and transposes
   std::string s;
   for (int32_t n : task.nodes) {
     if (!s.empty()) s += "+";

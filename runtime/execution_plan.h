@@ -4,7 +4,8 @@
 // kernel (chains of elementwise operators, a producer of a smaller shape that
 // broadcasts to its consumer's inside it; a convolution or a matrix product
 // with its bias, residual add and relu; a convolution with its bias and clip
-// or SiLU), which are free (reshape: the same bytes), and where
+// or SiLU; scaled-dot-product attention, runtime/attention.h), which are
+// free (reshape: the same bytes), and where
 // each value lives (one arena, bytes shared by values whose lifetimes do not
 // overlap; see memory_plan.h; a reshape or split piece may be a view of
 // another value's bytes, see views.h).
@@ -16,7 +17,9 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/attention.h"
 #include "runtime/memory_plan.h"
+#include "runtime/precision.h"
 #include "runtime/views.h"
 
 namespace tgr {
@@ -27,6 +30,12 @@ struct PlanOptions {
   // nodes computed at load are found but not evaluated, and no value is
   // placed (slots, constants and the arena stay empty).
   bool place_values = true;
+  // What each value is stored in (precision.h): sizes the slots, the arena
+  // and the weights, and keys the steps' signatures (step_signature.h).
+  Precision precision = Precision::kFp32;
+  // With `fuse`: scaled-dot-product attention as one step (Task::Kind::kAttention);
+  // false: its products, scale, mask and softmax as the steps above.
+  bool attention = true;
 };
 
 // One kernel launch (or a few) of the runtime, covering one or more nodes.
@@ -41,6 +50,8 @@ struct Task {
                    // epilogue; or batch_matmul + mul(scale): one cuBLAS call with alpha = scale
     kAlias,        // reshape or split whose outputs are all views, or a concat whose inputs were all
                    // written in place (views.h): no work
+    kAttention,    // scaled-dot-product attention (runtime/attention.h, Task::attention): both products,
+                   // the scale, the mask, the softmax and the head layouts between them, one kernel
   };
   Kind kind = Kind::kNode;
   std::vector<int32_t> nodes;  // topological order; the last produces the task's output(s)
@@ -67,6 +78,8 @@ struct Task {
   // its bytes (views.h); it copies only the others. Never all of them: such
   // a concatenation is a kAlias.
   std::vector<size_t> in_place_inputs;
+  // kAttention: what the step computes; `nodes` are its nodes.
+  std::optional<AttentionMatch> attention;
   // Values of other tasks (or inputs, constants) the task reads.
   std::vector<ValueRef> reads;
   int64_t scratch_bytes = 0;  // temporary memory alive during this task only
@@ -79,6 +92,7 @@ struct ValueSlot {
   Home home = Home::kNone;
   int64_t offset = 0;      // kInput, kArena: in the arena; kConstant: in the weights buffer
   int64_t bytes = 0;
+  DType storage = DType::kFloat;  // the element type on the device (storage_dtype of the graph's type)
   int constant = -1;       // kConstant: index into ExecutionPlan::constants
   bool view = false;       // the bytes are another value's (views.h); its producer writes nothing, except
                            // a product written in place into a later value's bytes
@@ -86,6 +100,7 @@ struct ValueSlot {
 };
 
 struct ExecutionPlan {
+  Precision precision = Precision::kFp32;  // PlanOptions::precision
   std::vector<Task> tasks;
   std::vector<std::vector<ValueSlot>> slots;  // [node][output]
   std::vector<ConstantValue> constants;       // uploaded once at load
@@ -101,7 +116,8 @@ struct ExecutionPlan {
 // run (a rank above 8).
 ExecutionPlan make_execution_plan(const Graph& graph, const PlanOptions& options = {});
 
-// "conv2d+add+relu", "mul+add+erf+...": what a task runs, for profiles.
+// "conv2d+add+relu", "mul+add+erf+...": what a task runs, for profiles;
+// "attention" for an attention step.
 std::string task_label(const Graph& graph, const Task& task);
 
 }  // namespace tgr

@@ -1,5 +1,7 @@
 #include "runtime/interpreter.h"
 
+#include "ir/float_types.h"
+
 #include <random>
 #include <stdexcept>
 
@@ -10,7 +12,9 @@ Value<T> constant_in_domain(const ConstantValue& c) {
   if (!c.is_float()) return Value<T>(c.dtype, c.ints);
   Tensor<T> t(c.real.shape);
   for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = from_real<T>(c.real.data[i]);
-  return Value<T>(std::move(t));
+  Value<T> v(std::move(t));
+  v.dtype = c.dtype;  // a half constant's numbers are its type's in every domain
+  return v;
 }
 
 namespace {
@@ -53,6 +57,15 @@ void run_node(const Node& n, std::span<const Value<T>* const> args, std::vector<
   }
 }
 
+// The reference semantics of the half types: each operator computes in the
+// domain (float32 or float64) and its float16/bfloat16 outputs are rounded
+// to their type (docs/design.md, "Element types"). The field is exact.
+template <class T>
+void round_outputs(std::vector<Value<T>>& outs) {
+  if constexpr (!kIsField<T>)
+    for (Value<T>& v : outs) round_to_dtype(v.dtype, std::span<T>(v.real.data));
+}
+
 }  // namespace
 
 template <class T>
@@ -90,6 +103,7 @@ std::vector<Value<T>> evaluate_values(const Graph& graph, std::span<const Value<
     for (ValueRef in : n.inputs) args.push_back(&value(in));
     try {
       run_node<T>(n, args, owned[index]);
+      round_outputs<T>(owned[index]);
     } catch (const UndefinedSemantics& e) {
       throw UndefinedSemantics(std::string(e.what()) + (n.name.empty() ? "" : " (node '" + n.name + "')"));
     }
@@ -158,6 +172,13 @@ std::vector<Tensor<T>> random_inputs(const Graph& graph, uint64_t seed) {
   for (size_t i = 0; i < graph.inputs().size(); ++i)
     out.push_back(random_tensor<T>(graph.node(graph.inputs()[i]).output_shapes[0], seeds[i] ^ seed));
   return out;
+}
+
+ConstantValue random_constant(DType dtype, const Shape& shape, uint64_t seed) {
+  ConstantValue c(random_tensor<float>(shape, seed));
+  c.dtype = dtype;
+  round_to_dtype(dtype, std::span<float>(c.real.data));
+  return c;
 }
 
 template <class To, class From>

@@ -36,6 +36,8 @@ template <class T>
 Tensor<T> random_tensor(const Shape& shape, uint64_t seed);
 template <class T>
 std::vector<Tensor<T>> random_inputs(const Graph& graph, uint64_t seed);
+// random_tensor<float>'s values rounded to floating type `dtype`, as a constant of that type.
+ConstantValue random_constant(DType dtype, const Shape& shape, uint64_t seed);
 
 // Converts between domains (integers map to their field residues).
 template <class To, class From>

@@ -100,6 +100,8 @@ std::string task_kind_name(Task::Kind kind) {
       return "product";
     case Task::Kind::kAlias:
       return "alias";
+    case Task::Kind::kAttention:
+      return "attention";
   }
   // No default above: a kind added to the planner and not named here is a
   // build error (-Wswitch), not a name made up at run time.
@@ -108,15 +110,51 @@ std::string task_kind_name(Task::Kind kind) {
 
 bool step_is_free(const Task& task) { return task.kind == Task::Kind::kAlias; }
 
-std::string step_signature(const Graph& graph, const Task& task) {
-  if (auto s = stand_in(graph, task)) return step_signature(s->graph, s->task);
+namespace {
+
+// `op_signature` with each float32 operand written as the type it is stored
+// in at `precision` ("float:" -> "bfloat16:"): the operands follow the first
+// '(' (the parameters hold none), each "dtype:shape".
+std::string with_storage_types(const std::string& op_signature, Precision precision) {
+  const DType stored = storage_dtype(DType::kFloat, precision);
+  if (stored == DType::kFloat) return op_signature;
+  const std::string from = std::string(dtype_name(DType::kFloat)) + ":";
+  const std::string to = std::string(dtype_name(stored)) + ":";
+  const size_t open = op_signature.find('(');
+  if (open == std::string::npos) return op_signature;
+  std::string out = op_signature.substr(0, open);
+  size_t at = open;
+  while (at < op_signature.size()) {
+    const char separator = op_signature[at];  // '(' or ','
+    out += separator;
+    ++at;
+    if ((separator == '(' || separator == ',') && op_signature.compare(at, from.size(), from) == 0) {
+      out += to;
+      at += from.size();
+    }
+    const size_t next = op_signature.find(',', at);
+    const size_t end = next == std::string::npos ? op_signature.size() : next;
+    out.append(op_signature, at, end - at);
+    at = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string step_signature(const Graph& graph, const Task& task, Precision precision) {
+  if (auto s = stand_in(graph, task)) return step_signature(s->graph, s->task, precision);
   std::string s(kStepSignaturePrefix);
+  if (allows_tf32(precision)) {
+    s += kTf32Word;
+    s += ' ';
+  }
   s += task_kind_name(task.kind);
   s += ": ";
   for (size_t k = 0; k < task.nodes.size(); ++k) {
     const Node& n = graph.node(task.nodes[k]);
     if (k) s += kNodeSeparator;
-    s += op_signature(graph, n);
+    s += with_storage_types(op_signature(graph, n), precision);
     std::string sources;
     bool internal = false;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -147,7 +185,12 @@ ParsedStepSignature parse_step_signature(std::string_view signature) {
   const size_t colon = signature.find(": ");
   if (colon == std::string_view::npos) throw ParseError(signature, 0, "a step signature is 'step KIND: NODES'");
   ParsedStepSignature out;
-  out.kind = std::string(signature.substr(kStepSignaturePrefix.size(), colon - kStepSignaturePrefix.size()));
+  std::string_view kind = signature.substr(kStepSignaturePrefix.size(), colon - kStepSignaturePrefix.size());
+  if (kind.starts_with(kTf32Word) && kind.size() > kTf32Word.size() && kind[kTf32Word.size()] == ' ') {
+    out.tf32 = true;
+    kind.remove_prefix(kTf32Word.size() + 1);
+  }
+  out.kind = std::string(kind);
   size_t start = colon + 2;
   while (start <= signature.size()) {
     size_t end = signature.find(kNodeSeparator, start);
@@ -209,7 +252,7 @@ int64_t step_weight_bytes(const Graph& model, const ExecutionPlan& plan, const T
       if (std::find(task.nodes.begin(), task.nodes.end(), in.node) != task.nodes.end()) continue;
       const bool weight = model.node(in.node).is_constant() || computed_at_load(plan, in.node);
       if (weight && seen.insert({in.node, in.output}).second)
-        bytes += num_elements(model.shape(in)) * device_element_bytes(model.dtype(in));
+        bytes += num_elements(model.shape(in)) * device_element_bytes(storage_dtype(model.dtype(in), plan.precision));
     }
   return bytes;
 }
@@ -264,8 +307,8 @@ Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task
     if (producer.is_constant()) {
       r = g.add_constant(*producer.constant);
     } else if (computed_at_load(plan, v.node)) {
-      r = g.add_constant(dtype == DType::kFloat ? ConstantValue(random_tensor<float>(shape, seed++))
-                                                : ConstantValue(dtype, Tensor<int64_t>(shape)));
+      r = g.add_constant(is_floating(dtype) ? random_constant(dtype, shape, seed++)
+                                            : ConstantValue(dtype, Tensor<int64_t>(shape)));
     } else {
       std::string name = "in";
       name += std::to_string(inputs.size());

@@ -47,7 +47,14 @@ std::string task_kind_name(Task::Kind kind);
 // Whether the task launches nothing (all its outputs are views of its inputs).
 bool step_is_free(const Task& task);
 
-std::string step_signature(const Graph& graph, const Task& task);
+// At a precision other than fp32 (runtime/precision.h) the signature says
+// what the step computes in: at bf16 and fp16 each float32 operand is
+// written as the type it is stored in ("conv2d(bfloat16:1x64x56x56,...)":
+// the signature of the same step of a graph typed so), at tf32 the kind is
+// preceded by "tf32 " ("step tf32 conv: ..."). Costs and kernel choices
+// timed at one precision are never read at another.
+std::string step_signature(const Graph& graph, const Task& task, Precision precision = Precision::kFp32);
+inline constexpr std::string_view kTf32Word = "tf32";
 
 // A step signature read back: the kind's name and each node's operator
 // signature with the sources of its operands (-1: outside the task).
@@ -58,6 +65,7 @@ struct StepNodeSignature {
 };
 struct ParsedStepSignature {
   std::string kind;
+  bool tf32 = false;  // "step tf32 KIND: ...": products and convolutions on TF32 tensor cores
   std::vector<StepNodeSignature> nodes;
 };
 // Throws ParseError for a string that is not a step signature.

@@ -19,7 +19,19 @@ bool is_concat(const Node& n) {
 }
 }  // namespace
 
-int64_t device_element_bytes(DType t) { return t == DType::kFloat ? 4 : 8; }
+int64_t device_element_bytes(DType t) {
+  switch (t) {
+    case DType::kFloat:
+      return 4;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return 2;
+    case DType::kInt64:
+    case DType::kBool:
+      return 8;
+  }
+  return 8;
+}
 
 std::optional<std::vector<int64_t>> reshape_strides(const Shape& from, const std::vector<int64_t>& from_strides,
                                                     const Shape& to) {
@@ -114,7 +126,7 @@ std::optional<ChannelStridedRows> layer_norm_strided_input(const Graph& graph, c
 
 std::optional<ChannelStridedRows> layer_norm_strided_output(const Graph& graph, const Node& node,
                                                             const std::vector<int64_t>& strides) {
-  if (!is_last_axis_layer_norm(graph, node) || node.output_dtypes[0] != DType::kFloat) return std::nullopt;
+  if (!is_last_axis_layer_norm(graph, node) || !is_floating(node.output_dtypes[0])) return std::nullopt;
   return channel_strided_rows(node.output_shapes[0], strides);
 }
 
@@ -137,31 +149,32 @@ bool is_row_major(const Shape& shape, const std::vector<int64_t>& strides) {
 
 namespace {
 
-bool aligned16(const Graph& g, ValueRef v, const ValueLayout& l) {
-  return l.offset * device_element_bytes(g.dtype(v)) % 16 == 0;
+// In bytes of the type the value is stored in at precision `p`.
+bool aligned16(const Graph& g, ValueRef v, const ValueLayout& l, Precision p) {
+  return l.offset * device_element_bytes(storage_dtype(g.dtype(v), p)) % 16 == 0;
 }
 
 // ViewAnalysis::is_plain of `v` laid out as `l`.
-bool plain(const Graph& g, ValueRef v, const ValueLayout& l) {
-  return is_row_major(g.shape(v), l.strides) && aligned16(g, v, l);
+bool plain(const Graph& g, ValueRef v, const ValueLayout& l, Precision p) {
+  return is_row_major(g.shape(v), l.strides) && aligned16(g, v, l, p);
 }
 
 // A matrix operand of cuBLAS: rows or columns with unit stride (cublas_matrix)
 // and an aligned start.
-bool cublas_operand(const Graph& g, ValueRef v, const ValueLayout& l, size_t rank) {
+bool cublas_operand(const Graph& g, ValueRef v, const ValueLayout& l, size_t rank, Precision p) {
   const Shape& s = g.shape(v);
-  return s.size() == rank && aligned16(g, v, l) && cublas_matrix(s, l.strides).has_value();
+  return s.size() == rank && aligned16(g, v, l, p) && cublas_matrix(s, l.strides).has_value();
 }
 
 // Whether `reader` can read its input `input` (the value v) laid out as `l`
 // when that layout is not plain.
-bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v, const ValueLayout& l) {
+bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v, const ValueLayout& l, Precision p) {
   const OpTraits& traits = reader.op->traits;
   if (is_elementwise_kernel(reader))
     return !(traits.channel_operands && input > 0);  // per-channel operands: contiguous
   if (is_strided_copy(reader)) return true;
   if (reads_cublas_operands(*reader.op))
-    return cublas_operand(g, v, l, reader.op == &known_ops::batch_matmul() ? 3 : 2);
+    return cublas_operand(g, v, l, reader.op == &known_ops::batch_matmul() ? 3 : 2, p);
   if (reader.op == &layer_norm_op() && input == 0)  // its row kernel needs no alignment
     return is_row_major(g.shape(v), l.strides) || layer_norm_strided_input(g, reader, l.strides).has_value();
   return false;
@@ -281,7 +294,7 @@ bool same_place(const Graph& g, ValueRef v, const ValueLayout& a, const ValueLay
 // where the last one wants it.
 void place_concat_inputs(const Graph& g, const std::vector<int32_t>& order, const std::vector<char>& at_load,
                          const std::vector<std::vector<char>>& is_output,
-                         std::vector<std::vector<ValueLayout>>& layouts) {
+                         std::vector<std::vector<ValueLayout>>& layouts, Precision p) {
   const auto& nodes = g.nodes();
   auto owns = [&](ValueRef v) { return layouts[v.node][v.output].source == v; };
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -293,7 +306,7 @@ void place_concat_inputs(const Graph& g, const std::vector<int32_t>& order, cons
     if (owns(out) && !is_output[c][0]) {
       const ValueLayout first = layouts[n.inputs[0].node][n.inputs[0].output];
       const ValueLayout there{first.source, first.offset, row_major_strides(n.output_shapes[0])};
-      bool consecutive = !owns(n.inputs[0]) && plain(g, out, there);
+      bool consecutive = !owns(n.inputs[0]) && plain(g, out, there, p);
       for (size_t k = 0; consecutive && k < n.inputs.size(); ++k) {
         const ValueRef in = n.inputs[k];
         consecutive = same_place(g, in, layouts[in.node][in.output], concat_piece(g, n, k, there));
@@ -310,7 +323,7 @@ void place_concat_inputs(const Graph& g, const std::vector<int32_t>& order, cons
       const ValueLayout piece = concat_piece(g, n, k, whole);
       const Node& producer = nodes[in.node];
       if (producer.is_op() && !at_load[in.node] && !may_be_view(g, producer) && owns(in) &&
-          !is_output[in.node][in.output] && plain(g, in, piece) &&
+          !is_output[in.node][in.output] && plain(g, in, piece, p) &&
           std::count(n.inputs.begin(), n.inputs.end(), in) == 1)
         layouts[in.node][in.output] = piece;
     }
@@ -349,7 +362,7 @@ bool may_run_nothing(const Graph& graph, const Node& node) { return may_be_view(
 
 bool reads_cublas_operands(const OpDef& op) { return &op == &known_ops::matmul() || &op == &known_ops::batch_matmul(); }
 
-bool ViewAnalysis::is_plain(ValueRef v) const { return plain(*graph_, v, layout(v)); }
+bool ViewAnalysis::is_plain(ValueRef v) const { return plain(*graph_, v, layout(v), precision_); }
 
 bool ViewAnalysis::concat_input_in_place(int32_t node, size_t k) const {
   const Node& n = graph_->node(node);
@@ -375,9 +388,10 @@ bool ViewAnalysis::runs_nothing(int32_t node) const {
   return true;
 }
 
-ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load) {
+ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load, Precision precision) {
   ViewAnalysis a;
   a.graph_ = &graph;
+  a.precision_ = precision;
   const auto& nodes = graph.nodes();
   const std::vector<int32_t> order = graph.topological_order();
   auto own = [&](ValueRef v) { return ValueLayout{v, 0, row_major_strides(graph.shape(v))}; };
@@ -402,11 +416,11 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
 
   // Products and layer norms written through a permutation into a later value's bytes.
   for (int32_t i : order) {
-    if (at_load[i] || !nodes[i].is_op() || nodes[i].output_dtypes[0] != DType::kFloat) continue;
+    if (at_load[i] || !nodes[i].is_op() || !is_floating(nodes[i].output_dtypes[0])) continue;
     if (nodes[i].op == &known_ops::batch_matmul() || nodes[i].op == &layer_norm_op())
       if (auto placed = written_through(graph, readers, is_output, i)) a.layouts_[i][0] = *placed;
   }
-  place_concat_inputs(graph, order, at_load, is_output, a.layouts_);
+  place_concat_inputs(graph, order, at_load, is_output, a.layouts_, precision);
 
   // Views are proposed forward; a view some reader cannot take is refused
   // (it owns its bytes: its producer copies) and the proposal is redone, since
@@ -459,7 +473,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load)
         for (const auto& [r, input] : readers[i][k]) {
           // A gather of one constant index takes strides while it is a view itself (its kernel does not).
           const bool gather_view = constant_gather_index(graph, nodes[r]) && !refused.count({r, 0});
-          ok = ok && (gather_view || takes_strides(graph, nodes[r], input, v, l));
+          ok = ok && (gather_view || takes_strides(graph, nodes[r], input, v, l, precision));
         }
         if (!ok) {
           refused.insert({i, static_cast<int32_t>(k)});

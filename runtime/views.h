@@ -49,10 +49,11 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/precision.h"
 
 namespace tgr {
 
-// Bytes per element on the device: float 4; int64 and bool 8.
+// Bytes per element on the device: float 4; float16 and bfloat16 2; int64 and bool 8.
 int64_t device_element_bytes(DType t);
 
 // `strides` read `shape` row-major (axes of size 1 may have any stride).
@@ -128,7 +129,8 @@ class ViewAnalysis {
   const ValueLayout& layout(ValueRef v) const { return layouts_.at(v.node).at(v.output); }
   // The value is a view of another value's bytes.
   bool is_view(ValueRef v) const { return !(layout(v).source == v); }
-  // Row-major from a 16-byte boundary: any kernel, cuDNN and cuBLAS included, may read it.
+  // Row-major from a 16-byte boundary (in the bytes of the value's storage type
+  // at the analysis's precision): any kernel, cuDNN and cuBLAS included, may read it.
   bool is_plain(ValueRef v) const;
   // Input `k` of the concatenation `node` was written by its producer where
   // the concatenation puts it: the concatenation does not copy it.
@@ -139,14 +141,18 @@ class ViewAnalysis {
   bool runs_nothing(int32_t node) const;
 
  private:
-  friend ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load);
+  friend ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load, Precision precision);
   const Graph* graph_ = nullptr;
+  Precision precision_ = Precision::kFp32;
   std::vector<std::vector<ValueLayout>> layouts_;  // [node][output]
 };
 
 // `at_load[node]`: the node is computed at load (from constants only); such
-// values own their bytes.
-ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load);
+// values own their bytes. Alignments are checked in the bytes each value is
+// stored in at `precision` (runtime/precision.h): a piece 16-byte aligned
+// in float32 may not be in bfloat16, and is then copied.
+ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load,
+                           Precision precision = Precision::kFp32);
 
 // Operators the runtime runs as (fused) elementwise kernels: OpTraits::elementwise
 // (comparisons, is_nan, logical_not, cast and where among them).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "ir/float_types.h"
 #include "optimizer/matcher.h"
 
 namespace tgr::saturation {
@@ -46,6 +47,16 @@ class Matcher {
     if (deadline_ && ++steps_ % 4096 == 0 && Pattern::Clock::now() >= *deadline_) past_deadline_ = true;
   }
   bool multi_output(const Node& n) const { return n.output_shapes.size() != 1; }
+  // For a pattern of several outputs: whether an operator node other than
+  // `p` is bound to class `c` (Pattern::search's contract: no merge of a
+  // computation with itself).
+  bool another_operator_on(int32_t p, ClassId c) const {
+    if (pattern_.outputs().size() < 2) return false;
+    for (size_t q = 0; q < classes_.size(); ++q)
+      if (classes_[q] == c && static_cast<int32_t>(q) != p && pattern_.node(static_cast<int32_t>(q)).is_op())
+        return true;
+    return false;
+  }
 
   void match_output(size_t k) {
     if (full()) return;
@@ -118,15 +129,17 @@ class Matcher {
     const Node& pn = pattern_.node(pv.node);
     const ClassData& data = egraph_.data(c);
     if (!pn.is_op()) {  // a variable
-      if (data.tuple || data.dtypes[0] != pn.output_dtypes[0]) return;
+      if (data.tuple) return;
       ClassId& b = classes_[pv.node];
       if (b != kNoClass) {
         if (b == c) next();
         return;
       }
+      if (!types_.bind(pn.output_dtypes[0], data.dtypes[0])) return;
       b = c;
       next();
       b = kNoClass;
+      types_.unbind(pn.output_dtypes[0]);
       return;
     }
     if (!multi_output(pn)) {
@@ -143,6 +156,7 @@ class Matcher {
       if (classes_[p] == c) next();
       return;
     }
+    if (another_operator_on(p, c)) return;
     for (const ENode& n : egraph_.nodes_with_op(c, pn.op)) {
       check_deadline();
       if (full()) return;
@@ -221,6 +235,7 @@ class Matcher {
   // Per pattern node: the bound class (variables and operator nodes alike),
   // the matched e-node's head and operand order.
   std::vector<ClassId> classes_;
+  RuleTypeBinding types_;  // the float type of the match's float variables
   std::vector<uint32_t> heads_;
   std::vector<uint8_t> swapped_;
   std::vector<PatternMatch> matches_;

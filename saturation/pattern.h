@@ -56,7 +56,12 @@ class Pattern {
   // The matches in a rebuilt e-graph that `keep` accepts (null: all), at
   // most `limit`; with a `deadline`, those found by then (one pattern's
   // search over a large e-graph can take a second). Thread-safe (reads the
-  // e-graph only).
+  // e-graph only). A pattern of several outputs binds its operator nodes to
+  // distinct classes (as optimizer/matcher.h maps them to distinct nodes of
+  // a graph): where two of them would share one, its branches are
+  // one computation, which a merge would compute twice (ResNet's
+  // convolution with relu, its relu and its own add as the two branches of
+  // `(relu(add(conv2d(i0, k0), b0)), add(conv2d(i0, k1), b1))`).
   std::vector<PatternMatch> search(const EGraph& egraph, size_t limit,
                                    const std::function<bool(const PatternMatch&)>& keep = {},
                                    std::optional<Clock::time_point> deadline = std::nullopt) const;

@@ -161,7 +161,7 @@ struct RunnerStats {
   int64_t matches = 0;           // new matches kept for proving
   int64_t repeated_matches = 0;  // skipped: tried in an earlier iteration
   int64_t weight_only_matches = 0;  // skipped: every output in a constant class (folded at export)
-  int64_t mirrored_matches = 0;  // skipped: a symmetric two-output rule's pair in the other order
+  int64_t mirrored_matches = 0;     // skipped: a symmetric two-output rule's pair in the other order
   int64_t dropped_matches = 0;   // beyond a banned rule's limit
   int64_t deferred_matches =
       0;  // instantiated, left for a later iteration by the proof time share (counted per iteration)

@@ -284,7 +284,7 @@ TEST(ExecutionPlan, AProductReadElsewhereIsNotFused) {
 }
 
 TEST(ExecutionPlan, AConstantScaleOfAProductIsItsAlpha) {
-  // Attention's scores scaled once (the form rules/extra.rules gives them):
+  // Attention's scores scaled once (the form the hand-written rules gave them):
   // batch_matmul and the mul by a one-element constant are one step.
   const std::string two = "add(ones[shape=1](), ones[shape=1]())";  // computed at load
   const Graph g =
@@ -759,12 +759,34 @@ TEST(Views, TheMergeOfABatchOfTwoStillCopies) {
   EXPECT_TRUE(plan.slot(attention_output(g)).strides.empty());
 }
 
+// Attention left as its steps (runtime/attention.h fuses it by default):
+// the views between them, as where it cannot be fused (head dimensions above 128).
+PlanOptions attention_unfused() {
+  PlanOptions o;
+  o.attention = false;
+  return o;
+}
+
+TEST(Views, AttentionFusedRunsOneStepBeforeTheProjection) {
+  for (int64_t batch : {1, 2}) {
+    const test::AttentionBlock block = test::attention_block(batch, 4, 5, 8, test::HeadMerge::kSequenceFirst);
+    const Graph g = build_graph(block.expr, parse_shape_map(block.shapes));
+    const ExecutionPlan plan = make_execution_plan(g);
+    const std::vector<std::string> steps = running_steps(plan, g);
+    ASSERT_EQ(steps.size(), 2u) << "B = " << batch;
+    EXPECT_EQ(task_of_node(plan, attention_output(g).node)->kind, Task::Kind::kAttention);
+    EXPECT_EQ(steps[1], "matmul+add");
+    // The fused step writes the merged heads in place as the product did.
+    EXPECT_TRUE(plan.slot(attention_output(g)).view) << "B = " << batch;
+  }
+}
+
 TEST(Views, SequenceFirstHeadsAreMergedInPlaceForAnyBatch) {
   // ViT's [B, H, S, D] -> [S, B, H, D]: batch b*H + h starts at (b*H + h)*D, one stride for any B.
   for (int64_t batch : {1, 2, 3}) {
     const test::AttentionBlock block = test::attention_block(batch, 4, 5, 8, test::HeadMerge::kSequenceFirst);
     const Graph g = build_graph(block.expr, parse_shape_map(block.shapes));
-    const ExecutionPlan plan = make_execution_plan(g);
+    const ExecutionPlan plan = make_execution_plan(g, attention_unfused());
     EXPECT_EQ(running_steps(plan, g),
               (std::vector<std::string>{"batch_matmul", "softmax", "batch_matmul", "matmul+add"}))
         << "B = " << batch;
@@ -779,7 +801,7 @@ TEST(Views, BatchFirstAttentionMergesInPlaceOnlyForOneBatch) {
   for (int64_t batch : {1, 2}) {
     const test::AttentionBlock block = test::attention_block(batch, 3, 6, 4, test::HeadMerge::kBatchFirst);
     const Graph g = build_graph(block.expr, parse_shape_map(block.shapes));
-    const ExecutionPlan plan = make_execution_plan(g);
+    const ExecutionPlan plan = make_execution_plan(g, attention_unfused());
     const Task* merge = task_of_node(plan, merge_reshape(g));
     ASSERT_NE(merge, nullptr);
     EXPECT_EQ(merge->kind, batch == 1 ? Task::Kind::kAlias : Task::Kind::kNode) << "B = " << batch;

@@ -243,7 +243,7 @@ std::set<std::string> candidate_rules(const Space& space, int max_ops, int vars)
 
 // Per-channel biases (role bias) broadcast over images of two widths: the
 // generator finds that the biases of stacked branches stack (the rule
-// rules/extra.rules once wrote by hand), and a commutative operator whose
+// rules/extra.rules once wrote by hand, now rules/generated.rules), and a commutative operator whose
 // roles differ is enumerated with its arguments in the roles' order even
 // when the bias variables come first.
 TEST(SearchSpace, BiasesOfStackedChannelsStack) {

@@ -1,4 +1,4 @@
-// The layout rules of rules/extra.rules (transposes of attention and of
+// The layout rules of rules/generated.rules (transposes of attention and of
 // ConvNeXt-style blocks, biases next to their products) applied to small
 // model-shaped graphs: each instance is proved at the graph's shapes, the
 // transposes go away or become views, and the outputs stay the same.
@@ -41,7 +41,7 @@ Graph optimized(const Graph& g, double* initial_cost = nullptr, double* best_cos
   return fold_constants(r.best);
 }
 
-// `rule` (a rule of rules/extra.rules, left to right) applied once to `g`:
+// `rule` (a rule of rules/generated.rules, left to right) applied once to `g`:
 // its instance at g's shapes must be proved.
 Graph rewritten_once(const Graph& g, const std::string& rule, const std::string& shapes) {
   const std::vector<DirectedRule> directions = directions_of(rule, shapes);

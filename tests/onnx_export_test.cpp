@@ -692,6 +692,20 @@ TEST(OnnxExport, Errors) {
   expect_error([&] { export_at(shadow, 17); }, {"'z'", "input"});
 }
 
+// exports_in_type: the ONNX library's schemas at the opset decide. Conv has
+// float16 but no bfloat16 form before opset 22; Relu has bfloat16 from
+// opset 13 (Relu-6 has float16, float and double only).
+TEST(OnnxExport, ExportsInTypeFollowsTheSchemas) {
+  const Graph conv = graph("conv2d(x, w)", "x=1x3x8x8,w=4x3x3x3");
+  const int32_t conv_node = conv.outputs()[0].node;
+  EXPECT_TRUE(exports_in_type(conv, conv_node, DType::kFloat16, 18));
+  EXPECT_FALSE(exports_in_type(conv, conv_node, DType::kBFloat16, 18));
+  const Graph relu = graph("relu(x)", "x=2x3");
+  EXPECT_TRUE(exports_in_type(relu, relu.outputs()[0].node, DType::kBFloat16, 13));
+  EXPECT_FALSE(exports_in_type(relu, relu.outputs()[0].node, DType::kBFloat16, 11));
+  EXPECT_TRUE(exports_in_type(relu, relu.outputs()[0].node, DType::kFloat16, 11));
+}
+
 TEST(OnnxExport, SavesAndLoads) {
   const ModelProto m = export_at(graph("relu(conv2d(x, w))", "x=1x3x8x8,w=4x3x3x3"), 17);
   const std::string path = (std::filesystem::temp_directory_path() / "tgr_onnx_export_test.onnx").string();

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "ir/float_types.h"
+#include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
 #include "runtime/interpreter.h"
 
@@ -463,6 +465,96 @@ TEST(OnnxRoundTrip, SaveGraphWritesWhatExportGraphMakes) {
     EXPECT_TRUE(load_model(path).SerializeAsString() == exported.SerializeAsString());
   }
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tgr::onnx_io
+
+namespace tgr::onnx_io {
+namespace {
+
+// x (float16 2x3) @ w (float16 3x2, int32_data) -> Reciprocal -> Cast to
+// float32; the importer's own constant (Reciprocal's 1) takes float16.
+onnx::ModelProto float16_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = m.mutable_graph();
+  auto value = [](onnx::ValueInfoProto* v, const std::string& name, int32_t type, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  value(g->add_input(), "x", onnx::TensorProto::FLOAT16, {2, 3});
+  value(g->add_output(), "y", onnx::TensorProto::FLOAT, {2, 2});
+  value(g->add_output(), "h", onnx::TensorProto::FLOAT16, {2, 2});
+  onnx::TensorProto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT16);
+  w->add_dims(3);
+  w->add_dims(2);
+  for (int bits : {0x3C00, 0x4000, 0x3800, 0xBC00, 0x3555, 0x0001}) w->add_int32_data(bits);  // 1 2 .5 -1 .333 2^-24
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out + "_node");
+    for (auto& i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  node("MatMul", {"x", "w"}, "p");
+  node("Reciprocal", {"p"}, "h");
+  onnx::AttributeProto* to = node("Cast", {"h"}, "y")->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  return m;
+}
+
+TEST(OnnxHalfTypes, Float16ModelImportsInItsTypesAndExportsThemBack) {
+  const ImportedModel m = import_model(float16_model());
+  const Graph& g = m.graph;
+  EXPECT_EQ(g.node(g.inputs()[0]).output_dtypes[0], DType::kFloat16);
+  ASSERT_EQ(g.outputs().size(), 2u);
+  EXPECT_EQ(g.dtype(g.outputs()[0]), DType::kFloat);
+  EXPECT_EQ(g.dtype(g.outputs()[1]), DType::kFloat16);
+  for (int32_t i : g.topological_order())
+    if (g.node(i).is_constant()) {
+      EXPECT_EQ(g.node(i).output_dtypes[0], DType::kFloat16) << "constant " << i;
+    }
+  // Evaluated: the product rounded to float16, then 1 / it rounded again.
+  Value<float> x(Tensor<float>({2, 3}, {1, 1, 1, 0.5f, 0.25f, 3}));
+  x.dtype = DType::kFloat16;
+  const std::vector<Value<float>> out = evaluate_values<float>(g, std::vector<Value<float>>{x});
+  EXPECT_EQ(out[1].dtype, DType::kFloat16);
+  // 1 + 0.5 + 0.33325195 (0x3555) = 1.83325195 is not a float16: the
+  // product rounds to 1.8330078125, and its reciprocal rounds again.
+  EXPECT_EQ(round_to_dtype(DType::kFloat16, 1.83325195f), 1.8330078125f);
+  EXPECT_EQ(out[1].real.data[0], round_to_dtype(DType::kFloat16, 1.0f / 1.8330078125f));
+  EXPECT_EQ(out[0].real.data, out[1].real.data);  // the cast to float32 is exact
+
+  ExportOptions options;
+  options.opset = m.opset;
+  const onnx::ModelProto exported = export_graph(g, options);
+  EXPECT_EQ(exported.graph().input(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT16);
+  EXPECT_EQ(exported.graph().output(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT);
+  EXPECT_EQ(exported.graph().output(1).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT16);
+  int64_t half_bytes = 0;
+  for (const auto& t : exported.graph().initializer()) {
+    EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT16) << t.name();
+    half_bytes += static_cast<int64_t>(t.raw_data().size());
+  }
+  EXPECT_EQ(half_bytes, 2 * (6 + 1));  // w and the 1, two bytes an element
+  const ImportedModel again = import_model(exported);
+  EXPECT_EQ(again.graph.structural_hash(), g.structural_hash());
+}
+
+TEST(OnnxHalfTypes, MixedFloatTypesOutsideACastAreNamed) {
+  onnx::ModelProto m = float16_model();
+  m.mutable_graph()->mutable_initializer(0)->set_data_type(onnx::TensorProto::BFLOAT16);
+  const std::string error = error_of(m);
+  EXPECT_NE(error.find("one element type, got float16 and bfloat16"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -132,6 +132,12 @@ TEST(OnnxProto, ReadsTestData) {
 }
 
 ConstantValue float_value(Shape s, std::vector<float> v) { return ConstantValue(Tensor<float>(std::move(s), std::move(v))); }
+// A float16 or bfloat16 constant: float32 numbers that are exactly its type's.
+ConstantValue half_value(DType t, Shape s, std::vector<float> v) {
+  ConstantValue c = float_value(std::move(s), std::move(v));
+  c.dtype = t;
+  return c;
+}
 ConstantValue int_value(DType t, Shape s, std::vector<int64_t> v) {
   return ConstantValue(t, Tensor<int64_t>(std::move(s), std::move(v)));
 }
@@ -150,6 +156,8 @@ TEST(OnnxProto, ConstantRoundTrips) {
       float_value({0, 4}, {}),  // empty
       int_value(DType::kInt64, {3}, {-1, 0, int64_t{1} << 40}),
       int_value(DType::kBool, {2, 2}, {1, 0, 0, 1}),
+      half_value(DType::kFloat16, {4}, {1.f, -65504.f, 0x1p-24f, 1.3330078125f}),
+      half_value(DType::kBFloat16, {3}, {1.5f, -0x1p100f, 3.140625f}),
   };
   TempDir dir;
   for (const ConstantValue& v : values) {
@@ -157,6 +165,9 @@ TEST(OnnxProto, ConstantRoundTrips) {
     EXPECT_EQ(t.name(), "c");
     EXPECT_EQ(t.data_type(), onnx_elem_type(v.dtype));
     EXPECT_TRUE(t.has_raw_data());
+    if (v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16) {  // 16-bit words, the model's own size
+      EXPECT_EQ(t.raw_data().size(), 2 * v.real.data.size());
+    }
     expect_same(tensor_to_constant(t), v);
 
     const std::string path = dir.file("t.pb");
@@ -171,7 +182,10 @@ TEST(OnnxProto, ElemTypes) {
   EXPECT_EQ(onnx_elem_type(DType::kFloat), TensorProto::FLOAT);
   EXPECT_EQ(onnx_elem_type(DType::kInt64), TensorProto::INT64);
   EXPECT_EQ(onnx_elem_type(DType::kBool), TensorProto::BOOL);
-  for (DType t : {DType::kFloat, DType::kInt64, DType::kBool}) EXPECT_EQ(dtype_of_elem_type(onnx_elem_type(t)), t);
+  EXPECT_EQ(onnx_elem_type(DType::kFloat16), TensorProto::FLOAT16);
+  EXPECT_EQ(onnx_elem_type(DType::kBFloat16), TensorProto::BFLOAT16);
+  for (DType t : {DType::kFloat, DType::kInt64, DType::kBool, DType::kFloat16, DType::kBFloat16})
+    EXPECT_EQ(dtype_of_elem_type(onnx_elem_type(t)), t);
   EXPECT_EQ(dtype_of_elem_type(TensorProto::DOUBLE), DType::kFloat);
   EXPECT_EQ(dtype_of_elem_type(TensorProto::INT32), DType::kInt64);
   EXPECT_EQ(dtype_of_elem_type(TensorProto::STRING), std::nullopt);
@@ -226,7 +240,7 @@ TEST(OnnxProto, TypedFields) {
   // FLOAT16 bits in int32_data: 1.0, -2.0, 65504 (largest), 2^-24 (smallest subnormal), 0.
   TensorProto h = typed("h", TensorProto::FLOAT16, {5});
   for (int bits : {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x0000}) h.add_int32_data(bits);
-  expect_same(tensor_to_constant(h), float_value({5}, {1.f, -2.f, 65504.f, 0x1p-24f, 0.f}));
+  expect_same(tensor_to_constant(h), half_value(DType::kFloat16, {5}, {1.f, -2.f, 65504.f, 0x1p-24f, 0.f}));
   TensorProto hinf = typed("hinf", TensorProto::FLOAT16, {2});
   hinf.add_int32_data(0xFC00);
   hinf.add_int32_data(0x7E00);
@@ -238,14 +252,18 @@ TEST(OnnxProto, TypedFields) {
   TensorProto bf = typed("bf", TensorProto::BFLOAT16, {2});
   bf.add_int32_data(0x3FC0);
   bf.add_int32_data(0xC120);
-  expect_same(tensor_to_constant(bf), float_value({2}, {1.5f, -10.f}));
+  expect_same(tensor_to_constant(bf), half_value(DType::kBFloat16, {2}, {1.5f, -10.f}));
+  // Written back as the same 16-bit words (in raw_data).
+  const TensorProto back = constant_to_tensor(tensor_to_constant(bf), "bf");
+  EXPECT_EQ(back.data_type(), TensorProto::BFLOAT16);
+  EXPECT_EQ(back.raw_data(), std::string("\xC0\x3F\x20\xC1", 4));
 }
 
 TEST(OnnxProto, RawDataOfNarrowTypes) {
   TensorProto h = typed("h", TensorProto::FLOAT16, {2});
   const uint16_t hb[2] = {0x3C00, 0xC000};
   h.set_raw_data(std::string(reinterpret_cast<const char*>(hb), sizeof hb));
-  expect_same(tensor_to_constant(h), float_value({2}, {1.f, -2.f}));
+  expect_same(tensor_to_constant(h), half_value(DType::kFloat16, {2}, {1.f, -2.f}));
 
   TensorProto i16 = typed("i16", TensorProto::INT16, {2});
   const int16_t ib[2] = {-300, 300};
@@ -398,6 +416,59 @@ TEST(OnnxProto, LoadsModelOver64MB) {
   const ConstantValue v = tensor_to_constant(back.graph().initializer(0));
   ASSERT_EQ(v.shape(), (Shape{kCount}));
   EXPECT_EQ(v.real.data[kCount - 1], 999.f);
+}
+
+// protobuf keeps fields a message type does not have (UnknownFieldSet: 16
+// bytes an entry, 8 times a 2-byte field); parse_model and load_model walk
+// the bytes first and refuse more than the byte limit of them, wherever they
+// are (nested messages too, and known fields of the wrong wire type).
+TEST(OnnxProto, UnknownFieldsCountInTheByteLimit) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("g");
+  constexpr int kFields = 1000;
+  for (int i = 0; i < kFields; ++i) g->GetReflection()->MutableUnknownFields(g)->AddVarint(30, 1);
+  const std::string bytes = m.SerializeAsString();
+  util::Limits limits;
+  limits.max_bytes = 32 * kFields - 1;
+  onnx::ModelProto back;
+  expect_error([&] { parse_model(bytes, back, limits); },
+               "1000 fields unknown to onnx.ModelProto and its messages (protobuf keeps them) would take 32000 bytes, "
+               "more than the limit of 31999 (raise it with --max-bytes)");
+  limits.max_bytes = 1'000'000;
+  ASSERT_TRUE(parse_model(bytes, back, limits));
+  EXPECT_EQ(back.graph().unknown_fields().field_count(), kFields);
+  EXPECT_EQ(back.graph().name(), "g");
+
+  // ir_version (field 1, a varint) written as a length-delimited field of 3 bytes.
+  const std::string wrong_wire = bytes + std::string("\x0a\x03" "abc", 5);
+  ASSERT_TRUE(parse_model(wrong_wire, back, limits));
+  EXPECT_EQ(back.unknown_fields().field_count(), 1);
+  limits.max_bytes = 32 * kFields + 32 + 48 + 4 - 1;
+  expect_error([&] { parse_model(wrong_wire, back, limits); }, "1001 fields unknown");
+
+  // Known fields cost more than their bytes too: an empty node (2 bytes) is
+  // a NodeProto object.
+  onnx::ModelProto nodes;
+  nodes.set_ir_version(8);
+  for (int i = 0; i < 100'000; ++i) nodes.mutable_graph()->add_node();
+  limits.max_bytes = 1'000'000;
+  expect_error([&] { parse_model(nodes.SerializeAsString(), back, limits); }, "parsed, its 100001 messages");
+  limits.max_bytes = int64_t{1} << 30;
+  ASSERT_TRUE(parse_model(nodes.SerializeAsString(), back, limits));
+  EXPECT_EQ(back.graph().node_size(), 100'000);
+
+  // The same through a file, and for a tensor file.
+  TempDir dir;
+  write_bytes(dir.file("m.onnx"), bytes);
+  limits.max_bytes = 1000;
+  expect_error([&] { load_model(dir.file("m.onnx"), nullptr, limits); }, dir.file("m.onnx"));
+  TensorProto t = constant_to_tensor(float_value({2}, {1.f, 2.f}), "t");
+  for (int i = 0; i < kFields; ++i) t.GetReflection()->MutableUnknownFields(&t)->AddVarint(100, 7);
+  write_bytes(dir.file("t.pb"), t.SerializeAsString());
+  expect_error([&] { read_tensor_file(dir.file("t.pb"), limits); }, "1000 fields unknown to onnx.TensorProto");
+  EXPECT_EQ(read_tensor_file(dir.file("t.pb")).value.real.data[1], 2.f);
 }
 
 TEST(OnnxProto, SaveModel) {

@@ -121,6 +121,8 @@ TEST(OpRegistry, Traits) {
                "floor",      "hard_sigmoid", "hard_swish", "leaky_relu", "log",  "mul", "neg", "pow", "relu",
                "scalar_mul", "sigmoid",      "sin",        "softplus",   "sqrt", "sub", "tanh"}));
   EXPECT_EQ(names_where([](const OpDef& op) { return op.traits.channel_operands; }), (V{"batch_norm"}));
+  EXPECT_EQ(names_where([](const OpDef& op) { return op.traits.needs_float32; }),
+            (V{"exp", "layer_norm", "log", "pow", "reduce_mean", "reduce_sum", "softmax", "softplus"}));
   // channel_operands qualifies elementwise operators only.
   for (const OpDef* op : t.all()) {
     if (op->traits.channel_operands) {

@@ -34,7 +34,7 @@ inline verifier::ProofOptions proof_options() {
 
 #ifdef TGR_DEFAULT_RULES
 // The default rules (build/default_rules.db: rules/default.rules and
-// rules/extra.rules, proved when the database was built), for the test
+// rules/generated.rules, proved when the database was built), for the test
 // programs that define TGR_DEFAULT_RULES.
 inline const std::vector<DirectedRule>& default_rules() {
   static const std::vector<DirectedRule> rules = load_rules(TGR_DEFAULT_RULES);

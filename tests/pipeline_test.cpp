@@ -132,6 +132,9 @@ TEST(OptionTable, NamesAreUniqueAndEveryRowSetsTheOptions) {
     if (!r.excludes.empty()) {
       EXPECT_NO_THROW(row(r.excludes)) << r.name;
     }
+    if (!r.needs.empty()) {
+      EXPECT_NO_THROW(row(r.needs)) << r.name;
+    }
   }
   EXPECT_EQ(keyword_name(row("node-limit")), "node_limit");
   OptimizeOptions o;
@@ -145,6 +148,16 @@ TEST(OptionTable, NamesAreUniqueAndEveryRowSetsTheOptions) {
   EXPECT_EQ(o.node_limit, 7000u);
   row("target").set(o, std::string("tgr-gpu"));
   EXPECT_EQ(o.target.target, Target::kTgrGpu);
+  // --convert-io needs --convert-to, set before it (the table's order).
+  EXPECT_EQ(row("convert-io").needs, "convert-to");
+  row("convert-to").set(o, std::string("float16"));
+  row("convert-io").set(o, true);
+  ASSERT_TRUE(o.convert.has_value());
+  EXPECT_EQ(o.convert->to, DType::kFloat16);
+  EXPECT_TRUE(o.convert->convert_io);
+  row("no-measure").set(o, true);
+  EXPECT_TRUE(o.no_measure);
+  EXPECT_FALSE(row("no-measure").keyword) << "the Python package does not time rewrites";
 }
 
 TEST(OptionTable, DefaultsShownAreTheOptionsDefaultsAndTheTargetsAreNamed) {
@@ -216,6 +229,7 @@ TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
                                                 "cost_ratio",
                                                 "min_gain",
                                                 "below_min_gain",
+                                                "measured",
                                                 "rules_applied",
                                                 "rewrites",
                                                 "search",

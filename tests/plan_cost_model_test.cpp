@@ -10,6 +10,7 @@
 #include "optimizer/plan_cost_model.h"
 #include "runtime/execution_plan.h"
 #include "runtime/step_signature.h"
+#include "tests/attention_graphs.h"
 #include "tests/optimizer_test_util.h"
 #include "verifier/axioms.h"
 
@@ -51,6 +52,18 @@ TEST(PlanCostModel, MeasuredStepsAreSummedAndViewsAreFree) {
       EXPECT_LT(model.op_cost_us(g, n), 1.0);
     }
   }
+}
+
+TEST(PlanCostModel, AnAttentionIsOneMeasuredStep) {
+  // Grouped-query attention with a causal mask: one step (runtime/attention.h),
+  // its heads' splits and merge views; the model costs what calibrate measured for it.
+  const Graph g = test::attention_variant({.Hkv = 2, .mask = test::AttentionMask::kCausal, .nan_guard = true});
+  const std::vector<std::string> steps = steps_of(g);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].rfind("step attention: ", 0), 0u) << steps[0];
+  PlanCostModel model("test-gpu", {{steps[0], 0.012}});
+  EXPECT_DOUBLE_EQ(model.graph_cost(g), 12.0);
+  EXPECT_EQ(model.missing_steps(), 0u);
 }
 
 TEST(PlanCostModel, AStepOfOneOperatorFallsBackToTheOperatorsRow) {

@@ -1158,6 +1158,63 @@ TEST(Runner, ASymmetricTwoOutputRuleMatchesEachPairInOneOrder) {
   EXPECT_EQ(stats.proved, 3);
 }
 
+// The merge of a biased convolution with relu beside one without (ResNet's
+// first convolution and its downsampling path).
+std::vector<DirectedRule> relu_on_one_branch_rules() {
+  return rules_of(
+      {{"(relu(add(conv2d(i0, k0), b0)), add(conv2d(i0, k1), b1)) => (relu(split[axis=1, "
+        "sizes=2x3](add(conv2d(i0, concat[axis=0](k0, k1)), concat[axis=1](b0, b1))).0), split[axis=1, "
+        "sizes=2x3](add(conv2d(i0, concat[axis=0](k0, k1)), concat[axis=1](b0, b1))).1)",
+        "i0=1x4x5x5,k0=2x4x3x3,k1=3x4x3x3,b0=1x2x1x1,b1=1x3x1x1"}});
+}
+
+// `x` through a 3 x 3 convolution of `out` channels with a bias, and relu if `relu`.
+ValueRef biased_conv(Graph& m, ValueRef x, int64_t out, bool relu, uint64_t seed) {
+  const ValueRef y =
+      m.apply("add", {m.apply("conv2d", {x, weight(m, {out, 4, 3, 3}, seed)}), weight(m, {1, out, 1, 1}, seed + 1)});
+  return relu ? m.apply("relu", {y}) : y;
+}
+
+TEST(Pattern, AMergeOfAComputationWithItselfIsNotMatched) {
+  // One convolution with relu: its relu and its own add would be the two
+  // branches (one add, one convolution), a merge of it with itself.
+  const auto rules = relu_on_one_branch_rules();
+  Graph one;
+  one.add_output(biased_conv(one, one.add_input("x", {1, 4, 6, 6}), 2, true, 1));
+  EGraph g;
+  g.add_graph(one);
+  g.rebuild();
+  EXPECT_TRUE(Pattern(rules[0]).search(g, 64).empty());
+  // Two convolutions of one input, relu on the first: one match, merged.
+  Graph two;
+  const ValueRef x = two.add_input("x", {1, 4, 6, 6});
+  two.add_output(biased_conv(two, x, 2, true, 1));
+  two.add_output(biased_conv(two, x, 3, false, 3));
+  EGraph h;
+  h.add_graph(two);
+  h.rebuild();
+  EXPECT_EQ(Pattern(rules[0]).search(h, 64).size(), 1u);
+  optimizer::InstanceProver instances(prover(), proof_options());
+  RunnerOptions options;
+  options.time_limit_s = 120;
+  options.iteration_limit = 1;
+  const RunnerStats merged = Runner(h, rules, instances, options).run();
+  EXPECT_EQ(merged.per_iteration.at(0).matches, 1);
+  EXPECT_EQ(merged.proved, 1);
+  // A single-output pattern may still bind two operator nodes to one class:
+  // add(relu(x0), relu(x1)) on add(relu(x), relu(x)).
+  Graph same;
+  const ValueRef y = same.add_input("y", {4});
+  const ValueRef r = same.apply("relu", {y});
+  same.add_output(same.apply("add", {r, r}));
+  EGraph k;
+  k.add_graph(same);
+  k.rebuild();
+  EXPECT_FALSE(Pattern(rules_of({{"add(relu(x0), relu(x1)) => add(relu(x1), relu(x0))", "x0=4,x1=4"}})[0])
+                   .search(k, 64)
+                   .empty());
+}
+
 TEST(Runner, ABannedRuleKeepsMatchesSpreadOverTheModel) {
   // Two inputs with four products each: 6 pairs per input. A limit of 2
   // keeps one pair of each input, not the first input's two.

@@ -7,7 +7,8 @@
 // predicted time too (the tgr-gpu target's cost model, optimizer/plan_cost_model.h: the sum of its plan's steps as
 // `calibrate` measured them on this device), and the predicted speedup against the measured one. Each model's FLOPs and
 // bytes (AnalyticCostModel's counts, over the operators its plan runs) over its measured time give the fraction of the
-// H100's float32 limits it achieves.
+// GPU's float32 limits, and of its bfloat16 tensor-core peak, it achieves. --precision runs both models at tf32, bf16
+// or fp16 (runtime/precision.h), checked against the float32 interpreter with that precision's tolerance.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
 #include "tools/model_case.h"
+#include "tools/precision_option.h"
 #include "tools/stored_choices.h"
 #include "util/statistics.h"
 
@@ -38,8 +40,12 @@ struct Options {
   std::vector<std::string> models;
   std::string test_data;
   int iters = 100, warmup = 20, profile_iters = 20;
-  double rtol = 1e-4;
-  bool profile = false, profile_steps = false, no_graph = false, no_fuse = false, interpret = false;
+  double rtol = -1;  // --rtol; below 0: the precision's default (default_tolerance)
+  std::string precision = "fp32";
+  Precision precision_value() const { return cli::precision_of(precision); }
+  double tolerance() const { return rtol >= 0 ? rtol : cli::default_tolerance(precision_value()); }
+  bool profile = false, profile_steps = false, no_graph = false, no_fuse = false, no_fuse_attention = false,
+       interpret = false;
   bool no_decoy = false, profile_replay = false;
   std::string name;
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
@@ -55,15 +61,17 @@ struct Result {
 
 // FLOPs and bytes of the nodes of the steps `graph`'s plan launches (not
 // those computed at load, not views); bytes as if every operator moved its
-// operands once (a fused step moves fewer).
-void count_work(const Graph& graph, Result& r) {
+// operands once (a fused step moves fewer), float32 values counted at the
+// size `precision` stores them in.
+void count_work(const Graph& graph, Precision precision, Result& r) {
   PlanOptions options;
   options.place_values = false;
+  const double float_scale = static_cast<double>(device_element_bytes(storage_dtype(DType::kFloat, precision))) / 4.0;
   for (const Task& t : make_execution_plan(graph, options).tasks) {
     if (step_is_free(t)) continue;
     for (int32_t n : t.nodes) {
       r.flops += optimizer::AnalyticCostModel::flops(graph, graph.node(n));
-      r.bytes += optimizer::AnalyticCostModel::bytes(graph, graph.node(n));
+      r.bytes += float_scale * optimizer::AnalyticCostModel::bytes(graph, graph.node(n));
     }
   }
 }
@@ -195,12 +203,14 @@ struct Loaded {
   Graph graph;
 };
 
-// How bench loads every model: --no-graph, --no-fuse, --interpret-elementwise.
+// How bench loads every model: --no-graph, --no-fuse, --no-fuse-attention, --interpret-elementwise.
 gpu::GpuOptions gpu_options(const Options& o) {
   gpu::GpuOptions options;
   options.cuda_graph = !o.no_graph;
   options.fuse = !o.no_fuse;
+  options.attention = !o.no_fuse_attention;
   options.compile_elementwise = !o.interpret;
+  options.precision = o.precision_value();
   return options;
 }
 
@@ -212,7 +222,7 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
   l.name = mc.name;
   r.ops = mc.graph.num_ops();
-  count_work(mc.graph, r);
+  count_work(mc.graph, o.precision_value(), r);
   std::vector<ConstantValue> cpu;
   if (!cpu_reference) {
     cpu = evaluate_values<float>(mc.graph, mc.inputs);
@@ -225,20 +235,21 @@ Loaded load_and_check(const Options& o, const std::string& path, const std::stri
   const auto& st = l.model->stats();
   const std::vector<ConstantValue> out = l.model->run(mc.inputs);
   const double vs_cpu = cli::worst_error(out, *cpu_reference);
-  r.ok = vs_cpu <= o.rtol;
+  const double rtol = o.tolerance();
+  r.ok = vs_cpu <= rtol;  // NaN fails
   std::printf(
-      "%s (%s): %d operators -> %d GPU steps (%d folded at load, %d fused); arena %.1f MB (%.1f MB without "
+      "%s (%s): %d operators -> %d GPU steps (%d folded at load, %d fused) at %s; arena %.1f MB (%.1f MB without "
       "sharing), weights %.1f MB, conv workspace %.1f MB; CUDA graph %s; elementwise programs %d compiled, %d "
       "interpreted; loaded in %.2f s\n",
-      mc.name.c_str(), role.c_str(), st.graph_ops, st.steps, st.folded, st.fused, st.arena_bytes / 1e6,
-      st.unshared_bytes / 1e6, st.weight_bytes / 1e6, st.workspace_bytes / 1e6, st.cuda_graph ? "yes" : "no",
-      st.compiled_programs, st.interpreted_programs, load_s);
-  std::printf("  check: relative L2 error vs the CPU interpreter %.2e (tolerance %.0e) %s", vs_cpu, o.rtol,
-              r.ok ? "ok" : "FAIL");
+      mc.name.c_str(), role.c_str(), st.graph_ops, st.steps, st.folded, st.fused, o.precision.c_str(),
+      st.arena_bytes / 1e6, st.unshared_bytes / 1e6, st.weight_bytes / 1e6, st.workspace_bytes / 1e6,
+      st.cuda_graph ? "yes" : "no", st.compiled_programs, st.interpreted_programs, load_s);
+  std::printf("  check: relative L2 error vs the CPU interpreter (float32) %.2e (tolerance %.0e at %s) %s", vs_cpu,
+              rtol, o.precision.c_str(), r.ok ? "ok" : "FAIL");
   if (!mc.expected.empty()) {
     const double vs_ref = cli::worst_error(out, mc.expected);
-    std::printf("; vs the test data's reference outputs %.2e %s", vs_ref, vs_ref <= o.rtol ? "ok" : "FAIL");
-    r.ok = r.ok && vs_ref <= o.rtol;
+    std::printf("; vs the test data's reference outputs %.2e %s", vs_ref, vs_ref <= rtol ? "ok" : "FAIL");
+    r.ok = r.ok && vs_ref <= rtol;
   }
   std::printf("\n");
   std::fflush(stdout);
@@ -278,7 +289,8 @@ void time_models(const Options& o, std::vector<Loaded*> models, optimizer::PlanC
 
 // Predicted (`cost`: the plan cost model over --db's step costs; null without --db) against measured, and the
 // achieved fraction of the limits.
-void print_predictions(const std::string& name, const std::vector<Loaded*>& models, optimizer::PlanCostModel* cost) {
+void print_predictions(const std::string& name, const std::vector<Loaded*>& models, optimizer::PlanCostModel* cost,
+                       Precision precision) {
   std::vector<double> predicted;
   if (cost) {
     for (Loaded* l : models) {
@@ -297,15 +309,24 @@ void print_predictions(const std::string& name, const std::vector<Loaded*>& mode
   GpuLimits limits = gpu_fp32_limits();
   if (limits.fp32_flops <= 0 || limits.bandwidth <= 0) {
     const optimizer::RooflineParams h100;
-    limits = {h100.peak_flops, h100.bandwidth};
+    limits.fp32_flops = h100.peak_flops;
+    limits.bandwidth = h100.bandwidth;
   }
   for (Loaded* l : models) {
     const Result& r = l->result;
     const double s = r.ms / 1000.0;
-    std::printf("  achieved %s (%s): %.2f GFLOP, %.1f MB in %.4f ms: %.1f%% of %.0f TFLOP/s, %.1f%% of %.2f TB/s\n",
+    std::printf("  achieved %s (%s): %.2f GFLOP, %.1f MB in %.4f ms: %.1f%% of %.0f TFLOP/s, %.1f%% of %.2f TB/s",
                 l->name.c_str(), l->role.c_str(), r.flops / 1e9, r.bytes / 1e6, r.ms,
                 100 * r.flops / s / limits.fp32_flops, limits.fp32_flops / 1e12, 100 * r.bytes / s / limits.bandwidth,
                 limits.bandwidth / 1e12);
+    if (limits.bf16_tensor_flops > 0)
+      std::printf(", %.2f%% of the %.0f TFLOP/s bf16 tensor-core peak", 100 * r.flops / s / limits.bf16_tensor_flops,
+                  limits.bf16_tensor_flops / 1e12);
+    std::printf(" (%s)\n", std::string(precision_name(precision)).c_str());
+    // One line for scripts: ACHIEVED name role precision flops_share_bf16_peak bandwidth_share
+    std::printf(
+        "ACHIEVED %s %s %s %.4f %.4f\n", name.c_str(), l->role.c_str(), std::string(precision_name(precision)).c_str(),
+        limits.bf16_tensor_flops > 0 ? r.flops / s / limits.bf16_tensor_flops : 0.0, r.bytes / s / limits.bandwidth);
   }
   // One line for scripts: PREDICTED name original_ms optimized_ms (the predicted times; - without --db)
   if (!predicted.empty()) std::printf("PREDICTED %s %.4f %.4f\n", name.c_str(), predicted[0], predicted.back());
@@ -345,14 +366,18 @@ int bench(const Options& o) {
   if (has_opt) timed.push_back(&optimized_model);
   // With --db: the plan cost model over calibrate's step times, read once
   // for the profile's per-step predictions and the predicted totals.
+  // Predictions are of float32 steps (the tgr-gpu target costs them so); at
+  // another precision --db only seeds the convolution choices.
   std::unique_ptr<optimizer::PlanCostModel> predicted;
-  if (!o.db.empty())
+  if (!o.db.empty() && o.precision_value() != Precision::kFp32)
+    std::printf("predicted times: none at %s (the cost model's steps are float32's)\n", o.precision.c_str());
+  else if (!o.db.empty())
     predicted =
         optimizer::PlanCostModel::from_db(o.db, o.device.empty() ? original_model.model->device_name() : o.device);
   time_models(o, timed, predicted.get());
   std::string name = o.name;
   if (name.empty()) name = std::filesystem::path(o.models[0]).stem().string();
-  print_predictions(name, timed, predicted.get());
+  print_predictions(name, timed, predicted.get(), o.precision_value());
   const Result& original = original_model.result;
   const Result& optimized = optimized_model.result;
   const bool ok = original.ok && (!has_opt || optimized.ok);
@@ -386,7 +411,12 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--iters", o.iters, "timed replays (median)")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", o.warmup, "untimed replays first")->check(CLI::Range(0, 100000));
-  app.add_option("--rtol", o.rtol, "largest relative L2 error vs the CPU reference")->check(tgr::cli::at_least(0.0));
+  app.add_option("--rtol", o.rtol,
+                 "largest relative L2 error vs the CPU reference (default by --precision: 1e-4 fp32, 5e-3 tf32 and "
+                 "fp16, 2e-2 bf16)")
+      ->check(tgr::cli::at_least(0.0))
+      ->default_str("by --precision");
+  tgr::cli::add_precision_option(app, o.precision);
   app.add_flag("--profile", o.profile, "print the per-operator time breakdown of each model");
   app.add_flag("--profile-steps", o.profile_steps,
                "--profile, and every step's time with its output's shape (with --db, its predicted time beside)");
@@ -399,6 +429,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-graph", o.no_graph, "run step by step instead of replaying a CUDA graph")
       ->excludes(profile_replay);
   app.add_flag("--no-fuse", o.no_fuse, "no elementwise or convolution fusion");
+  app.add_flag("--no-fuse-attention", o.no_fuse_attention,
+               "attention as its products, scale, mask and softmax steps instead of one fused step");
   app.add_flag("--interpret-elementwise", o.interpret,
                "run elementwise programs on the interpreter kernel instead of compiling each (NVRTC)");
   app.add_option("--name", o.name, "the model's name in the table (default: the file's stem)");

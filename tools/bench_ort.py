@@ -4,10 +4,10 @@ onnxruntime-cpu` output (a benchmark program, not a test: docs/benchmarks.md).
 
 Usage:
   tools/bench_ort.py [--bin build/bin] [--rounds 40] [--runs 10] [--threads 1]
-      [--target onnxruntime-cpu] [--optimize-arg=ARG ...] [MODEL.onnx ...]
+      [--target onnxruntime-cpu] [--optimize-arg=ARG ...] [--no-bundled] [MODEL.onnx ...]
 
-Models: the bundled ones (tests/data/models/*.onnx, fed their test data) and
-any given. Each is optimized (`optimize --target onnxruntime-cpu`, the shipped
+Models: the bundled ones (tests/data/models/*.onnx, fed their test data;
+not with --no-bundled) and any given. Each is optimized (`optimize --target onnxruntime-cpu`, the shipped
 ONNX Runtime cost table; --target roofline shows what the analytic model's
 choices cost in ONNX Runtime) and both models are loaded into ONNX Runtime (CPU
 provider, all graph optimizations on), with a second session of the original
@@ -17,7 +17,9 @@ the shared machine hits all three alike). Printed per model: the median run
 time of original and optimized, their ratio (median of the rounds' ratios,
 with the 25th-75th percentile of those ratios) and the control's ratio
 (original against itself: the measurement's noise). Outputs of the optimized
-model are compared with the original's first.
+model are compared with the original's first. optimize measures its rewrite
+against the model before writing it (unless --optimize-arg=--no-measure);
+where it did, the last column says what it measured and decided.
 """
 
 import argparse
@@ -72,8 +74,9 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--target", default="onnxruntime-cpu", help="optimize's --target (default onnxruntime-cpu)")
     p.add_argument("--optimize-arg", action="append", default=[], help="passed to optimize")
+    p.add_argument("--no-bundled", action="store_true", help="only the models given, not the bundled ones")
     a = p.parse_args()
-    bundled = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "models", "*.onnx")))
+    bundled = [] if a.no_bundled else sorted(glob.glob(os.path.join(ROOT, "tests", "data", "models", "*.onnx")))
     print("optimize --target %s; ONNX Runtime %s, CPU, all graph optimizations, %d thread(s); %d rounds x %d runs, "
           "interleaved" % (a.target, ort_timing.ort.__version__, a.threads, a.rounds, a.runs))
     print("%-22s %12s %12s %22s %22s  %s" % ("model", "original ms", "optimized ms", "ratio (25-75%)",
@@ -89,6 +92,9 @@ def main():
                 r = json.load(f)
             applied = sum(u["count"] for u in r["rules_applied"])
             what = "%d rewrites, %d -> %d ops" % (applied, r["operators_before"], r["operators_after"])
+            m = r.get("measured")
+            if m and m.get("ratio"):  # optimize's own check before writing (optimizer/measured_check.h)
+                what += "; optimize measured %d rewrites x%.3f: %s" % (m["rewrites"], m["ratio"], m["outcome"])
             data = os.path.join(os.path.dirname(model), name + "-testdata")
             feeds_for = ((lambda s, d=data: ort_timing.test_data_feeds(s, d)) if os.path.isdir(data)
                          else ort_timing.random_feeds)

@@ -21,6 +21,8 @@
 // (which cuDNN algorithm runs each convolution) are read from and stored in
 // the same database (kernel_choices, runtime/kernel_choices.h), so that
 // `bench` runs each step as it was timed here; --force times them again too.
+// --precision times the steps at tf32, bf16 or fp16 (runtime/precision.h):
+// their signatures say so, so costs at one precision never stand for another.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -36,6 +38,7 @@
 #include "tools/cli_common.h"
 #include "tools/input_shapes.h"
 #include "tools/model_case.h"
+#include "tools/precision_option.h"
 #include "tools/stored_choices.h"
 
 namespace tgr {
@@ -49,6 +52,7 @@ struct Options {
   int64_t spacer = gpu::StepTiming::kSpacerElements;
   bool force = false;
   std::vector<std::string> input_shapes;  // --input-shape NAME=DIMS
+  std::string precision = "fp32";
 };
 
 int calibrate(const Options& o) {
@@ -81,15 +85,19 @@ int calibrate(const Options& o) {
   for (const std::string& path : o.models) {
     cli::ModelCase mc = cli::load_model_case(path, o.test_data, 1, cli::parse_input_shapes(o.input_shapes));
     const Graph& g = mc.graph;
-    gpu::GpuModel whole = gpu::GpuModel::load(g);  // checks the runtime can run it, and times it below
+    const Precision precision = cli::precision_of(o.precision);
+    gpu::GpuOptions gpu_options;
+    gpu_options.precision = precision;
+    gpu::GpuModel whole = gpu::GpuModel::load(g, gpu_options);  // checks the runtime can run it, and times it below
     PlanOptions plan_options;
     plan_options.place_values = false;  // the tasks are what is timed
+    plan_options.precision = precision;
     const ExecutionPlan plan = make_execution_plan(g, plan_options);
     std::map<std::string, size_t> steps;  // signature -> its first task
     std::vector<std::string> plan_signatures;
     for (size_t t = 0; t < plan.tasks.size(); ++t) {
       if (step_is_free(plan.tasks[t])) continue;
-      plan_signatures.push_back(step_signature(g, plan.tasks[t]));
+      plan_signatures.push_back(step_signature(g, plan.tasks[t], precision));
       steps.emplace(plan_signatures.back(), t);
     }
     std::printf("%s: %d operators, %zu steps, %zu distinct step signatures\n", mc.name.c_str(), g.num_ops(),
@@ -153,6 +161,7 @@ int main(int argc, char** argv) {
   app.add_flag("--force", o.force,
                "measure again signatures the table already holds, and time again the convolution choices it holds");
   tgr::cli::add_input_shape_option(app, o.input_shapes);
+  tgr::cli::add_precision_option(app, o.precision);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
   return tgr::cli::guarded("calibrate", [&] { return tgr::calibrate(o); });
 }

@@ -17,9 +17,13 @@ Convention (docs/README.md states it for readers):
     docs can say build/bin/run whatever the build folder is.
   * Blocks opened with ```sh (or anything else) are never run: commands that
     need the GPU machine, long runs, or files the reader makes.
+  * Links to a Markdown file of the repository, `[text](other.md#anchor)`
+    or `[text](#anchor)`, outside code blocks, must name a file that exists
+    and, with an anchor, a heading of that file (GitHub's anchors: lower
+    case, punctuation dropped, spaces as hyphens, -1, -2, ... for repeats).
 
 Usage: tools/check_docs.py [--build DIR] [--list] FILE.md...
-Exit 0 when every command of every file matches, 1 otherwise.
+Exit 0 when every command of every file matches and every link resolves, 1 otherwise.
 """
 import argparse
 import difflib
@@ -96,6 +100,41 @@ def normalize(text):
     return "".join(l + "\n" for l in lines)
 
 
+def heading_anchors(path):
+    """The anchors GitHub gives the headings of a Markdown file."""
+    anchors, seen, fenced = set(), {}, False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("```"):
+                fenced = not fenced
+            heading = None if fenced else re.match(r"#+ (.*)", line)
+            if heading:
+                slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+                n = seen.get(slug, 0)
+                seen[slug] = n + 1
+                anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+def broken_links(doc):
+    """[(line number, link)] of the links to Markdown files or anchors in `doc` that do not resolve."""
+    broken, fenced = [], False
+    with open(doc, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if line.startswith("```"):
+                fenced = not fenced
+            if fenced:
+                continue
+            line = re.sub(r"`[^`]*`", "", line)  # code spans show link syntax, they hold no links
+            for target, anchor in re.findall(r"\]\(([^)#\s]*\.md|)(?:#([\w-]+))?\)", line):
+                if not target and not anchor:
+                    continue
+                path = os.path.normpath(os.path.join(os.path.dirname(doc), target)) if target else doc
+                if not os.path.isfile(path) or (anchor and anchor not in heading_anchors(path)):
+                    broken.append((number, f"{target}#{anchor}" if anchor else target))
+    return broken
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build folder (default: build)")
@@ -105,7 +144,12 @@ def main():
     build = os.path.abspath(args.build)
     failures = 0
     total = 0
+    broken = 0  # links
     for doc in args.files:
+        if not args.list:
+            for number, link in broken_links(doc):
+                broken += 1
+                print(f"FAIL  {doc}:{number}: the link {link} names no file or heading")
         examples = parse(doc)
         for number, command, expected in examples:
             total += 1
@@ -137,9 +181,11 @@ def main():
             print("\n".join("  " + d for d in diff))
     if args.list:
         return 0
+    if broken:
+        print(f"{broken} links name no file or heading")
     print(f"{total - failures} of {total} documented commands match"
           + ("" if not failures else f"; {failures} differ"))
-    return 1 if failures else 0
+    return 1 if failures or broken else 0
 
 
 if __name__ == "__main__":

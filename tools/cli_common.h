@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "util/deep_stack.h"
+
 namespace tgr::cli {
 
 // A mistake in the command line found after parsing it (two options naming
@@ -19,29 +21,34 @@ class UsageError : public std::runtime_error {
   using runtime_error::runtime_error;
 };
 
-// Runs `body`; an exception becomes "PROGRAM: error: MESSAGE" on stderr and
-// exit status 1 (2 for a UsageError; never a crash or a core dump).
+// Runs `body` on a thread with a stack of util::kCommandStackBytes (a
+// `ulimit -s 128` stack overflowed on a rule nested below the limit); an
+// exception becomes "PROGRAM: error: MESSAGE" on stderr and exit status 1
+// (2 for a UsageError; never a crash or a core dump).
 // A full disk or /dev/full under stdout is an error too: printf only
 // buffers, and the loss would show only at exit, unreported.
 template <class Body>
 int guarded(const char* program, Body body) {
-  try {
-    const int status = body();
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "%s: error: cannot write to stdout: %s\n", program, std::strerror(errno));
-      return 1;
+  int status = 1;
+  util::run_with_stack(util::kCommandStackBytes, [&] {
+    try {
+      status = body();
+      if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::fprintf(stderr, "%s: error: cannot write to stdout: %s\n", program, std::strerror(errno));
+        status = 1;
+      }
+    } catch (const UsageError& e) {
+      std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+      status = 2;
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "%s: error: out of memory (the input asks for more than this machine has)\n", program);
+      status = 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+      status = 1;
     }
-    return status;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
-    return 2;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: error: out of memory (the input asks for more than this machine has)\n", program);
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
-    return 1;
-  }
+  });
+  return status;
 }
 
 // One file a command reads or writes, for refuse_same_files.

@@ -15,6 +15,9 @@
 #ifndef TGR_DEFAULT_RULES
 #define TGR_DEFAULT_RULES "default_rules.db"
 #endif
+#ifndef TGR_MEASURE_ORT_SCRIPT
+#define TGR_MEASURE_ORT_SCRIPT "measure_ort.py"
+#endif
 
 namespace tgr::cli {
 
@@ -40,5 +43,17 @@ inline std::string default_specs_dir() { return data_path("specs", TGR_SPECS_DIR
 
 // The default rules database: PREFIX/share/tgr/default_rules.db, or build/default_rules.db.
 inline std::string default_rules_db() { return data_path("default_rules.db", TGR_DEFAULT_RULES); }
+
+// The script optimize times rewrites in ONNX Runtime with:
+// PREFIX/share/tgr/measure_ort.py, or the source tree's tools/measure_ort.py.
+inline std::string measure_ort_script() { return data_path("measure_ort.py", TGR_MEASURE_ORT_SCRIPT); }
+
+// A program installed next to this one (PREFIX/bin/NAME); "" when this
+// executable's path is unknown.
+inline std::string sibling_program(const char* name) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec || exe.empty() ? std::string() : (exe.parent_path() / name).string();
+}
 
 }  // namespace tgr::cli

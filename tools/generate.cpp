@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "generator/composition.h"
 #include "generator/derivation_run.h"
 #include "generator/generate.h"
 #include "generator/partial.h"
@@ -58,6 +59,31 @@ int run_derivations(const tgr::gen::GenerateOptions& o, int max_depth, int ranks
   });
 }
 
+int run_compositions(const tgr::gen::GenerateOptions& o, int rounds, int max_ops, int ranks, bool root) {
+  if (refused_under_mpirun("--compose", ranks, root)) return 2;
+  std::signal(SIGINT, on_interrupt);
+  return tgr::cli::guarded("generate", [&] {
+    tgr::gen::CompositionOptions c;
+    c.db = o.db;
+    c.seed = o.seed;
+    c.progress = o.progress;
+    c.rounds = rounds;
+    c.max_ops = max_ops;
+    const tgr::gen::CompositionReport r = tgr::gen::generate_compositions(c, g_stop);
+    std::printf("generate --compose: run %lld, %d rounds, --compose-max-ops %d\n", (long long)r.run, rounds, max_ops);
+    std::printf("  proved merge rules         %lld\n", (long long)r.proved_rules);
+    std::printf("  pairs composed             %lld\n", (long long)r.pairs);
+    std::printf("  distinct composites        %lld\n", (long long)r.composites);
+    std::printf("  stored                     %lld new rules\n", (long long)r.inserted);
+    std::printf("  time %.1f s\n", r.seconds);
+    if (r.interrupted) {
+      std::printf("interrupted: what is stored is committed\n");
+      return 130;
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,6 +102,13 @@ int main(int argc, char** argv) {
                  "the search space: a built-in one (" + space_names + ") or a space file (docs/spaces.md)")
       ->capture_default_str();
   app.add_option("--ops", ops, "comma-separated operators, of the space's (default: all of them)");
+  app.add_option("--max-elements", o.limits.max_elements,
+                 "largest value, in elements, of the space's variables and of what the enumeration computes "
+                 "(default 2^28)")
+      ->check(tgr::cli::at_least(int64_t{1}));
+  app.add_option("--max-bytes", o.limits.max_bytes,
+                 "total bytes of each world's variables, and the largest space file read (default 4 GiB)")
+      ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--vars-per-kind", o.vars_per_kind, "variables of each kind (default: the space's)")
       ->check(CLI::Range(1, 9));
   app.add_option("--seed", o.seed, "seed of the random fingerprint and float64 inputs");
@@ -97,7 +130,23 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->needs(derivations_flag);
   derivations_flag->excludes(partial_flag);
+  bool compose = false;
+  int compose_rounds = 2, compose_max_ops = 8;
+  CLI::Option* compose_flag = app.add_flag(
+      "--compose", compose,
+      "composites of the database's proved multi-output rules (a merge, then a split bias or activation over "
+      "its pieces): one rewritten inside the other's source, unified, stored as candidates for verify");
+  app.add_option("--rounds", compose_rounds, "composites composed again with the proved rules, rounds")
+      ->check(CLI::Range(1, 4))
+      ->capture_default_str()
+      ->needs(compose_flag);
+  app.add_option("--compose-max-ops", compose_max_ops, "operators a side of a composite, at most")
+      ->check(CLI::Range(2, 16))
+      ->capture_default_str()
+      ->needs(compose_flag);
+  compose_flag->excludes(partial_flag)->excludes(derivations_flag);
   if (auto rc = ranks.parse(app, argc, argv)) return *rc;
+  if (compose) return run_compositions(o, compose_rounds, compose_max_ops, ranks->size(), ranks->root());
   if (derivations) {
     if (!app.get_option("--space")->count()) o.space.clear();  // the built-in sources only
     return run_derivations(o, max_depth, ranks->size(), ranks->root());

@@ -71,8 +71,8 @@ ModelCase load_model_case(const std::string& model_path, const std::string& test
   std::mt19937_64 rng(seed);
   for (int32_t i : c.graph.inputs()) {
     const Node& n = c.graph.node(i);
-    if (n.output_dtypes[0] == DType::kFloat) {
-      c.inputs.emplace_back(random_tensor<float>(n.output_shapes[0], rng()));
+    if (is_floating(n.output_dtypes[0])) {
+      c.inputs.push_back(random_constant(n.output_dtypes[0], n.output_shapes[0], rng()));
     } else {
       Tensor<int64_t> t(n.output_shapes[0]);
       std::uniform_int_distribution<int64_t> dist(0, n.output_dtypes[0] == DType::kBool ? 1 : 99);

@@ -133,8 +133,10 @@ std::vector<CLI::Option*> add_table(CLI::App& app, const OptimizeOptions& defaul
   for (const OptionRow& row : rows) values.push_back(initial_value(row, defaults));
   std::vector<CLI::Option*> options;
   for (size_t i = 0; i < rows.size(); ++i) options.push_back(add_row(app, rows[i], values[i]));
-  for (size_t i = 0; i < rows.size(); ++i)
+  for (size_t i = 0; i < rows.size(); ++i) {
     if (!rows[i].excludes.empty()) options[i]->excludes("--" + rows[i].excludes);
+    if (!rows[i].needs.empty()) options[i]->needs("--" + rows[i].needs);
+  }
   return options;
 }
 
@@ -145,7 +147,8 @@ void set_given(const std::vector<CLI::Option*>& options, const std::vector<Optio
     if (options[i]->count() > 0) rows[i].set(o, values[i]);
 }
 
-// Options that belong to one target, refused with another.
+// Options that belong to one target, refused with another; the measurement's
+// settings without a measurement.
 void refuse_options_of_other_targets(const CLI::App& app, const OptimizeOptions& o) {
   using tgr::optimizer::Target;
   if (app.count("--device") && o.target.target != Target::kTgrGpu)
@@ -156,6 +159,14 @@ void refuse_options_of_other_targets(const CLI::App& app, const OptimizeOptions&
     throw tgr::cli::UsageError("--target roofline reads no measured costs (--costs)");
   if (!o.calibration_dir.empty() && o.target.target != Target::kOnnxRuntimeCpu)
     throw tgr::cli::UsageError("--calibration-dir measures for --target onnxruntime-cpu only");
+  if ((app.count("--measure-time") || app.count("--measure-threshold")) &&
+      (o.no_measure || o.target.target == Target::kRoofline || o.convert))
+    throw tgr::cli::UsageError(o.no_measure ? "--measure-time and --measure-threshold time a rewrite; --no-measure "
+                                              "turns that off"
+                               : o.convert  ? "--convert-to writes the converted model without timing it: nothing to "
+                                              "measure (--measure-time, --measure-threshold)"
+                                            : "--target roofline runs on no runtime: nothing to measure "
+                                              "(--measure-time, --measure-threshold)");
 }
 
 // The files the command reads and writes: none twice, none in
@@ -187,7 +198,8 @@ void print_summary(const tgr::pipeline::OptimizeReport& report, const std::vecto
 
 int main(int argc, char** argv) {
   OptimizeOptions o;
-  o.data = {tgr::cli::default_rules_db(), tgr::cli::default_specs_dir()};
+  o.data = {tgr::cli::default_rules_db(), tgr::cli::default_specs_dir(), tgr::cli::measure_ort_script(),
+            tgr::cli::sibling_program("bench")};
   std::string report_path, html_path;
   bool quiet = false;
   CLI::App app{"optimize: rewrite an ONNX model with verified rules so that it runs faster and computes the same",

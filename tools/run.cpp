@@ -170,19 +170,20 @@ int main(int argc, char** argv) {
   auto* t_opt = app.add_option("--test-data", model.test_data,
                                "a folder of input_K.pb/output_K.pb, or of test_data_set_N/ folders: compute and compare")
                     ->needs(m_opt)->check(CLI::ExistingDirectory);
-  app.add_option("--rtol", model.rtol, "largest relative L2 error per output for --test-data to pass")
+  app.add_option("--rtol", model.rtol,
+                 "largest relative L2 error per output for --test-data to pass (default per output type: float 1e-4, "
+                 "float16 1e-2, bfloat16 5e-2)")
       ->needs(t_opt)
       ->check(tgr::cli::at_least(0.0));
   app.add_option("--export", model.export_path,
                  "also write the imported graph as an ONNX model (same opset; -: stdout, and the rest to stderr)")
       ->needs(m_opt);
   app.add_option("--max-elements", model.limits.max_elements,
-                 "largest tensor, in elements, the model may ask for (default 2^28)")
-      ->needs(m_opt)
+                 "largest tensor, in elements, the model or graph may ask for (default 2^28)")
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--max-bytes", model.limits.max_bytes,
-                 "total bytes of the constants the import may compute (default 4 GiB)")
-      ->needs(m_opt)
+                 "total bytes of the model's constants (initializers, external data, what import computes) "
+                 "or of the graph's values (default 4 GiB)")
       ->check(tgr::cli::at_least(int64_t{1}));
   app.add_option("--precision", model.precision, "evaluate models in float32 or float64")
       ->check(CLI::IsMember({"f32", "f64"}))->needs(m_opt);
@@ -230,8 +231,10 @@ int main(int argc, char** argv) {
       if (to_stdout && status == 0) to_stdout->send();
       return status;
     }
-    if (!graph_file.empty()) tgr::evaluate_and_print(tgr::parse_graph_file(tgr::read_file(graph_file)), domain, seed);
-    if (!expr.empty()) tgr::evaluate_and_print(tgr::build_graph(expr, tgr::parse_shape_map(shapes)), domain, seed);
+    if (!graph_file.empty())
+      tgr::evaluate_and_print(tgr::parse_graph_file(tgr::read_file(graph_file), model.limits), domain, seed);
+    if (!expr.empty())
+      tgr::evaluate_and_print(tgr::build_graph(expr, tgr::parse_shape_map(shapes), {}, model.limits), domain, seed);
     if (!list_ops && graph_file.empty() && expr.empty()) {
       throw tgr::cli::UsageError("nothing to do: give --model, --ops, --graph FILE or --expr TEXT (see --help)");
     }

@@ -57,7 +57,9 @@ ConstantValue to_float32(const Value<double>& v) {
   if (!v.is_float()) return ConstantValue(v.dtype, v.ints);
   Tensor<float> t(v.real.shape);
   for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = static_cast<float>(v.real.data[i]);
-  return ConstantValue(std::move(t));
+  ConstantValue c(std::move(t));
+  c.dtype = v.dtype;  // half values are exact float32 numbers
+  return c;
 }
 
 std::vector<double> as_doubles(const ConstantValue& v) {
@@ -108,11 +110,19 @@ std::vector<ConstantValue> compute(const Loaded& model, const std::string& path,
   return outputs;
 }
 
-// Compares one test data set; returns whether every output is within rtol.
-bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::string& dir, bool verbose) {
+std::string scientific(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", v);
+  return buf;
+}
+
+// Compares one test data set; returns whether every output is within its
+// tolerance (--rtol, else its type's), recorded per type in `tolerances`.
+bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::string& dir, bool verbose,
+                    std::map<DType, double>& tolerances) {
   std::vector<NamedTensor> inputs, expected;
-  for (const auto& p : numbered_files(dir, "input")) inputs.push_back(onnx_io::read_tensor_file(p));
-  for (const auto& p : numbered_files(dir, "output")) expected.push_back(onnx_io::read_tensor_file(p));
+  for (const auto& p : numbered_files(dir, "input")) inputs.push_back(onnx_io::read_tensor_file(p, o.limits));
+  for (const auto& p : numbered_files(dir, "output")) expected.push_back(onnx_io::read_tensor_file(p, o.limits));
   if (inputs.empty()) throw std::runtime_error("no input_K.pb files in '" + dir + "'");
   inputs = order_inputs(std::move(inputs), model.input_names);
   const std::vector<ConstantValue> actual =
@@ -129,6 +139,12 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
       ok = false;
       continue;
     }
+    if (actual[k].dtype != expected[k].value.dtype) {
+      std::printf("  output %-12s type %s, reference %s  FAIL\n", name.c_str(), std::string(dtype_name(actual[k].dtype)).c_str(),
+                  std::string(dtype_name(expected[k].value.dtype)).c_str());
+      ok = false;
+      continue;
+    }
     const std::vector<double> a = as_doubles(actual[k]), b = as_doubles(expected[k].value);
     double max_abs = 0, num = 0, den = 0;
     for (size_t i = 0; i < a.size(); ++i) {
@@ -138,18 +154,46 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
       den += std::isnan(b[i]) ? 0 : b[i] * b[i];
     }
     const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    const bool pass = rel <= o.rtol && !std::isnan(rel);
+    const double rtol = o.rtol ? *o.rtol : test_data_tolerance(actual[k].dtype);
+    tolerances[actual[k].dtype] = rtol;
+    const bool pass = rel <= rtol && !std::isnan(rel);
     ok = ok && pass;
-    std::printf("  output %-12s %-14s max abs error %.3e, relative L2 error %.3e  %s\n", name.c_str(),
-                shape_to_string(actual[k].shape()).c_str(), max_abs, rel, pass ? "ok" : "FAIL");
+    // Float32 outputs keep the line they always had; others name type and tolerance.
+    const std::string type =
+        actual[k].dtype == DType::kFloat
+            ? ""
+            : " (" + std::string(dtype_name(actual[k].dtype)) + ", tolerance " + scientific(rtol) + ")";
+    std::printf("  output %-12s %-14s max abs error %.3e, relative L2 error %.3e%s  %s\n", name.c_str(),
+                shape_to_string(actual[k].shape()).c_str(), max_abs, rel, type.c_str(), pass ? "ok" : "FAIL");
   }
   return ok;
 }
 
+// "1.0e-04", or per type "1.0e-02 for float16, 5.0e-02 for bfloat16" when
+// some output is not float32.
+std::string tolerance_text(const std::map<DType, double>& tolerances) {
+  if (tolerances.empty() || (tolerances.size() == 1 && tolerances.begin()->first == DType::kFloat))
+    return scientific(tolerances.empty() ? 1e-4 : tolerances.begin()->second);
+  std::string out;
+  for (const auto& [t, rtol] : tolerances) out += (out.empty() ? "" : ", ") + scientific(rtol) + " for " + std::string(dtype_name(t));
+  return out;
+}
+
 }  // namespace
 
+double test_data_tolerance(DType t) {
+  switch (t) {
+    case DType::kFloat: return 1e-4;
+    case DType::kFloat16: return 1e-2;
+    case DType::kBFloat16: return 5e-2;
+    case DType::kInt64:
+    case DType::kBool: return 1e-4;
+  }
+  return 1e-4;
+}
+
 int run_model(const ModelRunOptions& o) {
-  Loaded model{onnx_io::load_model(o.model), {}};
+  Loaded model{onnx_io::load_model(o.model, nullptr, o.limits), {}};
   model.input_names = onnx_io::graph_input_names(model.proto);
 
   if (!o.test_data.empty()) {
@@ -164,16 +208,17 @@ int run_model(const ModelRunOptions& o) {
     }
     if (sets.empty()) throw std::runtime_error("'" + o.test_data + "' holds no input_K.pb files and no test_data_set_N folders");
     bool ok = true;
+    std::map<DType, double> tolerances;
     for (size_t i = 0; i < sets.size(); ++i) {
       std::printf("test data %s\n", sets[i].c_str());
-      ok = check_test_set(model, o, sets[i], i == 0) && ok;
+      ok = check_test_set(model, o, sets[i], i == 0, tolerances) && ok;
     }
-    std::printf("%s (relative L2 tolerance %.1e)\n", ok ? "PASS" : "FAIL", o.rtol);
+    std::printf("%s (relative L2 tolerance %s)\n", ok ? "PASS" : "FAIL", tolerance_text(tolerances).c_str());
     return ok ? 0 : 1;
   }
 
   std::vector<NamedTensor> inputs;
-  for (const auto& p : o.inputs) inputs.push_back(onnx_io::read_tensor_file(p));
+  for (const auto& p : o.inputs) inputs.push_back(onnx_io::read_tensor_file(p, o.limits));
   inputs = order_inputs(std::move(inputs), model.input_names);
   const std::vector<ConstantValue> outputs =
       compute(model, o.model, inputs, o.precision, true, o.export_path, o.input_shapes, o.limits);

@@ -1,4 +1,6 @@
-# Writes the split-K rules of rules/extra.rules (levels 1..2 = 2, 4 groups), one per
+# Writes the split-K rules once written by hand (levels 1..2 = 2, 4 groups;
+# now generated: the splitk space's and generate --derivations', shipped in
+# rules/generated.rules), one per
 # convolution form: python3 tools/split_k_rules.py
 # (Eight groups is not among them: its proof from the halving axioms needs
 # more than verify's 20000 rewritten forms, so it was proved only when Z3

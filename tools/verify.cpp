@@ -85,12 +85,13 @@ int check_axioms_command(const std::string& specs, const tgr::axioms::CheckOptio
 }
 
 int prove_command(const std::string& specs, const std::string& text, const std::string& shapes_text,
-                  const tgr::verifier::ProofOptions& options, const std::string& smt2_path) {
+                  const tgr::util::Limits& limits, const tgr::verifier::ProofOptions& options,
+                  const std::string& smt2_path) {
   using namespace tgr::verifier;
   const Prover prover(tgr::axioms::load_axioms(specs));
   tgr::DTypeMap dtypes;
   const tgr::ShapeMap shapes = tgr::parse_shape_map(shapes_text, &dtypes);
-  const ProofResult r = prover.prove(tgr::build_rule(text, shapes, dtypes), options);
+  const ProofResult r = prover.prove(tgr::build_rule(text, shapes, dtypes, limits), options);
   if (!smt2_path.empty()) tgr::util::write_text_file(smt2_path, r.smt2);
   std::printf("%s in %.1f ms (%zu forms searched, %zu axiom instances)\n", std::string(status_name(r.status)).c_str(),
               r.ms, r.states, r.instances_found);
@@ -182,6 +183,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_flag("--correction", check.correction, "with --check: also print the corrected target");
+  tgr::util::Limits limits;  // of the rule's values, --prove and --check (util/limits.h)
+  app.add_option("--max-elements", limits.max_elements,
+                 "with --prove or --check: largest value of the rule, in elements (default 2^28)")
+      ->check(tgr::cli::at_least(int64_t{1}));
+  app.add_option("--max-bytes", limits.max_bytes,
+                 "with --prove or --check: total bytes of the values of each side of the rule (default 4 GiB)")
+      ->check(tgr::cli::at_least(int64_t{1}));
 
   bool check_axioms = false;
   tgr::axioms::CheckOptions check_options;
@@ -210,6 +218,7 @@ int main(int argc, char** argv) {
   if (!check.rule.empty()) {
     check.shapes = shapes_text;
     check.seed = check_options.seed;
+    check.limits = limits;
     return tgr::cli::run_check(check);
   }
   if (!check_axioms && db_options.db.empty() && prove_text.empty()) {
@@ -230,7 +239,7 @@ int main(int argc, char** argv) {
       tgr::cli::refuse_same_files({{"--specs", specs}, {"--smt2", smt2_path, true}});
       if (!smt2_path.empty()) tgr::util::check_output_path(smt2_path);
     }
-    if (!prove_text.empty()) return prove_command(specs, prove_text, shapes_text, proof, smt2_path);
+    if (!prove_text.empty()) return prove_command(specs, prove_text, shapes_text, limits, proof, smt2_path);
     if (recheck) {
       const auto r = tgr::verifier::recheck_proved(db_options.db, 3, check_options.seed + 0x7e57);
       for (const auto& [id, why] : r.differing)

@@ -11,7 +11,7 @@ namespace tgr::cli {
 int run_check(const CheckCommand& command) {
   return guarded("verify", [&] {
     if (command.shapes.empty()) throw std::runtime_error("--check needs --shapes (the variables' concrete shapes)");
-    const Rule rule = build_rule(command.rule, parse_shape_map(command.shapes));
+    const Rule rule = build_rule(command.rule, parse_shape_map(command.shapes), {}, command.limits);
     pet::CheckOptions options;
     options.trials = command.trials;
     options.seed = command.seed;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "util/limits.h"
+
 namespace tgr::cli {
 
 struct CheckCommand {
@@ -14,6 +16,7 @@ struct CheckCommand {
   int trials = 2;
   uint64_t seed = 1;
   bool correction = false;  // also print the corrected target
+  util::Limits limits;      // of the rule's values (ir/text.h build_rule)
 };
 
 // Prints `full`, `partial` with the disagreeing boxes, or `none` (and the

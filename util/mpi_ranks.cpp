@@ -33,8 +33,10 @@ bool launched_by_mpi() {
 
 MpiRanks::MpiRanks(int& argc, char**& argv) {
   int provided = 0;
-  // Only the main thread calls MPI (TBB's threads never do).
-  check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // One thread at a time calls MPI (TBB's threads never do): the command's
+  // thread (cli::guarded runs it on a stack of known size), the main thread
+  // before and after it.
+  check(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ir/scanner.h"
+#include "util/utf8.h"
 
 namespace tgr::axioms {
 
@@ -251,7 +252,7 @@ class FileParser : public Scanner {
   std::string found_on_line() {
     skip_blanks();
     if (pos_ >= text_.size() || text_[pos_] == '\n') return ", found the end of the line";
-    return ", found '" + std::string(text_.substr(pos_, 1)) + "'";
+    return ", found '" + std::string(text_.substr(pos_, util::utf8_char_bytes(text_, pos_))) + "'";
   }
 
   ParamVar param_decl(const Axiom& ax) {

@@ -247,7 +247,7 @@ class BidirectionalRewriteSearch {
     const uint64_t key = (static_cast<uint64_t>(v.node) << 16) | static_cast<uint64_t>(v.output);
     if (auto it = folded_.find(key); it != folded_.end()) return it->second;
     const Node& n = terms_.node(v.node);
-    if (!n.is_op() || !n.op->traits.moves_elements || n.output_dtypes[v.output] != DType::kFloat) return std::nullopt;
+    if (!n.is_op() || !n.op->traits.moves_elements || !is_floating(n.output_dtypes[v.output])) return std::nullopt;
     // Too large to evaluate: left as a term (the other axioms still apply).
     // Instances at a model's shapes can hold such terms (GPT-2 small:
     // matmul(w0, eye[n=9216]()), whose folding evaluated 85 million

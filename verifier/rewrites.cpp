@@ -99,7 +99,10 @@ bool match(const Axiom& ax, const Expr& e, const Graph& g, ValueRef v, Match& m)
   if (e.kind == Expr::Kind::kVar) {
     const int i = index_of_var(ax, e.name);
     if (m.vars[i]) return *m.vars[i] == v;
-    if (g.dtype(v) != DType::kFloat) return false;  // the axioms are validated on real tensors only
+    // The axioms are validated on real tensors only; they hold for values of
+    // every floating type, whose semantics is real arithmetic rounded at each
+    // operator's output (docs/design.md, "Element types").
+    if (!is_floating(g.dtype(v))) return false;
     const Shape& shape = g.shape(v);
     if (!validated_rank(ax.variables[i].kind, shape.size())) return false;
     m.vars[i] = v;

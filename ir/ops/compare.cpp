@@ -148,7 +148,7 @@ void register_comparison_ops(OpTable& table) {
              .infer_shapes = [](const OpCall& call) { return std::vector<Shape>{call.input_shapes[0]}; },
              .infer_dtypes =
                  [](const OpCall& call) {
-                   if (call.input_dtypes[0] != DType::kFloat)
+                   if (!is_floating(call.input_dtypes[0]))
                      throw ShapeError("is_nan: defined on float values, got " + type_name(call.input_dtypes[0]));
                    return std::vector<DType>{DType::kBool};
                  },
@@ -172,16 +172,23 @@ void register_comparison_ops(OpTable& table) {
              .cost = per_output_element_cost()});
   table.add(
       {.name = "cast",
-       .summary = "convert to another element type (float to int64 truncates)",
+       .summary = "convert to another element type (float to int64 truncates; to a half type rounds to nearest even)",
        .inputs = {"x"},
-       .params = {enum_param("to", "float", {"float", "int64", "bool"}, "target element type")},
+       .params = {enum_param("to", "float", {"float", "int64", "bool", "float16", "bfloat16"}, "target element type")},
        .infer_shapes = [](const OpCall& call) { return std::vector<Shape>{call.input_shapes[0]}; },
        .infer_dtypes = [](const OpCall& call) { return std::vector<DType>{parse_dtype(call.params.get_word("to"))}; },
        .mixed_kernels = TGR_MIXED_KERNELS(cast_kernel),
        .field = FieldSemantics::kExact,  // integers to field; field to integers is undefined
        .multilinear = {false},
        .traits = elementwise_traits(),
-       .cost = per_output_element_cost()});
+       // Read in the input's type, written in the target's.
+       .cost = {.flops = output_elements,
+                .bytes =
+                    [](const OpCall& call) {
+                      const double n = static_cast<double>(num_elements(call.input_shapes[0]));
+                      return n * (cost_element_bytes(call.input_dtypes[0]) +
+                                  cost_element_bytes(parse_dtype(call.params.get_word("to"))));
+                    }}});
   table.add({.name = "where",
              .summary = "cond ? x : y, elementwise with broadcasting (cond is bool)",
              .inputs = {"cond", "x", "y"},

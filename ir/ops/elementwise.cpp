@@ -1,5 +1,7 @@
 // Elementwise operators with NumPy/ONNX broadcasting (add, sub, mul, div,
-// pow), scalar_mul, and the unary operators. Non-linear unary operators are
+// pow), scalar_mul, and the unary operators. Those whose results overflow a
+// half type's range for moderate inputs (exp, pow, softplus) or lose its
+// precision near 0 (log) need float32 (OpTraits::needs_float32). Non-linear unary operators are
 // a fixed pseudo-random function in the field (ops::unary_kernel).
 #include <cmath>
 #include <limits>
@@ -127,7 +129,7 @@ TGR_UNARY(ceil, std::ceil(x))
 #undef TGR_UNARY
 
 OpDef unary(std::string name, std::string summary, KernelSet kernels, std::vector<ParamSpec> params = {}) {
-  return OpDef{.name = std::move(name),
+  OpDef def{.name = std::move(name),
                .summary = std::move(summary),
                .inputs = {"x"},
                .params = std::move(params),
@@ -137,6 +139,12 @@ OpDef unary(std::string name, std::string summary, KernelSet kernels, std::vecto
                .multilinear = {false},
                .traits = elementwise_traits(),
                .cost = per_output_element_cost()};
+  return def;
+}
+
+OpDef needing_float32(OpDef def) {
+  def.traits.needs_float32 = true;
+  return def;
 }
 
 OpDef binary(std::string name, std::string summary, KernelSet kernels, std::vector<bool> multilinear,
@@ -166,8 +174,8 @@ void register_elementwise_ops(OpTable& table) {
                    FieldSemantics::kExact, true));
   table.add(binary("div", "a / b, elementwise with broadcasting (integers truncate)", TGR_KERNELS_AND_INT64(div_kernel),
                    {true, false}, FieldSemantics::kInverse));
-  table.add(binary("pow", "a ^ b, elementwise with broadcasting", TGR_KERNELS(pow_kernel), {false, false},
-                   FieldSemantics::kPseudoRandom));
+  table.add(needing_float32(binary("pow", "a ^ b, elementwise with broadcasting", TGR_KERNELS(pow_kernel),
+                                   {false, false}, FieldSemantics::kPseudoRandom)));
   table.add({.name = "scalar_mul",
              .summary = "x * s for a scalar (rank-0) s",
              .inputs = {"x", "s"},
@@ -191,8 +199,8 @@ void register_elementwise_ops(OpTable& table) {
   table.add(unary("tanh", "tanh(x)", TGR_KERNELS(tanh_kernel)));
   table.add(unary("abs", "|x|", TGR_KERNELS_AND_INT64(abs_kernel)));
   table.add(unary("sqrt", "square root", TGR_KERNELS(sqrt_kernel)));
-  table.add(unary("exp", "e^x", TGR_KERNELS(exp_kernel)));
-  table.add(unary("log", "natural logarithm", TGR_KERNELS(log_kernel)));
+  table.add(needing_float32(unary("exp", "e^x", TGR_KERNELS(exp_kernel))));
+  table.add(needing_float32(unary("log", "natural logarithm", TGR_KERNELS(log_kernel))));
   table.add(unary("erf", "the error function", TGR_KERNELS(erf_kernel)));
   table.add(unary("cos", "cosine (radians)", TGR_KERNELS(cos_kernel)));
   table.add(unary("sin", "sine (radians)", TGR_KERNELS(sin_kernel)));
@@ -201,7 +209,7 @@ void register_elementwise_ops(OpTable& table) {
   table.add(unary("hard_sigmoid", "max(0, min(1, alpha * x + beta))", TGR_KERNELS(hard_sigmoid_kernel),
                   {float_param("alpha", 0.2, -kInf, kInf, "slope"), float_param("beta", 0.5, -kInf, kInf, "offset")}));
   table.add(unary("hard_swish", "x * max(0, min(1, x / 6 + 1 / 2))", TGR_KERNELS(hard_swish_kernel)));
-  table.add(unary("softplus", "log(1 + e^x)", TGR_KERNELS(softplus_kernel)));
+  table.add(needing_float32(unary("softplus", "log(1 + e^x)", TGR_KERNELS(softplus_kernel))));
   table.add(unary("floor", "the largest integer <= x", TGR_KERNELS(floor_kernel)));
   table.add(unary("ceil", "the smallest integer >= x", TGR_KERNELS(ceil_kernel)));
   table.add(unary("clip", "min(max(x, min), max)", TGR_KERNELS(clip_kernel),

@@ -132,6 +132,7 @@ void register_normalization_ops(OpTable& table) {
              .kernels = TGR_KERNELS(softmax_kernel),
              .field = FieldSemantics::kPseudoRandom,
              .multilinear = {false},
+             .traits = {.needs_float32 = true},
              .cost = per_input_element_cost(5.0)});  // max, subtract, exp, sum, divide
   table.add({.name = "layer_norm",
              .summary = "(x - mean) / sqrt(var + epsilon) * scale + bias over the axes from `axis` on",
@@ -142,6 +143,7 @@ void register_normalization_ops(OpTable& table) {
              .kernels = TGR_KERNELS(layer_norm_kernel),
              .field = FieldSemantics::kPseudoRandom,
              .multilinear = {false, true, true},
+             .traits = {.needs_float32 = true},
              .cost = per_input_element_cost(5.0)});  // mean, variance, subtract, scale, shift
   table.add({.name = "batch_norm",
              .summary = "(x - mean) / sqrt(var + epsilon) * scale + bias per channel (inference)",

@@ -50,7 +50,9 @@ inline OpTraits constant_traits() { return OpTraits{.moves_elements = true}; }
 
 // Analytic costs (OpCost in ir/op_def.h): the roofline model of
 // optimizer/cost_model.h charges FLOPs against peak compute and bytes
-// against bandwidth, both as float32 on the device.
+// against bandwidth, as float32 on the device except that float16 and
+// bfloat16 values move 2 bytes an element (float32, int64 and bool count 4,
+// as they always have, so float32 costs are unchanged).
 inline double output_elements(const OpCall& call) {
   double n = 0;
   for (const Shape& s : call.output_shapes) n += static_cast<double>(num_elements(s));
@@ -59,12 +61,15 @@ inline double output_elements(const OpCall& call) {
 inline double first_input_elements(const OpCall& call) {
   return static_cast<double>(num_elements(call.input_shapes[0]));
 }
-// Every input read once and every output written once, 4 bytes each.
+inline double cost_element_bytes(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16 ? 2.0 : 4.0; }
+// Every input read once and every output written once; outputs are taken to
+// have the first input's element size (an operator keeps its inputs' type).
 inline double operand_bytes(const OpCall& call) {
+  auto bytes = [&](size_t i) { return i < call.input_dtypes.size() ? cost_element_bytes(call.input_dtypes[i]) : 4.0; };
   double n = 0;
-  for (const Shape& s : call.input_shapes) n += static_cast<double>(num_elements(s));
-  for (const Shape& s : call.output_shapes) n += static_cast<double>(num_elements(s));
-  return 4.0 * n;
+  for (size_t i = 0; i < call.input_shapes.size(); ++i) n += static_cast<double>(num_elements(call.input_shapes[i])) * bytes(i);
+  for (const Shape& s : call.output_shapes) n += static_cast<double>(num_elements(s)) * bytes(0);
+  return n;
 }
 // One operation per output element (elementwise, layout, constants, indexing).
 inline OpCost per_output_element_cost() { return OpCost{.flops = output_elements, .bytes = operand_bytes}; }

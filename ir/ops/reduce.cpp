@@ -125,6 +125,7 @@ void register_reduction_ops(OpTable& table) {
              .infer_shapes = reduce_shapes,
              .kernels = TGR_KERNELS_AND_INT64(reduce_sum_kernel),
              .multilinear = {true},
+             .traits = {.needs_float32 = true},
              .cost = per_input_element_cost(1.0)});
   table.add({.name = "reduce_mean",
              .summary = "mean over axes",
@@ -134,6 +135,7 @@ void register_reduction_ops(OpTable& table) {
              .kernels = TGR_KERNELS(reduce_mean_kernel),
              .field = FieldSemantics::kInverse,
              .multilinear = {true},
+             .traits = {.needs_float32 = true},
              .cost = per_input_element_cost(1.0)});
   for (const char* name : {"reduce_max", "reduce_min"}) {
     const bool is_max = std::string_view(name) == "reduce_max";

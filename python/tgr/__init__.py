@@ -4,6 +4,7 @@
     optimized, report = tgr.optimize("model.onnx")    # an onnx.ModelProto and the JSON report as a dict
     outputs = tgr.run(optimized, {"x": x})             # the CPU reference interpreter
     db = tgr.RulesDB(tgr.DEFAULT_RULES)                # read-only queries, as the `rules` program
+    session = tgr.Session("model.opt.onnx")            # the GPU runtime (session.py): session.run({"x": x})
 
 The work is done by the C++ library the command-line programs use (the
 module tgr._tgr, python/bindings.cpp); errors raise tgr.Error with the
@@ -25,7 +26,10 @@ from . import _tgr
 
 Error = _tgr.Error
 
-__all__ = ["Error", "optimize", "run", "RulesDB", "DEFAULT_RULES", "SPECS_DIR", "TARGETS"]
+from .session import Session, TensorSpec, cuda_build, gpu_available  # noqa: E402  (the GPU session)
+
+__all__ = ["Error", "optimize", "run", "RulesDB", "DEFAULT_RULES", "SPECS_DIR", "TARGETS", "Session", "TensorSpec",
+           "cuda_build", "gpu_available"]
 
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 # The rules shipped with tgr (rules/*.rules, proved when tgr was built): the

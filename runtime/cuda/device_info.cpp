@@ -58,6 +58,14 @@ int fp32_lanes_per_multiprocessor(int major, int minor) {
 }
 }  // namespace
 
+int tensor_flops_per_clock(int major, int minor) {
+  if (major == 8 && minor == 0) return 2048;
+  if (major == 8 && (minor == 6 || minor == 9)) return 512;
+  if (major == 9 && minor == 0) return 4096;
+  if (major == 10) return 8192;
+  return 0;
+}
+
 GpuLimits gpu_fp32_limits() {
   const std::optional<int> gpu = current_gpu();
   if (!gpu) return {};
@@ -72,6 +80,8 @@ GpuLimits gpu_fp32_limits() {
   GpuLimits limits;
   limits.fp32_flops = 2.0 * sms * fp32_lanes_per_multiprocessor(major, minor) * clock_khz * 1e3;
   limits.bandwidth = 2.0 * memory_clock_khz * 1e3 * bus_bits / 8;
+  limits.bf16_tensor_flops = static_cast<double>(sms) * tensor_flops_per_clock(major, minor) * clock_khz * 1e3;
+  limits.tf32_tensor_flops = limits.bf16_tensor_flops / 2;
   return limits;
 }
 

@@ -28,6 +28,32 @@ std::string float_literal(float v) {
   return text;
 }
 
+// Conversions between float32 and the half types' bits in generated code,
+// without headers (NVRTC may lack cuda_fp16.h): float16 by the PTX
+// conversions, bfloat16 by its bits (round to nearest even, NaN kept quiet).
+constexpr const char* kHalfConversions =
+    "__device__ __forceinline__ float tgr_h2f(unsigned short h) {\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+    "__device__ __forceinline__ unsigned short tgr_f2h(float f) {\n"
+    "  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+    "__device__ __forceinline__ float tgr_bf2f(unsigned short b) { return __uint_as_float(((unsigned)b) << 16); }\n"
+    "__device__ __forceinline__ unsigned short tgr_f2bf(float f) {\n"
+    "  unsigned u = __float_as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
+    "  u += 0x7fffu + ((u >> 16) & 1u); return (unsigned short)(u >> 16); }\n";
+
+// The C++ type a value is stored as in generated code.
+const char* stored_type(bool int64, FloatType type) {
+  if (int64) return "long long";
+  return type == FloatType::kF32 ? "float" : "unsigned short";
+}
+
+// `e`, loaded as stored (int64, or floats of `type`), as the program's type.
+std::string widened(const std::string& e, bool int64, FloatType type, const char* program_type) {
+  if (int64 || type == FloatType::kF32) return std::string("(") + program_type + ")" + e;
+  return std::string(type == FloatType::kF16 ? "tgr_h2f(" : "tgr_bf2f(") + e + ")";
+}
+
 }  // namespace
 
 std::string ew_instruction_expression(const EwInstr& ins, bool int64_program) {
@@ -133,6 +159,11 @@ std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
   const long long count = p.out.count();
   const char* index = fits_32_bits(count) ? "int" : "long long";
   std::string s;
+  const bool halves =
+      !int64_program &&
+      (std::any_of(p.in, p.in + p.inputs, [](const EwInput& in) { return !in.int64 && in.type != FloatType::kF32; }) ||
+       (!p.int64_out && p.out_type != FloatType::kF32));
+  if (halves) s += kHalfConversions;
   s += "struct EwKernelArgs { const void* in[" + std::to_string(kMaxEwInputs) + "]; void* out; long long count; };\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
        ") tgr_ew(const EwKernelArgs args) {\n";
@@ -142,11 +173,11 @@ std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
        "#endif\n";
   s += std::string("  typedef ") + index + " I;\n";
   for (int k = 0; k < p.inputs; ++k) {
-    const char* stored = int64_program || p.in[k].int64 ? "long long" : "float";
+    const char* stored = stored_type(int64_program || p.in[k].int64, p.in[k].type);
     s += "  const " + std::string(stored) + "* __restrict__ in" + std::to_string(k) + " = (const " + stored +
          "*)args.in[" + std::to_string(k) + "];\n";
   }
-  const std::string out_type = int64_program || p.int64_out ? "long long" : "float";
+  const std::string out_type = stored_type(int64_program || p.int64_out, p.out_type);
   s += "  " + out_type + "* __restrict__ out = (" + out_type + "*)args.out;\n";
   s += "  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)args.count; i += (I)gridDim.x * blockDim.x) {\n";
   // Coordinates over the collapsed shape, when some input is strided.
@@ -174,15 +205,18 @@ std::string ew_kernel_source(const EwProgram& p, bool int64_program) {
       }
       if (at.empty()) at = "0";
     }
-    s +=
-        std::string("    const ") + type + " " + reg(k) + " = (" + type + ")in" + std::to_string(k) + "[" + at + "];\n";
+    s += std::string("    const ") + type + " " + reg(k) + " = " +
+         widened("in" + std::to_string(k) + "[" + at + "]", int64_program || in.int64, in.type, type) + ";\n";
   }
   for (int c = 0; c < p.instrs; ++c) {
     const EwInstr& ins = p.code[c];
     s += std::string("    const ") + type + " " + reg(ins.dst) + " = " + ew_instruction_expression(ins, int64_program) +
          ";\n";
   }
-  s += "    out[i] = (" + out_type + ")" + reg(p.result) + ";\n";
+  if (!int64_program && !p.int64_out && p.out_type != FloatType::kF32)
+    s += "    out[i] = " + std::string(p.out_type == FloatType::kF16 ? "tgr_f2h(" : "tgr_f2bf(") + reg(p.result) +
+         ");\n";
+  else s += "    out[i] = (" + out_type + ")" + reg(p.result) + ";\n";
   s += "  }\n}\n";
   return s;
 }

@@ -1,6 +1,7 @@
 // The CUDA stream, cuBLAS, cuBLASLt and cuDNN handles and the shared workspaces of one
-// loaded model. cuBLAS runs in its default math (no TF32); cuDNN convolutions
-// are set to FMA math (no TF32) where they are described (lower_conv.cpp).
+// loaded model. The math of each product and convolution (TF32 or not,
+// half types on tensor cores) is set where it is described, by the plan's
+// precision (lower_matmul.cpp: the compute type; lower_conv.cpp: the math type).
 #pragma once
 
 #include <cublasLt.h>

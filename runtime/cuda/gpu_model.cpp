@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 
 #include "runtime/cuda/lower.h"
@@ -13,6 +14,18 @@ bool gpu_available() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
+
+namespace {
+
+// A host value as the slot stores it: floats in the slot's storage type, integers as int64.
+std::vector<char> stored_bytes(const ConstantValue& v, const ValueSlot& s) {
+  std::vector<char> bytes(static_cast<size_t>(s.bytes));
+  if (v.is_float()) encode_floats(v.real.data, s.storage, bytes.data());
+  else std::memcpy(bytes.data(), v.ints.data.data(), bytes.size());
+  return bytes;
+}
+
+}  // namespace
 
 struct GpuModel::Impl {
   Graph graph;
@@ -70,7 +83,11 @@ GpuModel GpuModel::load(const Graph& graph, const GpuOptions& options) {
   m->graph = graph;
   m->options = options;
   try {
-    m->plan = make_execution_plan(m->graph, PlanOptions{options.fuse});
+    PlanOptions plan_options;
+    plan_options.fuse = options.fuse;
+    plan_options.precision = options.precision;
+    plan_options.attention = options.attention;
+    m->plan = make_execution_plan(m->graph, plan_options);
   } catch (const std::invalid_argument& e) {
     throw GpuError(e.what());
   }
@@ -83,8 +100,8 @@ GpuModel GpuModel::load(const Graph& graph, const GpuOptions& options) {
     for (const ValueSlot& s : m->plan.slots[i]) {
       if (s.home != ValueSlot::Home::kConstant) continue;
       const ConstantValue& c = m->plan.constants[s.constant];
-      const void* src = c.is_float() ? static_cast<const void*>(c.real.data.data()) : c.ints.data.data();
-      TGR_GPU_CHECK(cudaMemcpy(m->weights.data() + s.offset, src, static_cast<size_t>(s.bytes), cudaMemcpyHostToDevice),
+      const std::vector<char> bytes = stored_bytes(c, s);
+      TGR_GPU_CHECK(cudaMemcpy(m->weights.data() + s.offset, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
                     (Where{"upload", static_cast<int>(i), nodes[i].name}));
     }
   LowerCtx ctx{m->graph, m->plan, *m->gpu, m->arena.data(), m->weights.data(), options.conv_workspace_limit};
@@ -130,9 +147,9 @@ void GpuModel::set_inputs(std::span<const ConstantValue> inputs) {
                      shape_to_string(n.output_shapes[0]) + ", given " + std::string(dtype_name(v.dtype)) + " " +
                      shape_to_string(v.shape()));
     const ValueSlot& s = impl_->plan.slot({node, 0});
-    const void* src = v.is_float() ? static_cast<const void*>(v.real.data.data()) : v.ints.data.data();
-    TGR_GPU_CHECK(cudaMemcpyAsync(impl_->arena.data() + s.offset, src, static_cast<size_t>(s.bytes),
-                                  cudaMemcpyHostToDevice, impl_->gpu->stream),
+    const std::vector<char> bytes = stored_bytes(v, s);
+    // Synchronous: `bytes` is a temporary.
+    TGR_GPU_CHECK(cudaMemcpy(impl_->arena.data() + s.offset, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
                   (Where{"input", node, n.name}));
   }
   impl_->sync("inputs");
@@ -151,20 +168,40 @@ std::vector<ConstantValue> GpuModel::outputs() const {
     const char* base = s.home == ValueSlot::Home::kConstant ? impl_->weights.data() : impl_->arena.data();
     ConstantValue c;
     c.dtype = g.dtype(v);
-    void* dst;
+    std::vector<char> bytes(static_cast<size_t>(s.bytes));
+    TGR_GPU_CHECK(cudaMemcpy(bytes.data(), base + s.offset, bytes.size(), cudaMemcpyDeviceToHost),
+                  (Where{"output", v.node, g.node(v.node).name}));
     if (c.is_float()) {
       c.real = Tensor<float>(g.shape(v));
-      dst = c.real.data.data();
+      decode_floats(bytes.data(), s.storage, c.real.data);
     } else {
       c.ints = Tensor<int64_t>(g.shape(v));
-      dst = c.ints.data.data();
+      std::memcpy(c.ints.data.data(), bytes.data(), bytes.size());
     }
-    TGR_GPU_CHECK(cudaMemcpy(dst, base + s.offset, static_cast<size_t>(s.bytes), cudaMemcpyDeviceToHost),
-                  (Where{"output", v.node, g.node(v.node).name}));
     out.push_back(std::move(c));
   }
   return out;
 }
+
+void* GpuModel::input_data(size_t i) const {
+  const Graph& g = impl_->graph;
+  if (i >= g.inputs().size())
+    throw GpuError("input " + std::to_string(i) + ": the graph has " + std::to_string(g.inputs().size()) + " inputs");
+  return impl_->arena.data() + impl_->plan.slot({g.inputs()[i], 0}).offset;
+}
+
+const void* GpuModel::output_data(size_t k) const {
+  const Graph& g = impl_->graph;
+  if (k >= g.outputs().size())
+    throw GpuError("output " + std::to_string(k) + ": the graph has " + std::to_string(g.outputs().size()) +
+                   " outputs");
+  const ValueSlot& s = impl_->plan.slot(g.outputs()[k]);
+  return (s.home == ValueSlot::Home::kConstant ? impl_->weights.data() : impl_->arena.data()) + s.offset;
+}
+
+void GpuModel::launch() { impl_->launch(); }
+
+void* GpuModel::stream() const { return impl_->gpu->stream; }
 
 std::vector<ConstantValue> GpuModel::run(std::span<const ConstantValue> inputs) {
   set_inputs(inputs);

@@ -1,8 +1,11 @@
 // The GPU executor: loads a graph onto the GPU once (constants folded and
 // uploaded, one arena for every intermediate by the memory plan, cuDNN
 // algorithms chosen, the whole model captured as a CUDA graph) and then runs
-// it many times. Float32 throughout with TF32 off (cuBLAS default math, cuDNN
-// FMA math). Built only with CUDA (TGR_HAVE_CUDA).
+// it many times. At GpuOptions::precision (runtime/precision.h): float32 with
+// TF32 off by default (cuBLAS default math, cuDNN FMA math), TF32 tensor
+// cores, or every float value and weight stored in bfloat16 or float16.
+// Inputs and outputs are float32 at every precision (converted on the way in
+// and out). Built only with CUDA (TGR_HAVE_CUDA).
 //
 //   auto model = gpu::GpuModel::load(graph);
 //   std::vector<ConstantValue> out = model.run(inputs);
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/precision.h"
 
 namespace tgr::gpu {
 
@@ -28,11 +32,13 @@ enum class ConvChoice { kFaster, kCudnn, kOther };
 struct GpuOptions {
   bool cuda_graph = true;  // capture the model as one CUDA graph and replay it
   bool fuse = true;        // elementwise chains; conv + bias (+ residual) + relu
+  bool attention = true;   // with fuse: scaled-dot-product attention as one step (runtime/attention.h)
   size_t conv_workspace_limit = size_t{256} << 20;
   ConvChoice conv_choice = ConvChoice::kFaster;
   // Elementwise programs compiled for the device with NVRTC (ew_compile.h);
   // false: every program runs on the interpreter kernel.
   bool compile_elementwise = true;
+  Precision precision = Precision::kFp32;
 };
 
 struct ModelStats {
@@ -67,6 +73,16 @@ class GpuModel {
   void set_inputs(std::span<const ConstantValue> inputs);
   void execute();  // one run (a graph replay when captured), then waits
   std::vector<ConstantValue> outputs() const;
+
+  // The device bytes of input `i` (Graph::inputs() order) and of output `k`
+  // (Graph::outputs() order), row-major: fixed for the model's life, since its
+  // CUDA graph reads and writes these addresses. Callers that keep their
+  // tensors on the GPU copy into and out of them on stream() (tgr/session.h).
+  void* input_data(size_t i) const;
+  const void* output_data(size_t k) const;
+  // Enqueues one run (a graph replay when captured) on stream(), not waiting.
+  void launch();
+  void* stream() const;  // the model's cudaStream_t
 
   // Median time of one run over `iters` runs after `warmup`, by CUDA events.
   double replay_ms(int iters = 100, int warmup = 10);

@@ -1,7 +1,10 @@
 // The runtime's own CUDA kernels, behind host functions that launch them on a
 // stream (definitions in the *.cu files beside this). Shapes travel as Dims
-// (rank <= kMaxRank, outermost first); element types are float (4 bytes) and
-// int64 (8 bytes; bool values are stored as int64 0/1).
+// (rank <= kMaxRank, outermost first); element types are float32 (4 bytes),
+// float16 and bfloat16 (2 bytes: FloatType) and int64 (8 bytes; bool values
+// are stored as int64 0/1). Kernels on the half types load them as float32,
+// compute and accumulate in float32, and round to the half type as they
+// store (runtime/precision.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,6 +20,10 @@
 namespace tgr::gpu {
 
 inline constexpr int kMaxRank = 8;
+
+// How a float value is stored: float32, float16 or bfloat16.
+enum class FloatType : uint8_t { kF32, kF16, kBF16 };
+inline constexpr int float_type_bytes(FloatType t) { return t == FloatType::kF32 ? 4 : 2; }
 
 struct Dims {
   int rank = 0;
@@ -103,6 +110,7 @@ struct EwInput {
   bool contiguous = false;  // same shape as the output: offset = index
   Strides strides;          // otherwise: per output axis
   bool int64 = false;       // stored as int64 (int64, bool) in a float program: converted on load
+  FloatType type = FloatType::kF32;  // otherwise, in a float program: how it is stored
 };
 
 struct EwProgram {
@@ -114,11 +122,12 @@ struct EwProgram {
   int result = 0;
   int registers = kMaxEwRegs;  // registers used: inputs, then one per instruction (simplify_program sets it)
   bool int64_out = false;  // a float program whose result is int64 or bool: stored as int64
+  FloatType out_type = FloatType::kF32;  // otherwise, in a float program: how the result is stored
 };
 
-// A program computing in float (its int64 and bool inputs converted on load;
-// out is float*, or int64_t* with int64_out) or in int64 (every input and the
-// output int64).
+// A program computing in float (its int64 and bool inputs converted on load,
+// half inputs widened; out is stored as out_type, or int64_t* with
+// int64_out) or in int64 (every input and the output int64).
 void launch_ew_float(const EwProgram& program, void* out, cudaStream_t stream);
 void launch_ew_int64(const EwProgram& program, int64_t* out, cudaStream_t stream);
 
@@ -139,17 +148,22 @@ struct ConcatArgs {
   int64_t begin[kMaxConcat + 1] = {};
 };
 void launch_concat(const ConcatArgs& args, void* dst, int elem_bytes, cudaStream_t stream);
-// dst[0..n) = value (as float or int64 by elem_bytes).
+// dst[0..n) = value (as float or int64 by elem_bytes: 4 or 8).
 void launch_fill(void* dst, int64_t n, double value, int elem_bytes, cudaStream_t stream);
+// dst[0..n) = a 2-byte element's bits (a float16 or bfloat16 value).
+void launch_fill_16(void* dst, int64_t n, uint16_t bits, cudaStream_t stream);
 
 // Spins for about `cycles` clock cycles: holds the stream while the host
 // enqueues a profile run, so launch gaps do not count as operator time.
 void launch_delay(int64_t cycles, cudaStream_t stream);
 
 // --- normalisation and reductions ---------------------------------------------------
-void launch_softmax(const float* x, float* out, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
-void launch_layer_norm(const float* x, const float* scale, const float* bias, float* out, int64_t rows, int64_t n,
-                       float epsilon, cudaStream_t stream);
+// Every float pointer below holds elements of `type` (scale and bias too);
+// sums, maxima, means and variances are float32.
+void launch_softmax(const void* x, void* out, int64_t outer, int64_t n, int64_t inner, FloatType type,
+                    cudaStream_t stream);
+void launch_layer_norm(const void* x, const void* scale, const void* bias, void* out, int64_t rows, int64_t n,
+                       float epsilon, FloatType type, cudaStream_t stream);
 // Where element (b, p, c) of a [batches, positions, channels] tensor is:
 // b * batch + p * position + c * channel.
 struct RowsLayout {
@@ -159,14 +173,14 @@ struct RowsLayout {
 // ChannelStridedRows: position stride 1, the channels strided; or row-major
 // rows) for b < batches, p < positions, c < channels. Reads are coalesced
 // along positions, so `in` should have position stride 1.
-void launch_layer_norm_strided(const float* x, const float* scale, const float* bias, float* out, int64_t batches,
+void launch_layer_norm_strided(const void* x, const void* scale, const void* bias, void* out, int64_t batches,
                                int64_t positions, int64_t channels, const RowsLayout& in, const RowsLayout& out_layout,
-                               float epsilon, cudaStream_t stream);
+                               float epsilon, FloatType type, cudaStream_t stream);
 // Sums (means, maxima, minima) over the axes where `reduced` is set (out has
-// the kept axes, in order).
+// the kept axes, in order); int64 data, or floats of `type`.
 enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin };
 void launch_reduce(const void* x, void* out, const Dims& in_dims, const bool* reduced, ReduceKind kind, bool int64,
-                   cudaStream_t stream);
+                   FloatType type, cudaStream_t stream);
 
 // --- pooling ------------------------------------------------------------------------
 struct PoolGeometry {
@@ -177,9 +191,10 @@ struct PoolGeometry {
   bool include_pad = false;
 };
 // Each of `rows` contiguous runs of n elements reduced to one (n >= 1).
-void launch_reduce_rows(const float* x, float* out, int64_t rows, int64_t n, ReduceKind kind, cudaStream_t stream);
-void launch_avgpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream);
-void launch_maxpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream);
+void launch_reduce_rows(const void* x, void* out, int64_t rows, int64_t n, ReduceKind kind, FloatType type,
+                        cudaStream_t stream);
+void launch_avgpool(const void* x, void* out, const PoolGeometry& g, FloatType type, cudaStream_t stream);
+void launch_maxpool(const void* x, void* out, const PoolGeometry& g, FloatType type, cudaStream_t stream);
 
 // --- convolution --------------------------------------------------------------------
 // A depthwise convolution (groups = input channels = output channels, so
@@ -202,9 +217,10 @@ struct ConvActivation {
   int kind = kNone;
   float lo = 0, hi = 0;  // kClip
 };
-// y = act(conv(x, weight) [+ bias[c]] [+ residual]); bias and residual may be null.
-void launch_depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
-                           const DepthwiseGeometry& g, ConvActivation act, cudaStream_t stream);
+// y = act(conv(x, weight) [+ bias[c]] [+ residual]); bias and residual may
+// be null; every operand of `type`, accumulated in float32.
+void launch_depthwise_conv(const void* x, const void* weight, const void* bias, const void* residual, void* y,
+                           const DepthwiseGeometry& g, ConvActivation act, FloatType type, cudaStream_t stream);
 
 // --- indexing -----------------------------------------------------------------------
 // out[o, k, i] = data[o, wrap(indices[k]), i]; an index out of range reads 0.
@@ -213,5 +229,34 @@ void launch_gather(const void* data, const int64_t* indices, void* out, int64_t 
 // out[idx] = data[idx with axis replaced by wrap(indices[idx])].
 void launch_gather_elements(const void* data, const Dims& data_dims, const int64_t* indices, const Dims& index_dims,
                             int axis, void* out, int elem_bytes, cudaStream_t stream);
+
+// --- attention (kernels_attention.cu) ---------------------------------------------------
+// One operand of scaled-dot-product attention, [batch, rows, cols] read
+// through strides: batch index b is split row-major over `batch_axes`
+// sub-axes (batch_size[i], batch_stride[i]) (runtime/attention.h's AttentionLayout).
+inline constexpr int kMaxAttnBatchAxes = 4;
+struct AttnOperand {
+  const float* data = nullptr;
+  int batch_axes = 0;
+  int64_t batch_size[kMaxAttnBatchAxes] = {}, batch_stride[kMaxAttnBatchAxes] = {};
+  int64_t row_stride = 0, col_stride = 0;
+};
+// out[b, s, :] = sum_t softmax_t(scale q[b, s, :] . k[b, :, t] + mask[b, s, t]) v[b, t, :], for b < batch,
+// s < rows, t < keys: q [batch, rows, head_dim], k [batch, head_dim, keys], v [batch, keys, value_dim],
+// mask (data null: none) and out [batch, rows, keys] / [batch, rows, value_dim]. `causal`: key tiles
+// entirely past the diagonal (t > s + keys - rows) are skipped (their mask makes them add nothing).
+// `nan_guard`: a row whose softmax is undefined (every entry -inf, or NaN) gives 0, as PyTorch's
+// where(is_nan(p), 0, p) does; without it, NaN. Float32 throughout, in the flash-attention manner
+// (tiles of k and v in shared memory, the softmax online): the scores never reach memory.
+struct AttentionArgs {
+  AttnOperand q, k, v, mask, out;
+  int64_t batch = 0, rows = 0, keys = 0, head_dim = 0, value_dim = 0;
+  float scale = 1.f;
+  bool causal = false, nan_guard = false;
+  int rows_per_warp = 0;  // 1, 2 or 4 query rows per warp (a block has four warps); 0: launch_attention picks
+};
+// Head dimensions up to kMaxAttnHeadDim.
+inline constexpr int64_t kMaxAttnHeadDim = 128;
+void launch_attention(const AttentionArgs& args, cudaStream_t stream);
 
 }  // namespace tgr::gpu

@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "runtime/cuda/dependent_launch.cuh"
+#include "runtime/cuda/float_types.cuh"
 #include "runtime/cuda/launch_util.cuh"
 
 namespace tgr::gpu {
@@ -29,8 +30,8 @@ constexpr int kRowsPerThread = S == 1 ? 4 : 2;
 // Threads of a block: blockDim.x columns x blockDim.y row groups x blockDim.z planes.
 constexpr int kMaxThreads = 256;
 
-template <int K, int S>
-__global__ void depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
+template <int K, int S, class T>
+__global__ void depthwise_conv(const T* x, const T* weight, const T* bias, const T* residual, T* y,
                                DepthwiseGeometry geo, int tiles_x, ConvActivation act) {
   await_previous_grid();
   constexpr int kRows = kRowsPerThread<S>;
@@ -50,12 +51,12 @@ __global__ void depthwise_conv(const float* x, const float* weight, const float*
   float* in_tile = smem + threadIdx.z * in_tile_h * in_tile_w;
 
   // Load this plane's input tile (zeros in the padding and past the last plane).
-  const float* src = x + plane * in_h * in_w;
+  const T* src = x + plane * in_h * in_w;
   const int lane = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
   const int lanes = static_cast<int>(blockDim.x * blockDim.y);
   for (int i = lane; i < in_tile_h * in_tile_w; i += lanes) {
     const int iy = iy0 + i / in_tile_w, ix = ix0 + i % in_tile_w;
-    in_tile[i] = has_plane && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w ? src[iy * in_w + ix] : 0.f;
+    in_tile[i] = has_plane && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w ? to_f32(src[iy * in_w + ix]) : 0.f;
   }
   __syncthreads();
   if (!has_plane) return;  // no barrier follows
@@ -63,7 +64,7 @@ __global__ void depthwise_conv(const float* x, const float* weight, const float*
   const int64_t channel = plane % geo.channels;
   float w[K * K];
 #pragma unroll
-  for (int k = 0; k < K * K; ++k) w[k] = weight[channel * K * K + k];
+  for (int k = 0; k < K * K; ++k) w[k] = to_f32(weight[channel * K * K + k]);
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
@@ -85,7 +86,7 @@ __global__ void depthwise_conv(const float* x, const float* weight, const float*
     }
   }
 
-  const float b = bias ? bias[channel] : 0.f;
+  const float b = bias ? to_f32(bias[channel]) : 0.f;
   const int ox = ox0 + static_cast<int>(threadIdx.x);
   if (ox >= out_w) return;
 #pragma unroll
@@ -94,11 +95,11 @@ __global__ void depthwise_conv(const float* x, const float* weight, const float*
     if (oy >= out_h) break;
     const int64_t o = (plane * out_h + oy) * out_w + ox;
     float v = acc[r] + b;
-    if (residual) v += residual[o];
+    if (residual) v += to_f32(residual[o]);
     if (act.kind == ConvActivation::kRelu) v = fmaxf(v, 0.f);
     else if (act.kind == ConvActivation::kClip) v = fminf(fmaxf(v, act.lo), act.hi);
     else if (act.kind == ConvActivation::kSilu) v = v * (1.f / (1.f + expf(-v)));
-    y[o] = v;
+    y[o] = from_f32<T>(v);
   }
 }
 
@@ -131,11 +132,15 @@ DepthwiseLaunch depthwise_launch(const DepthwiseGeometry& g) {
 }
 
 template <int K, int S>
-void launch(const float* x, const float* weight, const float* bias, const float* residual, float* y,
-            const DepthwiseGeometry& g, ConvActivation act, cudaStream_t stream) {
+void launch(const void* x, const void* weight, const void* bias, const void* residual, void* y,
+            const DepthwiseGeometry& g, ConvActivation act, FloatType type, cudaStream_t stream) {
   const DepthwiseLaunch l = depthwise_launch<K, S>(g);
-  launch_kernel(depthwise_conv<K, S>, l.grid, l.block, l.shared_bytes, stream, x, weight, bias, residual, y, g,
-                l.tiles_x, act);
+  with_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    launch_kernel(depthwise_conv<K, S, T>, l.grid, l.block, l.shared_bytes, stream, static_cast<const T*>(x),
+                  static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<const T*>(residual),
+                  static_cast<T*>(y), g, l.tiles_x, act);
+  });
 }
 
 }  // namespace
@@ -150,29 +155,29 @@ bool depthwise_kernel_fits(const DepthwiseGeometry& g) {
   return g.planes < (int64_t{1} << 31);
 }
 
-void launch_depthwise_conv(const float* x, const float* weight, const float* bias, const float* residual, float* y,
-                           const DepthwiseGeometry& g, ConvActivation act, cudaStream_t stream) {
+void launch_depthwise_conv(const void* x, const void* weight, const void* bias, const void* residual, void* y,
+                           const DepthwiseGeometry& g, ConvActivation act, FloatType type, cudaStream_t stream) {
   // Shared memory: the largest tile (kernel 7, stride 2, 32 planes of 8 x 2
   // outputs: 32 x 21 x 9 floats) is 24 KB, within the 48 KB a block may use
   // without opting in.
   switch (g.kernel * 10 + g.stride) {
     case 31:
-      launch<3, 1>(x, weight, bias, residual, y, g, act, stream);
+      launch<3, 1>(x, weight, bias, residual, y, g, act, type, stream);
       break;
     case 32:
-      launch<3, 2>(x, weight, bias, residual, y, g, act, stream);
+      launch<3, 2>(x, weight, bias, residual, y, g, act, type, stream);
       break;
     case 51:
-      launch<5, 1>(x, weight, bias, residual, y, g, act, stream);
+      launch<5, 1>(x, weight, bias, residual, y, g, act, type, stream);
       break;
     case 52:
-      launch<5, 2>(x, weight, bias, residual, y, g, act, stream);
+      launch<5, 2>(x, weight, bias, residual, y, g, act, type, stream);
       break;
     case 71:
-      launch<7, 1>(x, weight, bias, residual, y, g, act, stream);
+      launch<7, 1>(x, weight, bias, residual, y, g, act, type, stream);
       break;
     case 72:
-      launch<7, 2>(x, weight, bias, residual, y, g, act, stream);
+      launch<7, 2>(x, weight, bias, residual, y, g, act, type, stream);
       break;
     default:
       break;  // depthwise_kernel_fits said no: never called

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "runtime/cuda/dependent_launch.cuh"
+#include "runtime/cuda/float_types.cuh"
 #include "runtime/cuda/launch_util.cuh"
 
 namespace tgr::gpu {
@@ -111,8 +112,28 @@ __device__ inline void write_reg(T (&r)[kRegs], int k, T v) {
 template <class T, class I>
 __device__ inline T load_input(const EwProgram& p, int k, I i) {
   const I at = input_offset<I>(i, p.out, p.in[k]);
-  return p.in[k].int64 ? static_cast<T>(static_cast<const int64_t*>(p.in[k].data)[at])
-                       : static_cast<const T*>(p.in[k].data)[at];
+  if (p.in[k].int64) return static_cast<T>(static_cast<const int64_t*>(p.in[k].data)[at]);
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.in[k].type == FloatType::kF16) return to_f32(static_cast<const __half*>(p.in[k].data)[at]);
+    if (p.in[k].type == FloatType::kBF16) return to_f32(static_cast<const __nv_bfloat16*>(p.in[k].data)[at]);
+  }
+  return static_cast<const T*>(p.in[k].data)[at];
+}
+
+// Stores a float program's result as out_type (an int64 program's as itself).
+template <class T, class I>
+__device__ inline void store_result(const EwProgram& p, void* out, I i, T result) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.out_type == FloatType::kF16) {
+      static_cast<__half*>(out)[i] = from_f32<__half>(result);
+      return;
+    }
+    if (p.out_type == FloatType::kBF16) {
+      static_cast<__nv_bfloat16*>(out)[i] = from_f32<__nv_bfloat16>(result);
+      return;
+    }
+  }
+  static_cast<T*>(out)[i] = result;
 }
 
 template <class T, class I, int kRegs>
@@ -132,7 +153,7 @@ __global__ void ew_kernel(const EwProgram p, void* out) {
     }
     const T result = read_reg<kRegs>(r, p.result);
     if (p.int64_out) static_cast<int64_t*>(out)[i] = static_cast<int64_t>(result);
-    else static_cast<T*>(out)[i] = result;
+    else store_result<T, I>(p, out, i, result);
   }
 }
 

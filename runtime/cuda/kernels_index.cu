@@ -45,7 +45,10 @@ __global__ void gather_elements_kernel(const T* data, Dims data_dims, const int6
 void launch_gather(const void* data, const int64_t* indices, void* out, int64_t outer, int64_t axis_size,
                    int64_t count, int64_t inner, int elem_bytes, cudaStream_t stream) {
   const unsigned grid = grid_for(outer * count * inner);
-  if (elem_bytes == 4)
+  if (elem_bytes == 2)
+    launch_kernel(gather_kernel<uint16_t>, grid, kBlock, 0, stream, static_cast<const uint16_t*>(data), indices,
+                  static_cast<uint16_t*>(out), outer, axis_size, count, inner);
+  else if (elem_bytes == 4)
     launch_kernel(gather_kernel<float>, grid, kBlock, 0, stream, static_cast<const float*>(data), indices,
                   static_cast<float*>(out), outer, axis_size, count, inner);
   else
@@ -56,7 +59,10 @@ void launch_gather(const void* data, const int64_t* indices, void* out, int64_t 
 void launch_gather_elements(const void* data, const Dims& data_dims, const int64_t* indices, const Dims& index_dims,
                             int axis, void* out, int elem_bytes, cudaStream_t stream) {
   const unsigned grid = grid_for(index_dims.count());
-  if (elem_bytes == 4)
+  if (elem_bytes == 2)
+    launch_kernel(gather_elements_kernel<uint16_t>, grid, kBlock, 0, stream, static_cast<const uint16_t*>(data),
+                  data_dims, indices, index_dims, axis, static_cast<uint16_t*>(out));
+  else if (elem_bytes == 4)
     launch_kernel(gather_elements_kernel<float>, grid, kBlock, 0, stream, static_cast<const float*>(data), data_dims,
                   indices, index_dims, axis, static_cast<float*>(out));
   else

@@ -68,7 +68,9 @@ __global__ void concat_kernel(const ConcatArgs a, T* dst) {
 
 void launch_concat(const ConcatArgs& args, void* dst, int elem_bytes, cudaStream_t stream) {
   const int64_t n = args.outer * args.begin[args.inputs];
-  if (elem_bytes == 4)
+  if (elem_bytes == 2)
+    launch_kernel(concat_kernel<uint16_t>, grid_for(n), kBlock, 0, stream, args, static_cast<uint16_t*>(dst));
+  else if (elem_bytes == 4)
     launch_kernel(concat_kernel<float>, grid_for(n), kBlock, 0, stream, args, static_cast<float*>(dst));
   else launch_kernel(concat_kernel<int64_t>, grid_for(n), kBlock, 0, stream, args, static_cast<int64_t*>(dst));
 }
@@ -78,12 +80,19 @@ void launch_delay(int64_t cycles, cudaStream_t stream) { delay_kernel<<<1, 1, 0,
 void launch_strided_copy(const void* src, int64_t src_offset, const Strides& src_strides, void* dst,
                          int64_t dst_offset, const Strides& dst_strides, const Dims& iter, int elem_bytes,
                          cudaStream_t stream) {
-  if (elem_bytes == 4)
+  if (elem_bytes == 2)
+    copy(static_cast<const uint16_t*>(src) + src_offset, src_strides, static_cast<uint16_t*>(dst) + dst_offset,
+         dst_strides, iter, stream);
+  else if (elem_bytes == 4)
     copy(static_cast<const float*>(src) + src_offset, src_strides, static_cast<float*>(dst) + dst_offset, dst_strides,
          iter, stream);
   else
     copy(static_cast<const int64_t*>(src) + src_offset, src_strides, static_cast<int64_t*>(dst) + dst_offset,
          dst_strides, iter, stream);
+}
+
+void launch_fill_16(void* dst, int64_t n, uint16_t bits, cudaStream_t stream) {
+  launch_kernel(fill_kernel<uint16_t>, grid_for(n), kBlock, 0, stream, static_cast<uint16_t*>(dst), n, bits);
 }
 
 void launch_fill(void* dst, int64_t n, double value, int elem_bytes, cudaStream_t stream) {

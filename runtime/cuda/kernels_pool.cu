@@ -3,6 +3,7 @@
 #include <cfloat>
 
 #include "runtime/cuda/dependent_launch.cuh"
+#include "runtime/cuda/float_types.cuh"
 #include "runtime/cuda/launch_util.cuh"
 
 namespace tgr::gpu {
@@ -18,23 +19,23 @@ __device__ inline void clip_window(int64_t start, int64_t kernel, int64_t dilati
   count = k1 > k0 ? k1 - k0 : 0;
 }
 
-template <bool kMax>
-__global__ void pool_kernel(const float* x, float* out, PoolGeometry g) {
+template <bool kMax, class T>
+__global__ void pool_kernel(const T* x, T* out, PoolGeometry g) {
   await_previous_grid();
   TGR_GRID_STRIDE(i, g.planes * g.out_h * g.out_w) {
     const int64_t ow = i % g.out_w, oh = i / g.out_w % g.out_h, p = i / (g.out_w * g.out_h);
     int64_t r0, rn, c0, cn;
     clip_window(oh * g.stride_h - g.pad_top, g.kernel_h, g.dilation_h, g.in_h, r0, rn);
     clip_window(ow * g.stride_w - g.pad_left, g.kernel_w, g.dilation_w, g.in_w, c0, cn);
-    const float* plane = x + p * g.in_h * g.in_w;
+    const T* plane = x + p * g.in_h * g.in_w;
     float acc = kMax ? -INFINITY : 0.f;
     for (int64_t r = 0; r < rn; ++r)
       for (int64_t c = 0; c < cn; ++c) {
-        const float v = plane[(r0 + r * g.dilation_h) * g.in_w + c0 + c * g.dilation_w];
+        const float v = to_f32(plane[(r0 + r * g.dilation_h) * g.in_w + c0 + c * g.dilation_w]);
         acc = kMax ? fmaxf(acc, v) : acc + v;
       }
     if (!kMax) acc /= static_cast<float>(g.include_pad ? g.kernel_h * g.kernel_w : rn * cn);
-    out[i] = acc;
+    out[i] = from_f32<T>(acc);
   }
 }
 
@@ -49,13 +50,21 @@ bool whole_plane(const PoolGeometry& g) {
 
 }  // namespace
 
-void launch_avgpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream) {
-  if (whole_plane(g)) return launch_reduce_rows(x, out, g.planes, g.in_h * g.in_w, ReduceKind::kMean, stream);
-  launch_kernel(pool_kernel<false>, grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream, x, out, g);
+void launch_avgpool(const void* x, void* out, const PoolGeometry& g, FloatType type, cudaStream_t stream) {
+  if (whole_plane(g)) return launch_reduce_rows(x, out, g.planes, g.in_h * g.in_w, ReduceKind::kMean, type, stream);
+  with_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    launch_kernel(pool_kernel<false, T>, grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream,
+                  static_cast<const T*>(x), static_cast<T*>(out), g);
+  });
 }
 
-void launch_maxpool(const float* x, float* out, const PoolGeometry& g, cudaStream_t stream) {
-  launch_kernel(pool_kernel<true>, grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream, x, out, g);
+void launch_maxpool(const void* x, void* out, const PoolGeometry& g, FloatType type, cudaStream_t stream) {
+  with_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    launch_kernel(pool_kernel<true, T>, grid_for(g.planes * g.out_h * g.out_w), kBlock, 0, stream,
+                  static_cast<const T*>(x), static_cast<T*>(out), g);
+  });
 }
 
 }  // namespace tgr::gpu

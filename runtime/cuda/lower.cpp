@@ -32,6 +32,28 @@ Strides LowerCtx::strides(ValueRef v) const {
   return out;
 }
 
+FloatType float_type_of(DType storage) {
+  if (storage == DType::kFloat16) return FloatType::kF16;
+  if (storage == DType::kBFloat16) return FloatType::kBF16;
+  return FloatType::kF32;
+}
+
+cudaDataType_t cuda_data_type(FloatType t) {
+  switch (t) {
+    case FloatType::kF16:
+      return CUDA_R_16F;
+    case FloatType::kBF16:
+      return CUDA_R_16BF;
+    case FloatType::kF32:
+      break;
+  }
+  return CUDA_R_32F;
+}
+
+cublasComputeType_t cublas_compute_type(Precision precision) {
+  return allows_tf32(precision) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 int64_t delay_cycles(double us, const Where& where) {
   int clock_khz = 0;
   TGR_GPU_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), where);
@@ -195,6 +217,9 @@ Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index) {
     }
     case Task::Kind::kProduct:
       step.run = lower_product(ctx, task);
+      return step;
+    case Task::Kind::kAttention:
+      step.run = lower_attention(ctx, task);
       return step;
     case Task::Kind::kNode: break;
   }

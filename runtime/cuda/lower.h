@@ -18,6 +18,14 @@
 
 namespace tgr::gpu {
 
+// kF16 for float16, kBF16 for bfloat16, kF32 for every other type.
+FloatType float_type_of(DType storage);
+// The CUDA library type of a float storage type (CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF).
+cudaDataType_t cuda_data_type(FloatType t);
+// cuBLAS's compute type for products at `precision` (float32 accumulation;
+// CUBLAS_COMPUTE_32F_FAST_TF32 at tf32).
+cublasComputeType_t cublas_compute_type(Precision precision);
+
 struct Step {
   std::string label;  // task_label: "conv2d+add+relu"
   int node = -1;      // the task's last node
@@ -46,6 +54,12 @@ struct LowerCtx {
   Where where(int32_t node) const;
   const Shape& shape(ValueRef v) const { return graph.shape(v); }
   DType dtype(ValueRef v) const { return graph.dtype(v); }
+  // The element type of `v` on the device (runtime/precision.h) and its bytes.
+  DType storage(ValueRef v) const { return plan.slot(v).storage; }
+  int element_bytes(ValueRef v) const { return static_cast<int>(device_element_bytes(storage(v))); }
+  // How a float value is stored (float32 for an integer value: callers check).
+  FloatType float_type(ValueRef v) const { return float_type_of(storage(v)); }
+  Precision precision() const { return plan.precision; }
 };
 
 // `us` microseconds in clock cycles of GPU 0 (launch_delay's unit).
@@ -91,6 +105,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task);
 std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* scratch);
 std::function<void()> lower_matmul(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_product(const LowerCtx& ctx, const Task& task);  // cuBLAS(Lt) with alpha, an epilogue
+std::function<void()> lower_attention(const LowerCtx& ctx, const Task& task);  // lower_attention.cpp
 std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_index(const LowerCtx& ctx, int32_t node);
 std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node);

@@ -1,5 +1,9 @@
-// conv2d on cuDNN (NCHW float32, groups, stride, dilation; FMA math, so no
-// TF32), with the bias, residual and relu of its task fused through
+// conv2d on cuDNN (NCHW, groups, stride, dilation), in the storage type of
+// the plan's precision (runtime/precision.h): float32 with FMA math (no
+// TF32) at fp32; float32 with tensor-op math (TF32) at tf32; float16 or
+// bfloat16 data with float32 accumulation and tensor-op math at fp16 and
+// bf16 (NCHW: cuDNN transforms to its tensor cores' layout inside the
+// call; the runtime keeps NCHW throughout). With the bias, residual and relu of its task fused through
 // cudnnConvolutionBiasActivationForward where the task ends in relu. The
 // algorithm is chosen by measurement (every algorithm cudnnFindConvolution-
 // ForwardAlgorithm lists, timed as the step runs it) once per
@@ -125,10 +129,12 @@ std::string activation_key(const ConvActivation& act) {
   }
 }
 
-// y = act(y [+ bias[c]] [+ residual]), in place.
-EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const void* residual, ConvActivation act) {
+// y = act(y [+ bias[c]] [+ residual]), in place; every operand of `type`.
+EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const void* residual, ConvActivation act,
+                           FloatType type) {
   EwProgram p;
   p.out = dims_of(ys);
+  p.out_type = type;
   p.in[p.inputs++] = broadcast_input(y, ys, ys);
   int bias_reg = -1, residual_reg = -1;
   if (bias) {
@@ -141,6 +147,7 @@ EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const voi
     residual_reg = p.inputs;
     p.in[p.inputs++] = broadcast_input(residual, ys, ys);
   }
+  for (int k = 0; k < p.inputs; ++k) p.in[k].type = type;
   uint8_t r = 0, next = static_cast<uint8_t>(p.inputs);
   auto emit = [&](EwOp op, uint8_t a, uint8_t b, float p0 = 0, float p1 = 0) {
     p.code[p.instrs++] = EwInstr{op, next, a, b, 0, p0, p1};
@@ -159,10 +166,30 @@ EwProgram epilogue_program(void* y, const Shape& ys, const void* bias, const voi
   return p;
 }
 
+// cuDNN's data type of a float storage type.
+cudnnDataType_t cudnn_data_type(FloatType t) {
+  switch (t) {
+    case FloatType::kF16:
+      return CUDNN_DATA_HALF;
+    case FloatType::kBF16:
+      return CUDNN_DATA_BFLOAT16;
+    case FloatType::kF32:
+      break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+// The math cuDNN may use at `precision`: FMA (no TF32) at fp32, tensor ops otherwise.
+cudnnMathType_t conv_math(Precision precision) {
+  return precision == Precision::kFp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+}
+
 // cuDNN's descriptors of one convolution: the (padded) input, the output
-// at the table's size (checked), the per-channel bias, relu and identity.
-std::shared_ptr<ConvDescs> make_descs(const Conv2dGeometry& geo, bool symmetric, int64_t ph, int64_t pw,
-                                      const Where& where) {
+// at the table's size (checked), the per-channel bias, relu and identity;
+// data of `type` (the bias too), accumulation in float32.
+std::shared_ptr<ConvDescs> make_descs(const Conv2dGeometry& geo, bool symmetric, int64_t ph, int64_t pw, FloatType type,
+                                      Precision precision, const Where& where) {
+  const cudnnDataType_t data = cudnn_data_type(type);
   const Window2d& w = geo.window;
   auto d = std::make_shared<ConvDescs>();
   TGR_GPU_CHECK(cudnnCreateTensorDescriptor(&d->x), where);
@@ -172,9 +199,10 @@ std::shared_ptr<ConvDescs> make_descs(const Conv2dGeometry& geo, bool symmetric,
   TGR_GPU_CHECK(cudnnCreateConvolutionDescriptor(&d->conv), where);
   TGR_GPU_CHECK(cudnnCreateActivationDescriptor(&d->act), where);
   TGR_GPU_CHECK(cudnnCreateActivationDescriptor(&d->identity), where);
-  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(geo.batch),
-                                           to_int(geo.in_channels), to_int(ph), to_int(pw)), where);
-  TGR_GPU_CHECK(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(geo.out_channels),
+  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, data, to_int(geo.batch), to_int(geo.in_channels),
+                                           to_int(ph), to_int(pw)),
+                where);
+  TGR_GPU_CHECK(cudnnSetFilter4dDescriptor(d->w, data, CUDNN_TENSOR_NCHW, to_int(geo.out_channels),
                                            to_int(geo.in_channels_per_group()), to_int(w.kernel_h), to_int(w.kernel_w)),
                 where);
   TGR_GPU_CHECK(cudnnSetConvolution2dDescriptor(d->conv, symmetric ? to_int(w.pad_top) : 0,
@@ -182,21 +210,23 @@ std::shared_ptr<ConvDescs> make_descs(const Conv2dGeometry& geo, bool symmetric,
                                                 to_int(w.stride_w), to_int(w.dilation_h), to_int(w.dilation_w),
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), where);
   TGR_GPU_CHECK(cudnnSetConvolutionGroupCount(d->conv, to_int(geo.groups)), where);
-  TGR_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH), where);
+  TGR_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, conv_math(precision)), where);
   int n = 0, k = 0, oh = 0, ow = 0;
   TGR_GPU_CHECK(cudnnGetConvolution2dForwardOutputDim(d->conv, d->x, d->w, &n, &k, &oh, &ow), where);
   if (oh != w.out_h || ow != w.out_w || k != geo.out_channels)
     fail(where, "cuDNN's output size differs from the operator table's");
-  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, oh, ow), where);
-  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, k, 1, 1), where);
+  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, data, n, k, oh, ow), where);
+  TGR_GPU_CHECK(cudnnSetTensor4dDescriptor(d->bias, CUDNN_TENSOR_NCHW, data, 1, k, 1, 1), where);
   TGR_GPU_CHECK(cudnnSetActivationDescriptor(d->act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), where);
   TGR_GPU_CHECK(cudnnSetActivationDescriptor(d->identity, CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN, 0.0),
                 where);
   return d;
 }
 
-// The convolution's signature as cuDNN sees it (the algorithms' cache key).
-std::string signature_key(const Conv2dGeometry& geo, bool symmetric, int64_t ph, int64_t pw) {
+// The convolution's signature as cuDNN sees it (the algorithms' cache key),
+// with the precision after an '@' where it is not fp32 (choices stored
+// before precisions existed are fp32's).
+std::string signature_key(const Conv2dGeometry& geo, bool symmetric, int64_t ph, int64_t pw, Precision precision) {
   const Window2d& w = geo.window;
   std::string key = std::to_string(geo.batch);
   for (int64_t v : {geo.in_channels, ph, pw, geo.out_channels, geo.groups, w.kernel_h, w.kernel_w, w.stride_h, w.stride_w,
@@ -204,11 +234,15 @@ std::string signature_key(const Conv2dGeometry& geo, bool symmetric, int64_t ph,
     key += ",";
     key += std::to_string(v);
   }
+  if (precision != Precision::kFp32) {
+    key += '@';
+    key += precision_name(precision);
+  }
   return key;
 }
 
-// The algorithms cudnnFind lists for the signature (FMA math, within the
-// workspace limit), once per process. cudnnFind's own ranking is not
+// The algorithms cudnnFind lists for the signature (FMA math at fp32, any
+// math otherwise; within the workspace limit), once per process. cudnnFind's own ranking is not
 // trusted (it times one run per algorithm, the first including the load of
 // its kernels): every candidate is timed as the step runs it (choose_algo).
 std::vector<AlgoChoice> cudnn_candidates(const std::string& key, const ConvDescs& d, const LowerCtx& ctx,
@@ -223,10 +257,14 @@ std::vector<AlgoChoice> cudnn_candidates(const std::string& key, const ConvDescs
                 where);
   std::vector<AlgoChoice> candidates;
   for (int i = 0; i < returned; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH &&
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        (ctx.precision() != Precision::kFp32 || perf[i].mathType == CUDNN_FMA_MATH) &&
         perf[i].memory <= ctx.conv_workspace_limit)
       candidates.push_back({perf[i].algo, perf[i].memory});
-  if (candidates.empty()) fail(where, "cuDNN offers no float32 (FMA) algorithm within the workspace limit");
+  if (candidates.empty())
+    fail(where, ctx.precision() == Precision::kFp32
+                    ? "cuDNN offers no float32 (FMA) algorithm within the workspace limit"
+                    : "cuDNN offers no algorithm within the workspace limit");
   algo_cache()[key] = candidates;
   return candidates;
 }
@@ -245,6 +283,7 @@ struct ConvOperands {
   std::shared_ptr<DeviceBuffer> zeros;  // a zero bias for the fused relu call, kept alive with the step
   bool relu = false;
   ConvActivation act;
+  FloatType type = FloatType::kF32;  // of every operand
   // Asymmetric padding: the input copied into `scratch`, zeroed and padded.
   bool symmetric = true;
   void* scratch = nullptr;
@@ -287,8 +326,10 @@ std::function<void()> cudnn_step(const ConvOperands& o, AlgoChoice choice, const
     GpuContext* gpu = o.gpu;
     const void* input = o.x;
     if (!o.symmetric) {
-      launch_fill(o.scratch, num_elements(o.padded), 0.0, 4, gpu->stream);
-      launch_strided_copy(o.x, 0, row_major(o.xs), o.scratch, o.pad_offset, row_major(o.padded), dims_of(o.xs), 4,
+      const int eb = float_type_bytes(o.type);
+      if (eb == 2) launch_fill_16(o.scratch, num_elements(o.padded), 0, gpu->stream);  // +0 in both half types
+      else launch_fill(o.scratch, num_elements(o.padded), 0.0, eb, gpu->stream);
+      launch_strided_copy(o.x, 0, row_major(o.xs), o.scratch, o.pad_offset, row_major(o.padded), dims_of(o.xs), eb,
                           gpu->stream);
       check_launch("padding copy", o.where);
       input = o.scratch;
@@ -325,15 +366,17 @@ std::function<void()> cudnn_step(const ConvOperands& o, AlgoChoice choice, const
 // image (Y[K, HW] = W[K, C] X[C, HW] on cuBLAS), then one elementwise epilogue.
 std::function<void()> pointwise_step(const ConvOperands& o, const Conv2dGeometry& geo, const LowerCtx& ctx) {
   const bool has_epilogue = o.bias || o.residual || o.act.kind != ConvActivation::kNone;
-  const EwLauncher epilogue = ctx.elementwise_launcher(epilogue_program(o.y, o.ys, o.bias, o.residual, o.act), false);
+  const EwLauncher epilogue =
+      ctx.elementwise_launcher(epilogue_program(o.y, o.ys, o.bias, o.residual, o.act, o.type), false);
   const int hw = to_int(geo.window.out_h * geo.window.out_w), cin = to_int(geo.in_channels);
   const int kout = to_int(geo.out_channels), batch = to_int(geo.batch);
+  const cudaDataType_t type = cuda_data_type(o.type);
+  const cublasComputeType_t compute = cublas_compute_type(ctx.precision());
   return [=] {
     const float one = 1.f, zero = 0.f;
-    TGR_GPU_CHECK(cublasSgemmStridedBatched(o.gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one,
-                                            static_cast<const float*>(o.x), hw, int64_t{cin} * hw,
-                                            static_cast<const float*>(o.weight), cin, 0, &zero,
-                                            static_cast<float*>(o.y), hw, int64_t{kout} * hw, batch),
+    TGR_GPU_CHECK(cublasGemmStridedBatchedEx(o.gpu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, hw, kout, cin, &one, o.x, type,
+                                             hw, int64_t{cin} * hw, o.weight, type, cin, 0, &zero, o.y, type, hw,
+                                             int64_t{kout} * hw, batch, compute, CUBLAS_GEMM_DEFAULT),
                   o.where);
     if (has_epilogue) {
       epilogue.launch(o.y, o.gpu->stream);
@@ -346,9 +389,7 @@ std::function<void()> pointwise_step(const ConvOperands& o, const Conv2dGeometry
 // activation inside; it pads, symmetrically or not, as it loads).
 std::function<void()> depthwise_step(const ConvOperands& o, const DepthwiseGeometry& dw) {
   return [=] {
-    launch_depthwise_conv(static_cast<const float*>(o.x), static_cast<const float*>(o.weight),
-                          static_cast<const float*>(o.bias), static_cast<const float*>(o.residual),
-                          static_cast<float*>(o.y), dw, o.act, o.gpu->stream);
+    launch_depthwise_conv(o.x, o.weight, o.bias, o.residual, o.y, dw, o.act, o.type, o.gpu->stream);
     check_launch("depthwise conv", o.where);
   };
 }
@@ -444,7 +485,10 @@ ConvOperands conv_operands(const LowerCtx& ctx, const Task& task, const Conv2dGe
   const Window2d& w = geo.window;
   ConvOperands o(ctx.where(task.nodes[0]));
   o.gpu = &ctx.gpu;
-  o.descs = make_descs(geo, symmetric, ph, pw, o.where);
+  o.type = ctx.float_type(conv.inputs[0]);
+  for (ValueRef v : {conv.inputs[1], ValueRef{task.root(), 0}})
+    if (ctx.float_type(v) != o.type) fail(o.where, "the convolution's operands are stored in different types");
+  o.descs = make_descs(geo, symmetric, ph, pw, o.type, ctx.precision(), o.where);
   o.x = ctx.ptr(conv.inputs[0]);
   o.weight = ctx.ptr(conv.inputs[1]);
   o.y = ctx.ptr({task.root(), 0});
@@ -453,7 +497,8 @@ ConvOperands conv_operands(const LowerCtx& ctx, const Task& task, const Conv2dGe
   o.relu = task.relu;
   o.act = activation_of(task);
   if (o.relu && !o.bias) {
-    o.zeros = std::make_shared<DeviceBuffer>(static_cast<size_t>(geo.out_channels) * 4, "conv zero bias");
+    o.zeros = std::make_shared<DeviceBuffer>(static_cast<size_t>(geo.out_channels) * float_type_bytes(o.type),
+                                             "conv zero bias");  // zero bits: +0 in every float type
     TGR_GPU_CHECK(cudaMemset(o.zeros->data(), 0, o.zeros->bytes()), o.where);
     o.bias = o.zeros->data();
   }
@@ -483,18 +528,19 @@ std::function<void()> lower_conv(const LowerCtx& ctx, const Task& task, void* sc
   // The algorithm: a choice timed earlier (this process, or a stored one:
   // kernel_choices.h) needs no list of candidates (cudnnFind times every
   // algorithm, a tenth of a second for a large convolution).
-  const std::string key = signature_key(geo, symmetric, ph, pw);
+  const std::string key = signature_key(geo, symmetric, ph, pw, ctx.precision());
   const std::string choice_key = key + (task.bias ? ",b" : "") + (task.residual ? ",z" : "") + activation_key(o.act);
   const std::optional<TimedAlgo> stored = stored_algo(choice_key, ctx.conv_workspace_limit);
   const std::vector<AlgoChoice> candidates =
       stored ? std::vector<AlgoChoice>{stored->choice} : cudnn_candidates(key, *o.descs, ctx, where);
   // The fallback should cuDNN refuse the fused relu call for an algorithm:
   // rarely runs, so not compiled (nor counted).
-  const EwLauncher relu_epilogue(epilogue_program(o.y, o.ys, o.bias, o.residual, ConvActivation{ConvActivation::kRelu}),
-                                 false, false);
+  const EwLauncher relu_epilogue(
+      epilogue_program(o.y, o.ys, o.bias, o.residual, ConvActivation{ConvActivation::kRelu}, o.type), false, false);
   std::optional<EwLauncher> activation_epilogue;
   if (o.act.kind == ConvActivation::kClip || o.act.kind == ConvActivation::kSilu)
-    activation_epilogue.emplace(ctx.elementwise_launcher(epilogue_program(o.y, o.ys, o.bias, nullptr, o.act), false));
+    activation_epilogue.emplace(
+        ctx.elementwise_launcher(epilogue_program(o.y, o.ys, o.bias, nullptr, o.act, o.type), false));
   auto step_with = [&](AlgoChoice choice) { return cudnn_step(o, choice, relu_epilogue, activation_epilogue); };
 
   // Besides cuDNN, a convolution may have another implementation (a 1x1 one

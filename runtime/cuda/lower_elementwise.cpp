@@ -3,7 +3,8 @@
 // them (BERT's where(is_nan(p), 0, p) is one program). A program that touches
 // a float value computes in float (bools are 0 and 1; int64 and bool inputs
 // are converted on load, an int64 or bool result is stored as int64); one
-// that touches none runs the same program on int64.
+// that touches none runs the same program on int64. Float values stored in
+// a half type (runtime/precision.h) are widened on load and rounded on store.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -71,8 +72,8 @@ const std::map<std::string, EwOp, std::less<>>& logic_ops() {
 
 // The node touches a float value: its program computes in float.
 bool is_float_node(const Graph& g, const Node& n) {
-  if (n.output_dtypes[0] == DType::kFloat) return true;
-  return std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef v) { return g.dtype(v) == DType::kFloat; });
+  if (is_floating(n.output_dtypes[0])) return true;
+  return std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueRef v) { return is_floating(g.dtype(v)); });
 }
 
 // The value of a float constant of one element (any rank: it broadcasts).
@@ -278,9 +279,11 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   for (size_t k = 0; k < operands.size(); ++k) {
     p.in[k] = operands[k].second ? channel_input(ctx.ptr(operands[k].first), out_shape)
                                  : view_input(ctx, operands[k].first, out_shape);
-    p.in[k].int64 = !ints && ctx.dtype(operands[k].first) != DType::kFloat;
+    p.in[k].int64 = !ints && !is_floating(ctx.dtype(operands[k].first));
+    p.in[k].type = ctx.float_type(operands[k].first);
   }
-  p.int64_out = !ints && g.node(root).output_dtypes[0] != DType::kFloat;
+  p.int64_out = !ints && !is_floating(g.node(root).output_dtypes[0]);
+  p.out_type = ctx.float_type({root, 0});
   std::map<int32_t, int> reg_of;  // member node -> its result register
   int next = p.inputs;
   auto reg = [&](int32_t m, size_t i) -> uint8_t {
@@ -307,7 +310,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
         r = n.inputs.size() == 2 ? emit(logic->second, reg(m, 0), reg(m, 1)) : emit(logic->second, reg(m, 0), 0);
       } else if (to == DType::kBool && from != DType::kBool) {
         r = emit(EwOp::kNonZero, reg(m, 0), 0);
-      } else if (to == DType::kInt64 && from == DType::kFloat) {
+      } else if (to == DType::kInt64 && is_floating(from)) {
         r = emit(EwOp::kTrunc, reg(m, 0), 0);
       } else {
         r = reg(m, 0);  // the same value in the program's type (int64 or bool to float, bool to int64, same type)

@@ -12,7 +12,8 @@ std::function<void()> lower_index(const LowerCtx& ctx, int32_t node) {
   const Where where = ctx.where(node);
   void* out = ctx.ptr({node, 0});
   const void* x = ctx.ptr(n.inputs[0]);
-  const int eb = static_cast<int>(device_element_bytes(n.output_dtypes[0]));
+  const int eb = ctx.element_bytes({node, 0});
+  if (ctx.element_bytes(n.inputs[0]) != eb) fail(where, "the data is stored in another type than the output");
   GpuContext* gpu = &ctx.gpu;
   const Shape& data = ctx.shape(n.inputs[0]);
   const int64_t axis = n.params.get_int("axis");

@@ -39,7 +39,7 @@ bool concat_input_in_place(const LowerCtx& ctx, const Node& n, int32_t node, siz
   const Strides is = ctx.strides(in);
   for (size_t d = 0; d < s.size(); ++d)
     if (s[d] != 1 && is.s[d] != os.s[d]) return false;
-  const int64_t eb = device_element_bytes(n.output_dtypes[0]);
+  const int64_t eb = ctx.element_bytes({node, 0});
   return ctx.ptr(in) == static_cast<const char*>(ctx.ptr({node, 0})) + at * os.s[axis] * eb;
 }
 
@@ -47,7 +47,10 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   const Node& n = ctx.graph.node(node);
   const std::string& op = n.op->name;
   const Where where = ctx.where(node);
-  const int eb = static_cast<int>(device_element_bytes(n.output_dtypes[0]));
+  const int eb = ctx.element_bytes({node, 0});
+  for (ValueRef in : n.inputs)
+    if (is_floating(ctx.dtype(in)) && ctx.element_bytes(in) != eb)
+      fail(where, "an input is stored in another type than the output");
   const Shape& x = ctx.shape(n.inputs[0]);
   const Strides xs = ctx.strides(n.inputs[0]);
   std::vector<Copy> copies;
@@ -152,8 +155,15 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   void* out = ctx.ptr({node, 0});
   const int64_t out_count = num_elements(n.output_shapes[0]);
   GpuContext* gpu = &ctx.gpu;
+  // A half type's fill value, as its bits.
+  const DType stored = ctx.storage({node, 0});
+  const auto v = static_cast<float>(fill_value);
+  const uint16_t fill_bits = stored == DType::kFloat16    ? float_to_float16_bits(v)
+                             : stored == DType::kBFloat16 ? float_to_bfloat16_bits(v)
+                                                          : 0;
   return [=] {
-    if (fill) launch_fill(out, out_count, fill_value, eb, gpu->stream);
+    if (fill && eb == 2) launch_fill_16(out, out_count, fill_bits, gpu->stream);
+    else if (fill) launch_fill(out, out_count, fill_value, eb, gpu->stream);
     for (const Copy& c : copies)
       if (c.iter.count() > 0)
         launch_strided_copy(c.src, c.src_offset, c.src_strides, c.dst, c.dst_offset, c.dst_strides, c.iter, eb,

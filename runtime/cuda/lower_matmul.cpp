@@ -1,5 +1,8 @@
 // matmul and batch_matmul on cuBLAS (row-major C = A B computed as the
-// column-major C^T = B^T A^T; float32, default math: no TF32). A and B may be
+// column-major C^T = B^T A^T) in the operands' storage type, accumulating in
+// float32 (runtime/precision.h): float32 with default math (no TF32) at fp32,
+// CUBLAS_COMPUTE_32F_FAST_TF32 at tf32, float16 or bfloat16 operands on
+// tensor cores at fp16 and bf16 (cublasGemmEx). A and B may be
 // strided views (runtime/views.h): rows with unit stride are read through the
 // leading dimension, columns with unit stride (a transposed view: BERT's keys
 // after transpose(0, 2, 3, 1)) through CUBLAS_OP_T, and the batch axis
@@ -33,7 +36,7 @@ struct Operand {
   cublasOperation_t op = CUBLAS_OP_N;
   int ld = 0;
   long long batch_stride = 0;
-  const float* data = nullptr;
+  const void* data = nullptr;
 };
 
 Operand operand(const LowerCtx& ctx, ValueRef v, bool batched, const Where& where) {
@@ -48,7 +51,7 @@ Operand operand(const LowerCtx& ctx, ValueRef v, bool batched, const Where& wher
   o.ld = static_cast<int>(m->ld);
   const size_t r = s.size();
   o.batch_stride = batched ? strides[0] : s[r - 2] * s[r - 1];
-  o.data = static_cast<const float*>(ctx.ptr(v));
+  o.data = ctx.ptr(v);
   return o;
 }
 
@@ -79,7 +82,7 @@ float alpha_of(const LowerCtx& ctx, const Task& task, const Where& where) {
   return c.real.data[0];
 }
 
-// matmul or batch_matmul `node` through cublasSgemm(StridedBatched), C =
+// matmul or batch_matmul `node` through cublasGemmEx (GemmStridedBatchedEx), C =
 // alpha A B written to `out` (the node's own output, or the output of the
 // task it heads).
 std::function<void()> lower_gemm(const LowerCtx& ctx, int32_t node, ValueRef out, float alpha, const Where& where) {
@@ -101,20 +104,25 @@ std::function<void()> lower_gemm(const LowerCtx& ctx, int32_t node, ValueRef out
   if (oc->ld > INT32_MAX) fail(where, "leading dimension above 2^31");
   const int ldc = static_cast<int>(oc->ld);
   const long long stride_c = batched ? oc->batch_stride : M * N;
-  float* pc = static_cast<float*>(ctx.ptr(out));
+  void* pc = ctx.ptr(out);
+  const cudaDataType_t ta = cuda_data_type(ctx.float_type(n.inputs[0])),
+                       tb = cuda_data_type(ctx.float_type(n.inputs[1]));
+  const cudaDataType_t tc = cuda_data_type(ctx.float_type(out));
+  if (ta != tb || ta != tc) fail(where, "the product's operands are stored in different types");
+  const cublasComputeType_t compute = cublas_compute_type(ctx.precision());
   GpuContext* gpu = &ctx.gpu;
   const int m = static_cast<int>(M), k = static_cast<int>(K), nn = static_cast<int>(N);
   return [=] {
     const float zero = 0.f;
     if (batch == 1)
-      TGR_GPU_CHECK(
-          cublasSgemm(gpu->cublas, ob.op, oa.op, nn, m, k, &alpha, ob.data, ob.ld, oa.data, oa.ld, &zero, pc, ldc),
-          where);
+      TGR_GPU_CHECK(cublasGemmEx(gpu->cublas, ob.op, oa.op, nn, m, k, &alpha, ob.data, tb, ob.ld, oa.data, ta, oa.ld,
+                                 &zero, pc, tc, ldc, compute, CUBLAS_GEMM_DEFAULT),
+                    where);
     else
-      TGR_GPU_CHECK(
-          cublasSgemmStridedBatched(gpu->cublas, ob.op, oa.op, nn, m, k, &alpha, ob.data, ob.ld, ob.batch_stride,
-                                    oa.data, oa.ld, oa.batch_stride, &zero, pc, ldc, stride_c, static_cast<int>(batch)),
-          where);
+      TGR_GPU_CHECK(cublasGemmStridedBatchedEx(gpu->cublas, ob.op, oa.op, nn, m, k, &alpha, ob.data, tb, ob.ld,
+                                               ob.batch_stride, oa.data, ta, oa.ld, oa.batch_stride, &zero, pc, tc, ldc,
+                                               stride_c, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
+                    where);
   };
 }
 
@@ -136,13 +144,18 @@ std::function<void()> lower_product(const LowerCtx& ctx, const Task& task) {
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail(where, "matrix dimension above 2^31");
   const Operand oa = operand(ctx, n.inputs[0], false, where);
   const Operand ob = operand(ctx, n.inputs[1], false, where);
-  float* pd = static_cast<float*>(ctx.ptr({task.root(), 0}));
-  const float* pc = task.residual ? static_cast<const float*>(ctx.ptr(*task.residual)) : pd;
+  void* pd = ctx.ptr({task.root(), 0});
+  const void* pc = task.residual ? ctx.ptr(*task.residual) : pd;
   const float beta = task.residual ? 1.f : 0.f;
   GpuContext* gpu = &ctx.gpu;
+  const cudaDataType_t type = cuda_data_type(ctx.float_type({task.root(), 0}));
+  for (ValueRef v : {n.inputs[0], n.inputs[1]})
+    if (cuda_data_type(ctx.float_type(v)) != type) fail(where, "the product's operands are stored in different types");
 
   auto lt = std::make_shared<LtProduct>();
-  TGR_GPU_CHECK(cublasLtMatmulDescCreate(&lt->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), where);  // no TF32
+  // Float32 accumulation and scale (alpha, beta); TF32 only at tf32. The
+  // bias vector is of the output's type.
+  TGR_GPU_CHECK(cublasLtMatmulDescCreate(&lt->desc, cublas_compute_type(ctx.precision()), CUDA_R_32F), where);
   // Column-major: D^T (N x M) = op(B-side) (N x K) * op(A-side) (K x M).
   auto set = [&](cublasLtMatmulDescAttributes_t attr, const void* value, size_t bytes) {
     TGR_GPU_CHECK(cublasLtMatmulDescSetAttribute(lt->desc, attr, value, bytes), where);
@@ -157,11 +170,13 @@ std::function<void()> lower_product(const LowerCtx& ctx, const Task& task) {
     // Per column of our row-major D = per row of cuBLAS's column-major D^T: the epilogue's bias vector.
     const void* bias = ctx.ptr(*task.bias);
     set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+    if (cuda_data_type(ctx.float_type(*task.bias)) != type) fail(where, "the bias is stored in another type than D");
+    set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type));
   }
   // A stored matrix: rows x cols column-major with leading dimension ld.
   auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t ld) {
-    TGR_GPU_CHECK(
-        cublasLtMatrixLayoutCreate(l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld), where);
+    TGR_GPU_CHECK(cublasLtMatrixLayoutCreate(l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+                  where);
   };
   const bool tb = ob.op == CUBLAS_OP_T, ta = oa.op == CUBLAS_OP_T;
   layout(&lt->a, tb ? K : N, tb ? N : K, ob.ld);

@@ -1,4 +1,5 @@
-// softmax, layer_norm, reductions and pooling (own kernels).
+// softmax, layer_norm, reductions and pooling (own kernels), on floats of
+// the value's storage type (float32 accumulation) or int64 (reductions).
 #include "ir/geometry.h"
 #include "runtime/cuda/lower.h"
 
@@ -12,6 +13,9 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
   const void* in = ctx.ptr(n.inputs[0]);
   void* out = ctx.ptr({node, 0});
   GpuContext* gpu = &ctx.gpu;
+  const FloatType type = ctx.float_type(n.inputs[0]);
+  if (is_floating(ctx.dtype(n.inputs[0])) && ctx.float_type({node, 0}) != type)
+    fail(where, "the input and output are stored in different float types");
   if (op == "softmax") {
     const int64_t axis = n.params.get_int("axis");
     int64_t outer = 1, inner = 1;
@@ -20,7 +24,7 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
     const int64_t len = x[axis];
     return [=] {
       if (outer * inner * len == 0) return;
-      launch_softmax(static_cast<const float*>(in), static_cast<float*>(out), outer, len, inner, gpu->stream);
+      launch_softmax(in, out, outer, len, inner, type, gpu->stream);
       check_launch("softmax", where);
     };
   }
@@ -28,8 +32,10 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
     const int64_t len = num_elements(ctx.shape(n.inputs[1]));
     const int64_t rows = len ? num_elements(x) / len : 0;
     const float eps = static_cast<float>(n.params.get_float("epsilon"));
-    const float* scale = static_cast<const float*>(ctx.ptr(n.inputs[1]));
-    const float* bias = static_cast<const float*>(ctx.ptr(n.inputs[2]));
+    if (ctx.float_type(n.inputs[1]) != type || ctx.float_type(n.inputs[2]) != type)
+      fail(where, "the scale and bias are stored in another float type than the input");
+    const void* scale = ctx.ptr(n.inputs[1]);
+    const void* bias = ctx.ptr(n.inputs[2]);
     const ValueRef result{node, 0};
     if (!ctx.row_major(n.inputs[0]) || !ctx.row_major(result)) {
       // A strided view the analysis let it read, or an output it placed in
@@ -52,15 +58,14 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
       };
       const RowsLayout in_layout = layout(read), out_layout = layout(written);
       return [=] {
-        launch_layer_norm_strided(static_cast<const float*>(in), scale, bias, static_cast<float*>(out), r.batches,
-                                  r.positions, r.channels, in_layout, out_layout, eps, gpu->stream);
+        launch_layer_norm_strided(in, scale, bias, out, r.batches, r.positions, r.channels, in_layout, out_layout, eps,
+                                  type, gpu->stream);
         check_launch("layer_norm", where);
       };
     }
     return [=] {
       if (rows == 0) return;
-      launch_layer_norm(static_cast<const float*>(in), scale, bias, static_cast<float*>(out), rows, len, eps,
-                        gpu->stream);
+      launch_layer_norm(in, scale, bias, out, rows, len, eps, type, gpu->stream);
       check_launch("layer_norm", where);
     };
   }
@@ -73,11 +78,11 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
                             : op == "reduce_mean" ? ReduceKind::kMean
                             : op == "reduce_max"  ? ReduceKind::kMax
                                                   : ReduceKind::kMin;
-    const bool ints = ctx.dtype(n.inputs[0]) != DType::kFloat;
+    const bool ints = !is_floating(ctx.dtype(n.inputs[0]));
     return [=] {
       bool reduced[kMaxRank] = {};
       for (size_t d = 0; d < mask.size(); ++d) reduced[d] = mask[d] != 0;
-      launch_reduce(in, out, dims, reduced, kind, ints, gpu->stream);
+      launch_reduce(in, out, dims, reduced, kind, ints, type, gpu->stream);
       check_launch(op.c_str(), where);
     };
   }
@@ -92,8 +97,8 @@ std::function<void()> lower_normalization(const LowerCtx& ctx, int32_t node) {
     g.dilation_h = w.dilation_h, g.dilation_w = w.dilation_w, g.pad_top = w.pad_top, g.pad_left = w.pad_left;
     g.include_pad = !is_max && n.params.get_int("include_pad") != 0;
     return [=] {
-      if (is_max) launch_maxpool(static_cast<const float*>(in), static_cast<float*>(out), g, gpu->stream);
-      else launch_avgpool(static_cast<const float*>(in), static_cast<float*>(out), g, gpu->stream);
+      if (is_max) launch_maxpool(in, out, g, type, gpu->stream);
+      else launch_avgpool(in, out, g, type, gpu->stream);
       check_launch(op.c_str(), where);
     };
   }

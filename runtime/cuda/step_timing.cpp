@@ -13,7 +13,7 @@ std::vector<ConstantValue> timing_inputs(const Graph& graph) {
   uint64_t seed = 7;
   for (int32_t i : graph.inputs()) {
     const Node& n = graph.node(i);
-    if (n.output_dtypes[0] == DType::kFloat) values.emplace_back(random_tensor<float>(n.output_shapes[0], seed++));
+    if (is_floating(n.output_dtypes[0])) values.emplace_back(random_tensor<float>(n.output_shapes[0], seed++));
     else values.emplace_back(n.output_dtypes[0], Tensor<int64_t>(n.output_shapes[0]));
   }
   return values;
@@ -34,13 +34,15 @@ double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task
                                                     timing.copies, timing.max_copies)
                          : timing.copies;
   const Graph step = step_graph(model, plan, task, copies, timing.spacer_elements);
-  GpuModel gpu = GpuModel::load(step);  // fusion on: each copy is the model's step
+  GpuOptions options;  // fusion on: each copy is the model's step
+  options.precision = plan.precision;
+  GpuModel gpu = GpuModel::load(step, options);
   gpu.set_inputs(timing_inputs(step));
   const double ms = gpu.replay_ms(timing.iters, timing.warmup);
   double spacers_ms = 0;
   if (timing.spacer_elements > 0) {
     const Graph spacers = spacer_graph(copies, timing.spacer_elements);
-    GpuModel alone = GpuModel::load(spacers);
+    GpuModel alone = GpuModel::load(spacers, options);
     alone.set_inputs(timing_inputs(spacers));
     spacers_ms = alone.replay_ms(timing.iters, timing.warmup);
   }

@@ -49,7 +49,8 @@ struct StepTiming {
 // The L2 cache of GPU 0, in bytes (0 without a GPU).
 int64_t l2_cache_bytes();
 
-// Milliseconds of one run of `task` (a task of `plan`, `model`'s plan); 0 for a free step.
+// Milliseconds of one run of `task` (a task of `plan`, `model`'s plan), at the
+// plan's precision; 0 for a free step.
 // Never below 0: a step timed below zero once its spacers' time is taken
 // off is 0 (step_cost_ms), and `clamped` (when given) says so.
 double measure_step_ms(const Graph& model, const ExecutionPlan& plan, const Task& task, const StepTiming& timing = {},

@@ -29,4 +29,10 @@ PY
 "$moved/bin/verify" --check-axioms --max-instances 2 > "$work/axioms.txt"
 grep -q "from $moved/share/tgr/specs" "$work/axioms.txt"
 "$moved/bin/run" --model "$work/out.onnx" --test-data "$data"
+# optimize times a rewrite in ONNX Runtime with the prefix's timing script
+# (optimizer/measured_check.h): GPT-2-tiny, which the default rules rewrite.
+test -f "$moved/share/tgr/measure_ort.py"
+test -f "$moved/share/tgr/ort_timing.py"
+"$moved/bin/optimize" "$(dirname "$model")/gpt2_tiny.onnx" -o "$work/gpt2.onnx" --measure-threshold 0.5 \
+  | grep -q "measured: *ONNX Runtime"
 echo "relocated install works"

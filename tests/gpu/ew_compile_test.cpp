@@ -66,6 +66,28 @@ TEST(EwCompile, EveryInstructionCompilesWithNvrtcForTheH100) {
     }
 }
 
+TEST(EwCompile, HalfTypesAreWidenedOnLoadAndRoundedOnStoreAndCompile) {
+  const void* data[3] = {nullptr, nullptr, nullptr};
+  for (gpu::FloatType type : {gpu::FloatType::kF16, gpu::FloatType::kBF16}) {
+    EwProgram p = one_instruction(EwOp::kWhere, true, data);
+    p.in[0].type = p.in[1].type = type;
+    p.out_type = type;
+    const std::string source = gpu::ew_kernel_source(p, false);
+    const std::string load = type == gpu::FloatType::kF16 ? "tgr_h2f(in0[" : "tgr_bf2f(in0[";
+    const std::string store = type == gpu::FloatType::kF16 ? "out[i] = tgr_f2h(r3)" : "out[i] = tgr_f2bf(r3)";
+    EXPECT_NE(source.find(load), std::string::npos) << source;
+    EXPECT_NE(source.find(store), std::string::npos) << source;
+    EXPECT_NE(source.find("const unsigned short* __restrict__ in1"), std::string::npos) << source;
+    EXPECT_NE(source.find("const long long* __restrict__ in2"), std::string::npos) << source;  // int64 stays
+    std::string log;
+    EXPECT_FALSE(gpu::compile_ew_source(source, 90, &log).empty()) << log << "\n" << source;
+  }
+  // A float32 program names no conversion: its source is what it was before half types.
+  const std::string plain = gpu::ew_kernel_source(one_instruction(EwOp::kAdd, false, data), false);
+  for (const char* conversion : {"tgr_h2f", "tgr_f2h", "tgr_bf2f", "tgr_f2bf", "unsigned short"})
+    EXPECT_EQ(plain.find(conversion), std::string::npos) << conversion << "\n" << plain;
+}
+
 TEST(EwCompile, SourceWritesTheProgramAndOnlyStridedShapesIn) {
   const void* data[3] = {nullptr, nullptr, nullptr};
   EwProgram p = one_instruction(EwOp::kGelu, false, data);

@@ -15,6 +15,7 @@ with the onnx package (tools/test.sh installs it).
 import hashlib
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -48,11 +49,21 @@ class Ctx:
     def path(self, *parts):
         return os.path.join(self.work, *parts)
 
-    def run(self, prog, *args, code, message, timeout=120, env=None):
-        """Runs bin/PROG ARGS; checks the exit status and that stderr+stdout match `message`."""
+    def run(self, prog, *args, code, message, timeout=120, env=None, peak=None):
+        """Runs bin/PROG ARGS; checks the exit status and that stderr+stdout match `message`.
+
+        With `peak` (a list), appends the program's peak resident memory in MB: it runs under a small
+        Python (-S) that reads its child's ru_maxrss, since a child forked from this process counts this
+        process's pages (onnx and numpy: 50 to 90 MB) in its own peak."""
         cmd = [os.path.join(self.bin, prog)] + [str(a) for a in args]
+        peak_file = self.path("peak.kb")
+        if peak is not None:
+            cmd = [sys.executable, "-S", "-c", PEAK_HELPER, peak_file] + cmd
         start = time.monotonic()
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        if peak is not None:
+            with open(peak_file) as f:
+                peak.append(int(f.read()) / 1024)
         took = time.monotonic() - start
         out = p.stdout + p.stderr
         shown = " ".join(cmd) + f"\n  exit {p.returncode} after {took:.1f} s\n  output: {out[-2000:]}"
@@ -64,6 +75,14 @@ class Ctx:
             fail(f"expected a message matching {message!r}: {shown}")
         print(f"ok: {prog} exit {p.returncode} in {took:.1f} s: {out.strip().splitlines()[-1] if out.strip() else ''}")
         return out
+
+
+# Runs argv[2:] and writes its peak resident memory (KB) to argv[1]; exits as it did.
+PEAK_HELPER = (
+    "import resource, subprocess, sys\n"
+    "r = subprocess.run(sys.argv[2:])\n"
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(r.returncode if r.returncode >= 0 else 128 - r.returncode)\n")
 
 
 def fail(what):
@@ -181,7 +200,7 @@ def limits_flag_raises_and_lowers(ctx):
     ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("b"), "--max-elements", 999, code=1,
             message=r"a tensor of 1000 elements is larger than the limit of 999")
     ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("c"), "--max-bytes", 3999, code=1,
-            message=r"node 'cos' .*would take 4000 bytes, more than the limit of 3999 \(raise it with --max-bytes\)")
+            message=r"node 'cos' .*would take 4008 bytes, more than the limit of 3999 \(raise it with --max-bytes\)")
 
 
 @case
@@ -415,7 +434,8 @@ def optimize_numbers_nan_inf_absurd(ctx):
     m = small_model(ctx)
     for option, value in (("--timeout", "inf"), ("--timeout", "1e18"), ("--timeout", "nan"), ("--alpha", "nan"),
                           ("--min-gain", "nan"), ("--ilp-timeout", "nan"), ("--ilp-timeout", "inf"),
-                          ("--node-growth", "nan")):
+                          ("--node-growth", "nan"), ("--measure-time", "nan"), ("--measure-time", "1e18"),
+                          ("--measure-threshold", "nan")):
         ctx.run("optimize", m, "-o", ctx.path("o.onnx"), option, value, code=2,
                 message=r"optimize: error: " + option + r": " + value + r" is (not|below)")
     if os.path.exists(ctx.path("o.onnx")):
@@ -965,6 +985,196 @@ def stale_run_and_concurrent_generate(ctx):
     if status != "failed" or f"process {first.pid} on " not in stats:
         fail(f"run 1 is {status} {stats}, expected failed naming process {first.pid}")
     print(f"ok: run 1 {status}: {stats}")
+
+
+# ---- messages, stacks and limits (issue 46, second part) ----
+
+
+def run_bytes(ctx, prog, *args, stack_kb=None, timeout=120):
+    """Runs bin/PROG ARGS (under `ulimit -s STACK_KB` when given); returns (exit status, stdout+stderr as bytes)."""
+    def limit_stack():
+        resource.setrlimit(resource.RLIMIT_STACK, (stack_kb * 1024, stack_kb * 1024))
+    cmd = [os.path.join(ctx.bin, prog)] + [str(a) for a in args]
+    p = subprocess.run(cmd, capture_output=True, timeout=timeout, preexec_fn=limit_stack if stack_kb else None)
+    if p.returncode < 0:
+        fail(f"crashed with signal {signal.Signals(-p.returncode).name}"
+             f"{f' under ulimit -s {stack_kb}' if stack_kb else ''}: {' '.join(cmd)[:300]}")
+    return p.returncode, p.stdout + p.stderr
+
+
+@case
+def messages_cut_no_utf8_character(ctx):
+    # "found '...'" quotes the whole character; the excerpt of a long line cuts no character.
+    long_line = "add(x0, x0) " + "\u20ac" * 300
+    for expr, quoted in (("relu(\u00e9)", "\u00e9"), (long_line, "\u20ac"), ("\u20ac" * 100 + " relu(x0)", "\u20ac")):
+        code, out = run_bytes(ctx, "run", "--expr", expr, "--shapes", "x0=2x2")
+        try:
+            text = out.decode("utf-8")  # strict: a cut character raises
+        except UnicodeDecodeError as e:
+            fail(f"run --expr {expr[:40]!r}...: the message is not UTF-8 ({e}): {out[-300:]!r}")
+        if code != 1 or f"found '{quoted}'" not in text:
+            fail(f"run --expr {expr[:40]!r}...: exit {code}, expected exit 1 and found '{quoted}': {text}")
+    code, out = run_bytes(ctx, "rules", "--db", os.path.join(ctx.bin, "..", "default_rules.db"), "lookup",
+                          "relu(x0) => \u00e9")
+    if "found '\u00e9'" not in out.decode("utf-8"):
+        fail(f"rules lookup: exit {code}: {out!r}")
+    print(f"ok: whole characters quoted, every message valid UTF-8: {text.splitlines()[0][:100]}")
+
+
+NESTING_LIMIT = 255  # the deepest rule accepted: "nested more than 256 calls deep" counts the leaf's level
+
+
+@case
+def stack_of_128k_rule_at_the_nesting_limit(ctx):
+    # ulimit -s 128: the main thread's stack overflowed on rules below the nesting limit (255 deep crashed).
+    at_limit, over = nested("relu", NESTING_LIMIT), nested("relu", NESTING_LIMIT + 1)
+    db = os.path.join(ctx.bin, "..", "default_rules.db")
+    checks = [
+        (("run", "--expr", at_limit, "--shapes", "x0=2x2"), 0),
+        (("verify", "--prove", at_limit + " => " + at_limit, "--shapes", "x0=2x2"), 0),
+        (("verify", "--check", nested("transpose", NESTING_LIMIT) + " => transpose(x0)", "--shapes", "x0=2x3"), 0),
+        (("rules", "--db", db, "lookup", at_limit + " => x0"), 1),  # not stored
+    ]
+    specs = ctx.path("deep.axioms")
+    with open(specs, "w") as f:
+        f.write("axiom deep  # relu nested at the limit\n  vars a: any\n  " + nested("relu", NESTING_LIMIT, "a") +
+                " = relu(a)\n")
+    checks.append((("verify", "--check-axioms", "--specs", specs), 0))  # relu is idempotent: it holds
+    for args, expected in checks:
+        code, out = run_bytes(ctx, *args, stack_kb=128)
+        if code != expected:
+            fail(f"{args[0]} {args[1]} under ulimit -s 128: exit {code}, expected {expected}: {out[-500:]!r}")
+    code, out = run_bytes(ctx, "run", "--expr", over, "--shapes", "x0=2x2", stack_kb=128)
+    if code != 1 or b"nested more than 256 calls deep" not in out:
+        fail(f"run --expr nested 257 deep: exit {code}: {out[-300:]!r}")
+    print(f"ok: {len(checks)} commands on a rule {NESTING_LIMIT} deep under ulimit -s 128, none crashed")
+
+
+def encode_varint(n):
+    out = b""
+    while True:
+        low, n = n & 0x7F, n >> 7
+        if not n:
+            return out + bytes([low])
+        out += bytes([low | 0x80])
+
+
+def padded_model(ctx, fields):
+    """A Relu model followed by `fields` 2-byte fields (number 15, a varint) that ModelProto does not have."""
+    n = helper.make_node("Relu", ["x"], ["y"], name="r")
+    path = ctx.path("padded.onnx")
+    with open(path, "wb") as f:
+        f.write(model([n], [vinfo("x", [1, 4])], [vinfo("y", [1, 4])]).SerializeToString() + b"\x78\x01" * fields)
+    return path
+
+
+@case
+def onnx_unknown_fields_are_bounded(ctx):
+    # protobuf keeps unknown fields at 8 to 16 times their size (16 MB of them took 160 MB): they count in
+    # --max-bytes, checked before parsing; peak memory stays near the file's size.
+    path = padded_model(ctx, 8 << 20)  # 16 MB of unknown fields
+    x = x_input(ctx)
+    peaks = []
+    ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("out"), "--max-bytes", 100000000, code=1,
+            peak=peaks, message=r"run: error: '.*padded\.onnx': 8388608 fields unknown to onnx\.ModelProto and its messages "
+                    r"\(protobuf keeps them\) would take 268435456 bytes, more than the limit of 100000000 "
+                    r"\(raise it with --max-bytes\)")
+    peak_mb = peaks[-1]
+    if peak_mb > 80:
+        fail(f"run's peak memory was {peak_mb:.0f} MB for a 16 MB model it refused")
+    if os.path.exists(ctx.path("out")):
+        fail("run wrote outputs though it failed")
+    # Known fields too: 8 MB of empty nodes (a NodeProto object each) took 760 MB.
+    nodes = ctx.path("nodes.onnx")
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vinfo("x", [1, 4])], [vinfo("y", [1, 4])])
+    g = m.graph.SerializeToString() + b"\x0a\x00" * (4 << 20)  # field 1 (node), empty: 4M nodes
+    m.ClearField("graph")
+    with open(nodes, "wb") as f:
+        f.write(m.SerializeToString() + b"\x3a" + encode_varint(len(g)) + g)  # field 7: the graph
+    ctx.run("run", "--model", nodes, "--inputs", x, "--output-dir", ctx.path("out"), "--max-bytes", 100000000, code=1,
+            peak=peaks, message=r"'.*nodes\.onnx': parsed, its 419[0-9]{4} messages, their strings, numbers and unknown fields would "
+                    r"take [0-9]+ bytes, more than the limit of 100000000")
+    peak_mb = max(peaks)
+    if peak_mb > 80:
+        fail(f"run's peak memory was {peak_mb:.0f} MB for an 8 MB model it refused")
+    # A few unknown fields (what a newer ONNX writes) are read as before.
+    ctx.run("run", "--model", padded_model(ctx, 8), "--inputs", x, "--output-dir", ctx.path("out"), code=0,
+            message=None)
+    print(f"ok: refused before parsing, peak {peak_mb:.0f} MB")
+
+
+@case
+def initializer_bytes_count_in_max_bytes(ctx):
+    w = numpy_helper.from_array(np.ones((1, 1000), np.int8), "w")  # 1,000 bytes, 8,000 as int64
+    n = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    m = model([n], [vinfo("x", [1, 1000], TensorProto.INT8)], [vinfo("y", None)], [w])
+    path = save(m, ctx.path("m.onnx"))
+    x = tensor_file(ctx.path("x.pb"), np.ones((1, 1000), np.int8))
+    ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("out"), "--max-bytes", 7999, code=1,
+            message=r"initializer 'w': the model's constants would take 8000 bytes, more than the limit of 7999 "
+                    r"\(raise it with --max-bytes\)")
+    ctx.run("run", "--model", path, "--inputs", x, "--output-dir", ctx.path("out"), "--max-bytes", 8000, code=0,
+            message=None)
+    # External data: counted before it is read.
+    ext = ctx.path("ext")
+    os.makedirs(ext)
+    big = numpy_helper.from_array(np.ones((1, 1000), np.float32), "w")
+    m2 = model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vinfo("x", [1, 1000])], [vinfo("y", None)],
+               [big])
+    onnx.save_model(m2, os.path.join(ext, "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="w.bin", size_threshold=0)
+    ctx.run("run", "--model", os.path.join(ext, "m.onnx"), "--inputs",
+            tensor_file(ctx.path("xf.pb"), np.ones((1, 1000), np.float32)), "--output-dir", ctx.path("out2"),
+            "--max-bytes", 3999, code=1,
+            message=r"tensor 'w': the model's external data would take 4000 bytes, more than the limit of 3999")
+    if os.path.exists(ctx.path("out2")):
+        fail("run wrote outputs though it failed")
+
+
+@case
+def text_graph_limits(ctx):
+    # run --expr and --graph, verify --prove and --check: --max-elements and --max-bytes, before evaluating.
+    ctx.run("run", "--expr", "add(relu(x0), x0)", "--shapes", "x0=10x100", "--max-bytes", 7999, code=1,
+            message=r"at column 5: the graph's values would take 8000 bytes, more than the limit of 7999 "
+                    r"\(raise it with --max-bytes\)")
+    ctx.run("run", "--expr", "relu(x0)", "--shapes", "x0=10x100", "--max-elements", 999, code=1,
+            message=r"variable 'x0' of shape 10x100 has more than 999 elements")
+    graph = ctx.path("big.tg")
+    with open(graph, "w") as f:
+        f.write("input x 100000x100000\noutput relu(x)\n")  # was evaluated: 40 GB asked of the interpreter
+    ctx.run("run", "--graph", graph, code=1,
+            message=r"line 1, column 9: input 'x' of shape 100000x100000 has more than 268435456 elements")
+    ctx.run("verify", "--prove", "eye[n=2000]() => eye[n=2000]()", "--shapes", "x0=1", "--max-elements", 1000000,
+            code=1, message=r"a tensor of shape 2000x2000 has more than 1000000 elements")
+    ctx.run("verify", "--check", "relu(x0) => relu(x0)", "--shapes", "x0=100x100", "--max-bytes", 1000, code=1,
+            message=r"the graph's values would take 40000 bytes, more than the limit of 1000")
+
+
+@case
+def generate_space_limits(ctx):
+    def space(name, body):
+        path = ctx.path(name + ".space")
+        with open(path, "w") as f:
+            f.write(f"space {name}\nworld w\n" + body)
+        return path
+    cases = [
+        ("variable x 100000x100000 tensor alternative 3x6\noperator relu\n",
+         r"huge\.space:3: variable 'x' \(100000x100000\) of 10000000000 elements is larger than the limit of "
+         r"268435456 \(raise it with --max-elements\)"),
+        ("variable x 2x4 tensor alternative 3x6\noperator ones[shape=100000x100000] -> tensor\n",
+         r"huge\.space:4: ones\[shape=100000x100000\] \(100000x100000\) of 10000000000 elements"),
+    ]
+    for body, message in cases:
+        db = ctx.path("g.db")
+        ctx.run("generate", "--db", db, "--space", space("huge", body), "--max-ops", 1, code=1,
+                message=r"generate: error: .*" + message, timeout=60)
+    ctx.run("generate", "--db", ctx.path("g.db"), "--space",
+            space("wide", "variable x 1000x1000 tensor alternative 3x6 at-most 3\noperator relu\n"), "--max-ops", 1,
+            "--max-bytes", 1000000, code=1,
+            message=r"world 'w': the variables' values would take 24000432 bytes, more than the limit of 1000000",
+            timeout=60)
+    if os.path.exists(ctx.path("g.db")):
+        fail("generate created its database though the space was refused")
 
 
 def main():

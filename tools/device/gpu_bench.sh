@@ -7,6 +7,11 @@
 # reference with a per-operator profile and the predicted times, and time
 # PyTorch eager and torch.compile (peers.py); prints one table.
 #
+#   PRECISIONS="fp32 tf32 bf16" bash ...   (bench and the peers at each precision: runtime/precision.h,
+#                                           peers.py; calibrate too, where that stage runs; default fp32;
+#                                           optimize always costs with the fp32 steps)
+#   PEER_MODES=eager,reduce-overhead bash ...  (peers.py --modes: fewer torch.compile runs)
+#
 #   bash bundle/gpu/tools/device/gpu_bench.sh [MODEL ...]
 #   STAGES="tests bench" bash ...     (any of: tests export calibrate optimize bench peers)
 #   SEARCH=both bash ...              (optimize's --search: backtrack, saturate or both; default the target's)
@@ -30,6 +35,7 @@ mkdir -p "$out" "$work"
 models=("$@")
 ((${#models[@]})) || models=(resnet50 resnext50_32x4d inception_v3 densenet121 bert_base)
 stages=" ${STAGES:-tests export calibrate optimize bench peers} "
+precisions=(${PRECISIONS:-fp32})
 has() { [[ $stages == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader || true
 
@@ -54,6 +60,13 @@ for m in "${models[@]}"; do
     echo "== calibrate $m"
     "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.onnx" --test-data "$work/$m-testdata" --iters 30 \
       > "$out/calibrate_$m.log" 2>&1 && tail -1 "$out/calibrate_$m.log" || tail -3 "$out/calibrate_$m.log"
+    # Other precisions: their own step costs and convolution choices (keyed by precision).
+    for p in "${precisions[@]}"; do
+      [[ $p == fp32 ]] && continue
+      "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.onnx" --test-data "$work/$m-testdata" --iters 30 \
+        --precision "$p" > "$out/calibrate_${m}_$p.log" 2>&1 && tail -1 "$out/calibrate_${m}_$p.log" ||
+        tail -3 "$out/calibrate_${m}_$p.log"
+    done
   fi
   opt=()
   if has optimize; then
@@ -119,17 +132,30 @@ for m in "${models[@]}"; do
         "${predict[@]}" > "$out/bench_steps_$m.log" 2>&1
       python3 "$B/tools/device/compare_choices.py" "$out/bench_$m.log" "$out"/calibrate_"$m"*.log | tail -12
     fi
+    # The other precisions: the same models (the optimized one as fp32 costs chose it), checked against
+    # the float32 interpreter with the precision's tolerance; --db only seeds the convolution choices.
+    for p in "${precisions[@]}"; do
+      [[ $p == fp32 ]] && continue
+      echo "== bench $m at $p"
+      seed=()
+      [[ -f $work/rules.db ]] && seed=(--db "$work/rules.db")
+      "$B/bin/bench" "$work/$m.onnx" "${opt[@]}" --test-data "$work/$m-testdata" --iters 200 --name "$m" \
+        --precision "$p" "${seed[@]}" > "$out/bench_${m}_$p.log" 2>&1
+      grep -E "^(  check|  time|  achieved|RESULT)|error" "$out/bench_${m}_$p.log"
+    done
   fi
 done
 if has peers; then
   echo "== peers (PyTorch eager, torch.compile)"
-  (cd "$B/tools/device" && python3 peers.py "${models[@]}" 2>&1 | grep -v -i warn | tee "$out/peers.log" | tail -8)
+  pp=${precisions[*]}
+  (cd "$B/tools/device" && python3 peers.py --precisions "${pp// /,}" ${PEER_MODES:+--modes "$PEER_MODES"} \
+     "${models[@]}" 2>&1 | grep -v -i warn | tee "$out/peers.log" | tail -12)
 fi
 
 # One table: our runtime (original, optimized) and the peers, in ms.
 echo
-python3 - "$out" "${models[@]}" <<'PY'
-import sys, os, re
+PRECISIONS="${precisions[*]}" python3 - "$out" "${models[@]}" <<'PY'
+import sys, os, re, math
 out, models = sys.argv[1], sys.argv[2:]
 ours, peers, predicted = {}, {}, {}
 for m in models:
@@ -140,13 +166,18 @@ for m in models:
                 f = line.split(); ours[f[1]] = (float(f[2]), float(f[3]), f[4], f[5], f[6])
             if line.startswith("PREDICTED "):
                 f = line.split(); predicted[f[1]] = (float(f[2]), float(f[3]))
+def number(x):
+    try: return float(x)
+    except ValueError: return float('nan')
+by_precision = {}  # (model, precision) -> (eager, compile, reduce-overhead)
 p = os.path.join(out, "peers.log")
 if os.path.exists(p):
     for line in open(p):
         f = [x.strip() for x in line.split("|")]
-        if len(f) == 4 and f[0] in models:
-            try: peers[f[0]] = tuple(float(x) for x in f[1:])
-            except ValueError: pass
+        if len(f) == 5 and f[0] in models:
+            by_precision[(f[0], f[1])] = tuple(number(x) for x in f[2:])
+for m in models:
+    if (m, "fp32") in by_precision: peers[m] = by_precision[(m, "fp32")]
 print(f"{'model':16} | {'tgr orig':>8} | {'tgr opt':>8} | {'speedup':>7} | {'pred orig':>9} | {'pred opt':>8} | {'pred spd':>8} | {'ops':>9} | {'eager':>7} | {'compile':>7} | {'reduce-oh':>9} | {'vs eager':>8} | {'vs r-o':>7} | check")
 for m in models:
     o = ours.get(m); pe = peers.get(m)
@@ -155,4 +186,28 @@ for m in models:
     e, c, r = pe if pe else (float('nan'),) * 3
     po, pp = predicted.get(m, (float('nan'),) * 2)
     print(f"{m:16} | {orig:8.3f} | {opt:8.3f} | {orig/opt:6.3f}x | {po:9.3f} | {pp:8.3f} | {po/pp:7.3f}x | {ob:>4}/{oa:<4} | {e:7.3f} | {c:7.3f} | {r:9.3f} | {e/opt:7.2f}x | {r/opt:6.2f}x | {ok}")
+# Per precision: our optimized model (the original where none) against reduce-overhead at the same precision,
+# the achieved share of the bf16 tensor-core peak and of the memory bandwidth, and the geometric mean.
+for prec in os.environ.get("PRECISIONS", "fp32").split():
+    rows, ratios = [], []
+    for m in models:
+        log = os.path.join(out, f"bench_{m}.log" if prec == "fp32" else f"bench_{m}_{prec}.log")
+        res, ach = None, None
+        if os.path.exists(log):
+            for line in open(log):
+                f = line.split()
+                if line.startswith("RESULT "): res = (float(f[2]), float(f[3]), f[6])
+                if line.startswith("ACHIEVED "): ach = (float(f[4]), float(f[5]))  # the last: the optimized model
+        r = by_precision.get((m, prec), (float('nan'),) * 3)[2]
+        if not res and math.isnan(r): continue
+        orig, opt, ok = res if res else (float('nan'), float('nan'), '-')
+        ratio = r / opt if res else float('nan')
+        if ratio == ratio and ratio > 0: ratios.append(ratio)
+        tc, bw = ach if ach else (float('nan'),) * 2
+        rows.append(f"{m:16} | {prec:4} | {orig:8.3f} | {opt:8.3f} | {r:9.3f} | {ratio:7.3f}x | {100*tc:6.2f}% | {100*bw:6.1f}% | {ok}")
+    if not rows: continue
+    print(f"\n{'model':16} | prec | {'tgr orig':>8} | {'tgr opt':>8} | {'reduce-oh':>9} | {'vs r-o':>8} | {'bf16 TC':>7} | {'memory':>7} | check")
+    print("\n".join(rows))
+    if ratios:
+        print(f"{'geomean':16} | {prec:4} | vs reduce-overhead {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}x over {len(ratios)} models")
 PY

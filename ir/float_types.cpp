@@ -1,0 +1,102 @@
+#include "ir/float_types.h"
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace tgr {
+
+// The compiler's IEEE binary16 type rounds to nearest even on conversion.
+uint16_t float16_bits(float v) { return std::bit_cast<uint16_t>(static_cast<_Float16>(v)); }
+float float16_value(uint16_t bits) { return static_cast<float>(std::bit_cast<_Float16>(bits)); }
+
+// bfloat16 is the top half of a float32: add half an ulp of the kept part
+// (less one when the kept part is even, so ties go to even) and truncate.
+uint16_t bfloat16_bits(float v) {
+  const uint32_t u = std::bit_cast<uint32_t>(v);
+  if (std::isnan(v)) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN, sign kept
+  const uint32_t rounded = u + 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(rounded >> 16);
+}
+float bfloat16_value(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+namespace {
+
+// double -> float rounding to odd: truncate toward zero, then set the last
+// bit when the result is inexact. Rounding that to a type of at most 22
+// significant bits (bfloat16 has 8) gives the correctly rounded result.
+float to_float_round_to_odd(double v) {
+  if (!std::isfinite(v)) return static_cast<float>(v);
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) == v) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  if (std::isinf(f)) return f;
+  return std::bit_cast<float>(u | 1u);
+}
+
+}  // namespace
+
+float round_to_dtype(DType t, float v) {
+  switch (t) {
+    case DType::kFloat16: return float16_value(float16_bits(v));
+    case DType::kBFloat16: return bfloat16_value(bfloat16_bits(v));
+    default: return v;
+  }
+}
+
+double round_to_dtype(DType t, double v) {
+  switch (t) {
+    case DType::kFloat16: return float16_value(std::bit_cast<uint16_t>(static_cast<_Float16>(v)));
+    case DType::kBFloat16: return bfloat16_value(bfloat16_bits(to_float_round_to_odd(v)));
+    default: return v;
+  }
+}
+
+void round_to_dtype(DType t, std::span<float> values) {
+  if (t != DType::kFloat16 && t != DType::kBFloat16) return;
+  for (float& v : values) v = round_to_dtype(t, v);
+}
+
+void round_to_dtype(DType t, std::span<double> values) {
+  if (t != DType::kFloat16 && t != DType::kBFloat16) return;
+  for (double& v : values) v = round_to_dtype(t, v);
+}
+
+uint16_t half_bits(DType t, float v) {
+  if (t == DType::kFloat16) return float16_bits(v);
+  if (t == DType::kBFloat16) return bfloat16_bits(v);
+  throw std::logic_error("half_bits: " + std::string(dtype_name(t)) + " is not a 16-bit type");
+}
+
+float half_value(DType t, uint16_t bits) {
+  if (t == DType::kFloat16) return float16_value(bits);
+  if (t == DType::kBFloat16) return bfloat16_value(bits);
+  throw std::logic_error("half_value: " + std::string(dtype_name(t)) + " is not a 16-bit type");
+}
+
+bool RuleTypeBinding::bind(DType pattern, DType model) {
+  if (pattern != DType::kFloat) return pattern == model;
+  if (!is_floating(model) || (count_ > 0 && bound_ != model)) return false;
+  bound_ = model;
+  ++count_;
+  return true;
+}
+
+void RuleTypeBinding::unbind(DType pattern) {
+  if (pattern == DType::kFloat) --count_;
+}
+
+int element_bytes(DType t) {
+  switch (t) {
+    case DType::kFloat: return 4;
+    case DType::kInt64: return 8;
+    case DType::kBool: return 1;
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
+  }
+  return 0;
+}
+
+}  // namespace tgr

@@ -1,0 +1,124 @@
+"""tgr.Session: a model loaded once onto tgr's CUDA runtime and run many times.
+
+    session = tgr.Session("model.opt.onnx")                  # plan, arena, kernel choices, CUDA graph: once
+    outputs = session.run({"x": x})                           # NumPy in, NumPy out
+    outputs = session.run_dlpack({"x": torch_cuda_tensor})    # GPU in, GPU out: torch.from_dlpack(outputs["y"])
+
+The C++ side is tgr::Session (tgr/session.h, python/session_bindings.cpp).
+Errors raise tgr.Error, naming the model or the input; without a GPU, or in a
+tgr built without CUDA, creating a Session raises tgr.Error saying which.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _tgr
+
+_DLPACK_CUDA = (2, 13)  # DLPack device types: CUDA, CUDA managed memory
+_HOST_DTYPES = {"float32": np.float32, "int64": np.int64, "bool": np.int64}  # bool is 8 bytes on the GPU
+_DTYPE_KINDS = {"float32": "f", "int64": "iu", "bool": "biu"}  # NumPy kinds each input takes (cast to its type)
+
+
+class TensorSpec(NamedTuple):
+    """A model input or output: its name, type ("float32", "int64", "bool") and fixed shape."""
+    name: str
+    dtype: str
+    shape: tuple
+
+
+def cuda_build() -> bool:
+    """Whether this tgr was built with CUDA (has a GPU session at all)."""
+    return _tgr.session_built_with_cuda()
+
+
+def gpu_available() -> bool:
+    """Whether a CUDA device is visible to this process (False in a build without CUDA)."""
+    return _tgr.gpu_available()
+
+
+class Session:
+    """An ONNX model (one `optimize` wrote, say) loaded onto the GPU runtime.
+
+    input_shapes fixes symbolic dimensions ({name: dims}, as --input-shape);
+    costs_db is a rules database whose kernel choices `calibrate` measured on
+    this GPU (else each is timed at load); cuda_graph=False launches the steps
+    one by one instead of replaying one CUDA graph; precision "tf32" runs
+    float32 products and convolutions on TF32 tensor cores ("fp32", the
+    default, keeps TF32 off; "bf16" and "fp16" are refused for now).
+    """
+
+    def __init__(self, model: Union[str, "os.PathLike[str]"], *,
+                 input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+                 costs_db: Optional[Union[str, "os.PathLike[str]"]] = None, cuda_graph: bool = True,
+                 precision: str = "fp32"):
+        shapes = {str(k): [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+        self._session = _tgr.GpuSession(os.fspath(model), shapes, os.fspath(costs_db) if costs_db else "",
+                                        bool(cuda_graph), str(precision))
+        self.inputs: List[TensorSpec] = [TensorSpec(n, t, tuple(s)) for n, t, s in self._session.inputs()]
+        self.outputs: List[TensorSpec] = [TensorSpec(n, t, tuple(s)) for n, t, s in self._session.outputs()]
+
+    @property
+    def device(self) -> int:
+        """The CUDA device ordinal the model is on (the current device when it was loaded)."""
+        return self._session.device
+
+    @property
+    def device_name(self) -> str:
+        return self._session.device_name
+
+    @property
+    def stored_kernel_choices(self) -> int:
+        """How many kernel choices were read from costs_db (0 without it)."""
+        return self._session.stored_kernel_choices
+
+    def run(self, inputs: Mapping[str, Any]) -> Dict[str, np.ndarray]:
+        """One run: {input name: array} (NumPy or anything np.asarray takes, or a
+        GPU tensor with __dlpack__) -> {output name: NumPy array}."""
+        values = self._session.run(self._prepare(inputs), False)
+        return {spec.name: (v.astype(bool) if spec.dtype == "bool" else v) for spec, v in zip(self.outputs, values)}
+
+    def run_dlpack(self, inputs: Mapping[str, Any]) -> Dict[str, Any]:
+        """One run whose outputs stay on the GPU: {output name: DeviceArray}, each
+        with __dlpack__ and __dlpack_device__, so torch.from_dlpack(a) and
+        cupy.from_dlpack(a) take its memory without a copy (bool outputs come as
+        int64 0/1). GPU inputs are copied device to device into the model's
+        input buffers on the session's stream, after the work their producer
+        had queued on its current stream (DLPack's stream handshake)."""
+        return dict(zip((spec.name for spec in self.outputs), self._session.run(self._prepare(inputs), True)))
+
+    def replay_ms(self, iters: int = 100, warmup: int = 10) -> float:
+        """Median time of one CUDA-graph replay, without copies, by CUDA events
+        (what `bench` reports for the model)."""
+        return self._session.replay_ms(int(iters), int(warmup))
+
+    def _prepare(self, inputs: Mapping[str, Any]) -> list:
+        names = [spec.name for spec in self.inputs]
+        unknown = [str(n) for n in inputs if n not in names]
+        if unknown:
+            raise _tgr.Error(f"the model has no input '{unknown[0]}' (its inputs: {', '.join(names)})")
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise _tgr.Error(f"no tensor given for the model's input '{missing[0]}' (its inputs: {', '.join(names)})")
+        return [self._prepare_one(spec, inputs[spec.name]) for spec in self.inputs]
+
+    def _prepare_one(self, spec: TensorSpec, value: Any) -> Any:
+        if type(value).__name__ == "PyCapsule":  # a bare DLPack capsule: its producer has finished writing it
+            return value
+        if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack_device__"):
+            device_type, _ = value.__dlpack_device__()
+            if int(device_type) in _DLPACK_CUDA:
+                return value.__dlpack__(stream=self._session.stream)
+        array = np.asarray(value)
+        if array.dtype.kind not in _DTYPE_KINDS[spec.dtype]:
+            raise _tgr.Error(f"input '{spec.name}' is {spec.dtype}, given an array of {array.dtype}")
+        if array.shape != spec.shape:
+            shape = lambda s: "x".join(map(str, s)) or "scalar"
+            raise _tgr.Error(f"input '{spec.name}' is {spec.dtype} {shape(spec.shape)}, given {shape(array.shape)}")
+        return np.ascontiguousarray(array, dtype=_HOST_DTYPES[spec.dtype])
+
+    def __repr__(self) -> str:
+        return f"Session(inputs={[s.name for s in self.inputs]}, outputs={[s.name for s in self.outputs]})"
