@@ -9,7 +9,8 @@ namespace tgr {
 namespace {
 
 // Eight bytes per step: a model's weights are hundreds of megabytes, hashed
-// as each constant is added (byte-wise FNV-1a took 1.2 s of BERT-base's import).
+// as each constant is added (byte-wise FNV-1a was a large part of a large
+// model's import: docs/benchmarks.md, "Measurements behind code comments").
 uint64_t hash_bytes(const void* data, size_t size, uint64_t h) {
   const auto* p = static_cast<const unsigned char*>(data);
   size_t i = 0;

@@ -135,6 +135,8 @@ struct StreamedWeight {
   std::shared_ptr<const ConstantValue> value;
 };
 
+struct OutputPlan;
+
 class Exporter {
  public:
   // With `streamed`, large float and int64 graph constants are written as
@@ -143,6 +145,7 @@ class Exporter {
            std::vector<StreamedWeight>* streamed = nullptr)
       : graph_(graph), options_(options), out_(out), streamed_(streamed) {}
 
+  // Writes the graph: its inputs, outputs and every node, names kept where free (onnx.md, "Export").
   void run();
 
   // Claims `base` as a value name, or base_1, base_2, ... when it is taken.
@@ -241,6 +244,27 @@ class Exporter {
          quoted(captured) + ", a name the optimized graph gives another value");
   }
 
+  using ValueNames = std::map<std::pair<int32_t, int32_t>, std::string>;  // (node, output) -> name
+  // The steps of run(), in order. Graph inputs: all of them, in declaration
+  // order, under their names (into `names`).
+  void claim_inputs(std::vector<std::vector<std::string>>& names);
+  // Graph output names are kept exactly. An output that is an input under
+  // its own name is that input; the first output of each operator value
+  // names it directly; every other output is an Identity (write_outputs).
+  OutputPlan claim_outputs();
+  // Names the graph itself gives: constants' (initializer names) and
+  // operator nodes' (node names), each kept when free.
+  void reserve_graph_names(const std::vector<int32_t>& order);
+  // Operators' value names (an imported model's), each kept when free.
+  ValueNames reserve_value_names(const std::vector<int32_t>& order, const OutputPlan& plan);
+  // Per constant node, how many of its reads are the bias of a fused Conv.
+  std::unordered_map<int32_t, int32_t> conv_bias_reads(const ExportFusions& fusions) const;
+  // Operator node `i` through its mapping (or as the fusion it is the last of), into names[i].
+  void write_operator(int32_t i, const ExportFusions& fusions, const OutputPlan& plan,
+                      const ValueNames& reserved_values, std::vector<std::vector<std::string>>& names);
+  // The graph's outputs, an Identity for each not written under its name.
+  void write_outputs(const OutputPlan& plan, const std::vector<std::vector<std::string>>& names);
+
   const Graph& graph_;
   const ExportOptions& options_;
   std::unordered_map<std::string, std::string> captured_sources_;  // captured name -> the value it was bound to
@@ -302,12 +326,53 @@ std::string OpContext::scalar(DType dtype, double value, const std::string& what
 
 bool OpContext::output_feeds_conv_weight() const { return ex.feeds_conv_weight(index); }
 
+// What the graph's outputs are written as (Exporter::claim_outputs).
+struct OutputPlan {
+  std::vector<char> pass_through;                              // an input under its own name
+  std::map<std::pair<int32_t, int32_t>, std::string> direct;  // operator value -> the output name it is written under
+};
+
 void Exporter::run() {
   if (options_.opset < kMinExportOpset)
     fail("the exporter writes opset " + std::to_string(kMinExportOpset) + " or later");
+  std::vector<std::vector<std::string>> names(graph_.nodes().size());  // per node, its outputs' exported names
+  claim_inputs(names);
+  const OutputPlan plan = claim_outputs();
+  const std::vector<int32_t> order = graph_.topological_order();
+  reserve_graph_names(order);
+  const ValueNames reserved_values = reserve_value_names(order, plan);
+  for (int32_t i : order) {
+    const Node& n = graph_.node(i);
+    if (n.is_op() && n.op == &known_ops::conv2d()) conv_weight_producers_.insert(n.inputs.at(1).node);
+  }
 
-  // Graph inputs: all of them, in declaration order, under their names.
-  std::vector<std::vector<std::string>> names(graph_.nodes().size());
+  // Conv + bias, Gemm, pads folded into Conv and Pool (onnx/export_fusions.h).
+  std::vector<bool> constant(graph_.nodes().size());
+  for (size_t i = 0; i < constant.size(); ++i) constant[i] = graph_.node(static_cast<int32_t>(i)).is_constant();
+  const ExportFusions fusions = find_export_fusions(graph_, constant);
+  // Constants read only as Conv biases are written in their 1-D form alone.
+  const std::vector<std::vector<int32_t>> uses = graph_.use_counts();
+  const std::unordered_map<int32_t, int32_t> bias_reads = conv_bias_reads(fusions);
+
+  for (int32_t i : order) {
+    const Node& n = graph_.node(i);
+    if (n.is_input()) continue;
+    if (n.is_constant()) {
+      names[i] = {constant_name(i)};
+      if (auto r = bias_reads.find(i); r == bias_reads.end() || r->second < uses[i][0])
+        write_graph_constant(n.constant, names[i][0]);
+      continue;
+    }
+    if (fusions.absorbed(i)) {  // written by its only reader
+      names[i].assign(n.output_shapes.size(), "");
+      continue;
+    }
+    write_operator(i, fusions, plan, reserved_values, names);
+  }
+  write_outputs(plan, names);
+}
+
+void Exporter::claim_inputs(std::vector<std::vector<std::string>>& names) {
   for (int32_t i : graph_.inputs()) {
     const Node& n = graph_.node(i);
     if (n.name.empty() || value_names_.contains(n.name)) fail("input name " + quoted(n.name) + " is empty or repeated");
@@ -315,14 +380,13 @@ void Exporter::run() {
     names[i] = {n.name};
     set_value_info(*out_.add_input(), n.name, n.output_dtypes[0], n.output_shapes[0]);
   }
+}
 
-  // Graph output names are kept exactly. An output that is an input under its
-  // own name is that input; the first output of each operator value names it
-  // directly; every other output is an Identity (added at the end).
+OutputPlan Exporter::claim_outputs() {
   const auto& outputs = graph_.outputs();
   const auto& output_names = graph_.output_names();
-  std::vector<char> pass_through(outputs.size(), 0);
-  std::map<std::pair<int32_t, int32_t>, std::string> direct;  // operator value -> output name
+  OutputPlan plan;
+  plan.pass_through.assign(outputs.size(), 0);
   std::unordered_set<std::string> seen_outputs;
   for (size_t j = 0; j < outputs.size(); ++j) {
     const std::string& name = output_names[j];
@@ -332,21 +396,17 @@ void Exporter::run() {
     if (value_names_.contains(name)) {  // an input's name
       if (graph_.find_input(name) != v)
         fail("output " + quoted(name) + " has the name of an input but is a different value");
-      pass_through[j] = 1;
+      plan.pass_through[j] = 1;
       continue;
     }
     value_names_.insert(name);
     const Node& producer = graph_.node(v.node);
-    if (producer.is_op() && !producer.op->is_constant()) direct.emplace(std::pair{v.node, v.output}, name);
+    if (producer.is_op() && !producer.op->is_constant()) plan.direct.emplace(std::pair{v.node, v.output}, name);
   }
-  auto is_direct = [&](size_t j) {
-    auto it = direct.find({outputs[j].node, outputs[j].output});
-    return it != direct.end() && it->second == output_names[j];
-  };
+  return plan;
+}
 
-  // Names the graph itself gives: constants' (initializer names) and
-  // operator nodes' (node names), each kept when free.
-  const std::vector<int32_t> order = graph_.topological_order();
+void Exporter::reserve_graph_names(const std::vector<int32_t>& order) {
   for (int32_t i : order) {
     const Node& n = graph_.node(i);
     if (n.name.empty() || n.is_input()) continue;
@@ -359,95 +419,86 @@ void Exporter::run() {
       reserved_node_names_[i] = n.name;
     }
   }
-  // Operators' value names (an imported model's), each kept when free.
-  std::map<std::pair<int32_t, int32_t>, std::string> reserved_values;
+}
+
+Exporter::ValueNames Exporter::reserve_value_names(const std::vector<int32_t>& order, const OutputPlan& plan) {
+  ValueNames reserved;
   for (int32_t i : order) {
     const Node& n = graph_.node(i);
     if (!n.is_op() || n.op->is_constant()) continue;
     for (int32_t k = 0; k < static_cast<int32_t>(n.value_names.size()); ++k) {
       const std::string& name = n.value_names[k];
-      if (name.empty() || direct.contains({i, k}) || value_names_.contains(name)) continue;
+      if (name.empty() || plan.direct.contains({i, k}) || value_names_.contains(name)) continue;
       value_names_.insert(name);
-      reserved_values.emplace(std::pair{i, k}, name);
+      reserved.emplace(std::pair{i, k}, name);
     }
   }
+  return reserved;
+}
 
-  for (int32_t i : order) {
-    const Node& n = graph_.node(i);
-    if (n.is_op() && n.op == &known_ops::conv2d()) conv_weight_producers_.insert(n.inputs.at(1).node);
-  }
-
-  // Conv + bias, Gemm, pads folded into Conv and Pool (onnx/export_fusions.h).
-  std::vector<bool> constant(graph_.nodes().size());
-  for (size_t i = 0; i < constant.size(); ++i) constant[i] = graph_.node(static_cast<int32_t>(i)).is_constant();
-  const ExportFusions fusions = find_export_fusions(graph_, constant);
-  // Constants read only as Conv biases are written in their 1-D form alone.
-  const std::vector<std::vector<int32_t>> uses = graph_.use_counts();
-  std::unordered_map<int32_t, int32_t> conv_bias_reads;
+std::unordered_map<int32_t, int32_t> Exporter::conv_bias_reads(const ExportFusions& fusions) const {
+  std::unordered_map<int32_t, int32_t> reads;
   for (const auto& [add, product] : fusions.product_of_add)
     if (graph_.node(product).op == &known_ops::conv2d())
       for (ValueRef v : graph_.node(add).inputs)
-        if (v.node != product) ++conv_bias_reads[v.node];
+        if (v.node != product) ++reads[v.node];
+  return reads;
+}
 
+void Exporter::write_operator(int32_t i, const ExportFusions& fusions, const OutputPlan& plan,
+                              const ValueNames& reserved_values, std::vector<std::vector<std::string>>& names) {
+  const Node& n = graph_.node(i);
+  // The node whose mapping writes this one: the product an add or a
+  // reshape is written with, or itself.
+  auto fused = fusions.product_of_add.find(i);
+  auto reshaped = fusions.product_of_reshape.find(i);
+  const int32_t source = fused != fusions.product_of_add.end()          ? fused->second
+                         : reshaped != fusions.product_of_reshape.end() ? reshaped->second
+                                                                        : i;
+  const Node& s = graph_.node(source);
+  OpContext ctx{*this, source, s, options_.opset, {}, {}, 0, 0, {}, {0, 0, 0, 0}};
+  const OpaqueNode* opaque = find_opaque(*s.op);
   const auto& table = mappings();
-  for (int32_t i : order) {
-    const Node& n = graph_.node(i);
-    if (n.is_input()) continue;
-    if (n.is_constant()) {
-      names[i] = {constant_name(i)};
-      if (auto r = conv_bias_reads.find(i); r == conv_bias_reads.end() || r->second < uses[i][0])
-        write_graph_constant(n.constant, names[i][0]);
-      continue;
-    }
-    if (fusions.absorbed(i)) {  // written by its only reader
-      names[i].assign(n.output_shapes.size(), "");
-      continue;
-    }
-    // The node whose mapping writes this one: the product an add or a
-    // reshape is written with, or itself.
-    auto fused = fusions.product_of_add.find(i);
-    auto reshaped = fusions.product_of_reshape.find(i);
-    const int32_t source = fused != fusions.product_of_add.end()          ? fused->second
-                           : reshaped != fusions.product_of_reshape.end() ? reshaped->second
-                                                                          : i;
-    const Node& s = graph_.node(source);
-    OpContext ctx{*this, source, s, options_.opset, {}, {}, 0, 0, {}, {0, 0, 0, 0}};
-    const OpaqueNode* opaque = find_opaque(*s.op);
-    auto it = table.find(s.op->name);
-    if (!opaque && it == table.end()) fail("no ONNX mapping for IR operator " + s.op->name);
-    for (ValueRef v : s.inputs) ctx.in.push_back(names[v.node].at(v.output));
-    if (auto pad = fusions.folded_pad.find(source); pad != fusions.folded_pad.end()) {
-      const Node& p = graph_.node(pad->second);
-      ctx.in[0] = names[p.inputs[0].node].at(p.inputs[0].output);
-      ctx.extra_pads = spatial_pads(p);
-    }
-    if (reshaped != fusions.product_of_reshape.end()) {  // one MatMul of the operands before their reshapes
-      ctx.in.clear();
-      for (ValueRef v : fusions.operands.at(source)) ctx.in.push_back(names[v.node].at(v.output));
-    } else if (source != i) {
-      const ValueRef bias = n.inputs[n.inputs[0].node == source ? 1 : 0];
-      ctx.bias =
-          s.op == &known_ops::conv2d() ? conv_bias(bias.node, n.output_shapes[0][1]) : names[bias.node].at(bias.output);
-    }
-    for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) {
-      auto d = direct.find({i, k});
-      auto r = reserved_values.find({i, k});
-      if (n.op->is_constant()) ctx.out.push_back(constant_name(i));
-      else if (d != direct.end()) ctx.out.push_back(d->second);
-      else
-        ctx.out.push_back(r != reserved_values.end() ? r->second
-                                                     : fresh_value(numbered("v", i).append(numbered("_", k))));
-    }
-    if (opaque) write_opaque(*opaque, ctx);
-    else if (reshaped != fusions.product_of_reshape.end()) ctx.emit("MatMul", ctx.in, ctx.out);
-    else if (source != i && s.op == &known_ops::matmul()) ctx.emit("Gemm", {ctx.in[0], ctx.in[1], ctx.bias}, ctx.out);
-    else it->second(ctx);
-    names[i] = std::move(ctx.out);
+  auto it = table.find(s.op->name);
+  if (!opaque && it == table.end()) fail("no ONNX mapping for IR operator " + s.op->name);
+  for (ValueRef v : s.inputs) ctx.in.push_back(names[v.node].at(v.output));
+  if (auto pad = fusions.folded_pad.find(source); pad != fusions.folded_pad.end()) {
+    const Node& p = graph_.node(pad->second);
+    ctx.in[0] = names[p.inputs[0].node].at(p.inputs[0].output);
+    ctx.extra_pads = spatial_pads(p);
   }
+  if (reshaped != fusions.product_of_reshape.end()) {  // one MatMul of the operands before their reshapes
+    ctx.in.clear();
+    for (ValueRef v : fusions.operands.at(source)) ctx.in.push_back(names[v.node].at(v.output));
+  } else if (source != i) {
+    const ValueRef bias = n.inputs[n.inputs[0].node == source ? 1 : 0];
+    ctx.bias =
+        s.op == &known_ops::conv2d() ? conv_bias(bias.node, n.output_shapes[0][1]) : names[bias.node].at(bias.output);
+  }
+  for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) {
+    auto d = plan.direct.find({i, k});
+    auto r = reserved_values.find({i, k});
+    if (n.op->is_constant()) ctx.out.push_back(constant_name(i));
+    else if (d != plan.direct.end()) ctx.out.push_back(d->second);
+    else
+      ctx.out.push_back(r != reserved_values.end() ? r->second
+                                                   : fresh_value(numbered("v", i).append(numbered("_", k))));
+  }
+  if (opaque) write_opaque(*opaque, ctx);
+  else if (reshaped != fusions.product_of_reshape.end()) ctx.emit("MatMul", ctx.in, ctx.out);
+  else if (source != i && s.op == &known_ops::matmul()) ctx.emit("Gemm", {ctx.in[0], ctx.in[1], ctx.bias}, ctx.out);
+  else it->second(ctx);
+  names[i] = std::move(ctx.out);
+}
 
+void Exporter::write_outputs(const OutputPlan& plan, const std::vector<std::vector<std::string>>& names) {
+  const auto& outputs = graph_.outputs();
+  const auto& output_names = graph_.output_names();
   for (size_t j = 0; j < outputs.size(); ++j) {
     const ValueRef v = outputs[j];
-    if (!pass_through[j] && !is_direct(j))
+    auto d = plan.direct.find({v.node, v.output});
+    const bool direct = d != plan.direct.end() && d->second == output_names[j];
+    if (!plan.pass_through[j] && !direct)
       add_node("Identity", {names[v.node].at(v.output)}, {output_names[j]}, fresh_node("output_" + output_names[j]));
     set_value_info(*out_.add_output(), output_names[j], graph_.dtype(v), graph_.shape(v));
   }

@@ -61,7 +61,8 @@ onnx::ModelProto export_graph(const Graph& graph, const ExportOptions& options =
 
 // save_model(export_graph(graph, options), path), but with the large weights
 // written from the graph's constants straight into the file rather than
-// copied into the model first (for BERT-base, 440 MB and 0.7 s less).
+// copied into the model first (a copy of the weights' size, and its time,
+// less: docs/benchmarks.md, "Measurements behind code comments").
 void save_graph(const Graph& graph, const ExportOptions& options, const std::string& path);
 
 // Whether ONNX defines the nodes that node `node` of `graph` exports to at

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
 
 #include "optimizer/rewrite.h"
+#include "util/report_number.h"
 
 namespace tgr::optimizer {
 namespace {
@@ -55,121 +57,176 @@ void count_rule_use(std::vector<RuleUse>& uses, int64_t id, const std::string& t
   else use->count += times;
 }
 
-BacktrackingResult backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
-                                              InstanceProver& prover, const BacktrackingOptions& options) {
-  const auto start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  BacktrackingResult result;
-  BacktrackingStats& stats = result.stats;
+namespace {
 
-  auto initial = std::make_shared<const Graph>(compact(graph));
-  result.initial_cost = cost.graph_cost(*initial);
-  Entry best{initial, nullptr};
-  double best_cost = result.initial_cost;
-  std::multimap<double, Entry> queue;
-  std::unordered_set<uint64_t> seen{search_hash(*initial)};
-  queue.emplace(best_cost, best);
-  InstanceCache instances;  // every popped graph matches most of its parent's matches again
+// One backtracking_search: the queue of graphs by cost, the hashes seen and
+// the best graph so far; each step of expanding a popped graph is a function.
+class Backtracking {
+ public:
+  Backtracking(const std::vector<DirectedRule>& rules, CostModel& cost, InstanceProver& prover,
+               const BacktrackingOptions& options)
+      : rules_(rules), cost_(cost), prover_(prover), options_(options), start_(Clock::now()) {}
 
-  while (!queue.empty()) {
-    if (stats.popped >= options.budget) {
-      stats.budget_exhausted = true;
-      break;
+  BacktrackingResult run(const Graph& graph) {
+    auto initial = std::make_shared<const Graph>(compact(graph));
+    result_.initial_cost = cost_.graph_cost(*initial);
+    best_ = Entry{initial, nullptr};
+    best_cost_ = result_.initial_cost;
+    seen_.insert(search_hash(*initial));
+    queue_.emplace(best_cost_, best_);
+    while (!queue_.empty()) {
+      if (stats().popped >= options_.budget) {
+        stats().budget_exhausted = true;
+        break;
+      }
+      if (elapsed() > options_.timeout_s) {
+        stats().timed_out = true;
+        break;
+      }
+      Entry entry = queue_.begin()->second;
+      queue_.erase(queue_.begin());
+      ++stats().popped;
+      Expansion expansion = expand(*entry.graph);
+      const std::vector<Candidate*> survivors = screen(expansion);
+      prove(survivors);
+      push_proved(survivors, entry);
     }
-    if (elapsed() > options.timeout_s) {
-      stats.timed_out = true;
-      break;
-    }
-    Entry entry = queue.begin()->second;
-    queue.erase(queue.begin());
-    ++stats.popped;
-    const Graph& g = *entry.graph;
+    return finish();
+  }
+
+ private:
+  // Every rewrite of one popped graph, per rule.
+  struct Expansion {
+    explicit Expansion(size_t rules) : per_rule(rules), match_stats(rules), no_instance(rules, 0) {}
+    std::vector<std::vector<Candidate>> per_rule;
+    std::vector<MatchStats> match_stats;
+    std::vector<int64_t> no_instance;
+  };
+
+  BacktrackingStats& stats() { return result_.stats; }
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  // Match, instantiate, apply and cost every rewrite of `g`, in parallel
+  // over rules. The clock is also read between matches: one graph's
+  // expansion can cost thousands of rewritten graphs (a second and more),
+  // so a check between graphs alone would overshoot --timeout by that much;
+  // what was expanded by then is still kept.
+  Expansion expand(const Graph& g) {
     const GraphIndex index(g);
-
-    // Match, instantiate, apply and cost every rewrite, in parallel over rules.
-    std::vector<std::vector<Candidate>> per_rule(rules.size());
-    std::vector<MatchStats> match_stats(rules.size());
-    std::vector<int64_t> no_instance(rules.size(), 0);
-    // The clock is also read between matches: one graph's expansion costs
-    // thousands of rewritten graphs on BERT-base (a second and more), so a
-    // check between graphs alone overshot --timeout by that much.
+    Expansion e(rules_.size());
     std::atomic<bool> out_of_time = false;
-    auto expand = [&](size_t r) {
-      for (const Match& m : find_matches(index, rules[r], options.matches_per_rule, &match_stats[r])) {
-        if (out_of_time || elapsed() > options.timeout_s) {
+    auto expand_rule = [&](size_t r) {
+      for (const Match& m : find_matches(index, rules_[r], options_.matches_per_rule, &e.match_stats[r])) {
+        if (out_of_time || elapsed() > options_.timeout_s) {
           out_of_time = true;
           return;
         }
-        std::optional<Instance> inst = instantiate(g, rules[r], m, &instances);
+        std::optional<Instance> inst = instantiate(g, rules_[r], m, &instances_);
         // A partial rule's target is replaced by its checked correction
         // before it is applied and costed.
-        if (!inst || (rules[r].partial && !correct_partial_instance(*inst, options.region_check))) {
-          ++no_instance[r];
+        if (!inst || (rules_[r].partial && !correct_partial_instance(*inst, options_.region_check))) {
+          ++e.no_instance[r];
           continue;
         }
-        AppliedRewrite rewrite = start_record(rules[r]);
+        AppliedRewrite rewrite = start_record(rules_[r]);
         Graph rewritten = apply_instance(g, m, *inst, rewrite.tag, &rewrite);
         Candidate c{r, std::move(rewritten), std::move(*inst), std::move(rewrite)};
-        c.cost = cost.graph_cost(c.graph);
+        c.cost = cost_.graph_cost(c.graph);
         c.hash = search_hash(c.graph);
-        per_rule[r].push_back(std::move(c));
+        e.per_rule[r].push_back(std::move(c));
       }
     };
-    if (options.parallel) tbb::parallel_for(size_t{0}, rules.size(), expand);
-    else for (size_t r = 0; r < rules.size(); ++r) expand(r);
-    if (out_of_time) stats.timed_out = true;  // what was expanded is still kept
+    if (options_.parallel) tbb::parallel_for(size_t{0}, rules_.size(), expand_rule);
+    else
+      for (size_t r = 0; r < rules_.size(); ++r) expand_rule(r);
+    if (out_of_time) stats().timed_out = true;
+    return e;
+  }
 
-    // The hash and cost tests, in rule order (deterministic).
+  // The hash and cost tests, in rule order (deterministic): the candidates
+  // neither seen before nor pruned by alpha.
+  std::vector<Candidate*> screen(Expansion& e) {
     std::vector<Candidate*> survivors;
     std::unordered_set<uint64_t> batch;
-    for (size_t r = 0; r < rules.size(); ++r) {
-      add_stats(stats.matches, match_stats[r]);
-      stats.no_instance += no_instance[r];
-      for (Candidate& c : per_rule[r]) {
-        ++stats.candidates;
-        if (seen.count(c.hash) || !batch.insert(c.hash).second) {
-          ++stats.duplicates;
-        } else if (!(c.cost < options.alpha * best_cost)) {
-          ++stats.pruned;
+    for (size_t r = 0; r < rules_.size(); ++r) {
+      add_stats(stats().matches, e.match_stats[r]);
+      stats().no_instance += e.no_instance[r];
+      for (Candidate& c : e.per_rule[r]) {
+        ++stats().candidates;
+        if (seen_.count(c.hash) || !batch.insert(c.hash).second) {
+          ++stats().duplicates;
+        } else if (!(c.cost < options_.alpha * best_cost_)) {
+          ++stats().pruned;
         } else {
           survivors.push_back(&c);
         }
       }
     }
-    // Proofs of the instances that survive, in parallel.
-    auto prove = [&](size_t i) { survivors[i]->proved = prover.proved(survivors[i]->instance); };
-    if (options.parallel) tbb::parallel_for(size_t{0}, survivors.size(), prove);
-    else for (size_t i = 0; i < survivors.size(); ++i) prove(i);
+    return survivors;
+  }
 
+  // Proofs of the instances that survive, in parallel.
+  void prove(const std::vector<Candidate*>& survivors) {
+    auto prove_one = [&](size_t i) { survivors[i]->proved = prover_.proved(survivors[i]->instance); };
+    if (options_.parallel) tbb::parallel_for(size_t{0}, survivors.size(), prove_one);
+    else
+      for (size_t i = 0; i < survivors.size(); ++i) prove_one(i);
+  }
+
+  // The proved candidates join the queue (at most max_queue graphs, the
+  // cheapest), and the best graph is kept.
+  void push_proved(const std::vector<Candidate*>& survivors, const Entry& parent) {
     for (Candidate* c : survivors) {
       if (!c->proved) {
-        ++stats.unprovable;
+        ++stats().unprovable;
         continue;
       }
-      seen.insert(c->hash);
+      seen_.insert(c->hash);
       Entry next{std::make_shared<const Graph>(std::move(c->graph)),
-                 std::make_shared<const Trail>(Trail{c->rule, std::move(c->rewrite), entry.trail})};
-      if (c->cost < best_cost) {
-        best_cost = c->cost;
-        best = next;
+                 std::make_shared<const Trail>(Trail{c->rule, std::move(c->rewrite), parent.trail})};
+      if (c->cost < best_cost_) {
+        best_cost_ = c->cost;
+        best_ = next;
       }
-      queue.emplace(c->cost, std::move(next));
-      ++stats.pushed;
-      while (queue.size() > options.max_queue) queue.erase(std::prev(queue.end()));
+      queue_.emplace(c->cost, std::move(next));
+      ++stats().pushed;
+      while (queue_.size() > options_.max_queue) queue_.erase(std::prev(queue_.end()));
     }
   }
 
-  result.best = compact(*best.graph);
-  result.best_cost = best_cost;
-  std::vector<const Trail*> path;
-  for (const Trail* t = best.trail.get(); t; t = t->parent.get()) path.push_back(t);
-  for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    result.rewrites.push_back((*it)->rewrite);
-    const DirectedRule& r = rules[(*it)->rule];
-    count_rule_use(result.applied, r.id, r.text);
+  // The best graph and the rules on the path to it, oldest first.
+  BacktrackingResult finish() {
+    result_.best = compact(*best_.graph);
+    result_.best_cost = best_cost_;
+    std::vector<const Trail*> path;
+    for (const Trail* t = best_.trail.get(); t; t = t->parent.get()) path.push_back(t);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      result_.rewrites.push_back((*it)->rewrite);
+      const DirectedRule& r = rules_[(*it)->rule];
+      count_rule_use(result_.applied, r.id, r.text);
+    }
+    stats().seconds = elapsed();
+    return std::move(result_);
   }
-  stats.seconds = elapsed();
-  return result;
+
+  const std::vector<DirectedRule>& rules_;
+  CostModel& cost_;
+  InstanceProver& prover_;
+  const BacktrackingOptions& options_;
+  const Clock::time_point start_;
+  BacktrackingResult result_;
+  Entry best_;
+  double best_cost_ = 0;
+  std::multimap<double, Entry> queue_;
+  std::unordered_set<uint64_t> seen_;
+  InstanceCache instances_;  // every popped graph matches most of its parent's matches again
+};
+
+}  // namespace
+
+BacktrackingResult backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
+                                       InstanceProver& prover, const BacktrackingOptions& options) {
+  return Backtracking(rules, cost, prover, options).run(graph);
 }
 
 bool continue_with(BacktrackingResult& result, BacktrackingResult&& then) {
@@ -210,6 +267,47 @@ BacktrackingResult staged_backtracking_search(const Graph& graph, const std::vec
   st.timed_out = st.timed_out || more.timed_out;
   st.budget_exhausted = more.budget_exhausted;
   return result;
+}
+
+std::string stop_reason_name(const BacktrackingStats& st) {
+  if (st.timed_out) return "time_limit";
+  if (st.budget_exhausted) return "budget";
+  return "queue_empty";
+}
+
+nlohmann::ordered_json stats_json(const BacktrackingStats& st, const BacktrackingOptions& options) {
+  using util::six_digits;
+  return nlohmann::ordered_json{{"popped", st.popped},
+                                {"candidates", st.candidates},
+                                {"pushed", st.pushed},
+                                {"duplicates", st.duplicates},
+                                {"pruned_by_cost", st.pruned},
+                                {"unproved_instances", st.unprovable},
+                                {"matches_rejected_used_outside", st.matches.used_outside},
+                                {"matches_rejected_cycle", st.matches.cycles},
+                                {"budget", options.budget},
+                                {"alpha", six_digits(options.alpha)},
+                                {"timed_out", st.timed_out},
+                                {"stop_reason", stop_reason_name(st)},
+                                {"seconds", six_digits(st.seconds)}};
+}
+
+std::string summary_line(const BacktrackingStats& st, const BacktrackingOptions& options, const char* from) {
+  char stopped[96];
+  if (st.timed_out)
+    std::snprintf(stopped, sizeof stopped, "stopped at the %g s time limit (more time may find more)",
+                  options.timeout_s);
+  else
+    std::snprintf(stopped, sizeof stopped, "%s",
+                  st.budget_exhausted ? "stopped at the budget" : "stopped with every graph within alpha expanded");
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "backtracking%s, %s: %lld graphs popped (budget %d, alpha %.3g), %lld rewrites tried, %lld kept, "
+                "%lld duplicates, %lld pruned by cost",
+                from, stopped, static_cast<long long>(st.popped), options.budget, options.alpha,
+                static_cast<long long>(st.candidates), static_cast<long long>(st.pushed),
+                static_cast<long long>(st.duplicates), static_cast<long long>(st.pruned));
+  return line;
 }
 
 }  // namespace tgr::optimizer

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
 #include "optimizer/node_names.h"
@@ -59,6 +61,14 @@ struct BacktrackingResult {
   BacktrackingStats stats;
 };
 
+// Why the search stopped: "time_limit", "budget" or "queue_empty" (every
+// graph worth expanding was expanded).
+std::string stop_reason_name(const BacktrackingStats& stats);
+// The stats as the report's "search" object (with the options' budget and
+// alpha), and as the summary's line ("backtracking" `from` ", stopped ...").
+nlohmann::ordered_json stats_json(const BacktrackingStats& stats, const BacktrackingOptions& options);
+std::string summary_line(const BacktrackingStats& stats, const BacktrackingOptions& options, const char* from = "");
+
 BacktrackingResult backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules, CostModel& cost,
                                               InstanceProver& prover, const BacktrackingOptions& options);
 
@@ -72,14 +82,11 @@ bool continue_with(BacktrackingResult& result, BacktrackingResult&& then);
 // two stages, as saturation does (saturation/runner.h, "Stages"): the
 // shipped rules alone from `graph`, as without the database, then all the
 // rules from the first stage's best graph for the time the first left,
-// each stage with the whole budget. Run together from the start, a
-// generated database's thousands of rules spent the budget and the time on
-// forms that do not pay: with the --max-ops 3 database the result was worse
-// than the shipped rules' alone on 8 of 18 models (docs/benchmarks.md,
-// "Backtracking with a database in two stages"). The first stage may take
-// the whole timeout: given 90 % of it, it ended above the shipped rules
-// alone on BERT-base, whose search the timeout stops. Otherwise
-// backtracking_search itself. The result's stats add up both stages
+// each stage with the whole budget, so that a generated database's
+// thousands of rules do not spend the budget and the time on forms that do
+// not pay before the shipped rules' merges. The first stage may take the
+// whole timeout (docs/benchmarks.md, "Backtracking with a database in two
+// stages"). Otherwise backtracking_search itself. The result's stats add up both stages
 // (timed_out when either stopped at its time).
 BacktrackingResult staged_backtracking_search(const Graph& graph, const std::vector<DirectedRule>& rules,
                                               CostModel& cost, InstanceProver& prover,

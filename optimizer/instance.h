@@ -92,8 +92,8 @@ struct InstanceProofStats {
 // Proves instances, remembering every result by instance text and shapes.
 // An instance of a rule whose proof the database recorded is first proved
 // with that proof's axioms only (ProofOptions::only_axioms): the search
-// then visits a few forms instead of hundreds (a merge of two convolutions
-// at Inception-v3's shapes: 183 forms with every axiom). Only where that
+// then visits a few forms instead of hundreds (docs/benchmarks.md,
+// "Measurements behind code comments"). Only where that
 // replay (those axioms and the argument swaps of commutative operators)
 // does not prove it does the full search run, so what is proved is
 // the same; only the time changes. Thread-safe.

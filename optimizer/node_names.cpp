@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cctype>
 
-#include "optimizer/optimize_model.h"
-
 namespace tgr::optimizer {
 
 std::string rule_tag(const DirectedRule& rule) {

@@ -24,7 +24,7 @@
 namespace tgr::optimizer {
 
 // "rule20", or "default_rule20" for a rule of the shipped set joining a
-// user's database (optimize_model.h, kShippedRuleSet).
+// user's database (rule_set.h, kShippedRuleSet).
 std::string rule_tag(const DirectedRule& rule);
 
 // Names the nodes one application of a rule makes: base "/" tag "/" op,

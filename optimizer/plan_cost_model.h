@@ -81,9 +81,10 @@ class PlanCostModel : public CostModel {
   std::string describe() const override;
   // Not priced in context (CostModel::prices_in_context): a plan's steps
   // depend on where values are placed (views; graph outputs are row-major,
-  // so a small tree's outputs are copies the model does not make), and
-  // GoogLeNet's extraction with the trees' prices (the fitted step costs)
-  // chose graphs costing 906 us where the prices alone gave 555 us.
+  // so a small tree's outputs are copies the model does not make), and an
+  // extraction with the trees' prices (the fitted step costs) chose far
+  // costlier graphs than the prices alone (docs/benchmarks.md,
+  // "Measurements behind code comments").
   // Its graphs are refined by graph_cost (the plan's own cost).
   bool fuses_operators() const override { return true; }
 

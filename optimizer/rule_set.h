@@ -26,6 +26,12 @@
 
 namespace tgr::optimizer {
 
+// The rule sets the pipeline builds (DirectedRule::rule_set,
+// pipeline/pipeline.cpp): the rules of the database given, and the shipped
+// rules added to them.
+inline constexpr size_t kUserRuleSet = 0;
+inline constexpr size_t kShippedRuleSet = 1;
+
 struct DirectedRule {
   int64_t id = 0;       // the rule's id in the database
   bool reversed = false;  // applied right to left

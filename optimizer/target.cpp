@@ -11,12 +11,10 @@ const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> all = {
       {Target::kOnnxRuntimeCpu, "onnxruntime-cpu",
        "ONNX Runtime on the CPU: operator times measured with ONNX Runtime (a table measured on the build machine "
-       "ships with tgr; tools/calibrate_ort.py measures your own)",
-       "saturate", 120, 20},
-      {Target::kTgrGpu, "tgr-gpu", "tgr's CUDA runtime: its execution plan's steps, timed by `calibrate` on --device",
-       "saturate", 0, 100},
+       "ships with tgr; tools/calibrate_ort.py measures your own)"},
+      {Target::kTgrGpu, "tgr-gpu", "tgr's CUDA runtime: its execution plan's steps, timed by `calibrate` on --device"},
       {Target::kRoofline, "roofline",
-       "no runtime: an analytic H100 roofline (67 TFLOP/s, 3.35 TB/s, 3 us per operator)", "saturate", 120, 20},
+       "no runtime: an analytic H100 roofline (67 TFLOP/s, 3.35 TB/s, 3 us per operator)"},
   };
   return all;
 }
@@ -28,12 +26,6 @@ const TargetInfo& target_info(Target target) {
 }
 
 std::string_view target_name(Target target) { return target_info(target).name; }
-
-std::string_view default_search(Target target) { return target_info(target).default_search; }
-
-double default_node_growth(Target target) { return target_info(target).default_node_growth; }
-
-int default_iterations(Target target) { return target_info(target).default_iterations; }
 
 Target parse_target(std::string_view name) {
   std::string names;

@@ -40,32 +40,10 @@ struct TargetInfo {
   Target target;
   std::string_view name;  // what --target takes
   std::string_view help;  // one line for --help
-  // optimize's --search where none is given: the search that found graphs
-  // as cheap or cheaper on the models measured for this target
-  // (docs/benchmarks.md, "Which search runs without `--search`").
-  std::string_view default_search;
-  // optimize's --node-growth where neither it nor --node-limit is given
-  // (saturation's RunnerOptions::growth_limit; 0: the node limit alone).
-  // Scaled for onnxruntime-cpu and roofline, where a small model's useful
-  // rewrites come early; the fixed node limit for tgr-gpu, whose split-K
-  // forms fill the room before the merges that pay (docs/benchmarks.md,
-  // "Saturation's node limit follows the model's size" and "The GPU plan's
-  // node limit").
-  double default_node_growth;
-  // optimize's --iterations where it is not given (saturation's
-  // RunnerOptions::iteration_limit). Higher for tgr-gpu, where the time and
-  // node limits decide: rewrites that launch as many kernels and run them
-  // faster (a 1 x 1 convolution as a product) are proved after those whose
-  // launch counts promise more (docs/benchmarks.md, "GPU (H200): 1 x 1
-  // convolutions as products").
-  int default_iterations;
 };
 const std::vector<TargetInfo>& targets();
 const TargetInfo& target_info(Target target);  // its entry of targets()
 std::string_view target_name(Target target);
-std::string_view default_search(Target target);  // TargetInfo::default_search
-double default_node_growth(Target target);       // TargetInfo::default_node_growth
-int default_iterations(Target target);           // TargetInfo::default_iterations
 // Throws std::invalid_argument naming the targets for an unknown name.
 Target parse_target(std::string_view name);
 
@@ -75,8 +53,7 @@ inline constexpr std::string_view kOnnxRuntimeCpuDevice = "onnxruntime-cpu";
 struct TargetOptions {
   Target target = Target::kOnnxRuntimeCpu;
   // The database whose op_costs the measured targets read (onnxruntime-cpu,
-  // tgr-gpu); `optimize` gives the shipped default rules database for
-  // onnxruntime-cpu and the rules database for tgr-gpu.
+  // tgr-gpu); the pipeline's default is the target's (pipeline/defaults.h).
   std::string costs_db;
   std::string gpu_device = "H100";  // tgr-gpu: the device name calibrate stored its costs under
   // tgr-gpu: a step the table lacks costs its fitted guess times this

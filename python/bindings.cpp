@@ -12,17 +12,19 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ir/canonical.h"
 #include "onnx/onnx_import.h"
 #include "onnx/onnx_proto.h"
-#include "optimizer/optimize_model.h"
+#include "optimizer/target.h"
+#include "pipeline/option_table.h"
+#include "pipeline/pipeline.h"
 #include "python/session_bindings.h"
 #include "rules_db/rule_json.h"
 #include "rules_db/rules_db.h"
 #include "runtime/interpreter.h"
-#include "saturation/saturation.h"
 #include "tools/input_shapes.h"
 
 namespace py = pybind11;
@@ -30,67 +32,91 @@ namespace py = pybind11;
 namespace tgr::python {
 namespace {
 
-// The settings of `optimize` the Python function takes as keyword
-// arguments, named as its options (--node-limit: node_limit). Defaults are
-// those of the option structs, as in the tool.
-struct OptimizeSettings {
-  std::string search;  // backtrack | saturate | both; empty: the target's default
-  bool sequential = false;
-  tgr::saturation::SaturationOptions saturation = tgr::saturation::optimize_defaults();
-};
-
-void apply_setting(optimizer::OptimizeOptions& o, OptimizeSettings& s, const std::string& key, const py::handle& v) {
-  if (key == "budget") o.backtracking.budget = v.cast<int>();
-  else if (key == "alpha") o.backtracking.alpha = v.cast<double>();
-  else if (key == "timeout") o.backtracking.timeout_s = v.cast<double>();
-  else if (key == "search") s.search = v.cast<std::string>();
-  else if (key == "node_limit") {
-    s.saturation.runner.node_limit = v.cast<size_t>();
-    s.saturation.runner.growth_limit = 0;  // the limit given, alone (as --node-limit)
-    s.saturation.target_growth_limit = false;
-  } else if (key == "node_growth") {
-    s.saturation.runner.growth_limit = v.cast<double>();
-    s.saturation.target_growth_limit = false;
-  } else if (key == "iterations") {
-    s.saturation.runner.iteration_limit = v.cast<int>();
-    s.saturation.target_iteration_limit = false;
-  } else if (key == "ilp_timeout") s.saturation.ilp.time_limit_s = v.cast<double>();
-  else if (key == "refine_window") s.saturation.refine_window = v.cast<size_t>();
-  else if (key == "device") o.target.gpu_device = v.cast<std::string>();
-  else if (key == "unmeasured_margin") o.target.unmeasured_margin = v.cast<double>();
-  else if (key == "proof_timeout_ms") o.proof_timeout_ms = v.cast<unsigned>();
-  else if (key == "sequential") s.sequential = v.cast<bool>();
-  else if (key == "max_elements") o.import_limits.max_elements = v.cast<int64_t>();
-  else if (key == "max_bytes") o.import_limits.max_bytes = v.cast<int64_t>();
-  else throw py::type_error("optimize() got an unexpected keyword argument '" + key + "'");
+// A keyword argument of tgr.optimize() as its row of the option table
+// (pipeline/option_table.h) takes it; ValueError naming it when the row's
+// check refuses it.
+pipeline::OptionValue keyword_value(const pipeline::OptionRow& row, const std::string& key, const py::handle& v) {
+  const auto refused = [&](const std::string& words) {
+    return py::value_error(key + "=" + std::string(py::repr(v)) + ": " + words);
+  };
+  pipeline::OptionValue value;
+  switch (row.type) {
+    case pipeline::OptionType::kFlag:
+      value = v.cast<bool>();
+      break;
+    case pipeline::OptionType::kInt:
+      value = v.cast<int64_t>();
+      break;
+    case pipeline::OptionType::kUnsigned:
+      if (!py::isinstance<py::int_>(v) || v.cast<int64_t>() < 0) throw refused("must be a whole number, 0 or more");
+      value = v.cast<uint64_t>();
+      break;
+    case pipeline::OptionType::kReal:
+      value = v.cast<double>();
+      break;
+    case pipeline::OptionType::kText:
+      value = v.cast<std::string>();
+      break;
+  }
+  if (const std::string words = pipeline::check_words(row, value); !words.empty()) throw refused(words);
+  return value;
 }
 
-// optimize_model on files; returns the report as JSON text. `settings`:
-// the keyword arguments above, checked by the caller (tgr/__init__.py).
+// The keyword arguments (checked for unknown names by tgr/__init__.py) set
+// on `o`, each through its row, after every one was checked.
+void set_keywords(pipeline::OptimizeOptions& o, const py::dict& settings) {
+  std::vector<std::pair<const pipeline::OptionRow*, pipeline::OptionValue>> given;
+  for (const auto& [key, value] : settings) {
+    const std::string name = key.cast<std::string>();
+    const pipeline::OptionRow* row = nullptr;
+    for (const pipeline::OptionRow& r : pipeline::option_table())
+      if (r.keyword && pipeline::keyword_name(r) == name) row = &r;
+    if (!row) throw py::type_error("optimize() got an unexpected keyword argument '" + name + "'");
+    given.emplace_back(row, keyword_value(*row, name, value));
+  }
+  auto given_row = [&](const std::string& name) {
+    return std::any_of(given.begin(), given.end(), [&](const auto& g) { return g.first->name == name; });
+  };
+  for (const auto& [row, value] : given) {
+    if (!row->excludes.empty() && given_row(row->excludes))
+      throw py::value_error(pipeline::keyword_name(*row) + " excludes " +
+                            pipeline::keyword_name(*pipeline::find_option(row->excludes)));
+    if (!row->needs.empty() && !given_row(row->needs))
+      throw py::value_error(pipeline::keyword_name(*row) + " needs " +
+                            pipeline::keyword_name(*pipeline::find_option(row->needs)));
+  }
+  // In the table's order, as the program sets them (a row may read what one before it set).
+  std::sort(given.begin(), given.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [row, value] : given) row->set(o, value);
+}
+
+// The keyword arguments tgr.optimize() takes: (keyword, help, the program's option).
+std::vector<std::tuple<std::string, std::string, std::string>> optimize_options() {
+  std::vector<std::tuple<std::string, std::string, std::string>> out;
+  for (const pipeline::OptionRow& row : pipeline::option_table())
+    if (row.keyword) out.emplace_back(pipeline::keyword_name(row), row.help, "--" + row.name);
+  return out;
+}
+
+// optimize_model on files; returns the report as JSON text. `shipped_rules_db`
+// and `specs_dir`: the package's data (pipeline::DataPaths); `settings`: the
+// keyword arguments, rows of the option table.
 std::string optimize_file(const std::string& model, const std::string& output, const std::string& rules_db,
-                          const std::string& default_rules_db, const std::string& specs_dir,
+                          const std::string& shipped_rules_db, const std::string& specs_dir,
                           const std::map<std::string, Shape>& input_shapes, const std::string& target,
                           const py::dict& settings) {
-  optimizer::OptimizeOptions o;
+  pipeline::OptimizeOptions o;
   o.model = model;
   o.output = output;
   o.rules_db = rules_db;
-  o.default_rules_db = default_rules_db;
-  o.specs_dir = specs_dir;
+  o.data = {shipped_rules_db, specs_dir};
   o.input_shapes = input_shapes;
-  OptimizeSettings s;
-  for (const auto& [key, value] : settings) apply_setting(o, s, key.cast<std::string>(), value);
-  o.backtracking.parallel = !s.sequential;
-  // As `optimize --target` (tools/optimize.cpp): the measured targets read
-  // the shipped table (onnxruntime-cpu) or the rules database (tgr-gpu).
   o.target.target = optimizer::parse_target(target);
-  o.target.costs_db = o.target.target == optimizer::Target::kTgrGpu ? rules_db : default_rules_db;
-  // As `optimize --search` (the target's search when not given).
-  saturation::use_search(o, s.search, s.saturation);
-  optimizer::OptimizeReport report;
+  set_keywords(o, settings);
+  pipeline::OptimizeReport report;
   {
     py::gil_scoped_release unlocked;  // the search runs on TBB threads; other Python threads may go on
-    report = optimizer::optimize_model(o);
+    report = pipeline::optimize_model(o);
   }
   return report.to_json().dump(2);
 }
@@ -237,8 +263,9 @@ PYBIND11_MODULE(_tgr, m) {
     }
   });
   m.def("optimize_file", &optimize_file, py::arg("model"), py::arg("output"), py::arg("rules_db"),
-        py::arg("default_rules_db"), py::arg("specs_dir"), py::arg("input_shapes"), py::arg("target"),
+        py::arg("shipped_rules_db"), py::arg("specs_dir"), py::arg("input_shapes"), py::arg("target"),
         py::arg("settings"));
+  m.def("optimize_options", &optimize_options);
   m.def("run_model", &run_model, py::arg("path"), py::arg("model_bytes"), py::arg("inputs"), py::arg("input_shapes"));
   py::class_<RulesDbView>(m, "RulesDbView")
       .def(py::init<const std::string&>(), py::arg("path"))

@@ -450,7 +450,7 @@ class IlpExtraction {
   std::vector<double> col_lb_, col_ub_, objective_;
   // The constraint matrix as triplets, packed once at the end: appending
   // rows to a CoinPackedMatrix one at a time reallocates it each time
-  // (quadratic; seconds on a ViT's e-graph of 16,000 rows).
+  // (quadratic: seconds on a large e-graph).
   std::vector<int> entry_row_, entry_column_;
   std::vector<double> entry_value_, row_lb_, row_ub_;
   OsiClpSolverInterface solver_;
@@ -673,7 +673,8 @@ void IlpExtraction::load_solver() {
   solver_.messageHandler()->setLogLevel(0);
   // The root LP by the dual simplex: Clp's default initial solve (the
   // "idiot" crash, then crossover) crashes inside Clp's presolve on some of
-  // these problems (coinor-libclp 1.17.6, BERT-tiny's e-graph).
+  // these problems (coinor-libclp 1.17.6; docs/benchmarks.md,
+  // "Measurements behind code comments").
   ClpSolve root;
   root.setSolveType(ClpSolve::useDual);
   solver_.setSolveOptions(root);

@@ -27,8 +27,8 @@
 // some); `order_constraints` adds them for all classes and edges, as Tensat
 // writes them. Before CBC, the LP relaxation is solved and rounded: greedy
 // extraction with the e-nodes the LP takes (x >= a threshold) made free
-// finds the sharing the LP sees (CBC's own heuristics take tens of seconds
-// to find it on BERT's e-graphs); the best rounding is CBC's start. On a
+// finds the sharing the LP sees (CBC's own heuristics take far longer to
+// find it); the best rounding is CBC's start. On a
 // large problem CBC first solves the problem restricted to the LP's support,
 // then the whole from that solution, each for part of the time.
 // Candidates are the e-nodes reachable from the roots

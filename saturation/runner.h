@@ -14,10 +14,7 @@
 //     A match whose outputs are all constant classes is skipped too: it
 //     rewrites a computation on weights only (concat(k0, k1) into
 //     concat(enlarge(k0), ...)), which export folds whatever its form, so
-//     it can change no cost; a generated database holds many such rules,
-//     and they flooded the e-graph (GoogLeNet with the --max-ops 3 rules:
-//     the five most applied rules were of this kind, and the convolution
-//     merges the default rules find were not reached in time).
+//     it can change no cost.
 //  2. schedule (egg's BackoffScheduler): a rule with more new matches than
 //     its limit (match_limit << times banned) is banned for
 //     ban_length << times banned iterations, so commutativity and
@@ -41,9 +38,7 @@
 //     neither does x = concat(split(x).0, split(x).1) (a rule that removes
 //     an identity, whose target is a bare variable: in an e-graph the
 //     identity's class is already the variable's as far as extraction is
-//     concerned only once merged, and merging closes a cycle; measured,
-//     letting such unions in and removing cycles afterwards lost SqueezeNet's
-//     merges with the default rules, x0.840 instead of x0.683).
+//     concerned only once merged, and merging closes a cycle).
 //  5. rebuild (congruence closure); then, with cycle filtering, Tensat's
 //     cycle removal: congruence can close a cycle no single union did
 //     (x = g(y) and y = f(a), then a = b with x = f(b)); e-nodes are
@@ -51,21 +46,15 @@
 //     choice (EGraph::break_cycles).
 // Stages: with RunnerOptions::shipped_rules_first, the rules shipped with
 // tgr (DirectedRule::shipped: few, picked because they pay) run alone
-// first, until they saturate or their share of the time is spent; then all
-// rules run on the e-graph they left. A generated database holds thousands
-// of rules that mostly add equivalent forms (commutativity, associativity,
-// weight layouts); run together from the start, they took the time the
-// merges of the shipped rules need (GoogLeNet with the --max-ops 3
-// database: x0.808 instead of x0.753). Staged, the e-graph holds all the
-// shipped rules reach in that time, and the database's rules add to it.
-// The database's rules come in two stages themselves: those of at most
-// kSmallRuleOps operators a side first, then all. A --max-ops 4 database
-// has 45 times the directions of a --max-ops 3 one that can match
-// GoogLeNet (255,595 against 5,674), most of them four-operator forms; run
-// together from the start they took the time its three-operator rules need
-// (x0.752 against the --max-ops 3 database's x0.707, roofline). Each stage
-// before the last runs until it saturates or has had lead_time_share of
-// the time left when it started.
+// first, until they saturate or their share of the time is spent; then the
+// database's rules of at most kSmallRuleOps operators a side join them;
+// then all. Each stage runs on the e-graph the one before left, so the
+// thousands of a generated database's rules (mostly equivalent forms:
+// commutativity, associativity, weight layouts) add to what the shipped
+// rules reached instead of taking the time their merges need. Each stage
+// before the last runs until it saturates or has had lead_time_share of the
+// time left when it started. Why, measured: docs/benchmarks.md, "The
+// saturation runner's settings".
 //
 // With RunnerOptions::goal (saturation/derive.h), it also stops as soon as
 // the goal holds, checked before the first iteration and after each rebuild.
@@ -73,6 +62,10 @@
 // It stops when an iteration changed nothing while no rule was banned
 // (saturated; when rules were banned, their bans are lifted first, as egg
 // does), or at the iteration, node or time limit.
+//
+// In runner.cpp, Runner::run is egg's loop around run_one (steps 1 to 5,
+// one function each); the backoff scheduler (step 2) and the queue of
+// matches waiting for a proof (steps 1 and 3) are small classes of their own.
 #pragma once
 
 #include <cstdint>
@@ -96,42 +89,35 @@ std::string_view stop_reason_name(StopReason reason);  // "saturated", "node_lim
 // the shipped rules' (see "Stages").
 inline constexpr int kSmallRuleOps = 3;
 
+// The measurements behind each default: docs/benchmarks.md, "The
+// saturation runner's settings".
 struct RunnerOptions {
   int iteration_limit = 20;
-  // e-nodes (at 20,000 Inception-v3 stopped before the split-K of its merged branches; it uses 32,000)
-  size_t node_limit = 50000;
+  size_t node_limit = 50000;  // e-nodes; room for the split-K forms of a large model's merged branches
   // The e-graph's size relative to the model's, when set (> 0): at most
   // growth_limit times the e-nodes it starts with (the model's operators,
   // inputs and weights), but at least min_node_limit, and never more than
-  // node_limit (effective_node_limit). A small model saturates its useful
-  // rewrites long before 50,000 e-nodes: SqueezeNet (91 operators, 144
-  // e-nodes) reached its roofline graph's x0.710 at 120 times its e-nodes in
-  // 2.7 s, and in 6.9 s at 50,000 (x0.714 at 80 times); the rest of the time
-  // went to commutativity and associativity variants and to extracting from
-  // them (docs/benchmarks.md, "Saturation's node limit follows the model's
-  // size"). In a staged run (shipped_rules_first) each stage before the
-  // last may add that many e-nodes beyond where it started (a stage at its
-  // limit hands on to the next), and the last (a database's rules) keeps to
-  // node_limit: its thousands of rules need the room (BERT-tiny with the --max-ops 3
-  // database reached x0.845 under the roofline with room to grow, x0.859
-  // when its last stage had the scaled growth too and stopped at it after 9
-  // iterations). 0: node_limit alone.
+  // node_limit (effective_node_limit): a small model saturates its useful
+  // rewrites long before node_limit, and the rest of the time would go to
+  // variants of no use. In a staged run (shipped_rules_first) each stage
+  // before the last may add that many e-nodes beyond where it started (a
+  // stage at its limit hands on to the next), and the last (a database's
+  // rules) keeps to node_limit: its thousands of rules need the room.
+  // 0: node_limit alone.
   double growth_limit = 0;
   size_t min_node_limit = 5000;
-  double time_limit_s = 5;    // wall clock for the whole saturation (extraction comes on top)
+  double time_limit_s = 5;  // wall clock for the whole saturation (extraction comes on top)
   // New matches per rule and iteration before it is banned (egg's default
-  // is 1,000). For a generated database's rules 256: at 1,024 their variants
-  // grew ResNet-50's and Inception-v3's e-graphs past what the extraction
-  // solves in its time (docs/benchmarks.md).
+  // is 1,000), for a generated database's rules: their variants must leave
+  // an e-graph the extraction solves in its time.
   size_t match_limit = 256;
   // The same for the shipped rules (DirectedRule::shipped): few, chosen
   // because they pay, and their merges multiply with the forms other rules
-  // add (a convolution's enlarged and 'valid'-padded kernels match its merge
-  // too): at 256, on a machine fast enough to prove a whole iteration's
-  // matches, GoogLeNet's merge rule was banned while the e-graph filled with
-  // other forms, and its three-way merges never came (x0.836; x0.753 at 1,024).
+  // add (a convolution's enlarged and 'valid'-padded kernels match its
+  // merge too), so a lower limit bans a merge rule before its three-way
+  // merges come.
   size_t shipped_match_limit = 1024;
-  int ban_length = 2;         // iterations
+  int ban_length = 2;  // iterations
   // Proofs per iteration: at most this share of the time left (at least
   // min_prove_slice_s), so that iterations go on while most matches wait.
   double prove_share = 0.3;
@@ -141,13 +127,9 @@ struct RunnerOptions {
   // The shipped rules (DirectedRule::shipped) alone first, then all; only
   // staged when some rules are shipped and some are not.
   bool shipped_rules_first = false;
-  // At most, of the time left at its start, for a stage before the last.
-  // The shipped rules pay on the large models a time limit stops, and a
-  // small model's shipped stage saturates long before its share is spent
-  // (DenseNet-121 under the GPU plan's costs with the --max-ops 3 database:
-  // x0.961 at 0.9 against x0.975 at 0.75, both before the shipped rules a
-  // database holds stayed in the shipped stage; docs/benchmarks.md, "More
-  // rules, not worse, under a time limit").
+  // At most, of the time left at its start, for a stage before the last:
+  // the shipped rules pay on the large models a time limit stops, and a
+  // small model's shipped stage saturates long before its share is spent.
   double lead_time_share = 0.9;
   pet::CheckOptions region_check{4, 1, 1 << 18};  // partial rules, as optimizer::BacktrackingOptions
   // When set, the run stops (StopReason::kGoal) once it returns true; called

@@ -8,6 +8,7 @@
 
 #include "optimizer/rewrite.h"
 #include "saturation/refine.h"
+#include "util/report_number.h"
 
 namespace tgr::saturation {
 namespace {
@@ -16,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-using optimizer::six_digits;  // the report's numbers, as the optimizer prints them
+using util::six_digits;  // the report's numbers, as every report prints them
 
 // Shares of the extraction's time (--ilp-timeout) for a cost model that
 // fuses operators (CostModel::fuses_operators): pricing in context takes up
@@ -37,6 +38,103 @@ struct Extracted {
   Selection selection;  // empty: no candidate
 };
 
+// The greedy extractors' choices under one set of prices.
+struct PricedChoices {
+  GreedyResult greedy, dag;  // the tree and the DAG greedy choices
+  Selection shared;          // share_tuples from the cheaper of the two
+};
+
+// The greedy passes under `prices`, then share_tuples from the cheaper
+// choice, within `deadline` (on a large e-graph, or with prices in context,
+// its passes can take seconds). The two greedy choices' costs go to
+// `tree_cost` and `dag_cost`.
+PricedChoices priced_choices(const EGraph& egraph, const NodeCosts& prices, const std::vector<ClassId>& roots,
+                             std::optional<Clock::time_point> deadline, double& tree_cost, double& dag_cost) {
+  PricedChoices c;
+  c.greedy = greedy_extract(egraph, prices);
+  c.dag = greedy_dag_extract(egraph, prices);
+  tree_cost = selection_cost(egraph, prices, c.greedy.selection, roots);
+  dag_cost = selection_cost(egraph, prices, c.dag.selection, roots);
+  c.shared = share_tuples(egraph, prices, roots, c.greedy, dag_cost < tree_cost ? c.dag.selection : c.greedy.selection,
+                          deadline);
+  return c;
+}
+
+// The ILP from the greedy choices under `prices` (clamped at 0 when
+// `clamp`: the ILP takes no negative costs, it would choose e-nodes no root
+// needs). Its limit counts from the extraction's start: the greedy passes
+// before it take seconds on large e-graphs, and the extraction as a whole
+// keeps to --ilp-timeout; under a model that fuses operators it has
+// kIlpShareWhenRefining of it.
+IlpResult extract_by_ilp(const EGraph& egraph, const NodeCosts& prices, bool clamp, const std::vector<ClassId>& roots,
+                         const PricedChoices& from, const SaturationOptions& options, bool refine, double budget_s,
+                         Clock::time_point extract_start) {
+  IlpOptions ilp_options = options.ilp;
+  if (refine) ilp_options.time_limit_s = std::max(kMinIlpSeconds, kIlpShareWhenRefining * options.ilp.time_limit_s);
+  ilp_options.time_limit_s =
+      std::min(ilp_options.time_limit_s, std::max(kMinIlpSeconds, budget_s - since(extract_start)));
+  if (!clamp) return ilp_extract(egraph, prices, roots, from.greedy, from.shared, ilp_options);
+  NodeCosts clamped = prices;
+  for (ClassId c : egraph.class_ids())
+    for (size_t i = 0; i < egraph.eclass(c).nodes.size(); ++i)
+      clamped.set_cost(c, i, std::max(0.0, clamped.cost(c, i)));
+  return ilp_extract(egraph, clamped, roots, from.greedy, from.shared, ilp_options);
+}
+
+// Of the candidate selections offered, the one whose graph costs least by
+// the cost model's own measure of whole graphs (on ties the first offered);
+// each candidate's cost, and the extractor of the best, go to `stats`.
+class Cheapest {
+ public:
+  Cheapest(const EGraph& egraph, const std::vector<ClassId>& roots, const std::vector<std::string>& names,
+           optimizer::CostModel& cost, SaturationStats& stats)
+      : egraph_(egraph), roots_(roots), names_(names), cost_(cost), stats_(stats) {}
+
+  void consider(const Selection& selection, const char* extractor) {
+    if (selection.choice.empty()) return;
+    Graph g = selection_graph(egraph_, selection, roots_, names_);
+    const double c = cost_.graph_cost(g);
+    stats_.candidate_costs.emplace_back(extractor, c);
+    if (!best_.selection.choice.empty() && !(c < best_.cost)) return;
+    best_ = {std::move(g), c, selection};
+    stats_.extractor = extractor;
+  }
+  Extracted& best() { return best_; }
+
+ private:
+  const EGraph& egraph_;
+  const std::vector<ClassId>& roots_;
+  const std::vector<std::string>& names_;
+  optimizer::CostModel& cost_;
+  SaturationStats& stats_;
+  Extracted best_;
+};
+
+// Prices (alone, or in context) miss a parent's fusion that depends on its
+// child's e-node: the best graph is refined by graph_cost itself, from the
+// model's own e-nodes first (the backtracking search's descent, inside the
+// e-graph), then from the best extraction, sharing the time to `deadline`.
+void refine_cheapest(const EGraph& egraph, const NodeCosts& costs, const NodeCosts& prices, const GreedyResult& fill,
+                     const std::vector<ClassId>& roots, const std::vector<std::string>& names,
+                     optimizer::CostModel& cost, const SaturationOptions& options, Clock::time_point deadline,
+                     Cheapest& cheapest, SaturationStats& stats) {
+  const Selection from_extraction = cheapest.best().selection;
+  const auto halfway = Clock::now() + (deadline - Clock::now()) / 2;
+  RefineStats first;
+  RefineOptions refine_options;
+  refine_options.parallel = options.runner.parallel;
+  refine_options.window_radius = options.refine_window;
+  refine_options.deadline = halfway;
+  cheapest.consider(refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost,
+                                         refine_options, &first),
+                    "refined_from_input");
+  refine_options.deadline = deadline;
+  cheapest.consider(
+      refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, refine_options, &stats.refine),
+      "refined");
+  stats.refine += first;
+}
+
 // Extraction: the greedy choices, then the ILP from them, for a model that
 // fuses operators the same with prices in context and a refinement by
 // graph_cost; of all candidates the graph that costs least by the cost
@@ -51,103 +149,43 @@ Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roo
   const auto refine_deadline =
       options.timeout_s ? std::max(extraction_deadline, after(search_start, *options.timeout_s)) : extraction_deadline;
   const NodeCosts costs(egraph, &cost);
-  const GreedyResult greedy = greedy_extract(egraph, costs);
-  const GreedyResult greedy_dag = greedy_dag_extract(egraph, costs);
-  stats.greedy_cost = selection_cost(egraph, costs, greedy.selection, roots);
-  stats.greedy_dag_cost = selection_cost(egraph, costs, greedy_dag.selection, roots);
-  // (share_tuples within the extraction's time: on a large e-graph its
-  // passes can take seconds.)
-  const Selection shared = share_tuples(
-      egraph, costs, roots, greedy, stats.greedy_dag_cost < stats.greedy_cost ? greedy_dag.selection : greedy.selection,
-      extraction_deadline);
-  stats.shared_cost = selection_cost(egraph, costs, shared, roots);
+  const PricedChoices alone =
+      priced_choices(egraph, costs, roots, extraction_deadline, stats.greedy_cost, stats.greedy_dag_cost);
+  stats.shared_cost = selection_cost(egraph, costs, alone.shared, roots);
 
   // A model whose fusions small trees show: the same passes again with each
   // e-node priced in context (below it, the greedy choice).
-  GreedyResult greedy_in_context, dag_in_context;
-  Selection shared_in_context;
+  PricedChoices in_context_choices;
   std::optional<NodeCosts> in_context;
   const bool refine = cost.fuses_operators();
-  IlpOptions ilp_options = options.ilp;
-  if (refine) ilp_options.time_limit_s = std::max(kMinIlpSeconds, kIlpShareWhenRefining * options.ilp.time_limit_s);
   if (cost.prices_in_context()) {
     ContextCostOptions context_options;
     context_options.deadline = after(Clock::now(), kContextPricingShare * budget_s);
-    in_context = context_costs(egraph, costs, cost, greedy.selection, context_options, &stats.context);
-    greedy_in_context = greedy_extract(egraph, *in_context);
-    dag_in_context = greedy_dag_extract(egraph, *in_context);
-    const double tree = selection_cost(egraph, *in_context, greedy_in_context.selection, roots);
-    const double dag = selection_cost(egraph, *in_context, dag_in_context.selection, roots);
-    // (Bounded: with prices in context it can take many small steps.)
-    shared_in_context =
-        share_tuples(egraph, *in_context, roots, greedy_in_context,
-                     dag < tree ? dag_in_context.selection : greedy_in_context.selection, context_options.deadline);
+    in_context = context_costs(egraph, costs, cost, alone.greedy.selection, context_options, &stats.context);
+    double tree = 0, dag = 0;
+    in_context_choices = priced_choices(egraph, *in_context, roots, context_options.deadline, tree, dag);
   }
+  if (options.use_ilp)
+    stats.ilp = in_context ? extract_by_ilp(egraph, *in_context, true, roots, in_context_choices, options, refine,
+                                            budget_s, extract_start)
+                           : extract_by_ilp(egraph, costs, false, roots, alone, options, refine, budget_s,
+                                            extract_start);
 
-  // The ILP's limit counts from the extraction's start: the greedy passes
-  // before it take seconds on large e-graphs (Inception-v3's 30,000 e-nodes
-  // with the --max-ops 4 database: 1.7 s), and the extraction as a whole
-  // keeps to --ilp-timeout.
-  ilp_options.time_limit_s =
-      std::min(ilp_options.time_limit_s, std::max(kMinIlpSeconds, budget_s - since(extract_start)));
-  IlpResult& ilp = stats.ilp;
-  if (options.use_ilp) {
-    if (in_context) {
-      // The ILP takes no negative costs (it would choose e-nodes no root needs).
-      NodeCosts clamped = *in_context;
-      for (ClassId c : egraph.class_ids())
-        for (size_t i = 0; i < egraph.eclass(c).nodes.size(); ++i)
-          clamped.set_cost(c, i, std::max(0.0, clamped.cost(c, i)));
-      ilp = ilp_extract(egraph, clamped, roots, greedy_in_context, shared_in_context, ilp_options);
-    } else {
-      ilp = ilp_extract(egraph, costs, roots, greedy, shared, ilp_options);
-    }
-  }
-
-  Extracted best;
-  auto consider = [&](const Selection& selection, const char* extractor) {
-    if (selection.choice.empty()) return;
-    Graph g = selection_graph(egraph, selection, roots, names);
-    const double c = cost.graph_cost(g);
-    stats.candidate_costs.emplace_back(extractor, c);
-    if (!best.selection.choice.empty() && !(c < best.cost)) return;
-    best = {std::move(g), c, selection};
-    stats.extractor = extractor;
-  };
-  consider(ilp.selection, "ilp");
-  consider(shared_in_context, "shared_tuples_in_context");
-  consider(dag_in_context.selection, "greedy_dag_in_context");
-  consider(greedy_in_context.selection, "greedy_in_context");
-  consider(shared, "shared_tuples");
-  consider(greedy_dag.selection, "greedy_dag");
-  consider(greedy.selection, "greedy");
-
-  // Prices (alone, or in context) miss a parent's fusion that depends on its
-  // child's e-node: the best graph is refined by graph_cost itself, from
-  // the model's own e-nodes first (the backtracking search's descent, inside
-  // the e-graph), then from the best extraction, sharing the time left.
-  if (refine && !best.selection.choice.empty()) {
-    const NodeCosts& prices = in_context ? *in_context : costs;
-    const GreedyResult& fill = in_context ? greedy_in_context : greedy;
-    const Selection from_extraction = best.selection;
-    const auto halfway = Clock::now() + (refine_deadline - Clock::now()) / 2;
-    RefineStats first;
-    RefineOptions refine_options;
-    refine_options.parallel = options.runner.parallel;
-    refine_options.window_radius = options.refine_window;
-    refine_options.deadline = halfway;
-    consider(refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost,
-                                  refine_options, &first),
-             "refined_from_input");
-    refine_options.deadline = refine_deadline;
-    consider(
-        refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, refine_options, &stats.refine),
-        "refined");
-    stats.refine += first;
-  }
-  ilp.selection.choice.clear();
+  Cheapest cheapest(egraph, roots, names, cost, stats);
+  cheapest.consider(stats.ilp.selection, "ilp");
+  cheapest.consider(in_context_choices.shared, "shared_tuples_in_context");
+  cheapest.consider(in_context_choices.dag.selection, "greedy_dag_in_context");
+  cheapest.consider(in_context_choices.greedy.selection, "greedy_in_context");
+  cheapest.consider(alone.shared, "shared_tuples");
+  cheapest.consider(alone.dag.selection, "greedy_dag");
+  cheapest.consider(alone.greedy.selection, "greedy");
+  if (refine && !cheapest.best().selection.choice.empty())
+    refine_cheapest(egraph, costs, in_context ? *in_context : costs,
+                    in_context ? in_context_choices.greedy : alone.greedy, roots, names, cost, options, refine_deadline,
+                    cheapest, stats);
+  stats.ilp.selection.choice.clear();
   stats.extract_s = since(extract_start);
-  return best;
+  return std::move(cheapest.best());
 }
 
 }  // namespace
@@ -305,56 +343,9 @@ std::string summary_line(const SaturationStats& s) {
   return line;
 }
 
-optimizer::SearchFunction saturation_search(const SaturationOptions& options) {
-  return [options](const Graph& model, const std::vector<optimizer::DirectedRule>& rules, optimizer::CostModel& cost,
-                   optimizer::InstanceProver& prover) {
-    SaturationOptions staged = options;
-    // The shipped rules first, where they join a user's database (runner.h, "Stages").
-    staged.runner.shipped_rules_first = true;
-    SaturationResult r = saturate_and_extract(model, rules, cost, prover, staged);
-    optimizer::SearchOutcome out;
-    out.best = std::move(r.best);
-    out.initial_cost = r.initial_cost;
-    out.best_cost = r.best_cost;
-    out.applied = std::move(r.applied);
-    out.rewrites = std::move(r.rewrites);
-    out.stop_reason = stop_reason_name(r.stats.runner.stop);
-    out.summary = summary_line(r.stats);
-    out.report = stats_json(r.stats);
-    return out;
-  };
-}
-
-SaturationOptions optimize_defaults() {
-  SaturationOptions options;
-  options.target_growth_limit = true;
-  options.target_iteration_limit = true;
-  return options;
-}
-
 double saturation_time_limit(double timeout_s, const SaturationOptions& options) {
   const double before_ilp = timeout_s - (options.use_ilp ? options.ilp.time_limit_s : 0.0);
   return std::max(timeout_s / 2, std::min(kSaturationShare * timeout_s, before_ilp));
-}
-
-optimizer::SearchFunction saturation_search(SaturationOptions options, double timeout_s, bool parallel) {
-  options.use_ilp = options.ilp.time_limit_s > 0;
-  options.runner.time_limit_s = saturation_time_limit(timeout_s, options);
-  options.timeout_s = timeout_s;
-  options.runner.parallel = parallel;
-  return saturation_search(options);
-}
-
-void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation) {
-  if (search.empty()) search = optimizer::default_search(o.target.target);
-  if (search != "backtrack" && search != "saturate" && search != "both")
-    throw std::invalid_argument("search '" + search + "': expected backtrack, saturate or both");
-  if (saturation.target_growth_limit) saturation.runner.growth_limit = optimizer::default_node_growth(o.target.target);
-  if (saturation.target_iteration_limit)
-    saturation.runner.iteration_limit = optimizer::default_iterations(o.target.target);
-  if (search != "backtrack")
-    o.search = saturation_search(saturation, o.backtracking.timeout_s, o.backtracking.parallel);
-  o.backtrack_after_search = search == "both";
 }
 
 }  // namespace tgr::saturation

@@ -15,7 +15,7 @@
 //   prove_match / apply_proved   a match instantiated, proved, added and unioned
 //   Runner        the iterations, the backoff scheduler, the limits; StopReason
 //   greedy_extract / ilp_extract / selection_graph   the cheapest graph
-//   saturate_and_extract        all of it, for the optimizer's callers
+//   saturate_and_extract        all of it, for the pipeline (pipeline/pipeline.h)
 #pragma once
 
 #include <optional>
@@ -28,7 +28,6 @@
 #include "optimizer/backtracking_search.h"
 #include "optimizer/cost_model.h"
 #include "optimizer/instance.h"
-#include "optimizer/optimize_model.h"
 #include "optimizer/rule_set.h"
 #include "saturation/context_costs.h"
 #include "saturation/extract.h"
@@ -38,14 +37,8 @@
 namespace tgr::saturation {
 
 struct SaturationOptions {
+  // The pipeline sets the limits a target decides (pipeline/defaults.h).
   RunnerOptions runner;
-  // runner.growth_limit is to be the target's (optimizer::default_node_growth),
-  // set by use_search: optimize was given neither --node-growth nor
-  // --node-limit (node_growth= and node_limit= in Python).
-  bool target_growth_limit = false;
-  // runner.iteration_limit is to be the target's (optimizer::default_iterations),
-  // set by use_search: optimize was given no --iterations (iterations= in Python).
-  bool target_iteration_limit = false;
   bool use_ilp = true;  // else greedy extraction only
   IlpOptions ilp;
   // The whole search's time (saturation and extraction), when limited:
@@ -90,39 +83,16 @@ SaturationResult saturate_and_extract(const Graph& graph, const std::vector<opti
                                       optimizer::CostModel& cost, optimizer::InstanceProver& prover,
                                       const SaturationOptions& options);
 
-// The options `optimize` and the Python package start from before their
-// arguments: the struct's defaults with the target's growth limit
-// (target_growth_limit; the struct itself leaves it off, node_limit alone).
-SaturationOptions optimize_defaults();
-
 // The stats as the report's "search" object, and as the summary's search line.
 nlohmann::ordered_json stats_json(const SaturationStats& stats);
 std::string summary_line(const SaturationStats& stats);
 
-// saturate_and_extract as optimize_model's search (OptimizeOptions::search,
-// optimizer/optimize_model.h): what `optimize --search saturate` runs.
-optimizer::SearchFunction saturation_search(const SaturationOptions& options);
-// The same with the program's settings, as `optimize --search saturate` and
-// the Python package take them: `timeout_s` (--timeout) limits saturation
-// and extraction together, as it limits the whole backtracking search (the
-// saturation gets saturation_time_limit of it), `parallel` as --sequential,
-// and an ILP time limit of 0 means greedy extraction only.
-optimizer::SearchFunction saturation_search(SaturationOptions options, double timeout_s, bool parallel);
-// optimize's --search set on `o`, for the tool and the Python package alike:
-// "backtrack", "saturate" or "both"; empty: the target's
-// (optimizer::TargetInfo::default_search; o.target.target must be set).
-// The search's timeout is o.backtracking.timeout_s (--timeout, given or
-// not), divided as saturation_search says. With
-// saturation.target_growth_limit, the growth limit becomes the target's.
-// Throws std::invalid_argument naming the searches for another name.
-void use_search(optimizer::OptimizeOptions& o, std::string search, SaturationOptions saturation);
-// The saturation's share of such a timeout: kSaturationShare of it, at most
+// The saturation's share of the whole search's timeout (`optimize
+// --timeout`, SaturationOptions::timeout_s): kSaturationShare of it, at most
 // the timeout less the ILP's time limit when the ILP runs, at least half.
 // The rest is the extraction's, which under a target that fuses operators is
-// mostly the refinement by graph cost: when the saturation took the timeout
-// less the ILP's limit, a larger --timeout left the refinement nothing and
-// gave a worse graph (DenseNet-121 under an H200's table: x0.923 at the
-// default 8 s, x0.951 at --timeout 20, with 0.02 s of refinement).
+// mostly the refinement by graph cost, so a larger timeout leaves it more
+// (docs/benchmarks.md, "A larger `--timeout` no longer gives a worse graph").
 inline constexpr double kSaturationShare = 0.625;  // 5 s of the default 8
 double saturation_time_limit(double timeout_s, const SaturationOptions& options);
 

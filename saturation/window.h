@@ -3,9 +3,10 @@
 // refine_by_graph_cost (refine.h) tries moves: a selection with one class,
 // or one rule application's classes, switched to other e-nodes. Costing a
 // move by the whole graph (selection_graph, then CostModel::graph_cost)
-// takes about a millisecond on DenseNet-121 under the GPU plan's costs,
-// and almost every move is rejected. A window costs only the neighbourhood
-// of the change:
+// takes about a millisecond on a model of a hundred operators under the
+// GPU plan's costs, and almost every move is rejected (docs/benchmarks.md,
+// "Measurements behind code comments"). A window costs only the
+// neighbourhood of the change:
 //
 //   - the changed classes R: those the move switches, and those one
 //     selection uses and the other does not (what a switch newly needs, and

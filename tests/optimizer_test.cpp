@@ -13,7 +13,6 @@
 #include "optimizer/fold_constants.h"
 #include "optimizer/matcher.h"
 #include "optimizer/node_names.h"
-#include "optimizer/optimize_model.h"
 #include "optimizer/partial_instance.h"
 #include "optimizer/rewrite.h"
 #include "rules_db/rules_db.h"
@@ -629,104 +628,6 @@ TEST(FoldConstants, OperatorsOfWeightsOnlyBecomeConstants) {
   EXPECT_EQ(folded.num_ops(), 1);
   EXPECT_EQ(folded.output_names()[0], "y");
   expect_same_outputs(g, folded);
-}
-
-}  // namespace
-}  // namespace tgr::optimizer
-
-// --- the report of `optimize --report` -------------------------------------------
-
-namespace tgr::optimizer {
-namespace {
-
-std::vector<std::string> keys_of(const nlohmann::ordered_json& object) {
-  std::vector<std::string> keys;
-  for (const auto& [key, value] : object.items()) keys.push_back(key);
-  return keys;
-}
-
-// Scripts and tests read these keys; their names and order are the report's
-// interface (README.md, "Optimizing a model").
-TEST(OptimizeReport, ToJsonHasTheReportKeysAndValues) {
-  OptimizeReport r;
-  r.options.model = "in.onnx";
-  r.options.output = "out \"quoted\".onnx";
-  r.options.rules_db = "rules.db";
-  r.options.backtracking.budget = 20;
-  r.options.backtracking.alpha = 1.05;
-  r.cost_model = "analytic (H100 roofline)";
-  r.operators_before = 66;
-  r.operators_after = 52;
-  r.cost_before_us = 123.456789;
-  r.cost_after_us = 100;
-  r.rules_applied = {{7, "relu(relu(x0)) => relu(x0)", 3}};
-  r.rewrites = {{7, "relu(relu(x0)) => relu(x0)", "rule7", {"/a/Relu", "/a/Relu_1"}, {"/a/Relu/rule7/relu"}}};
-  r.search.popped = 4;
-  r.search.timed_out = true;
-  r.proofs.proved = 5;
-  r.proofs.corrected = 1;
-  r.fold.folded_nodes = 2;
-  r.opaque_nodes = 1;
-  r.import_seconds = 0.25;
-
-  const nlohmann::ordered_json j = r.to_json();
-  EXPECT_EQ(j["rewrites"][0]["rule"], "rule7");
-  EXPECT_EQ(j["rewrites"][0]["removed"][1], "/a/Relu_1");
-  EXPECT_EQ(j["rewrites"][0]["added"][0], "/a/Relu/rule7/relu");
-  const std::vector<std::string> report_keys = {"model",
-                                                "output",
-                                                "rules_db",
-                                                "rule_sets",
-                                                "directions_that_can_match",
-                                                "directions_unreachable",
-                                                "target",
-                                                "cost_model",
-                                                "operators_before",
-                                                "operators_after",
-                                                "cost_before_us",
-                                                "cost_after_us",
-                                                "cost_ratio",
-                                                "min_gain",
-                                                "below_min_gain",
-                                                "measured",
-                                                "rules_applied",
-                                                "rewrites",
-                                                "search",
-                                                "proofs",
-                                                "folded_constant_nodes",
-                                                "opaque_nodes",
-                                                "seconds"};
-  EXPECT_EQ(keys_of(j), report_keys);
-  EXPECT_EQ(keys_of(j["search"]),
-            (std::vector<std::string>{"popped", "candidates", "pushed", "duplicates", "pruned_by_cost",
-                                      "unproved_instances", "matches_rejected_used_outside", "matches_rejected_cycle",
-                                      "budget", "alpha", "timed_out", "stop_reason", "seconds"}));
-  EXPECT_EQ(keys_of(j["proofs"]),
-            (std::vector<std::string>{"proved", "failed", "cache_hits", "replayed", "corrected_partial", "ms"}));
-  EXPECT_EQ(keys_of(j["seconds"]), (std::vector<std::string>{"import", "search", "export"}));
-
-  EXPECT_EQ(j["target"], "onnxruntime-cpu");  // the default target
-  EXPECT_EQ(j["output"], "out \"quoted\".onnx");
-  EXPECT_EQ(j["operators_after"], 52);
-  EXPECT_EQ(j["cost_before_us"].get<double>(), 123.457);  // six significant digits, as always
-  EXPECT_EQ(j["cost_ratio"].get<double>(), 0.81);
-  ASSERT_EQ(j["rules_applied"].size(), 1u);
-  EXPECT_EQ(j["rules_applied"][0],
-            (nlohmann::ordered_json{{"id", 7}, {"count", 3}, {"rule", "relu(relu(x0)) => relu(x0)"}, {"rules_db", "rules.db"}}));
-  EXPECT_EQ(j["search"]["budget"], 20);
-  EXPECT_EQ(j["search"]["timed_out"], true);
-  EXPECT_EQ(j["proofs"]["corrected_partial"], 1);
-  EXPECT_EQ(j["folded_constant_nodes"], 2);
-  EXPECT_EQ(j["opaque_nodes"], 1);
-  // What is written is what is read back.
-  EXPECT_EQ(nlohmann::ordered_json::parse(j.dump(2)), j);
-}
-
-TEST(OptimizeReport, NoRuleAppliedIsAnEmptyArrayAndRatioOne) {
-  const nlohmann::ordered_json j = OptimizeReport{}.to_json();
-  EXPECT_TRUE(j["rules_applied"].is_array());
-  EXPECT_TRUE(j["rules_applied"].empty());
-  EXPECT_EQ(j["cost_ratio"].get<double>(), 1.0);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import zlib
 
-# optimizer/html_report.h and ir/graph_dot.cpp
+# pipeline/html_report.h and ir/graph_dot.cpp
 REMOVED = (0xF4, 0xA6, 0xA6)
 ADDED = (0xA6, 0xE3, 0xA6)
 INK = (0x40, 0x40, 0x40)  # edges and text, dark grey to black

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 
+#include "util/limits.h"
 #include "util/version.h"
 
 namespace tgr::cli {
@@ -125,9 +126,8 @@ inline CLI::Validator positive() {
       "above 0");
 }
 
-// The longest time limit a command takes, in seconds (a year): beyond it
-// (1e18, inf) the deadline overflows the clock and the search runs unbounded.
-inline constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+// The longest time limit a command takes (util/limits.h).
+using util::kMaxSeconds;
 
 // Seconds of a time limit: above 0 (or at least 0 with `zero_allowed`) and
 // at most kMaxSeconds; NaN and infinities refused.

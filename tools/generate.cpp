@@ -84,6 +84,70 @@ int run_compositions(const tgr::gen::GenerateOptions& o, int rounds, int max_ops
   });
 }
 
+int run_partial(const tgr::gen::GenerateOptions& o, int ranks, bool root) {
+  if (refused_under_mpirun("--partial", ranks, root)) return 2;
+  std::signal(SIGINT, on_interrupt);
+  return tgr::cli::guarded("generate", [&] {
+    tgr::gen::PartialOptions p;
+    p.db = o.db;
+    p.seed = o.seed;
+    p.progress = o.progress;
+    const tgr::gen::PartialReport r = tgr::gen::generate_partial(p, g_stop);
+    std::printf("generate --partial: run %lld, %zu source programs\n", (long long)r.run, p.sources.size());
+    std::printf("  mutants enumerated         %lld\n", (long long)r.programs);
+    std::printf("  with the source's shapes   %lld (region-checked)\n", (long long)r.checked);
+    std::printf("  fully equal                %lld\n", (long long)r.full);
+    std::printf("  partially equal            %lld\n", (long long)r.partial);
+    std::printf("  stored                     %lld new partial rules\n", (long long)r.inserted);
+    for (const auto& [kind, n] : r.by_kind) std::printf("    %-40s %lld\n", kind.c_str(), (long long)n);
+    std::printf("  time %.1f s\n", r.seconds);
+    return 0;
+  });
+}
+
+// --ops: comma-separated names, empty pieces skipped.
+std::vector<std::string> split_ops(const std::string& ops) {
+  std::vector<std::string> out;
+  for (size_t pos = 0; !ops.empty() && pos <= ops.size();) {
+    const size_t comma = std::min(ops.find(',', pos), ops.size());
+    if (comma > pos) out.push_back(ops.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// The summary of a run of the enumeration (rank 0's).
+void print_report(const tgr::gen::GenerateReport& r, int max_ops) {
+  const auto& c = r.candidates;
+  std::printf("generate: run %lld%s, space %s, --max-ops %d", (long long)r.run, r.resumed ? " (resumed)" : "",
+              r.space.c_str(), max_ops);
+  if (r.ranks > 1) std::printf(", %d ranks", r.ranks);
+  std::printf("\n");
+  std::printf("  graphs enumerated          %llu\n", (unsigned long long)r.enumerated);
+  std::printf("  connected graphs           %llu\n", (unsigned long long)r.registered);
+  std::printf("  fingerprint classes        %llu (%llu with two or more graphs, %llu graphs in them)\n",
+              (unsigned long long)r.fingerprints, (unsigned long long)c.classes, (unsigned long long)c.class_graphs);
+  uint64_t left = c.pairs;
+  std::printf("  candidate pairs            %llu\n", (unsigned long long)left);
+  auto pass = [&](const char* name, uint64_t removed) {
+    left -= removed;
+    std::printf("  - %-24s -%llu -> %llu\n", name, (unsigned long long)removed, (unsigned long long)left);
+  };
+  pass("trivial", c.trivial);
+  pass("variable renaming", c.renaming);
+  pass("commutative arguments", c.commutative);
+  pass("common subgraph", c.common_subgraph);
+  pass("common supergraph", c.common_supergraph);
+  pass("float64 re-check", c.float64_rejected);
+  pass("instance of another", c.instances);
+  std::printf("  stored                     %lld new, %lld already in the database (%lld before this invocation)\n",
+              (long long)r.inserted, (long long)r.found_stored, (long long)r.already_stored);
+  std::printf("  time %.1f s, peak memory %.0f MB%s\n", r.seconds, r.peak_memory_mb,
+              r.ranks > 1 ? " (the largest rank's)" : "");
+  std::printf("    enumeration %.1f s, pairing and pruning %.1f s, generalization %.1f s, storing %.1f s\n",
+              r.enumeration_seconds, c.pairing_seconds, c.generalization_seconds, r.storing_seconds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,64 +215,14 @@ int main(int argc, char** argv) {
     if (!app.get_option("--space")->count()) o.space.clear();  // the built-in sources only
     return run_derivations(o, max_depth, ranks->size(), ranks->root());
   }
-  if (partial) {
-    if (refused_under_mpirun("--partial", ranks->size(), ranks->root())) return 2;
-    std::signal(SIGINT, on_interrupt);
-    return tgr::cli::guarded("generate", [&] {
-      tgr::gen::PartialOptions p;
-      p.db = o.db;
-      p.seed = o.seed;
-      p.progress = o.progress;
-      const tgr::gen::PartialReport r = tgr::gen::generate_partial(p, g_stop);
-      std::printf("generate --partial: run %lld, %zu source programs\n", (long long)r.run, p.sources.size());
-      std::printf("  mutants enumerated         %lld\n", (long long)r.programs);
-      std::printf("  with the source's shapes   %lld (region-checked)\n", (long long)r.checked);
-      std::printf("  fully equal                %lld\n", (long long)r.full);
-      std::printf("  partially equal            %lld\n", (long long)r.partial);
-      std::printf("  stored                     %lld new partial rules\n", (long long)r.inserted);
-      for (const auto& [kind, n] : r.by_kind) std::printf("    %-40s %lld\n", kind.c_str(), (long long)n);
-      std::printf("  time %.1f s\n", r.seconds);
-      return 0;
-    });
-  }
-  for (size_t pos = 0; !ops.empty() && pos <= ops.size();) {
-    const size_t comma = std::min(ops.find(',', pos), ops.size());
-    if (comma > pos) o.ops.push_back(ops.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
+  if (partial) return run_partial(o, ranks->size(), ranks->root());
+  o.ops = split_ops(ops);
   std::signal(SIGINT, on_interrupt);
   return ranks.guarded("generate", [&] {
     if (!ranks->root()) o.progress = false;
     const tgr::gen::GenerateReport r = tgr::gen::generate(o, g_stop, *ranks);
     if (!ranks->root()) return r.interrupted ? 130 : 0;  // rank 0 reports
-    const auto& c = r.candidates;
-    std::printf("generate: run %lld%s, space %s, --max-ops %d", (long long)r.run, r.resumed ? " (resumed)" : "",
-                r.space.c_str(), o.max_ops);
-    if (r.ranks > 1) std::printf(", %d ranks", r.ranks);
-    std::printf("\n");
-    std::printf("  graphs enumerated          %llu\n", (unsigned long long)r.enumerated);
-    std::printf("  connected graphs           %llu\n", (unsigned long long)r.registered);
-    std::printf("  fingerprint classes        %llu (%llu with two or more graphs, %llu graphs in them)\n",
-                (unsigned long long)r.fingerprints, (unsigned long long)c.classes, (unsigned long long)c.class_graphs);
-    uint64_t left = c.pairs;
-    std::printf("  candidate pairs            %llu\n", (unsigned long long)left);
-    auto pass = [&](const char* name, uint64_t removed) {
-      left -= removed;
-      std::printf("  - %-24s -%llu -> %llu\n", name, (unsigned long long)removed, (unsigned long long)left);
-    };
-    pass("trivial", c.trivial);
-    pass("variable renaming", c.renaming);
-    pass("commutative arguments", c.commutative);
-    pass("common subgraph", c.common_subgraph);
-    pass("common supergraph", c.common_supergraph);
-    pass("float64 re-check", c.float64_rejected);
-    pass("instance of another", c.instances);
-    std::printf("  stored                     %lld new, %lld already in the database (%lld before this invocation)\n",
-                (long long)r.inserted, (long long)r.found_stored, (long long)r.already_stored);
-    std::printf("  time %.1f s, peak memory %.0f MB%s\n", r.seconds, r.peak_memory_mb,
-                r.ranks > 1 ? " (the largest rank's)" : "");
-    std::printf("    enumeration %.1f s, pairing and pruning %.1f s, generalization %.1f s, storing %.1f s\n",
-                r.enumeration_seconds, c.pairing_seconds, c.generalization_seconds, r.storing_seconds);
+    print_report(r, o.max_ops);
     if (r.interrupted) {
       std::printf("interrupted: what is stored is committed; run the same command again to continue\n");
       return 130;

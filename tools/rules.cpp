@@ -617,116 +617,142 @@ int cmd_costs(const RulesDb& db, const std::string& device) {
   return 0;
 }
 
+// What the command line gives, for every subcommand.
+struct Args {
+  std::string db_path;
+  std::optional<std::string> status;
+  std::string format = "text";
+  tgr::cli::RuleFilter filter;
+  int64_t id = 0;
+  bool dot = false;
+  std::string text, shapes;
+  int examples = 1;
+  std::vector<std::string> files;
+  bool derive_flag = false;
+  tgr::saturation::DeriveOptions derive_options;
+  std::string specs_dir = tgr::cli::default_specs_dir();
+  std::string device;
+  std::vector<std::string> pair;  // diff, merge: A B
+  std::string merged;             // merge: C
+};
+
+struct Subcommands {
+  CLI::App *stats, *list, *show, *lookup, *unknowns, *import, *check, *derive, *import_costs, *costs, *diff, *merge;
+};
+
+const CLI::IsMember& statuses() {
+  static const CLI::IsMember member({"candidate", "proved", "refuted", "unknown", "partial"});
+  return member;
+}
+
+// stats, list, show, lookup, unknowns: the queries of one database.
+void add_queries(CLI::App& app, Args& a, Subcommands& s) {
+  s.stats = app.add_subcommand("stats", "rules by status, kind and size; the runs");
+  s.list = app.add_subcommand("list", "one line per rule: ID  STATUS  SOURCE => TARGET");
+  s.list->add_option("--status", a.status, "only rules of this status")->check(statuses());
+  s.list->add_option("--operator", a.filter.operators, "only rules using this operator (repeat: all of them)");
+  s.list->add_option("--axiom", a.filter.axioms, "only rules whose proof cites this axiom (repeat: all of them)");
+  s.list
+      ->add_option("--format", a.format,
+                   "text; json (every column); rules (a rule file, SRC => DST | SHAPES, that import reads back)")
+      ->check(CLI::IsMember({"text", "json", "rules"}));
+  s.show = app.add_subcommand("show", "every field of one rule");
+  s.show->add_option("id", a.id, "rule id")->required();
+  s.show->add_flag("--dot", a.dot, "print the rule's two sides as a Graphviz graph (render: | dot -Tsvg)");
+  s.lookup = app.add_subcommand("lookup",
+                                "find a rule by its canonical text, or how stored rules imply it (exit 0 stored or "
+                                "implied, 1 neither, 2 bad text)");
+  s.lookup->add_option("rule", a.text, "\"SRC => DST\" in the text form")->required();
+  s.lookup->add_option("--shapes", a.shapes,
+                       "the variables' shapes, x0=2x4,... (default: the shapes of their kinds in the database)");
+  s.unknowns = app.add_subcommand("unknowns", "why the prover left rules unknown, classified");
+  s.unknowns->add_option("--examples", a.examples, "example rules shown per class")->check(CLI::Range(0, 100));
+}
+
+// import, check, derive: rule files in, and rules checked or derived against the database.
+void add_rule_files(CLI::App& app, Args& a, Subcommands& s) {
+  s.import = app.add_subcommand("import", "insert the rules of rule files (SRC => DST | SHAPES) as candidates");
+  s.import->add_option("files", a.files, "rule files")->required()->check(CLI::ExistingFile);
+  s.check =
+      app.add_subcommand("check", "exit 0 when every rule of the files is in the database or implied by its rules");
+  s.check->add_option("files", a.files, "rule files")->required()->check(CLI::ExistingFile);
+  s.check->add_option("--status", a.status, "and has this status")->check(statuses());
+  s.check->add_flag("--derive", a.derive_flag,
+                    "a rule neither stored nor implied may be derived by a chain of proved rules (as derive)");
+  s.derive = app.add_subcommand("derive",
+                                "whether the database's proved rules derive a rule by a chain of them; prints the "
+                                "chain (exit 0 derived, 1 not, 2 bad text)");
+  s.derive->add_option("rule", a.text, "\"SRC => DST | SHAPES\", the rule at its variables' shapes")->required();
+  for (CLI::App* sub : {s.check, s.derive}) {
+    sub->add_option("--iterations", a.derive_options.iteration_limit, "derivation: saturation iterations at most")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    sub->add_option("--node-limit", a.derive_options.node_limit, "derivation: e-nodes at most")
+        ->capture_default_str()
+        ->check(CLI::Range(size_t{1}, size_t{10000000}));
+    sub->add_option("--time-limit", a.derive_options.time_limit_s, "derivation: seconds of search per rule")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 1e6));
+    sub->add_option("--specs", a.specs_dir, "derivation: the axioms the instance proofs use")->capture_default_str();
+  }
+}
+
+// import-costs, costs, diff, merge.
+void add_costs_and_pairs(CLI::App& app, Args& a, Subcommands& s) {
+  s.import_costs =
+      app.add_subcommand("import-costs", "measured operator costs (SIGNATURE<TAB>MS lines) into op_costs");
+  s.import_costs->add_option("--device", a.device, "the device (or runtime) they were measured on")->required();
+  s.import_costs->add_option("files", a.files, "cost files")->required()->check(CLI::ExistingFile);
+  s.costs = app.add_subcommand("costs", "print the op_costs of a device as SIGNATURE<TAB>MS lines");
+  s.costs->add_option("--device", a.device, "the device (or runtime)")->required();
+  s.diff = app.add_subcommand("diff", "rules only in A, only in B, or with another status (exit 0 same, 1 differ)");
+  s.diff->add_option("databases", a.pair, "A B")->required()->expected(2)->check(CLI::ExistingFile);
+  s.merge = app.add_subcommand("merge", "write the rules of A and B into a new database C");
+  s.merge->add_option("databases", a.pair, "A B")->required()->expected(2)->check(CLI::ExistingFile);
+  s.merge->add_option("-o,--output", a.merged, "C, the new database (must not exist)")->required();
+}
+
+// The subcommand given; its exit status.
+int run(const Subcommands& s, const Args& a) {
+  if (*s.diff) return cmd_diff(a.pair[0], a.pair[1]);
+  if (*s.merge) return cmd_merge(a.pair[0], a.pair[1], a.merged);
+  if (a.db_path.empty()) throw tgr::cli::UsageError("--db is required for this subcommand");
+  if (*s.import) {
+    const std::vector<RuleRecord> records = read_records(a.files);
+    RulesDb db = RulesDb::open(a.db_path, /*create=*/true);
+    return cmd_import(db, records);
+  }
+  if (*s.import_costs) {
+    RulesDb db = RulesDb::open(a.db_path, /*create=*/true);
+    return cmd_import_costs(db, a.device, a.files);
+  }
+  const RulesDb db = RulesDb::open_read_only(a.db_path);  // works in a read-only folder
+  Deriver deriver(a.db_path, a.specs_dir, a.derive_options);
+  if (*s.check) return cmd_check(db, a.files, a.status, a.derive_flag ? &deriver : nullptr);
+  if (*s.derive) return cmd_derive(deriver, a.text);
+  if (*s.stats) return cmd_stats(db);
+  if (*s.list) return cmd_list(db, a.status, a.filter, a.format);
+  if (*s.show) return cmd_show(db, a.id, a.dot);
+  if (*s.lookup) return cmd_lookup(db, a.text, a.shapes);
+  if (*s.unknowns) return cmd_unknowns(db, a.examples);
+  if (*s.costs) return cmd_costs(db, a.device);
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"rules: inspect, query, compare and merge rules databases", "rules"};
   tgr::cli::setup(app);
-  std::string db_path;
-  app.add_option("--db", db_path,
+  Args a;
+  app.add_option("--db", a.db_path,
                  "the rules database (an SQLite file; created by import only); before or after the "
                  "subcommand");
   app.require_subcommand(1);
-  const auto statuses = CLI::IsMember({"candidate", "proved", "refuted", "unknown", "partial"});
-
-  auto* stats = app.add_subcommand("stats", "rules by status, kind and size; the runs");
-  auto* list = app.add_subcommand("list", "one line per rule: ID  STATUS  SOURCE => TARGET");
-  std::optional<std::string> status;
-  std::string format = "text";
-  tgr::cli::RuleFilter filter;
-  list->add_option("--status", status, "only rules of this status")->check(statuses);
-  list->add_option("--operator", filter.operators, "only rules using this operator (repeat: all of them)");
-  list->add_option("--axiom", filter.axioms, "only rules whose proof cites this axiom (repeat: all of them)");
-  list->add_option("--format", format,
-                   "text; json (every column); rules (a rule file, SRC => DST | SHAPES, that import reads back)")
-      ->check(CLI::IsMember({"text", "json", "rules"}));
-  auto* show = app.add_subcommand("show", "every field of one rule");
-  int64_t id = 0;
-  show->add_option("id", id, "rule id")->required();
-  bool dot = false;
-  show->add_flag("--dot", dot, "print the rule's two sides as a Graphviz graph (render: | dot -Tsvg)");
-  auto* lookup = app.add_subcommand("lookup",
-                                    "find a rule by its canonical text, or how stored rules imply it (exit 0 stored or "
-                                    "implied, 1 neither, 2 bad text)");
-  std::string text, shapes;
-  lookup->add_option("rule", text, "\"SRC => DST\" in the text form")->required();
-  lookup->add_option("--shapes", shapes,
-                     "the variables' shapes, x0=2x4,... (default: the shapes of their kinds in the database)");
-
-  auto* unknowns = app.add_subcommand("unknowns", "why the prover left rules unknown, classified");
-  int examples = 1;
-  unknowns->add_option("--examples", examples, "example rules shown per class")->check(CLI::Range(0, 100));
-
-  auto* import = app.add_subcommand("import", "insert the rules of rule files (SRC => DST | SHAPES) as candidates");
-  std::vector<std::string> files;
-  import->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
-  auto* check =
-      app.add_subcommand("check", "exit 0 when every rule of the files is in the database or implied by its rules");
-  check->add_option("files", files, "rule files")->required()->check(CLI::ExistingFile);
-  check->add_option("--status", status, "and has this status")->check(statuses);
-  bool derive_flag = false;
-  check->add_flag("--derive", derive_flag,
-                  "a rule neither stored nor implied may be derived by a chain of proved rules (as derive)");
-  auto* derive = app.add_subcommand("derive",
-                                    "whether the database's proved rules derive a rule by a chain of them; prints the "
-                                    "chain (exit 0 derived, 1 not, 2 bad text)");
-  derive->add_option("rule", text, "\"SRC => DST | SHAPES\", the rule at its variables' shapes")->required();
-  tgr::saturation::DeriveOptions derive_options;
-  std::string specs_dir = tgr::cli::default_specs_dir();
-  for (CLI::App* sub : {check, derive}) {
-    sub->add_option("--iterations", derive_options.iteration_limit, "derivation: saturation iterations at most")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1000));
-    sub->add_option("--node-limit", derive_options.node_limit, "derivation: e-nodes at most")
-        ->capture_default_str()
-        ->check(CLI::Range(size_t{1}, size_t{10000000}));
-    sub->add_option("--time-limit", derive_options.time_limit_s, "derivation: seconds of search per rule")
-        ->capture_default_str()
-        ->check(CLI::Range(0.001, 1e6));
-    sub->add_option("--specs", specs_dir, "derivation: the axioms the instance proofs use")->capture_default_str();
-  }
-
-  auto* import_costs =
-      app.add_subcommand("import-costs", "measured operator costs (SIGNATURE<TAB>MS lines) into op_costs");
-  std::string device;
-  import_costs->add_option("--device", device, "the device (or runtime) they were measured on")->required();
-  import_costs->add_option("files", files, "cost files")->required()->check(CLI::ExistingFile);
-  auto* costs = app.add_subcommand("costs", "print the op_costs of a device as SIGNATURE<TAB>MS lines");
-  costs->add_option("--device", device, "the device (or runtime)")->required();
-
-  std::vector<std::string> pair;
-  auto* diff = app.add_subcommand("diff", "rules only in A, only in B, or with another status (exit 0 same, 1 differ)");
-  diff->add_option("databases", pair, "A B")->required()->expected(2)->check(CLI::ExistingFile);
-  auto* merge = app.add_subcommand("merge", "write the rules of A and B into a new database C");
-  merge->add_option("databases", pair, "A B")->required()->expected(2)->check(CLI::ExistingFile);
-  std::string merged;
-  merge->add_option("-o,--output", merged, "C, the new database (must not exist)")->required();
-
+  Subcommands s{};
+  add_queries(app, a, s);
+  add_rule_files(app, a, s);
+  add_costs_and_pairs(app, a, s);
   if (auto rc = tgr::cli::parse(app, argc, argv)) return *rc;
-
-  return tgr::cli::guarded("rules", [&]() -> int {
-    if (*diff) return cmd_diff(pair[0], pair[1]);
-    if (*merge) return cmd_merge(pair[0], pair[1], merged);
-    if (db_path.empty()) throw tgr::cli::UsageError("--db is required for this subcommand");
-    if (*import) {
-      const std::vector<RuleRecord> records = read_records(files);
-      RulesDb db = RulesDb::open(db_path, /*create=*/true);
-      return cmd_import(db, records);
-    }
-    if (*import_costs) {
-      RulesDb db = RulesDb::open(db_path, /*create=*/true);
-      return cmd_import_costs(db, device, files);
-    }
-    const RulesDb db = RulesDb::open_read_only(db_path);  // works in a read-only folder
-    Deriver deriver(db_path, specs_dir, derive_options);
-    if (*check) return cmd_check(db, files, status, derive_flag ? &deriver : nullptr);
-    if (*derive) return cmd_derive(deriver, text);
-    if (*stats) return cmd_stats(db);
-    if (*list) return cmd_list(db, status, filter, format);
-    if (*show) return cmd_show(db, id, dot);
-    if (*lookup) return cmd_lookup(db, text, shapes);
-    if (*unknowns) return cmd_unknowns(db, examples);
-    if (*costs) return cmd_costs(db, device);
-    return 2;
-  });
+  return tgr::cli::guarded("rules", [&]() -> int { return run(s, a); });
 }

@@ -13,6 +13,10 @@
 
 namespace tgr::util {
 
+// The longest time limit a command takes, in seconds (a year): beyond it
+// (1e18, inf) the deadline overflows the clock and the search runs unbounded.
+inline constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+
 struct Limits {
   // The largest tensor, in elements, any value may have (1 GiB of float32).
   int64_t max_elements = int64_t{1} << 28;

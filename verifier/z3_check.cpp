@@ -108,8 +108,8 @@ z3::expr instance_formula(z3::context& ctx, Encoder& enc, const AxiomInstance& i
 }  // namespace
 
 // One solver per thread, kept between queries: creating a solver (its
-// tactic and parameter tables) cost more than most queries (measured: 40 %
-// of `optimize --search saturate`'s proof time on GoogLeNet). Each query runs
+// tactic and parameter tables) cost more than most queries (docs/benchmarks.md,
+// "Measurements behind code comments"). Each query runs
 // in its own push/pop scope, so nothing carries over.
 struct ThreadSolver {
   z3::context ctx;

@@ -273,30 +273,62 @@ void copy_kernel(const OpCall&, std::span<const Tensor<T>* const> in, std::span<
   out[0].data = in[0]->data;
 }
 
-}  // namespace
-
-void register_layout_ops(OpTable& table) {
+// transpose: its default permutation (the axes reversed) canonical.
+OpDef transpose_def() {
   using namespace ops;
   ParamSpec perm = ints_param("perm", std::vector<int64_t>{}, -1, 0, "output axis i is input axis perm[i]");
   perm.allow_empty = true;
   perm.doc += " (default: the axes reversed)";
-  table.add({.name = "transpose",
-             .summary = "permute the axes",
-             .inputs = {"x"},
-             .params = {perm},
-             .infer_shapes = transpose_shapes,
-             .kernels = TGR_KERNELS_AND_INT64(transpose_kernel),
-             .multilinear = {true},
-             .accepts_bool = true,
-             .canonicalize =
-                 [](Params& p, std::span<const Shape> shapes) {
-                   // An explicit reversal prints as the default.
-                   std::vector<int64_t> reversed(shapes[0].size());
-                   std::iota(reversed.rbegin(), reversed.rend(), 0);
-                   if (p.get_ints("perm") == reversed) p.set("perm", std::vector<int64_t>{});
-                 },
-             .traits = layout_traits(ViewKind::kPermute),
-             .cost = per_output_element_cost()});
+  return OpDef{.name = "transpose",
+               .summary = "permute the axes",
+               .inputs = {"x"},
+               .params = {perm},
+               .infer_shapes = transpose_shapes,
+               .kernels = TGR_KERNELS_AND_INT64(transpose_kernel),
+               .multilinear = {true},
+               .accepts_bool = true,
+               .canonicalize =
+                   [](Params& p, std::span<const Shape> shapes) {
+                     // An explicit reversal prints as the default.
+                     std::vector<int64_t> reversed(shapes[0].size());
+                     std::iota(reversed.rbegin(), reversed.rend(), 0);
+                     if (p.get_ints("perm") == reversed) p.set("perm", std::vector<int64_t>{});
+                   },
+               .traits = layout_traits(ViewKind::kPermute),
+               .cost = per_output_element_cost()};
+}
+
+// pad: the fill value checked against the element type.
+OpDef pad_def() {
+  using namespace ops;
+  return OpDef{.name = "pad",
+               .summary = "surround with a constant value",
+               .inputs = {"x"},
+               .params = {ints_param("pads", std::nullopt, -1, 0, "the begins of every axis, then the ends"),
+                          float_param("value", 0.0, -HUGE_VAL, HUGE_VAL, "the fill value")},
+               .infer_shapes = pad_shapes,
+               .infer_dtypes =
+                   [](const OpCall& call) {
+                     const DType t = call.input_dtypes[0];
+                     const double v = call.params.get_float("value");
+                     if (t == DType::kBool && v != 0 && v != 1)
+                       throw ShapeError("pad: a bool tensor pads with 0 or 1, not " + param_value_to_string(v));
+                     if (t == DType::kInt64 && v != std::trunc(v))
+                       throw ShapeError("pad: an int64 tensor pads with an integer, not " + param_value_to_string(v));
+                     return std::vector<DType>{t};
+                   },
+               .kernels = TGR_KERNELS_AND_INT64(pad_kernel),
+               .multilinear = {true},
+               .accepts_bool = true,
+               .traits = layout_traits(),
+               .cost = per_output_element_cost()};
+}
+
+}  // namespace
+
+void register_layout_ops(OpTable& table) {
+  using namespace ops;
+  table.add(transpose_def());
   table.add({.name = "concat",
              .summary = "join the inputs along an axis",
              .inputs = {"inputs"},
@@ -346,27 +378,7 @@ void register_layout_ops(OpTable& table) {
              // these traits existed: an expanded constant may be far larger than its input.
              .traits = {.strided_copy = true},
              .cost = per_output_element_cost()});
-  table.add({.name = "pad",
-             .summary = "surround with a constant value",
-             .inputs = {"x"},
-             .params = {ints_param("pads", std::nullopt, -1, 0, "the begins of every axis, then the ends"),
-                        float_param("value", 0.0, -HUGE_VAL, HUGE_VAL, "the fill value")},
-             .infer_shapes = pad_shapes,
-             .infer_dtypes =
-                 [](const OpCall& call) {
-                   const DType t = call.input_dtypes[0];
-                   const double v = call.params.get_float("value");
-                   if (t == DType::kBool && v != 0 && v != 1)
-                     throw ShapeError("pad: a bool tensor pads with 0 or 1, not " + param_value_to_string(v));
-                   if (t == DType::kInt64 && v != std::trunc(v))
-                     throw ShapeError("pad: an int64 tensor pads with an integer, not " + param_value_to_string(v));
-                   return std::vector<DType>{t};
-                 },
-             .kernels = TGR_KERNELS_AND_INT64(pad_kernel),
-             .multilinear = {true},
-             .accepts_bool = true,
-             .traits = layout_traits(),
-             .cost = per_output_element_cost()});
+  table.add(pad_def());
   table.add({.name = "reshape",
              .summary = "the same elements in row-major order under a new shape",
              .inputs = {"x"},

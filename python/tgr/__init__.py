@@ -43,32 +43,10 @@ TARGETS = ("onnxruntime-cpu", "tgr-gpu", "roofline")  # optimize --target (optim
 
 ModelLike = Union[onnx.ModelProto, str, "os.PathLike[str]"]
 
-# The keyword options of optimize(), named as the program's options.
-_OPTIONS = {
-    "budget": "graphs the search pops from its queue (--budget)",
-    "alpha": "keep graphs costing less than alpha times the best (--alpha, 1 to 10)",
-    "timeout": "seconds the search may take (--timeout)",
-    "search": "'backtrack' (TASO), 'saturate' (equality saturation) or 'both' (saturate, then backtrack; "
-    "and backtrack from the model; the cheapest kept) (--search; default: the target's, 'saturate' for "
-    "every target)",
-    "node_limit": "saturate: e-nodes, this limit alone (--node-limit)",
-    "node_growth": "saturate: e-nodes per e-node of the model, at least 5,000, at most node_limit; 0: "
-    "node_limit alone (--node-growth; default: the target's, 120 for onnxruntime-cpu and roofline, 0 for "
-    "tgr-gpu)",
-    "iterations": "saturate: iterations (--iterations; default: the target's, 20 for onnxruntime-cpu and "
-    "roofline, 100 for tgr-gpu)",
-    "unmeasured_margin": "target tgr-gpu: what a step the table lacks costs over its fitted guess "
-    "(--unmeasured-margin; default 1.25, below 1 to explore)",
-    "ilp_timeout": "saturate: seconds for the extraction ILP, 0: greedy (--ilp-timeout)",
-    "refine_window": "saturate: refinement moves first costed on the operators within this many steps of "
-    "their change, 0: every move built whole (--refine-window)",
-    "device": "target tgr-gpu: the GPU whose measured costs to read (--device)",
-    "proof_timeout_ms": "per instance proof (--proof-timeout-ms)",
-    "sequential": "expand on one thread (--sequential)",
-    "max_elements": "largest tensor, in elements, the model may ask for (--max-elements)",
-    "max_bytes": "total bytes of the constants the import may compute (--max-bytes)",
-    "no_default_rules": "with rules=: use that database's rules only (--no-default-rules)",
-}
+# The keyword options of optimize(): the rows of the option table the
+# `optimize` program reads too (pipeline/option_table.h), named as its
+# options with underscores; their checks are the table's, made by the module.
+_OPTIONS = {name: f"{help} ({option})" for name, help, option in _tgr.optimize_options()}
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -76,27 +54,6 @@ def _check_options(options: Mapping[str, Any]) -> None:
         if key not in _OPTIONS:
             raise TypeError(f"optimize() got an unexpected keyword argument '{key}' "
                             f"(options: {', '.join(_OPTIONS)})")
-
-    def positive(key: str) -> None:
-        if key in options and not options[key] > 0:
-            raise ValueError(f"{key}={options[key]!r}: must be positive")
-
-    for key in ("budget", "timeout", "node_limit", "iterations", "proof_timeout_ms", "max_elements", "max_bytes",
-                "unmeasured_margin"):
-        positive(key)
-    if "alpha" in options and not 1.0 <= options["alpha"] <= 10.0:
-        raise ValueError(f"alpha={options['alpha']!r}: must be in [1, 10]")
-    if "node_growth" in options and not options["node_growth"] >= 0:
-        raise ValueError(f"node_growth={options['node_growth']!r}: must not be negative")
-    if "node_growth" in options and "node_limit" in options:
-        raise ValueError("node_limit excludes node_growth (a node_limit given is the limit alone)")
-    if "ilp_timeout" in options and not options["ilp_timeout"] >= 0:
-        raise ValueError(f"ilp_timeout={options['ilp_timeout']!r}: must not be negative")
-    if "refine_window" in options and not (isinstance(options["refine_window"], int)
-                                           and options["refine_window"] >= 0):
-        raise ValueError(f"refine_window={options['refine_window']!r}: must be a whole number, 0 or more")
-    if "search" in options and options["search"] not in ("backtrack", "saturate", "both"):
-        raise ValueError(f"search={options['search']!r}: expected 'backtrack', 'saturate' or 'both'")
 
 
 def _shapes(input_shapes: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, List[int]]:
@@ -132,9 +89,7 @@ def optimize(model: ModelLike, rules: Optional[str] = None, target: Optional[str
     if target is not None and target not in TARGETS:
         raise ValueError(f"unknown target '{target}': this tgr knows {', '.join(TARGETS)} (or None, the default)")
     shapes = _shapes(input_shapes)
-    no_default_rules = bool(options.pop("no_default_rules", False))
     rules_db = DEFAULT_RULES if rules is None else os.fspath(rules)
-    default_rules_db = "" if no_default_rules else DEFAULT_RULES
     with tempfile.TemporaryDirectory(prefix="tgr-") as tmp:
         if isinstance(model, onnx.ModelProto):
             model_path = os.path.join(tmp, "model.onnx")
@@ -145,7 +100,7 @@ def optimize(model: ModelLike, rules: Optional[str] = None, target: Optional[str
             model_path = given_path = os.fspath(model)
         output_path = os.path.join(tmp, "optimized.onnx")
         try:
-            report_text = _tgr.optimize_file(model_path, output_path, rules_db, default_rules_db, SPECS_DIR, shapes,
+            report_text = _tgr.optimize_file(model_path, output_path, rules_db, DEFAULT_RULES, SPECS_DIR, shapes,
                                              target or "onnxruntime-cpu", options)
         except Error as e:
             if given_path is not None:

@@ -11,10 +11,9 @@ namespace tgr::gpu {
 // First statement of every runtime kernel: wait for the previous grid in the
 // stream to complete, its writes visible. No kernel triggers its dependents
 // early (griddepcontrol.launch_dependents): the next grid launches as this
-// one's blocks exit. Triggering at the start measured faster on MobileNet-v2
-// and EfficientNet-B0 (9 % against 6.5 % and 5 % over no dependent launch)
-// but 1.2 % slower on ConvNeXt-tiny, where the trigger at exit is 1.2 %
-// faster (H100, docs/benchmarks.md).
+// one's blocks exit. Triggering at the start measured faster on two models
+// but slower on a third, where the trigger at exit is faster (H100,
+// docs/benchmarks.md, "GPU (H100): the issue 15 table").
 __device__ __forceinline__ void await_previous_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");

@@ -8,8 +8,7 @@
 // nothing before, so results are in the stream's order, and only the launch
 // latency between two steps overlaps. cuBLAS and cuDNN launch their kernels
 // as they do without it. Measured on the H100 (bench, CUDA-graph replays):
-// MobileNet-v2 0.410 -> 0.385 ms, EfficientNet-B0 0.653 -> 0.621,
-// ConvNeXt-tiny 1.012 -> 1.000.
+// docs/benchmarks.md, "GPU (H100): the issue 15 table".
 //
 // TGR_GPU_DEPENDENT_LAUNCH=0 in the environment turns the attribute off (the
 // kernels' wait is then immediate), to compare the two in one build.

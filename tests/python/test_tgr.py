@@ -122,6 +122,25 @@ def test_the_node_limit_follows_the_models_size_unless_given():
         tgr.optimize(BERT, node_growth=-1)
 
 
+def test_convert_to_a_half_type_unmeasured():
+    # tgr.optimize() takes the program's --convert-to and --convert-io as
+    # keywords (one option table); the package carries no timing script, so
+    # nothing is measured, for a converted model or another.
+    _, report = tgr.optimize(BERT, target="roofline", convert_to="float16", timeout=5)
+    assert report["conversion"]["to"] == "float16"
+    assert report["conversion"]["convert_io"] is False
+    assert max(report["conversion"]["relative_l2_vs_float32"]) < 0.05
+    assert report["measured"] is None
+    _, ort = tgr.optimize(BERT, timeout=5)
+    assert ort["target"] == "onnxruntime-cpu" and ort["measured"] is None
+    with pytest.raises(ValueError, match="convert_io needs convert_to"):
+        tgr.optimize(BERT, convert_io=True)
+    with pytest.raises(ValueError, match="expected 'float16' or 'bfloat16'"):
+        tgr.optimize(BERT, convert_to="int8")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_measure'"):
+        tgr.optimize(BERT, no_measure=True)
+
+
 def test_the_iteration_limit_is_the_targets_unless_given():
     # 20 for the roofline (and onnxruntime-cpu), 100 for tgr-gpu, whose time
     # and node limits decide; iterations= replaces it.

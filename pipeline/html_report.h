@@ -17,9 +17,9 @@
 
 #include <string>
 
-#include "optimizer/optimize_model.h"
+#include "pipeline/report.h"
 
-namespace tgr::optimizer {
+namespace tgr::pipeline {
 
 // Colours of the highlighted nodes (also what the page's tests look for).
 inline constexpr const char* kRemovedColour = "#f4a6a6";
@@ -41,4 +41,4 @@ std::string html_report(const OptimizeReport& report, const std::string& dot_pro
 // html_report written to `path`; throws when it cannot be written.
 void write_html_report(const OptimizeReport& report, const std::string& path, const std::string& dot_program);
 
-}  // namespace tgr::optimizer
+}  // namespace tgr::pipeline

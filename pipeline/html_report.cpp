@@ -1,4 +1,4 @@
-#include "optimizer/html_report.h"
+#include "pipeline/html_report.h"
 
 #include <unistd.h>
 
@@ -16,7 +16,10 @@
 #include "rules_db/rules_db.h"
 #include "util/output_file.h"
 
-namespace tgr::optimizer {
+namespace tgr::pipeline {
+
+using optimizer::AppliedRewrite;
+
 namespace {
 
 std::string html_escape(const std::string& text) {
@@ -360,4 +363,4 @@ void write_html_report(const OptimizeReport& report, const std::string& path, co
   util::write_text_file(path, html);
 }
 
-}  // namespace tgr::optimizer
+}  // namespace tgr::pipeline
