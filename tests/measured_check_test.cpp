@@ -7,24 +7,12 @@
 #include <vector>
 
 #include "optimizer/measured_check.h"
+#include "tests/paired_times.h"
 
 namespace tgr::optimizer {
 namespace {
 
 using Outcome = MeasuredDecision::Outcome;
-
-// Paired samples: the original at 100 us every round, the rewrite at
-// 100 * ratio (one ratio per round).
-PairedTimes paired(const std::vector<double>& ratios) {
-  PairedTimes t;
-  t.runtime = "fake";
-  t.runs_per_round = 5;
-  for (double r : ratios) {
-    t.original_us.push_back(100);
-    t.rewritten_us.push_back(100 * r);
-  }
-  return t;
-}
 
 TEST(MeasuredDecision, KeepsTheOriginalWhenTheRewriteMeasuresSlower) {
   const MeasuredDecision d = decide(paired({1.10, 1.05, 1.12, 1.08, 1.09, 1.11}), MeasureOptions{});

@@ -13,6 +13,7 @@
 #include "optimizer/measured_check.h"
 #include "pipeline/defaults.h"
 #include "pipeline/pipeline.h"
+#include "tests/paired_times.h"
 
 namespace tgr::pipeline {
 namespace {
@@ -21,20 +22,8 @@ using optimizer::MeasuredDecision;
 using optimizer::MeasureOptions;
 using optimizer::ModelTimer;
 using optimizer::PairedTimes;
+using optimizer::paired;
 using Outcome = MeasuredDecision::Outcome;
-
-// Paired samples: the original at 100 us every round, the rewrite at
-// 100 * ratio (one ratio per round).
-PairedTimes paired(const std::vector<double>& ratios) {
-  PairedTimes t;
-  t.runtime = "fake";
-  t.runs_per_round = 5;
-  for (double r : ratios) {
-    t.original_us.push_back(100);
-    t.rewritten_us.push_back(100 * r);
-  }
-  return t;
-}
 
 // A timer that answers fixed ratios and records the files it was given.
 class FakeTimer : public ModelTimer {
