@@ -66,17 +66,23 @@ float to_float_round_to_odd(double v) {
 
 float round_to_dtype(DType t, float v) {
   switch (t) {
-    case DType::kFloat16: return float16_value(float16_bits(v));
-    case DType::kBFloat16: return bfloat16_value(bfloat16_bits(v));
-    default: return v;
+    case DType::kFloat16:
+      return float16_value(float16_bits(v));
+    case DType::kBFloat16:
+      return bfloat16_value(bfloat16_bits(v));
+    default:
+      return v;
   }
 }
 
 double round_to_dtype(DType t, double v) {
   switch (t) {
-    case DType::kFloat16: return float16_value(float16_bits(to_float_round_to_odd(v)));
-    case DType::kBFloat16: return bfloat16_value(bfloat16_bits(to_float_round_to_odd(v)));
-    default: return v;
+    case DType::kFloat16:
+      return float16_value(float16_bits(to_float_round_to_odd(v)));
+    case DType::kBFloat16:
+      return bfloat16_value(bfloat16_bits(to_float_round_to_odd(v)));
+    default:
+      return v;
   }
 }
 
@@ -116,11 +122,15 @@ void RuleTypeBinding::unbind(DType pattern) {
 
 int element_bytes(DType t) {
   switch (t) {
-    case DType::kFloat: return 4;
-    case DType::kInt64: return 8;
-    case DType::kBool: return 1;
+    case DType::kFloat:
+      return 4;
+    case DType::kInt64:
+      return 8;
+    case DType::kBool:
+      return 1;
     case DType::kFloat16:
-    case DType::kBFloat16: return 2;
+    case DType::kBFloat16:
+      return 2;
   }
   return 0;
 }

@@ -13,10 +13,10 @@
 
 namespace tgr {
 
-uint16_t float16_bits(float v);     // rounds to nearest even
-float float16_value(uint16_t bits);  // exact
-uint16_t bfloat16_bits(float v);    // rounds to nearest even
-float bfloat16_value(uint16_t bits); // exact
+uint16_t float16_bits(float v);       // rounds to nearest even
+float float16_value(uint16_t bits);   // exact
+uint16_t bfloat16_bits(float v);      // rounds to nearest even
+float bfloat16_value(uint16_t bits);  // exact
 
 // The nearest number of half type `t` (rounding once, also from double); the
 // identity for kFloat and the integer types (a float64 domain keeps kFloat

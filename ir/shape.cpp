@@ -59,8 +59,10 @@ std::string_view dtype_name(DType t) {
     case DType::kFloat: return "float";
     case DType::kInt64: return "int64";
     case DType::kBool: return "bool";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
   }
   return "?";
 }

@@ -50,7 +50,7 @@ enum class DType : uint8_t { kFloat, kInt64, kBool, kFloat16, kBFloat16 };
 // kFloat, kFloat16 or kBFloat16: a value held as reals, not integers.
 constexpr bool is_floating(DType t) { return t == DType::kFloat || t == DType::kFloat16 || t == DType::kBFloat16; }
 
-std::string_view dtype_name(DType t);  // "float", "int64", "bool", "float16", "bfloat16"
+std::string_view dtype_name(DType t);      // "float", "int64", "bool", "float16", "bfloat16"
 DType parse_dtype(std::string_view name);  // throws ShapeError
 
 // One value: a domain tensor for the floating types, an integer tensor otherwise.

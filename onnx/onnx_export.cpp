@@ -16,10 +16,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <onnx/defs/schema.h>
 #include "ir/geometry.h"
 #include "onnx/export_fusions.h"
 #include "onnx/opaque_op.h"
-#include <onnx/defs/schema.h>
 
 namespace tgr::onnx_io {
 namespace {
@@ -328,7 +328,7 @@ bool OpContext::output_feeds_conv_weight() const { return ex.feeds_conv_weight(i
 
 // What the graph's outputs are written as (Exporter::claim_outputs).
 struct OutputPlan {
-  std::vector<char> pass_through;                              // an input under its own name
+  std::vector<char> pass_through;                             // an input under its own name
   std::map<std::pair<int32_t, int32_t>, std::string> direct;  // operator value -> the output name it is written under
 };
 

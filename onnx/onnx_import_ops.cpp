@@ -7,8 +7,8 @@
 #include <numbers>
 #include <numeric>
 
-#include "ir/geometry.h"
 #include "ir/float_types.h"
+#include "ir/geometry.h"
 #include "onnx/onnx_import_context.h"
 #include "util/utf8.h"
 
@@ -1266,7 +1266,8 @@ void import_range(Ctx& c) {
   const int64_t n = static_cast<int64_t>(count);
   if (start->is_float()) {
     std::vector<float> v(n);
-    for (int64_t i = 0; i < n; ++i) v[i] = round_to_dtype(start->dtype, static_cast<float>(s + static_cast<double>(i) * delta));
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = round_to_dtype(start->dtype, static_cast<float>(s + static_cast<double>(i) * delta));
     ConstantValue range(Tensor<float>({n}, v));
     range.dtype = start->dtype;
     c.set_output(0, c.constant(std::move(range)));

@@ -570,8 +570,10 @@ int32_t onnx_elem_type(DType t) {
     case DType::kFloat: return TensorProto::FLOAT;
     case DType::kInt64: return TensorProto::INT64;
     case DType::kBool: return TensorProto::BOOL;
-    case DType::kFloat16: return TensorProto::FLOAT16;
-    case DType::kBFloat16: return TensorProto::BFLOAT16;
+    case DType::kFloat16:
+      return TensorProto::FLOAT16;
+    case DType::kBFloat16:
+      return TensorProto::BFLOAT16;
   }
   throw OnnxError("unknown DType");
 }
@@ -579,9 +581,12 @@ int32_t onnx_elem_type(DType t) {
 std::optional<DType> dtype_of_elem_type(int32_t elem_type) {
   switch (elem_type) {
     case TensorProto::FLOAT:
-    case TensorProto::DOUBLE: return DType::kFloat;
-    case TensorProto::FLOAT16: return DType::kFloat16;
-    case TensorProto::BFLOAT16: return DType::kBFloat16;
+    case TensorProto::DOUBLE:
+      return DType::kFloat;
+    case TensorProto::FLOAT16:
+      return DType::kFloat16;
+    case TensorProto::BFLOAT16:
+      return DType::kBFloat16;
     case TensorProto::INT64:
     case TensorProto::INT32:
     case TensorProto::INT16:

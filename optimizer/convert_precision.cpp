@@ -36,8 +36,7 @@ class Converter {
     for (size_t k = 0; k < outputs.size(); ++k) {
       const ValueRef v = outputs[k];
       const bool floating = is_floating(source_.dtype(v));
-      out_.add_output(floating ? version(v, convert_io_ ? to_ : DType::kFloat) : primary(v),
-                      source_.output_names()[k]);
+      out_.add_output(floating ? version(v, convert_io_ ? to_ : DType::kFloat) : primary(v), source_.output_names()[k]);
     }
     return std::move(out_);
   }
@@ -157,7 +156,8 @@ double relative_l2(const Value<float>& actual, const Value<float>& expected) {
   if (!expected.is_float()) {
     int64_t differ = 0;
     for (size_t i = 0; i < expected.ints.data.size(); ++i) differ += actual.ints.data[i] != expected.ints.data[i];
-    return expected.ints.data.empty() ? 0 : static_cast<double>(differ) / static_cast<double>(expected.ints.data.size());
+    return expected.ints.data.empty() ? 0
+                                      : static_cast<double>(differ) / static_cast<double>(expected.ints.data.size());
   }
   double num = 0, den = 0;
   for (size_t i = 0; i < expected.real.data.size(); ++i) {

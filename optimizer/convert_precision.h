@@ -32,10 +32,10 @@ struct PrecisionConversion {
 };
 
 struct ConversionStats {
-  int weights = 0;                // float32 constants rounded to the type
-  int64_t weight_elements = 0;    // their elements
-  int casts = 0;                  // cast operators added
-  int kept_float32 = 0;           // float operators left computing in float32
+  int weights = 0;              // float32 constants rounded to the type
+  int64_t weight_elements = 0;  // their elements
+  int casts = 0;                // cast operators added
+  int kept_float32 = 0;         // float operators left computing in float32
 };
 
 Graph convert_precision(const Graph& graph, const PrecisionConversion& conversion, ConversionStats* stats = nullptr);

@@ -166,10 +166,10 @@ Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roo
     in_context_choices = priced_choices(egraph, *in_context, roots, context_options.deadline, tree, dag);
   }
   if (options.use_ilp)
-    stats.ilp = in_context ? extract_by_ilp(egraph, *in_context, true, roots, in_context_choices, options, refine,
-                                            budget_s, extract_start)
-                           : extract_by_ilp(egraph, costs, false, roots, alone, options, refine, budget_s,
-                                            extract_start);
+    stats.ilp = in_context
+                    ? extract_by_ilp(egraph, *in_context, true, roots, in_context_choices, options, refine, budget_s,
+                                     extract_start)
+                    : extract_by_ilp(egraph, costs, false, roots, alone, options, refine, budget_s, extract_start);
 
   Cheapest cheapest(egraph, roots, names, cost, stats);
   cheapest.consider(stats.ilp.selection, "ilp");

@@ -53,7 +53,8 @@ TEST_P(OptimizeConvertTo, BundledModelStaysWithinTheBound) {
   EXPECT_GT(count_dtype(converted, c.to), 0);
   EXPECT_EQ(count_dtype(original, c.to), 0);
   for (size_t i = 0; i < original.inputs().size(); ++i)  // the boundary keeps its types
-    EXPECT_EQ(converted.node(converted.inputs()[i]).output_dtypes[0], original.node(original.inputs()[i]).output_dtypes[0]);
+    EXPECT_EQ(converted.node(converted.inputs()[i]).output_dtypes[0],
+              original.node(original.inputs()[i]).output_dtypes[0]);
   for (size_t k = 0; k < original.outputs().size(); ++k)
     EXPECT_EQ(converted.dtype(converted.outputs()[k]), original.dtype(original.outputs()[k]));
   EXPECT_EQ(converted.output_names(), original.output_names());
@@ -66,20 +67,16 @@ TEST_P(OptimizeConvertTo, BundledModelStaysWithinTheBound) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, OptimizeConvertTo,
-                         testing::Values(Case{"squeezenet1_1", DType::kFloat16, 5e-3},
-                                         Case{"squeezenet1_1", DType::kBFloat16, 2e-2},
-                                         Case{"bert_tiny", DType::kFloat16, 5e-3},
-                                         Case{"bert_tiny", DType::kBFloat16, 2e-2},
-                                         Case{"vit_tiny", DType::kFloat16, 5e-3},
-                                         Case{"vit_tiny", DType::kBFloat16, 2e-2},
-                                         Case{"gpt2_tiny", DType::kFloat16, 5e-3},
-                                         Case{"gpt2_tiny", DType::kBFloat16, 2e-2},
-                                         Case{"t5_encoder_tiny", DType::kFloat16, 5e-3},
-                                         Case{"t5_encoder_tiny", DType::kBFloat16, 2e-2}),
-                         [](const testing::TestParamInfo<Case>& c) {
-                           return std::string(c.param.model) + "_" + std::string(dtype_name(c.param.to));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, OptimizeConvertTo,
+    testing::Values(Case{"squeezenet1_1", DType::kFloat16, 5e-3}, Case{"squeezenet1_1", DType::kBFloat16, 2e-2},
+                    Case{"bert_tiny", DType::kFloat16, 5e-3}, Case{"bert_tiny", DType::kBFloat16, 2e-2},
+                    Case{"vit_tiny", DType::kFloat16, 5e-3}, Case{"vit_tiny", DType::kBFloat16, 2e-2},
+                    Case{"gpt2_tiny", DType::kFloat16, 5e-3}, Case{"gpt2_tiny", DType::kBFloat16, 2e-2},
+                    Case{"t5_encoder_tiny", DType::kFloat16, 5e-3}, Case{"t5_encoder_tiny", DType::kBFloat16, 2e-2}),
+    [](const testing::TestParamInfo<Case>& c) {
+      return std::string(c.param.model) + "_" + std::string(dtype_name(c.param.to));
+    });
 
 // Softmax reads float32 (a cast of the half product before it) and its
 // result is cast back; the relu between computes in the type. With

@@ -28,7 +28,7 @@ TEST(IrFloatTypes, Float16RoundsToNearestEven) {
   EXPECT_EQ(float16_value(float16_bits(1.0f + std::ldexp(1.0f, -11))), 1.0f);
   // 1 + 3 * 2^-11 lies halfway between 1 + 2^-10 (odd) and 1 + 2^-9 (even).
   EXPECT_EQ(float16_value(float16_bits(1.0f + 3 * std::ldexp(1.0f, -11))), 1.0f + std::ldexp(1.0f, -9));
-  EXPECT_EQ(float16_value(float16_bits(65504.0f)), 65504.0f);  // the largest
+  EXPECT_EQ(float16_value(float16_bits(65504.0f)), 65504.0f);      // the largest
   EXPECT_TRUE(std::isinf(float16_value(float16_bits(65520.0f))));  // halfway to 2^16 rounds up: overflow
   EXPECT_EQ(float16_value(float16_bits(std::ldexp(1.0f, -24))), std::ldexp(1.0f, -24));  // smallest subnormal
   EXPECT_TRUE(std::isnan(float16_value(float16_bits(std::numeric_limits<float>::quiet_NaN()))));
@@ -90,8 +90,8 @@ TEST(IrFloatTypes, OperatorsKeepTheirInputsTypeAndMixingTakesACast) {
   EXPECT_EQ(g.dtype(g.outputs()[0]), DType::kFloat16);
   // A cast to bfloat16 rounds (to nearest even); one back to float32 is exact.
   const Graph c = typed_graph("cast[to=float](cast[to=bfloat16](x))", "x=3");
-  const std::vector<Tensor<float>> out =
-      evaluate<float>(c, std::vector<Tensor<float>>{Tensor<float>({3}, {1.0f + std::ldexp(1.0f, -8), 3.14159f, -0.0f})});
+  const std::vector<Tensor<float>> out = evaluate<float>(
+      c, std::vector<Tensor<float>>{Tensor<float>({3}, {1.0f + std::ldexp(1.0f, -8), 3.14159f, -0.0f})});
   EXPECT_EQ(out[0].data[0], 1.0f);
   EXPECT_EQ(out[0].data[1], 3.140625f);
   EXPECT_EQ(c.dtype(c.outputs()[0]), DType::kFloat);
@@ -103,7 +103,7 @@ TEST(IrFloatTypes, RuleVariablesBindOneFloatTypePerMatch) {
   EXPECT_TRUE(b.bind(DType::kFloat, DType::kFloat16));
   EXPECT_FALSE(b.bind(DType::kFloat, DType::kBFloat16));  // would mix types across the rule's variables
   EXPECT_FALSE(b.bind(DType::kFloat, DType::kInt64));
-  EXPECT_TRUE(b.bind(DType::kInt64, DType::kInt64));   // typed variables match their type only
+  EXPECT_TRUE(b.bind(DType::kInt64, DType::kInt64));  // typed variables match their type only
   EXPECT_FALSE(b.bind(DType::kInt64, DType::kFloat16));
   b.unbind(DType::kFloat);
   b.unbind(DType::kFloat);

@@ -442,7 +442,10 @@ TEST(OnnxProto, UnknownFieldsCountInTheByteLimit) {
   EXPECT_EQ(back.graph().name(), "g");
 
   // ir_version (field 1, a varint) written as a length-delimited field of 3 bytes.
-  const std::string wrong_wire = bytes + std::string("\x0a\x03" "abc", 5);
+  const std::string wrong_wire = bytes + std::string(
+                                             "\x0a\x03"
+                                             "abc",
+                                             5);
   ASSERT_TRUE(parse_model(wrong_wire, back, limits));
   EXPECT_EQ(back.unknown_fields().field_count(), 1);
   limits.max_bytes = 32 * kFields + 32 + 48 + 4 - 1;

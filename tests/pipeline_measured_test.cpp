@@ -21,8 +21,8 @@ namespace {
 using optimizer::MeasuredDecision;
 using optimizer::MeasureOptions;
 using optimizer::ModelTimer;
-using optimizer::PairedTimes;
 using optimizer::paired;
+using optimizer::PairedTimes;
 using Outcome = MeasuredDecision::Outcome;
 
 // A timer that answers fixed ratios and records the files it was given.

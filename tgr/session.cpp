@@ -112,11 +112,15 @@ std::vector<const Tensor*> in_model_order(const std::vector<TensorInfo>& infos,
 // for float16 and bfloat16, which the session does not take at its boundary.
 std::optional<ElementType> element_type(DType t) {
   switch (t) {
-    case DType::kFloat: return ElementType::kFloat32;
-    case DType::kInt64: return ElementType::kInt64;
-    case DType::kBool: return ElementType::kBool;
+    case DType::kFloat:
+      return ElementType::kFloat32;
+    case DType::kInt64:
+      return ElementType::kInt64;
+    case DType::kBool:
+      return ElementType::kBool;
     case DType::kFloat16:
-    case DType::kBFloat16: return std::nullopt;
+    case DType::kBFloat16:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -209,8 +213,7 @@ Session::Session(const std::string& model_path, const SessionOptions& options) :
     m.outputs.push_back({name, boundary_type("output", name, graph.dtype(v)), graph.shape(v)});
   }
   const std::optional<Precision> precision = parse_precision(options.precision);
-  if (!precision)
-    m.fail("precision '" + options.precision + "' is not one of " + std::string(kPrecisionNames));
+  if (!precision) m.fail("precision '" + options.precision + "' is not one of " + std::string(kPrecisionNames));
   // At bf16/fp16 the model's input and output slots hold the half type and
   // GpuModel converts on the host (set_inputs, outputs); the session copies
   // device bytes as they are, so it runs where float32 is stored.

@@ -699,8 +699,7 @@ void add_rule_files(CLI::App& app, Args& a, Subcommands& s) {
 
 // import-costs, costs, diff, merge.
 void add_costs_and_pairs(CLI::App& app, Args& a, Subcommands& s) {
-  s.import_costs =
-      app.add_subcommand("import-costs", "measured operator costs (SIGNATURE<TAB>MS lines) into op_costs");
+  s.import_costs = app.add_subcommand("import-costs", "measured operator costs (SIGNATURE<TAB>MS lines) into op_costs");
   s.import_costs->add_option("--device", a.device, "the device (or runtime) they were measured on")->required();
   s.import_costs->add_option("files", a.files, "cost files")->required()->check(CLI::ExistingFile);
   s.costs = app.add_subcommand("costs", "print the op_costs of a device as SIGNATURE<TAB>MS lines");

@@ -140,7 +140,8 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
       continue;
     }
     if (actual[k].dtype != expected[k].value.dtype) {
-      std::printf("  output %-12s type %s, reference %s  FAIL\n", name.c_str(), std::string(dtype_name(actual[k].dtype)).c_str(),
+      std::printf("  output %-12s type %s, reference %s  FAIL\n", name.c_str(),
+                  std::string(dtype_name(actual[k].dtype)).c_str(),
                   std::string(dtype_name(expected[k].value.dtype)).c_str());
       ok = false;
       continue;
@@ -159,10 +160,9 @@ bool check_test_set(const Loaded& model, const ModelRunOptions& o, const std::st
     const bool pass = rel <= rtol && !std::isnan(rel);
     ok = ok && pass;
     // Float32 outputs keep the line they always had; others name type and tolerance.
-    const std::string type =
-        actual[k].dtype == DType::kFloat
-            ? ""
-            : " (" + std::string(dtype_name(actual[k].dtype)) + ", tolerance " + scientific(rtol) + ")";
+    const std::string type = actual[k].dtype == DType::kFloat ? ""
+                                                              : " (" + std::string(dtype_name(actual[k].dtype)) +
+                                                                    ", tolerance " + scientific(rtol) + ")";
     std::printf("  output %-12s %-14s max abs error %.3e, relative L2 error %.3e%s  %s\n", name.c_str(),
                 shape_to_string(actual[k].shape()).c_str(), max_abs, rel, type.c_str(), pass ? "ok" : "FAIL");
   }
@@ -175,7 +175,8 @@ std::string tolerance_text(const std::map<DType, double>& tolerances) {
   if (tolerances.empty() || (tolerances.size() == 1 && tolerances.begin()->first == DType::kFloat))
     return scientific(tolerances.empty() ? 1e-4 : tolerances.begin()->second);
   std::string out;
-  for (const auto& [t, rtol] : tolerances) out += (out.empty() ? "" : ", ") + scientific(rtol) + " for " + std::string(dtype_name(t));
+  for (const auto& [t, rtol] : tolerances)
+    out += (out.empty() ? "" : ", ") + scientific(rtol) + " for " + std::string(dtype_name(t));
   return out;
 }
 
@@ -183,11 +184,15 @@ std::string tolerance_text(const std::map<DType, double>& tolerances) {
 
 double test_data_tolerance(DType t) {
   switch (t) {
-    case DType::kFloat: return 1e-4;
-    case DType::kFloat16: return 1e-2;
-    case DType::kBFloat16: return 5e-2;
+    case DType::kFloat:
+      return 1e-4;
+    case DType::kFloat16:
+      return 1e-2;
+    case DType::kBFloat16:
+      return 5e-2;
     case DType::kInt64:
-    case DType::kBool: return 1e-4;
+    case DType::kBool:
+      return 1e-4;
   }
   return 1e-4;
 }

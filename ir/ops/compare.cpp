@@ -182,13 +182,11 @@ void register_comparison_ops(OpTable& table) {
        .multilinear = {false},
        .traits = elementwise_traits(),
        // Read in the input's type, written in the target's.
-       .cost = {.flops = output_elements,
-                .bytes =
-                    [](const OpCall& call) {
-                      const double n = static_cast<double>(num_elements(call.input_shapes[0]));
-                      return n * (cost_element_bytes(call.input_dtypes[0]) +
-                                  cost_element_bytes(parse_dtype(call.params.get_word("to"))));
-                    }}});
+       .cost = {.flops = output_elements, .bytes = [](const OpCall& call) {
+                  const double n = static_cast<double>(num_elements(call.input_shapes[0]));
+                  return n * (cost_element_bytes(call.input_dtypes[0]) +
+                              cost_element_bytes(parse_dtype(call.params.get_word("to"))));
+                }}});
   table.add({.name = "where",
              .summary = "cond ? x : y, elementwise with broadcasting (cond is bool)",
              .inputs = {"cond", "x", "y"},

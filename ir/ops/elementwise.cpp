@@ -130,15 +130,15 @@ TGR_UNARY(ceil, std::ceil(x))
 
 OpDef unary(std::string name, std::string summary, KernelSet kernels, std::vector<ParamSpec> params = {}) {
   OpDef def{.name = std::move(name),
-               .summary = std::move(summary),
-               .inputs = {"x"},
-               .params = std::move(params),
-               .infer_shapes = same_as_first_input,
-               .kernels = kernels,
-               .field = FieldSemantics::kPseudoRandom,
-               .multilinear = {false},
-               .traits = elementwise_traits(),
-               .cost = per_output_element_cost()};
+            .summary = std::move(summary),
+            .inputs = {"x"},
+            .params = std::move(params),
+            .infer_shapes = same_as_first_input,
+            .kernels = kernels,
+            .field = FieldSemantics::kPseudoRandom,
+            .multilinear = {false},
+            .traits = elementwise_traits(),
+            .cost = per_output_element_cost()};
   return def;
 }
 

@@ -67,7 +67,8 @@ inline double cost_element_bytes(DType t) { return t == DType::kFloat16 || t == 
 inline double operand_bytes(const OpCall& call) {
   auto bytes = [&](size_t i) { return i < call.input_dtypes.size() ? cost_element_bytes(call.input_dtypes[i]) : 4.0; };
   double n = 0;
-  for (size_t i = 0; i < call.input_shapes.size(); ++i) n += static_cast<double>(num_elements(call.input_shapes[i])) * bytes(i);
+  for (size_t i = 0; i < call.input_shapes.size(); ++i)
+    n += static_cast<double>(num_elements(call.input_shapes[i])) * bytes(i);
   for (const Shape& s : call.output_shapes) n += static_cast<double>(num_elements(s)) * bytes(0);
   return n;
 }
