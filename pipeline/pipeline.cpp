@@ -161,11 +161,7 @@ SearchResult run_both(const OptimizeOptions& o, const SearchContext& c, Optimize
   SearchResult sat = run_saturation(o, c);
   report.searches.push_back({"saturation", "search:", stats_of(sat)});
   optimizer::BacktrackingResult result;
-  result.best = std::move(sat.best);
-  result.initial_cost = sat.initial_cost;
-  result.best_cost = sat.best_cost;
-  result.applied = std::move(sat.applied);
-  result.rewrites = std::move(sat.rewrites);
+  move_outcome(result, std::move(sat));
   optimizer::BacktrackingResult then =
       optimizer::backtracking_search(result.best, c.rules, c.cost, c.instances, o.backtracking);
   report.searches.push_back({"backtracking", "then:", backtracking_stats(then.stats, o.backtracking)});
@@ -183,11 +179,7 @@ SearchResult run_both(const OptimizeOptions& o, const SearchContext& c, Optimize
     report.kept = "backtracking from the input";
   }
   SearchResult out;
-  out.best = std::move(result.best);
-  out.initial_cost = result.initial_cost;
-  out.best_cost = result.best_cost;
-  out.applied = std::move(result.applied);
-  out.rewrites = std::move(result.rewrites);
+  move_outcome(out, std::move(result));
   return out;
 }
 

@@ -44,21 +44,13 @@ SearchResult backtracking_stats(const optimizer::BacktrackingStats& stats,
 SearchResult backtracking_result(optimizer::BacktrackingResult&& r, const optimizer::BacktrackingOptions& options,
                                  const char* from) {
   SearchResult out = backtracking_stats(r.stats, options, from);
-  out.best = std::move(r.best);
-  out.initial_cost = r.initial_cost;
-  out.best_cost = r.best_cost;
-  out.applied = std::move(r.applied);
-  out.rewrites = std::move(r.rewrites);
+  move_outcome(out, std::move(r));
   return out;
 }
 
 SearchResult saturation_result(saturation::SaturationResult&& r) {
   SearchResult out;
-  out.best = std::move(r.best);
-  out.initial_cost = r.initial_cost;
-  out.best_cost = r.best_cost;
-  out.applied = std::move(r.applied);
-  out.rewrites = std::move(r.rewrites);
+  move_outcome(out, std::move(r));
   out.stop_reason = saturation::stop_reason_name(r.stats.runner.stop);
   out.summary = saturation::summary_line(r.stats);
   out.report = saturation::stats_json(r.stats);

@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +46,19 @@ struct SearchResult {
   std::string summary;            // the summary's line after its label ("backtracking, stopped ...")
   nlohmann::ordered_json report;  // the report's "search" object (or its part, with --search both)
 };
+
+// Moves the outcome every search's result holds (the best graph, the initial
+// and best costs, the rules applied and where) from one result type to
+// another (optimizer::BacktrackingResult, saturation::SaturationResult,
+// SearchResult).
+template <class To, class From>
+void move_outcome(To& to, From&& from) {
+  to.best = std::move(from.best);
+  to.initial_cost = from.initial_cost;
+  to.best_cost = from.best_cost;
+  to.applied = std::move(from.applied);
+  to.rewrites = std::move(from.rewrites);
+}
 
 // A backtracking search's result; `from` follows "backtracking" in the
 // summary (" from the input" for the third search of --search both).

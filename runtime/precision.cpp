@@ -36,12 +36,6 @@ DType storage_dtype(DType t, Precision p) {
   return DType::kFloat;
 }
 
-// One implementation of each conversion: ir/float_types.h's.
-uint16_t float_to_bfloat16_bits(float v) { return bfloat16_bits(v); }
-float bfloat16_bits_to_float(uint16_t bits) { return bfloat16_value(bits); }
-uint16_t float_to_float16_bits(float v) { return float16_bits(v); }
-float float16_bits_to_float(uint16_t bits) { return float16_value(bits); }
-
 void encode_floats(std::span<const float> values, DType t, void* out) {
   switch (t) {
     case DType::kFloat:
@@ -49,12 +43,12 @@ void encode_floats(std::span<const float> values, DType t, void* out) {
       return;
     case DType::kBFloat16: {
       auto* o = static_cast<uint16_t*>(out);
-      for (size_t i = 0; i < values.size(); ++i) o[i] = float_to_bfloat16_bits(values[i]);
+      for (size_t i = 0; i < values.size(); ++i) o[i] = bfloat16_bits(values[i]);
       return;
     }
     case DType::kFloat16: {
       auto* o = static_cast<uint16_t*>(out);
-      for (size_t i = 0; i < values.size(); ++i) o[i] = float_to_float16_bits(values[i]);
+      for (size_t i = 0; i < values.size(); ++i) o[i] = float16_bits(values[i]);
       return;
     }
     case DType::kInt64:
@@ -71,12 +65,12 @@ void decode_floats(const void* in, DType t, std::span<float> values) {
       return;
     case DType::kBFloat16: {
       const auto* b = static_cast<const uint16_t*>(in);
-      for (size_t i = 0; i < values.size(); ++i) values[i] = bfloat16_bits_to_float(b[i]);
+      for (size_t i = 0; i < values.size(); ++i) values[i] = bfloat16_value(b[i]);
       return;
     }
     case DType::kFloat16: {
       const auto* b = static_cast<const uint16_t*>(in);
-      for (size_t i = 0; i < values.size(); ++i) values[i] = float16_bits_to_float(b[i]);
+      for (size_t i = 0; i < values.size(); ++i) values[i] = float16_value(b[i]);
       return;
     }
     case DType::kInt64:

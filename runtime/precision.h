@@ -23,6 +23,7 @@
 #include <span>
 #include <string_view>
 
+#include "ir/float_types.h"
 #include "ir/tensor.h"
 
 namespace tgr {
@@ -40,12 +41,8 @@ DType storage_dtype(DType t, Precision p);
 // Products and convolutions of float32 values may run on TF32 tensor cores.
 inline bool allows_tf32(Precision p) { return p == Precision::kTf32; }
 
-// Bits of the half types from float32 and back, rounding to nearest even
-// (a NaN stays a NaN, overflow goes to infinity, float16 keeps subnormals).
-uint16_t float_to_bfloat16_bits(float v);
-float bfloat16_bits_to_float(uint16_t bits);
-uint16_t float_to_float16_bits(float v);
-float float16_bits_to_float(uint16_t bits);
+// Bits of the half types from float32 and back: ir/float_types.h
+// (float16_bits, bfloat16_bits, float16_value, bfloat16_value).
 
 // `values` as storage type `t` (kFloat, kFloat16 or kBFloat16) at `out`,
 // which holds values.size() * device_element_bytes(t) bytes; and back.

@@ -42,41 +42,41 @@ TEST(Precision, StorageTypeOfEachGraphType) {
 }
 
 TEST(Precision, BFloat16RoundsToNearestEven) {
-  EXPECT_EQ(float_to_bfloat16_bits(1.0f), 0x3f80);
-  EXPECT_EQ(float_to_bfloat16_bits(-2.0f), 0xc000);
+  EXPECT_EQ(bfloat16_bits(1.0f), 0x3f80);
+  EXPECT_EQ(bfloat16_bits(-2.0f), 0xc000);
   // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to the even 1.
-  EXPECT_EQ(float_to_bfloat16_bits(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
+  EXPECT_EQ(bfloat16_bits(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
   // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6: up to the even one.
-  EXPECT_EQ(float_to_bfloat16_bits(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
-  EXPECT_EQ(float_to_bfloat16_bits(1.0f + 0.75f * std::ldexp(1.0f, -7)), 0x3f81);
-  EXPECT_TRUE(std::isnan(bfloat16_bits_to_float(float_to_bfloat16_bits(std::nanf("")))));
-  EXPECT_TRUE(std::isinf(bfloat16_bits_to_float(float_to_bfloat16_bits(std::numeric_limits<float>::max()))));
+  EXPECT_EQ(bfloat16_bits(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+  EXPECT_EQ(bfloat16_bits(1.0f + 0.75f * std::ldexp(1.0f, -7)), 0x3f81);
+  EXPECT_TRUE(std::isnan(bfloat16_value(bfloat16_bits(std::nanf("")))));
+  EXPECT_TRUE(std::isinf(bfloat16_value(bfloat16_bits(std::numeric_limits<float>::max()))));
   for (float v : {0.0f, -0.0f, 1.5f, -3.25f, 1e-30f, 12345.0f})
-    EXPECT_NEAR(bfloat16_bits_to_float(float_to_bfloat16_bits(v)), v, std::abs(v) * std::ldexp(1.0, -8));
+    EXPECT_NEAR(bfloat16_value(bfloat16_bits(v)), v, std::abs(v) * std::ldexp(1.0, -8));
 }
 
 TEST(Precision, Float16RoundsToNearestEvenWithSubnormalsAndOverflow) {
-  EXPECT_EQ(float_to_float16_bits(1.0f), 0x3c00);
-  EXPECT_EQ(float_to_float16_bits(-2.0f), 0xc000);
-  EXPECT_EQ(float_to_float16_bits(65504.0f), 0x7bff);                          // the largest
-  EXPECT_EQ(float_to_float16_bits(65519.0f), 0x7bff);                          // below the halfway point
-  EXPECT_EQ(float_to_float16_bits(65520.0f), 0x7c00);                          // halfway, ties to even: infinity
-  EXPECT_EQ(float_to_float16_bits(std::ldexp(1.0f, -24)), 0x0001);             // the smallest subnormal
-  EXPECT_EQ(float_to_float16_bits(std::ldexp(1.0f, -25)), 0x0000);             // halfway to it: ties to even zero
-  EXPECT_EQ(float_to_float16_bits(std::ldexp(3.0f, -25)), 0x0002);             // 1.5 units: to the even 2
-  EXPECT_EQ(float_to_float16_bits(std::ldexp(1.0f, -14)), 0x0400);             // the smallest normal
-  EXPECT_EQ(float_to_float16_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie to even
-  EXPECT_EQ(float_to_float16_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie to even, up
-  EXPECT_EQ(float_to_float16_bits(std::nanf("")) & 0x7c00, 0x7c00);
-  EXPECT_TRUE(std::isnan(float16_bits_to_float(float_to_float16_bits(std::nanf("")))));
-  EXPECT_TRUE(std::isinf(float16_bits_to_float(0x7c00)));
-  EXPECT_EQ(float16_bits_to_float(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(float16_bits_to_float(0x3555), 0.333251953125f);
+  EXPECT_EQ(float16_bits(1.0f), 0x3c00);
+  EXPECT_EQ(float16_bits(-2.0f), 0xc000);
+  EXPECT_EQ(float16_bits(65504.0f), 0x7bff);                          // the largest
+  EXPECT_EQ(float16_bits(65519.0f), 0x7bff);                          // below the halfway point
+  EXPECT_EQ(float16_bits(65520.0f), 0x7c00);                          // halfway, ties to even: infinity
+  EXPECT_EQ(float16_bits(std::ldexp(1.0f, -24)), 0x0001);             // the smallest subnormal
+  EXPECT_EQ(float16_bits(std::ldexp(1.0f, -25)), 0x0000);             // halfway to it: ties to even zero
+  EXPECT_EQ(float16_bits(std::ldexp(3.0f, -25)), 0x0002);             // 1.5 units: to the even 2
+  EXPECT_EQ(float16_bits(std::ldexp(1.0f, -14)), 0x0400);             // the smallest normal
+  EXPECT_EQ(float16_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie to even
+  EXPECT_EQ(float16_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie to even, up
+  EXPECT_EQ(float16_bits(std::nanf("")) & 0x7c00, 0x7c00);
+  EXPECT_TRUE(std::isnan(float16_value(float16_bits(std::nanf("")))));
+  EXPECT_TRUE(std::isinf(float16_value(0x7c00)));
+  EXPECT_EQ(float16_value(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(float16_value(0x3555), 0.333251953125f);
   // Every float16 value survives a round trip through float32.
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {
-    const float v = float16_bits_to_float(static_cast<uint16_t>(bits));
+    const float v = float16_value(static_cast<uint16_t>(bits));
     if (std::isnan(v)) continue;
-    ASSERT_EQ(float_to_float16_bits(v), bits) << std::hex << bits;
+    ASSERT_EQ(float16_bits(v), bits) << std::hex << bits;
   }
 }
 

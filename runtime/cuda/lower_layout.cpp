@@ -158,8 +158,8 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   // A half type's fill value, as its bits.
   const DType stored = ctx.storage({node, 0});
   const auto v = static_cast<float>(fill_value);
-  const uint16_t fill_bits = stored == DType::kFloat16    ? float_to_float16_bits(v)
-                             : stored == DType::kBFloat16 ? float_to_bfloat16_bits(v)
+  const uint16_t fill_bits = stored == DType::kFloat16    ? float16_bits(v)
+                             : stored == DType::kBFloat16 ? bfloat16_bits(v)
                                                           : 0;
   return [=] {
     if (fill && eb == 2) launch_fill_16(out, out_count, fill_bits, gpu->stream);
