@@ -14,6 +14,27 @@ bool is_shape_param(std::string_view op, std::string_view param) {
   return spec && spec->shape_dependent;
 }
 
+bool params_accept(const Node& pattern, const Params& model, const std::function<const Shape&()>& kernel) {
+  const auto& pe = pattern.params.entries();
+  const auto& me = model.entries();
+  if (pe.size() != me.size()) return false;
+  const auto one_by_one = [&] {
+    const Shape& k = kernel();
+    return k.size() == 4 && k[2] == 1 && k[3] == 1;
+  };
+  for (size_t i = 0; i < pe.size(); ++i) {
+    const auto& [name, value] = pe[i];
+    if (name != me[i].first) return false;
+    if (value == me[i].second) continue;
+    if (name == "pad" && pattern.op->name == "conv2d" && std::holds_alternative<std::string>(value) &&
+        std::holds_alternative<std::string>(me[i].second) && one_by_one())
+      continue;
+    if (!is_shape_param(pattern.op->name, name)) return false;
+    if (value.index() != me[i].second.index()) return false;
+  }
+  return true;
+}
+
 GraphIndex::GraphIndex(const Graph& g) : graph(g) {
   const auto& nodes = g.nodes();
   readers.resize(nodes.size());
@@ -116,27 +137,8 @@ class Matcher {
     match_value(pn.inputs[i], mn.inputs[j], [&] { match_inputs(pn, mn, i + 1, swapped, next); });
   }
 
-  // 'valid' and 'same' padding mean the same for a 1 x 1 kernel (ONNX
-  // models write pads 0 there, the generator's rules the default 'same').
-  bool equal_padding(const Node& pn, const Node& mn, const ParamValue& a, const ParamValue& b) const {
-    if (pn.op->name != "conv2d" || !std::holds_alternative<std::string>(a) || !std::holds_alternative<std::string>(b))
-      return false;
-    const Shape& k = model_.shape(mn.inputs[1]);
-    return k.size() == 4 && k[2] == 1 && k[3] == 1;
-  }
-
   bool params_match(const Node& pn, const Node& mn) const {
-    const auto& pe = pn.params.entries();
-    const auto& me = mn.params.entries();
-    if (pe.size() != me.size()) return false;
-    for (size_t i = 0; i < pe.size(); ++i) {
-      if (pe[i].first != me[i].first) return false;
-      if (pe[i].second == me[i].second) continue;
-      if (pe[i].first == "pad" && equal_padding(pn, mn, pe[i].second, me[i].second)) continue;
-      if (!is_shape_param(pn.op->name, pe[i].first)) return false;
-      if (pe[i].second.index() != me[i].second.index()) return false;
-    }
-    return true;
+    return params_accept(pn, mn.params, [&]() -> const Shape& { return model_.shape(mn.inputs[1]); });
   }
 
   // Whether the rewrite of the current mapping leaves a valid graph.

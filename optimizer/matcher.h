@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +35,15 @@ namespace tgr::optimizer {
 // Whether parameter `param` of `op` depends on the shapes it is applied to
 // (and so is re-derived from the matched shapes rather than compared).
 bool is_shape_param(std::string_view op, std::string_view param);
+
+// Whether a pattern operator's parameters accept a model operator's `model`
+// parameters (the matching rule above, for the matcher here and the
+// e-matcher of saturation/pattern.cpp): the same names, each value equal, or
+// a shape parameter of one kind (bound at instantiation), or a convolution's
+// 'valid' against 'same' padding where `kernel()`, the model operator's
+// second input's shape, is 1 x 1 (ONNX models write pads 0 there, the
+// generator's rules the default 'same').
+bool params_accept(const Node& pattern, const Params& model, const std::function<const Shape&()>& kernel);
 
 // What matching needs to know about a graph, computed once per graph.
 struct GraphIndex {

@@ -43,6 +43,7 @@ struct MeasureOptions {
   std::string ort_script;                     // tools/measure_ort.py (installed: PREFIX/share/tgr/measure_ort.py)
   std::string bench_program;                  // tgr-gpu: the `bench` executable; empty or missing: not measured
   std::string gpu_costs_db;                   // tgr-gpu: bench --db (the kernel choices calibrate stored)
+  Precision gpu_precision = Precision::kFp32;  // tgr-gpu: bench --precision (TargetOptions::precision)
   std::map<std::string, Shape> input_shapes;  // graph inputs' shapes (optimize --input-shape)
 };
 

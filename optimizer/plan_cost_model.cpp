@@ -14,12 +14,14 @@
 
 namespace tgr::optimizer {
 
-PlanCostModel::PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline)
-    : device_(std::move(device)), costs_(std::move(costs)), roofline_(roofline) {
+PlanCostModel::PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline,
+                             Precision precision)
+    : device_(std::move(device)), precision_(precision), costs_(std::move(costs)), roofline_(roofline) {
   fit_table();
 }
 
-std::unique_ptr<PlanCostModel> PlanCostModel::from_db(const std::string& db_path, const std::string& device) {
+std::unique_ptr<PlanCostModel> PlanCostModel::from_db(const std::string& db_path, const std::string& device,
+                                                      Precision precision) {
   auto db = rules_db::RulesDb::open_read_only(db_path);
   std::unordered_map<std::string, double> costs;
   std::map<std::string, int> methods;
@@ -27,7 +29,7 @@ std::unique_ptr<PlanCostModel> PlanCostModel::from_db(const std::string& db_path
     costs.emplace(row.signature, row.ms);
     if (row.signature.starts_with(kStepSignaturePrefix)) ++methods[row.method];
   }
-  auto model = std::make_unique<PlanCostModel>(device, std::move(costs));
+  auto model = std::make_unique<PlanCostModel>(device, std::move(costs), RooflineParams{}, precision);
   model->set_timing_methods(std::move(methods));
   return model;
 }
@@ -63,7 +65,7 @@ PlanCostModel::Features PlanCostModel::features_of(const std::string& signature)
 void PlanCostModel::fit_table() {
   std::map<std::string, std::vector<CostPoint>> groups;  // "kind:first_op", "kind", "" (all)
   for (const auto& [signature, ms] : costs_) {
-    if (!signature.starts_with(kStepSignaturePrefix)) continue;
+    if (!signature.starts_with(kStepSignaturePrefix) || signature_precision(signature) != precision_) continue;
     ++measured_steps_;
     if (!(ms > 0)) continue;  // a step measured as free (an alias in isolation) says nothing of the slope
     try {
@@ -184,7 +186,9 @@ double PlanCostModel::step_us(const std::string& signature, bool* measured) {
     us = it->second * 1000.0;
   } else {
     const ParsedStepSignature step = parse_step_signature(signature);
-    auto op = step.nodes.size() == 1 ? costs_.find(step.nodes[0].op_signature) : costs_.end();
+    // (Operator rows were timed at fp32; at tf32 the same operator signature names another computation.)
+    auto op = step.nodes.size() == 1 && precision_ != Precision::kTf32 ? costs_.find(step.nodes[0].op_signature)
+                                                                       : costs_.end();
     // A convolution or product measured with another epilogue (the bare
     // operator, as extraction costs it alone, or with a bias, relu or
     // residual its plan fuses): the epilogue runs inside the library call
@@ -218,6 +222,7 @@ double PlanCostModel::step_us(const std::string& signature, bool* measured) {
 ExecutionPlan PlanCostModel::plan_of(const Graph& graph) const {
   PlanOptions options;
   options.place_values = false;  // the tasks are all the cost needs
+  options.precision = precision_;
   return make_execution_plan(graph, options);
 }
 
@@ -227,7 +232,7 @@ std::vector<PlanCostModel::StepCost> PlanCostModel::plan_costs(const Graph& grap
   for (const Task& t : plan.tasks) {
     if (step_is_free(t)) continue;
     StepCost s;
-    s.signature = step_signature(graph, t);
+    s.signature = step_signature(graph, t, precision_);
     s.nodes = t.nodes;
     s.us = step_us(s.signature, &s.measured);
     steps.push_back(std::move(s));
@@ -244,7 +249,7 @@ double PlanCostModel::graph_cost(const Graph& graph) {
   }
   double total = 0;
   for (const Task& t : plan.tasks)
-    if (!step_is_free(t)) total += step_us(step_signature(graph, t));
+    if (!step_is_free(t)) total += step_us(step_signature(graph, t, precision_));
   return total;
 }
 
@@ -281,6 +286,8 @@ std::string PlanCostModel::describe() const {
                 "for %zu missing, priced x%.2f)",
                 device_.c_str(), measured_steps_, missing_steps(), unmeasured_margin_);
   std::string text = buf;
+  // Other precisions say so (measured_steps_ counts the table's steps of this precision).
+  if (precision_ != Precision::kFp32) text += "; costed at " + std::string(precision_name(precision_));
   if (timing_methods_.size() > 1) {
     text += "; its step costs were timed ";
     text += std::to_string(timing_methods_.size());

@@ -62,9 +62,14 @@ class PlanCostModel : public CostModel {
   static constexpr double kInterpolatedMargin = 1.1;
   // `costs`: the op_costs rows of one device, signature -> milliseconds:
   // step rows (step signatures) and operator rows alike.
-  PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline = {});
+  // `precision`: what the model will run at (runtime/precision.h). Its steps
+  // are costed by their signatures at that precision (calibrate --precision
+  // timed them), and only the table's steps of that precision are fitted.
+  PlanCostModel(std::string device, std::unordered_map<std::string, double> costs, RooflineParams roofline = {},
+                Precision precision = Precision::kFp32);
   // Reads the op_costs of `device` in the database at `db_path`.
-  static std::unique_ptr<PlanCostModel> from_db(const std::string& db_path, const std::string& device);
+  static std::unique_ptr<PlanCostModel> from_db(const std::string& db_path, const std::string& device,
+                                                Precision precision = Precision::kFp32);
 
   // How many of the table's step costs were timed each way (op_costs.method,
   // "" not recorded): describe() says so when there is more than one way,
@@ -133,6 +138,7 @@ class PlanCostModel : public CostModel {
   ExecutionPlan plan_of(const Graph& graph) const;
 
   std::string device_;
+  Precision precision_;
   std::map<std::string, int> timing_methods_;
   double unmeasured_margin_ = kUnmeasuredMargin;
   std::unordered_map<std::string, double> costs_;

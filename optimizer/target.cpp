@@ -45,7 +45,7 @@ std::unique_ptr<CostModel> make_cost_model(const TargetOptions& o) {
     case Target::kRoofline:
       return std::make_unique<AnalyticCostModel>();
     case Target::kTgrGpu: {
-      auto model = PlanCostModel::from_db(o.costs_db, o.gpu_device);
+      auto model = PlanCostModel::from_db(o.costs_db, o.gpu_device, o.precision);
       if (o.unmeasured_margin) model->set_unmeasured_margin(*o.unmeasured_margin);
       return model;
     }

@@ -31,6 +31,7 @@
 
 #include "ir/graph.h"
 #include "optimizer/cost_model.h"
+#include "runtime/precision.h"
 
 namespace tgr::optimizer {
 
@@ -59,6 +60,9 @@ struct TargetOptions {
   // tgr-gpu: a step the table lacks costs its fitted guess times this
   // (unset: PlanCostModel::kUnmeasuredMargin; below 1 to explore).
   std::optional<double> unmeasured_margin;
+  // tgr-gpu: what the model will run at; its steps are costed as calibrate
+  // timed them at this precision (PlanCostModel).
+  Precision precision = Precision::kFp32;
 };
 
 // The cost model of the target (each fits its fallback to its own table).

@@ -57,6 +57,7 @@ OptimizeOptions resolve_defaults(OptimizeOptions o) {
   if (m.bench_program.empty()) m.bench_program = o.data.bench_program;
   m.input_shapes = o.input_shapes;
   m.gpu_costs_db = o.target.costs_db;
+  m.gpu_precision = o.target.precision;
   return o;
 }
 

@@ -145,6 +145,15 @@ std::vector<OptionRow> make_table() {
        [](OptimizeOptions& o, const OptionValue& v) { o.target.gpu_device = as_text(v); }},
       {"unmeasured-margin", unmeasured_margin_help(), T::kReal, check(Check::kPositive), nullptr, "", true,
        [](OptimizeOptions& o, const OptionValue& v) { o.target.unmeasured_margin = as_real(v); }},
+      {"precision",
+       "tgr-gpu: what the model will run at (bench, calibrate and tgr.Session take the same --precision): "
+       "fp32, tf32, bf16 or fp16; each step costs what calibrate --precision timed at it",
+       T::kText, one_of({"fp32", "tf32", "bf16", "fp16"}),
+       [](const OptimizeOptions& o) -> OptionValue { return std::string(precision_name(o.target.precision)); }, "",
+       true,
+       [](OptimizeOptions& o, const OptionValue& v) {
+         o.target.precision = parse_precision(as_text(v)).value_or(Precision::kFp32);
+       }},
       {"calibration-dir",
        "onnxruntime-cpu: write a one-node ONNX model of each signature the table lacked here "
        "(tools/calibrate_ort.py times them)",

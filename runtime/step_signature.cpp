@@ -142,6 +142,21 @@ std::string with_storage_types(const std::string& op_signature, Precision precis
 
 }  // namespace
 
+Precision signature_precision(std::string_view signature) {
+  if (!signature.starts_with(kStepSignaturePrefix)) return Precision::kFp32;
+  signature.remove_prefix(kStepSignaturePrefix.size());
+  if (signature.starts_with(kTf32Word) && signature.substr(kTf32Word.size()).starts_with(' ')) return Precision::kTf32;
+  const auto has_operand_of = [&](DType t) {
+    const std::string type = std::string(dtype_name(t)) + ":";
+    for (size_t at = signature.find(type); at != std::string_view::npos; at = signature.find(type, at + 1))
+      if (at > 0 && (signature[at - 1] == '(' || signature[at - 1] == ',')) return true;
+    return false;
+  };
+  if (has_operand_of(DType::kBFloat16)) return Precision::kBf16;
+  if (has_operand_of(DType::kFloat16)) return Precision::kFp16;
+  return Precision::kFp32;
+}
+
 std::string step_signature(const Graph& graph, const Task& task, Precision precision) {
   if (auto s = stand_in(graph, task)) return step_signature(s->graph, s->task, precision);
   std::string s(kStepSignaturePrefix);

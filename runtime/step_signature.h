@@ -55,6 +55,10 @@ bool step_is_free(const Task& task);
 // timed at one precision are never read at another.
 std::string step_signature(const Graph& graph, const Task& task, Precision precision = Precision::kFp32);
 inline constexpr std::string_view kTf32Word = "tf32";
+// The precision step_signature wrote `signature` at: tf32 by its word, bf16
+// and fp16 by their operand types (a graph typed bfloat16 costs as bf16),
+// else fp32. Operator rows (no step prefix) are fp32.
+Precision signature_precision(std::string_view signature);
 
 // A step signature read back: the kind's name and each node's operator
 // signature with the sources of its operands (-1: outside the task).

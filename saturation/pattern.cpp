@@ -183,26 +183,9 @@ class Matcher {
     match_value(pn.inputs[i], egraph_.find(n.children[j]), rest);
   }
 
-  // As optimizer/matcher.cpp: 'valid' and 'same' padding are one for a 1 x 1 kernel.
-  bool equal_padding(const Node& pn, const ENode& n, const ParamValue& a, const ParamValue& b) const {
-    if (pn.op->name != "conv2d" || !std::holds_alternative<std::string>(a) || !std::holds_alternative<std::string>(b))
-      return false;
-    const Shape& k = egraph_.data(n.children[1]).shapes[0];
-    return k.size() == 4 && k[2] == 1 && k[3] == 1;
-  }
-
   bool params_match(const Node& pn, const ENode& n) const {
-    const auto& pe = pn.params.entries();
-    const auto& me = egraph_.op_instance(n.head).params.entries();
-    if (pe.size() != me.size()) return false;
-    for (size_t i = 0; i < pe.size(); ++i) {
-      if (pe[i].first != me[i].first) return false;
-      if (pe[i].second == me[i].second) continue;
-      if (pe[i].first == "pad" && equal_padding(pn, n, pe[i].second, me[i].second)) continue;
-      if (!optimizer::is_shape_param(pn.op->name, pe[i].first)) return false;
-      if (pe[i].second.index() != me[i].second.index()) return false;
-    }
-    return true;
+    return optimizer::params_accept(pn, egraph_.op_instance(n.head).params,
+                                    [&]() -> const Shape& { return egraph_.data(n.children[1]).shapes[0]; });
   }
 
   void accept() {

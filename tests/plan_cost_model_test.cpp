@@ -4,6 +4,8 @@
 // when its merged step is measured faster than the steps it replaces.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "ir/op_signature.h"
 #include "ir/text.h"
 #include "optimizer/backtracking_search.h"
@@ -64,6 +66,32 @@ TEST(PlanCostModel, AnAttentionIsOneMeasuredStep) {
   PlanCostModel model("test-gpu", {{steps[0], 0.012}});
   EXPECT_DOUBLE_EQ(model.graph_cost(g), 12.0);
   EXPECT_EQ(model.missing_steps(), 0u);
+}
+
+TEST(PlanCostModel, AModelAtAPrecisionCostsTheStepsTimedAtIt) {
+  const Graph g = build_graph("relu(add(conv2d(x, k), b))", parse_shape_map("x=1x8x7x5,k=4x8x3x3,b=1x4x1x1"));
+  std::unordered_map<std::string, double> table;
+  std::map<Precision, std::string> signature;
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16, Precision::kFp16}) {
+    PlanOptions options;
+    options.precision = p;
+    const ExecutionPlan plan = make_execution_plan(g, options);
+    ASSERT_EQ(plan.tasks.size(), 1u);
+    signature[p] = step_signature(g, plan.tasks[0], p);
+    EXPECT_EQ(signature_precision(signature[p]), p) << signature[p];
+    table[signature[p]] = 0.01 * (1 + static_cast<int>(p));  // 10, 20, 30, 40 us
+  }
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16, Precision::kFp16}) {
+    PlanCostModel model("test-gpu", table, RooflineParams{}, p);
+    EXPECT_DOUBLE_EQ(model.graph_cost(g), 10.0 * (1 + static_cast<int>(p))) << precision_name(p);
+    EXPECT_EQ(model.measured_steps(), 1u) << "only the table's steps of " << precision_name(p);
+  }
+  // A step timed at another precision only is not this precision's: the fallback prices it.
+  PlanCostModel bf16_only("test-gpu", {{signature[Precision::kBf16], 0.03}}, RooflineParams{}, Precision::kFp32);
+  bf16_only.graph_cost(g);
+  EXPECT_EQ(bf16_only.measured_steps(), 0u);
+  EXPECT_EQ(bf16_only.missing_steps(), 1u);
+  EXPECT_EQ(signature_precision(op_signature(g, g.node(g.outputs()[0].node))), Precision::kFp32);
 }
 
 TEST(PlanCostModel, AStepOfOneOperatorFallsBackToTheOperatorsRow) {

@@ -345,11 +345,10 @@ int bench(const Options& o) {
                 gpu_library_versions().c_str(), o.db.c_str());
   }
   // The first model a process loads ran slower than a later load of the same
-  // file (MobileNet-v2 loaded twice: 0.440 and 0.416 ms, H100), which
-  // favours the optimized model, loaded second. A decoy copy of the first
-  // model is loaded, run and dropped before either is loaded for timing; with
-  // it the gap remained (0.434 and 0.417 ms), so its cause is still open and
-  // small networks' ratios are good to about 5 % (docs/benchmarks.md).
+  // file, which favours the optimized model, loaded second. A decoy copy of
+  // the first model is loaded, run and dropped before either is loaded for
+  // timing; with it a smaller gap remained on small networks, whose cause is
+  // still open (the figures: docs/benchmarks-archive.md).
   if (!o.no_decoy) {
     const cli::ModelCase decoy =
         cli::load_model_case(o.models[0], o.test_data, 1, cli::parse_input_shapes(o.input_shapes));

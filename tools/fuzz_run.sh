@@ -14,6 +14,9 @@
 #   FUZZ_RUNS=N     instead: N inputs per target from seed 1 (reproducible: CI)
 #   FUZZ_JOBS=N     N processes per target (libFuzzer -fork=N, crashes do not
 #                   stop it) and the targets at once: N x 3 processes
+#   FUZZ_GROWN=DIR  keep each target's grown corpus in DIR/TARGET and start
+#                   from it when it is there: a long run in several parts
+#                   (another call, another machine) goes on where it stopped
 #
 # Exit status 1 when any target found anything, 2 for a usage mistake.
 # In a bundle (tools/fuzz.sh --bundle) the shared libraries are in lib/
@@ -30,6 +33,7 @@ mkdir -p "$3" && out=$(cd "$3" && pwd)
 shift 3
 targets=("$@")
 ((${#targets[@]})) || targets=(onnx_import rule_text rules_db)
+[[ -n ${FUZZ_GROWN:-} ]] && FUZZ_GROWN=$(mkdir -p "$FUZZ_GROWN" && cd "$FUZZ_GROWN" && pwd)
 seconds=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-1}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: FUZZ_JOBS must be a positive number, not '$jobs'" >&2; exit 2; }
@@ -41,8 +45,13 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # and OUT/TARGET.cpu ("USER SYS": the CPU seconds of all its processes).
 fuzz_one() {
   local target=$1 work
-  work=$(mktemp -d)
-  cp -r "$corpus/$target/." "$work/"
+  if [[ -n ${FUZZ_GROWN:-} ]]; then
+    work=$FUZZ_GROWN/$target
+    [[ -d $work ]] || { mkdir -p "$work" && cp -r "$corpus/$target/." "$work/"; }
+  else
+    work=$(mktemp -d)
+    cp -r "$corpus/$target/." "$work/"
+  fi
   mkdir -p "$out/$target"
   local budget=(-max_total_time="$seconds")
   # A fixed number of inputs from a fixed seed: the same every run, so CI
@@ -57,7 +66,7 @@ fuzz_one() {
   { time "$bin/fuzz_$target" "${budget[@]}" "${parallel[@]}" -rss_limit_mb=2048 -timeout=20 -max_len=65536 \
       -print_final_stats=1 -print_funcs=0 -artifact_prefix="$out/$target/" "$work" >"$out/$target.log" 2>&1; } 2>"$out/$target.cpu"
   echo $? >"$out/$target.rc"
-  rm -rf "$work"
+  [[ -n ${FUZZ_GROWN:-} ]] || rm -rf "$work"
 }
 
 # "TARGET: N inputs, C found, S CPU seconds" from its log and artifacts.

@@ -155,6 +155,8 @@ void refuse_options_of_other_targets(const CLI::App& app, const OptimizeOptions&
     throw tgr::cli::UsageError("--device names the GPU of --target tgr-gpu");
   if (app.count("--unmeasured-margin") && o.target.target != Target::kTgrGpu)
     throw tgr::cli::UsageError("--unmeasured-margin prices the steps --target tgr-gpu has not measured");
+  if (app.count("--precision") && o.target.target != Target::kTgrGpu)
+    throw tgr::cli::UsageError("--precision costs the steps of --target tgr-gpu at that precision");
   if (app.count("--costs") && o.target.target == Target::kRoofline)
     throw tgr::cli::UsageError("--target roofline reads no measured costs (--costs)");
   if (!o.calibration_dir.empty() && o.target.target != Target::kOnnxRuntimeCpu)

@@ -103,14 +103,27 @@ class Session:
         missing = [n for n in names if n not in inputs]
         if missing:
             raise _tgr.Error(f"no tensor given for the model's input '{missing[0]}' (its inputs: {', '.join(names)})")
-        return [self._prepare_one(spec, inputs[spec.name]) for spec in self.inputs]
+        handshaken: set = set()
+        return [self._prepare_one(spec, inputs[spec.name], handshaken) for spec in self.inputs]
 
-    def _prepare_one(self, spec: TensorSpec, value: Any) -> Any:
+    def _prepare_one(self, spec: TensorSpec, value: Any, handshaken: set) -> Any:
+        """A DLPack capsule or a C-contiguous NumPy array of spec's host type.
+
+        DLPack's stream handshake makes the session's stream wait for the work
+        queued so far on the producer's *current* stream, whichever tensor it is
+        asked for; so it is made once per run and producer type (torch, CuPy...)
+        and device, and later tensors of the same producer pass stream=-1 (no
+        synchronisation: the first handshake already covers them). A handshake
+        costs a Python-level event record and wait in the producer."""
         if type(value).__name__ == "PyCapsule":  # a bare DLPack capsule: its producer has finished writing it
             return value
         if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack_device__"):
-            device_type, _ = value.__dlpack_device__()
+            device_type, device_id = value.__dlpack_device__()
             if int(device_type) in _DLPACK_CUDA:
+                producer = (type(value), int(device_id))
+                if producer in handshaken:
+                    return value.__dlpack__(stream=-1)
+                handshaken.add(producer)
                 return value.__dlpack__(stream=self._session.stream)
         array = np.asarray(value)
         if array.dtype.kind not in _DTYPE_KINDS[spec.dtype]:

@@ -13,13 +13,13 @@
 //
 // Why the spacer: in a model no step runs right after a copy of itself, and
 // a library step (a cuDNN convolution, a cuBLAS product) timed back to back
-// with its copies costs what it does nowhere in the model. Timed back to
-// back, Inception-v3's split and merged convolutions cost 0.979 ms against
-// 0.818 in its replay, ShuffleNet-v2's 1 x 1 convolutions 0.225 against
-// 0.268; with a relu between the copies 0.842 and 0.273 (H100, `bench
-// --profile-replay`, docs/benchmarks.md). Which step precedes it in the
-// model does not matter as much: pricing a convolution that follows a
-// convolution at its back-to-back time made the predictions worse.
+// with its copies costs what it does nowhere in the model: back to back,
+// convolutions measured well above or below their time in the model's
+// replay, with a relu between the copies close to it (`bench
+// --profile-replay`; the figures are in docs/benchmarks-archive.md). Which
+// step precedes it in the model does not matter as much: pricing a
+// convolution that follows a convolution at its back-to-back time made the
+// predictions worse.
 #pragma once
 
 #include <cstdint>

@@ -7,9 +7,10 @@
 # reference with a per-operator profile and the predicted times, and time
 # PyTorch eager and torch.compile (peers.py); prints one table.
 #
-#   PRECISIONS="fp32 tf32 bf16" bash ...   (bench and the peers at each precision: runtime/precision.h,
-#                                           peers.py; calibrate too, where that stage runs; default fp32;
-#                                           optimize always costs with the fp32 steps)
+#   PRECISIONS="fp32 tf32 bf16" bash ...   (calibrate, optimize, bench and the peers at each precision:
+#                                           runtime/precision.h, peers.py; default fp32; at each one
+#                                           optimize --precision costs the steps calibrate timed at it
+#                                           and writes M.opt.onnx at fp32, M.opt.P.onnx at P)
 #   PEER_MODES=eager,reduce-overhead bash ...  (peers.py --modes: fewer torch.compile runs)
 #
 #   bash bundle/gpu/tools/device/gpu_bench.sh [MODEL ...]
@@ -51,6 +52,59 @@ if has export; then
   echo "== export (${models[*]})"
   python3 "$B/tools/device/export_models.py" "$work" "${models[@]}" 2>&1 | grep -v Warning | tail -8
 fi
+# optimize_at M P: optimizes model M for precision P (measured costs at P
+# where calibrate found a device, else the roofline); sets `written` to the
+# model it wrote ($work/M.opt.onnx at fp32, $work/M.opt.P.onnx at P), and
+# fails where optimize did.
+optimize_at() {
+  local m=$1 p=$2 tag="" suffix="" at=()
+  [[ $p != fp32 ]] && tag=_$p suffix=.$p at=(--precision "$p")
+  echo "== optimize $m at $p (measured costs, device '${device:-none}')"
+  local cost=(--target roofline)
+  [[ -n $device ]] && cost=(--target tgr-gpu --device "$device" "${at[@]}")
+  # The search can only take a merge whose merged step it can cost, and
+  # an unmeasured step gets a guess fitted to the measured ones, priced
+  # 25 % above it. So first the steps it could reach are measured: those
+  # of the model optimized with the analytic costs, and those of an
+  # exploring search that prices every guess at half of it
+  # (--unmeasured-margin 0.5: it takes what might pay). Then up to five
+  # measured rounds: the steps a round's graph has that are still missing
+  # are measured, and the search runs again, until a round's graph has
+  # none missing.
+  if [[ -n $device ]] && has calibrate; then
+    for name in roofline explore; do
+      local reach=(--target roofline)
+      [[ $name == explore ]] && reach=(--target tgr-gpu --device "$device" "${at[@]}" --unmeasured-margin 0.5)
+      if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" "${search[@]}" "${reach[@]}" \
+           "$work/$m.onnx" -o "$work/$m.$name$suffix.onnx" > "$out/optimize_${m}_$name$tag.log" 2>&1; then
+        "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.$name$suffix.onnx" --test-data "$work/$m-testdata" \
+          --iters 30 "${at[@]}" > "$out/calibrate_${m}_$name$tag.log" 2>&1 || tail -3 "$out/calibrate_${m}_$name$tag.log"
+      fi
+    done
+  fi
+  written=$work/$m.opt$suffix.onnx
+  local round ok=0
+  for round in 1 2 3 4 5; do
+    if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" "${search[@]}" "${cost[@]}" \
+         "$work/$m.onnx" -o "$written" > "$out/optimize_${m}_$round$tag.log" 2>&1; then
+      ok=1
+    else
+      ok=0; tail -3 "$out/optimize_${m}_$round$tag.log"; break
+    fi
+    if ((round < 5)) && [[ -n $device ]] && has calibrate; then
+      "$B/bin/calibrate" --db "$work/rules.db" "$written" --test-data "$work/$m-testdata" --iters 30 "${at[@]}" \
+        > "$out/calibrate_${m}_opt$round$tag.log" 2>&1 || tail -3 "$out/calibrate_${m}_opt$round$tag.log"
+      local new_steps
+      new_steps=$(sed -n "s/^device '.*': \([0-9]*\) step signatures measured.*/\1/p" "$out/calibrate_${m}_opt$round$tag.log" | tail -1)
+      [[ ${new_steps:-1} == 0 ]] && break
+    else
+      break
+    fi
+  done
+  ((ok)) && grep -E "operators|predicted|    #|time:" "$out/optimize_${m}_$round$tag.log"
+  ((ok))
+}
+
 for m in "${models[@]}"; do
   [[ -f $work/$m.onnx ]] || { echo "$m: not exported"; continue; }
   # The measured costs go into a copy of the bundle's rules database (its
@@ -69,48 +123,13 @@ for m in "${models[@]}"; do
     done
   fi
   opt=()
+  declare -A opt_at=()  # precision -> the model optimize wrote for it
   if has optimize; then
     device=$(sed -n "s/^device '\(.*\)': .*/\1/p" "$out/calibrate_$m.log" 2>/dev/null | tail -1)
-    echo "== optimize $m (measured costs, device '${device:-none}')"
-    cost=(--target roofline)
-    [[ -n $device ]] && cost=(--target tgr-gpu --device "$device")
-    # The search can only take a merge whose merged step it can cost, and
-    # an unmeasured step gets a guess fitted to the measured ones, priced
-    # 25 % above it. So first the steps it could reach are measured: those
-    # of the model optimized with the analytic costs, and those of an
-    # exploring search that prices every guess at half of it
-    # (--unmeasured-margin 0.5: it takes what might pay). Then up to five
-    # measured rounds: the steps a round's graph has that are still missing
-    # are measured, and the search runs again, until a round's graph has
-    # none missing.
-    if [[ -n $device ]] && has calibrate; then
-      for name in roofline explore; do
-        reach=(--target roofline)
-        [[ $name == explore ]] && reach=(--target tgr-gpu --device "$device" --unmeasured-margin 0.5)
-        if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" "${search[@]}" "${reach[@]}" \
-             "$work/$m.onnx" -o "$work/$m.$name.onnx" > "$out/optimize_${m}_$name.log" 2>&1; then
-          "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.$name.onnx" --test-data "$work/$m-testdata" --iters 30 \
-            > "$out/calibrate_${m}_$name.log" 2>&1 || tail -3 "$out/calibrate_${m}_$name.log"
-        fi
-      done
-    fi
-    for round in 1 2 3 4 5; do
-      if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" "${search[@]}" "${cost[@]}" \
-           "$work/$m.onnx" -o "$work/$m.opt.onnx" > "$out/optimize_${m}_$round.log" 2>&1; then
-        opt=("$work/$m.opt.onnx")
-      else
-        opt=(); tail -3 "$out/optimize_${m}_$round.log"; break
-      fi
-      if ((round < 5)) && [[ -n $device ]] && has calibrate; then
-        "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.opt.onnx" --test-data "$work/$m-testdata" --iters 30 > "$out/calibrate_${m}_opt$round.log" 2>&1 \
-          || tail -3 "$out/calibrate_${m}_opt$round.log"
-        new_steps=$(sed -n "s/^device '.*': \([0-9]*\) step signatures measured.*/\1/p" "$out/calibrate_${m}_opt$round.log" | tail -1)
-        [[ ${new_steps:-1} == 0 ]] && break
-      else
-        break
-      fi
+    for p in "${precisions[@]}"; do
+      optimize_at "$m" "$p" && opt_at[$p]=$written
     done
-    ((${#opt[@]})) && grep -E "operators|predicted|    #|time:" "$out/optimize_${m}_$round.log"
+    opt=(${opt_at[fp32]:-})
   fi
   if has bench; then
     echo "== bench $m"
@@ -132,14 +151,16 @@ for m in "${models[@]}"; do
         "${predict[@]}" > "$out/bench_steps_$m.log" 2>&1
       python3 "$B/tools/device/compare_choices.py" "$out/bench_$m.log" "$out"/calibrate_"$m"*.log | tail -12
     fi
-    # The other precisions: the same models (the optimized one as fp32 costs chose it), checked against
-    # the float32 interpreter with the precision's tolerance; --db only seeds the convolution choices.
+    # The other precisions: the original and the model optimized for the precision (optimize
+    # --precision; without the optimize stage, the original alone), checked against the float32
+    # interpreter with the precision's tolerance; --db seeds the convolution choices.
     for p in "${precisions[@]}"; do
       [[ $p == fp32 ]] && continue
       echo "== bench $m at $p"
       seed=()
       [[ -f $work/rules.db ]] && seed=(--db "$work/rules.db")
-      "$B/bin/bench" "$work/$m.onnx" "${opt[@]}" --test-data "$work/$m-testdata" --iters 200 --name "$m" \
+      opt_p=(${opt_at[$p]:-})
+      "$B/bin/bench" "$work/$m.onnx" "${opt_p[@]}" --test-data "$work/$m-testdata" --iters 200 --name "$m" \
         --precision "$p" "${seed[@]}" > "$out/bench_${m}_$p.log" 2>&1
       grep -E "^(  check|  time|  achieved|RESULT)|error" "$out/bench_${m}_$p.log"
     done

@@ -8,7 +8,10 @@ clock around the call, as a user sees it:
              copied back; compared with bench's replay plus those copies alone (the
              same bytes, copied by PyTorch from and to pageable memory)
   run_dlpack torch CUDA tensors in, DLPack out (device-to-device copies of the
-             inputs and outputs only); compared with bench's replay
+             inputs and outputs only); compared with bench's replay, and taken
+             apart: the C++ run alone, torch's stream handshakes, an idle
+             synchronize, one replay timed by the host, and run_dlpack with
+             one handshake per input
 
 Each is timed in alternating rounds with the session's own replay_ms (the
 median of each round, then over rounds). Prints one line per measure and
@@ -77,16 +80,37 @@ def main():
             o.cpu()
         torch.cuda.synchronize()
 
+    stream = session._session.stream
+
+    def every_input_handshaken():  # run_dlpack as before one handshake per producer: a handshake per input
+        session.run_dlpack({k: v.__dlpack__(stream=stream) for k, v in device_inputs.items()})
+
+    def handshakes():  # the producer's side alone: torch's event record and wait per input
+        for v in device_inputs.values():
+            v.__dlpack__(stream=stream)
+
+    def core_ms(iters):  # the C++ run alone: capsules made (without handshake) outside the clock
+        times = []
+        for _ in range(iters):
+            capsules = [device_inputs[spec.name].__dlpack__(stream=-1) for spec in session.inputs]
+            start = time.perf_counter()
+            session._session.run(capsules, True)
+            times.append((time.perf_counter() - start) * 1e3)
+        return statistics.median(times)
+
     per_round = max(10, a.iters // a.rounds)
-    for fn in (lambda: session.run(host), lambda: session.run_dlpack(device_inputs), copies):
+    measures = {"run": lambda: session.run(host), "dlpack": lambda: session.run_dlpack(device_inputs),
+                "copies": copies, "dlpack_each": every_input_handshaken, "handshakes": handshakes,
+                "sync": torch.cuda.synchronize, "one_replay": lambda: session.replay_ms(1, 0)}
+    for fn in measures.values():
         for _ in range(10):
             fn()
-    rounds = {"replay": [], "run": [], "dlpack": [], "copies": []}
-    for _ in range(a.rounds):
+    rounds = {k: [] for k in ["replay", "core", *measures]}
+    for _ in range(a.rounds):  # alternating, one round of each in turn
         rounds["replay"].append(session.replay_ms(per_round, 2))
-        rounds["run"].append(median_wall_ms(lambda: session.run(host), per_round))
-        rounds["dlpack"].append(median_wall_ms(lambda: session.run_dlpack(device_inputs), per_round))
-        rounds["copies"].append(median_wall_ms(copies, per_round))
+        rounds["core"].append(core_ms(per_round))
+        for k, fn in measures.items():
+            rounds[k].append(median_wall_ms(fn, per_round))
     m = {k: statistics.median(v) for k, v in rounds.items()}
     in_bytes = sum(v.nbytes for v in host.values())
     out_bytes = sum(o.nbytes for o in outputs.values())
@@ -97,6 +121,10 @@ def main():
     print(f"  run (NumPy): {m['run']:.4f} ms; copies alone ({in_bytes / 1e6:.2f} MB in, {out_bytes / 1e6:.3f} MB out)"
           f" {m['copies']:.4f} ms; run / (bench + copies) = {run_ratio:.3f}")
     print(f"  run_dlpack (torch CUDA tensors): {m['dlpack']:.4f} ms; run_dlpack / bench = {dlpack_ratio:.3f}")
+    print(f"  where run_dlpack's time goes: the C++ run alone {m['core']:.4f} ms; torch's stream handshakes "
+          f"({len(device_inputs)} inputs) {m['handshakes']:.4f} ms; an idle synchronize {m['sync']:.4f} ms; "
+          f"one replay timed by the host (launch and wait, no copies) {m['one_replay']:.4f} ms; "
+          f"with a handshake per input {m['dlpack_each']:.4f} ms ({m['dlpack_each'] / a.bench_ms:.3f} of bench)")
     print(f"SESSION {name} {a.bench_ms:.4f} {m['replay']:.4f} {m['run']:.4f} {m['copies']:.4f} {run_ratio:.3f} "
           f"{m['dlpack']:.4f} {dlpack_ratio:.3f} {check}", flush=True)
 
