@@ -1,8 +1,9 @@
 // tgr._tgr.GpuSession and DeviceArray: tgr::Session (tgr/session.h) for the
 // package's tgr.Session (python/tgr/session.py), which prepares the inputs:
-// each is either a C-contiguous NumPy array of the input's host type
-// (float32, or int64 for int64 and bool inputs) or a DLPack capsule of a
-// tensor in the session GPU's memory. Outputs come back as NumPy arrays or as
+// each is either a C-contiguous NumPy array of the input's device type
+// (float32; int64 for int64 and bool inputs; at bf16 and fp16 a float32
+// input's half type, as uint16 bits for bfloat16: encode_half) or a DLPack
+// capsule of a tensor of that type in the session GPU's memory. Outputs come back as NumPy arrays or as
 // DeviceArray objects, which hand their memory to torch.from_dlpack,
 // cupy.from_dlpack and the like without a copy.
 #include "python/session_bindings.h"
@@ -13,10 +14,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "python/dlpack_abi.h"
+#include "runtime/precision.h"
 #include "tgr/session.h"
 
 namespace py = pybind11;
@@ -36,9 +39,37 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s.empty() ? "scalar" : s;
 }
 
+// A device type's DLPack type (bool is held as int64 on the GPU: tgr/session.h).
 dlpack::DataType dlpack_type(ElementType t) {
-  // bool is held as int64 on the GPU (tgr/session.h).
-  return t == ElementType::kFloat32 ? dlpack::DataType{dlpack::kFloat, 32, 1} : dlpack::DataType{dlpack::kInt, 64, 1};
+  switch (t) {
+    case ElementType::kFloat32:
+      return {dlpack::kFloat, 32, 1};
+    case ElementType::kBFloat16:
+      return {dlpack::kBfloat, 16, 1};
+    case ElementType::kFloat16:
+      return {dlpack::kFloat, 16, 1};
+    case ElementType::kInt64:
+    case ElementType::kBool:
+      break;
+  }
+  return {dlpack::kInt, 64, 1};
+}
+
+// The NumPy type of a device type's host buffers: run() passes NumPy arrays
+// of it (bfloat16 as its bits, uint16: NumPy has no bfloat16).
+py::dtype numpy_type(ElementType t) {
+  switch (t) {
+    case ElementType::kFloat32:
+      return py::dtype::of<float>();
+    case ElementType::kBFloat16:
+      return py::dtype::of<uint16_t>();
+    case ElementType::kFloat16:
+      return py::dtype("float16");
+    case ElementType::kInt64:
+    case ElementType::kBool:
+      break;
+  }
+  return py::dtype::of<int64_t>();
 }
 
 // An output on the GPU: its allocation is shared by every capsule handed out.
@@ -51,7 +82,7 @@ class DeviceArray {
     for (size_t i = 0; i < t_.shape.size(); ++i) s[i] = t_.shape[i];
     return s;
   }
-  std::string dtype() const { return t_.type == ElementType::kFloat32 ? "float32" : "int64"; }
+  std::string dtype() const { return t_.type == ElementType::kBool ? "int64" : element_type_name(t_.type); }
   int device() const { return t_.device; }
   uintptr_t data_ptr() const { return reinterpret_cast<uintptr_t>(t_.data); }
   py::tuple dlpack_device() const { return py::make_tuple(static_cast<int>(dlpack::kCUDA), t_.device); }
@@ -120,10 +151,12 @@ class ConsumedInputs {
     if (t.device.device_id != session_device)
       throw SessionError(what + ": the tensor is on GPU " + std::to_string(t.device.device_id) +
                          ", the session on GPU " + std::to_string(session_device));
-    const dlpack::DataType want = dlpack_type(input.type);
+    const dlpack::DataType want = dlpack_type(input.device_type);
     if (t.dtype.code != want.code || t.dtype.bits != want.bits || t.dtype.lanes != 1)
-      throw SessionError(what + " is " + element_type_name(input.type) + ", given a DLPack tensor of type code " +
-                         std::to_string(t.dtype.code) + ", " + std::to_string(t.dtype.bits) + " bits" +
+      throw SessionError(what + " is " + element_type_name(input.device_type) +
+                         (input.device_type != input.type ? " on the GPU at this precision" : "") +
+                         ", given a DLPack tensor of type code " + std::to_string(t.dtype.code) + ", " +
+                         std::to_string(t.dtype.bits) + " bits" +
                          (input.type == ElementType::kBool ? " (a bool input on the GPU is given as int64 0/1)" : ""));
     const std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
     if (shape != input.shape)
@@ -157,7 +190,8 @@ class GpuSession {
 
   static py::list infos(const std::vector<TensorInfo>& infos) {
     py::list out;
-    for (const TensorInfo& t : infos) out.append(py::make_tuple(t.name, element_type_name(t.type), t.shape));
+    for (const TensorInfo& t : infos)
+      out.append(py::make_tuple(t.name, element_type_name(t.type), t.shape, element_type_name(t.device_type)));
     return out;
   }
   py::list inputs() const { return infos(session_->inputs()); }
@@ -201,9 +235,12 @@ class GpuSession {
       } else {
         // array_t: strides from sizeof(T). py::array(dtype, shape) takes them
         // from the dtype's itemsize, which pybind11 before 2.12 reads at
-        // NumPy 1's offset: under NumPy 2 every stride came out 0.
-        py::array a = info.type == ElementType::kFloat32 ? py::array(py::array_t<float>(info.shape))
-                                                         : py::array(py::array_t<int64_t>(info.shape));
+        // NumPy 1's offset: under NumPy 2 every stride came out 0. A half
+        // type comes back as its bits (tgr.Session decodes them).
+        py::array a = info.device_type == ElementType::kFloat32 ? py::array(py::array_t<float>(info.shape))
+                      : info.device_type == ElementType::kBFloat16 || info.device_type == ElementType::kFloat16
+                          ? py::array(py::array_t<uint16_t>(info.shape))
+                          : py::array(py::array_t<int64_t>(info.shape));
         out.push_back(a.mutable_data());
         result.append(a);
       }
@@ -217,18 +254,17 @@ class GpuSession {
   }
 
  private:
-  // A C-contiguous array of the input's host type and shape (tgr.Session
-  // converts; this checks).
+  // A C-contiguous array of the input's device type (numpy_type) and shape
+  // (tgr.Session converts; this checks).
   static py::array host_input(const py::handle& value, const TensorInfo& spec) {
-    const py::dtype want = spec.type == ElementType::kFloat32 ? py::dtype::of<float>() : py::dtype::of<int64_t>();
+    const py::dtype want = numpy_type(spec.device_type);
     if (!py::isinstance<py::array>(value))
       throw py::type_error("input '" + spec.name + "': a NumPy array or a DLPack capsule, given " +
                            std::string(py::str(value.get_type())));
     py::array a = py::reinterpret_borrow<py::array>(value);
     const std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
     if (!a.dtype().is(want) || !(a.flags() & py::array::c_style))
-      throw py::type_error("input '" + spec.name + "': a C-contiguous " +
-                           std::string(spec.type == ElementType::kFloat32 ? "float32" : "int64") + " array");
+      throw py::type_error("input '" + spec.name + "': a C-contiguous " + std::string(py::str(static_cast<const py::handle&>(want))) + " array");
     if (shape != spec.shape)
       throw SessionError("input '" + spec.name + "' is " + shape_text(spec.shape) + ", given " + shape_text(shape));
     return a;
@@ -237,9 +273,35 @@ class GpuSession {
   std::unique_ptr<Session> session_;
 };
 
+// The graph type of a half device type's name ("bfloat16", "float16").
+DType half_type(const std::string& name) {
+  if (name == element_type_name(ElementType::kBFloat16)) return DType::kBFloat16;
+  if (name == element_type_name(ElementType::kFloat16)) return DType::kFloat16;
+  throw py::value_error("'" + name + "' is not a half type (bfloat16, float16)");
+}
+
+// float32 values as the bits of a half type (rounded to nearest even), and
+// back: what tgr.Session's run() passes and gets at precision bf16 and fp16.
+py::array_t<uint16_t> encode_half(const py::array_t<float, py::array::c_style | py::array::forcecast>& values,
+                                  const std::string& type) {
+  py::array_t<uint16_t> bits(std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
+  encode_floats(std::span<const float>(values.data(), static_cast<size_t>(values.size())), half_type(type),
+                bits.mutable_data());
+  return bits;
+}
+
+py::array_t<float> decode_half(const py::array_t<uint16_t, py::array::c_style | py::array::forcecast>& bits,
+                               const std::string& type) {
+  py::array_t<float> values(std::vector<py::ssize_t>(bits.shape(), bits.shape() + bits.ndim()));
+  decode_floats(bits.data(), half_type(type), std::span<float>(values.mutable_data(), static_cast<size_t>(bits.size())));
+  return values;
+}
+
 }  // namespace
 
 void register_session(py::module_& m) {
+  m.def("encode_half", &encode_half, py::arg("values"), py::arg("type"));
+  m.def("decode_half", &decode_half, py::arg("bits"), py::arg("type"));
   m.def("session_built_with_cuda", &Session::built_with_cuda);
   m.def("gpu_available", &Session::gpu_available);
   py::class_<DeviceArray>(m, "DeviceArray")

@@ -27,6 +27,10 @@ const char* element_type_name(ElementType type) {
       return "int64";
     case ElementType::kBool:
       return "bool";
+    case ElementType::kBFloat16:
+      return "bfloat16";
+    case ElementType::kFloat16:
+      return "float16";
   }
   return "?";
 }
@@ -38,7 +42,10 @@ int64_t TensorInfo::elements() const {
 }
 
 size_t TensorInfo::device_bytes() const {
-  return static_cast<size_t>(elements()) * (type == ElementType::kFloat32 ? 4 : 8);
+  const size_t element_bytes = device_type == ElementType::kFloat32                                  ? 4
+                               : device_type == ElementType::kBFloat16 || device_type == ElementType::kFloat16 ? 2
+                                                                                                      : 8;
+  return static_cast<size_t>(elements()) * element_bytes;
 }
 
 HostTensor HostTensor::float32(std::vector<int64_t> shape, std::vector<float> values) {
@@ -79,7 +86,10 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s.empty() ? "scalar" : s;
 }
 
-std::string describe(const TensorInfo& t) { return std::string(element_type_name(t.type)) + " " + shape_text(t.shape); }
+// What a tensor given for `t` must be: host tensors of its type, device
+// tensors of its device type.
+ElementType expected_type(const TensorInfo& t, const HostTensor*) { return t.type; }
+ElementType expected_type(const TensorInfo& t, const DeviceTensor*) { return t.device_type; }
 
 // The index of `name` in `infos`; raises naming the model's inputs.
 size_t index_of(const std::vector<TensorInfo>& infos, const std::string& name) {
@@ -98,14 +108,23 @@ std::vector<const Tensor*> in_model_order(const std::vector<TensorInfo>& infos,
   std::vector<const Tensor*> ordered(infos.size(), nullptr);
   for (const auto& [name, tensor] : given) {
     const size_t i = index_of(infos, name);
-    if (tensor.type != infos[i].type || tensor.shape != infos[i].shape)
-      throw SessionError("input '" + name + "' is " + describe(infos[i]) + ", given " + element_type_name(tensor.type) +
+    const ElementType want = expected_type(infos[i], &tensor);
+    if (tensor.type != want || tensor.shape != infos[i].shape)
+      throw SessionError("input '" + name + "' is " + element_type_name(want) + " " + shape_text(infos[i].shape) +
+                         (want != infos[i].type ? " on the GPU" : "") + ", given " + element_type_name(tensor.type) +
                          " " + shape_text(tensor.shape));
     ordered[i] = &tensor;
   }
   for (size_t i = 0; i < infos.size(); ++i)
     if (!ordered[i]) throw SessionError("no tensor given for the model's input '" + infos[i].name + "'");
   return ordered;
+}
+
+// The graph's half type a device type holds, nullopt for the others.
+std::optional<DType> half_dtype(ElementType t) {
+  if (t == ElementType::kBFloat16) return DType::kBFloat16;
+  if (t == ElementType::kFloat16) return DType::kFloat16;
+  return std::nullopt;
 }
 
 // The session's type for a model input or output of graph type `t`; nullopt
@@ -214,12 +233,14 @@ Session::Session(const std::string& model_path, const SessionOptions& options) :
   }
   const std::optional<Precision> precision = parse_precision(options.precision);
   if (!precision) m.fail("precision '" + options.precision + "' is not one of " + std::string(kPrecisionNames));
-  // At bf16/fp16 the model's input and output slots hold the half type and
-  // GpuModel converts on the host (set_inputs, outputs); the session copies
-  // device bytes as they are, so it runs where float32 is stored.
-  if (storage_dtype(DType::kFloat, *precision) != DType::kFloat)
-    m.fail("precision '" + options.precision +
-           "': the GPU session runs at fp32 and tf32 (float32 storage); half storage runs in bench --precision");
+  // At bf16/fp16 the model's float32 input and output slots hold the half
+  // type (the execution plan's storage), and the session copies device bytes.
+  const DType float_storage = storage_dtype(DType::kFloat, *precision);
+  const ElementType float_device_type = float_storage == DType::kBFloat16  ? ElementType::kBFloat16
+                                        : float_storage == DType::kFloat16 ? ElementType::kFloat16
+                                                                           : ElementType::kFloat32;
+  for (auto* infos : {&m.inputs, &m.outputs})
+    for (TensorInfo& t : *infos) t.device_type = t.type == ElementType::kFloat32 ? float_device_type : t.type;
   if (!options.costs_db.empty()) {
     const auto stored =
         rules_db::RulesDb::open_read_only(options.costs_db).kernel_choices(gpu_device_name(), gpu_library_versions());
@@ -250,20 +271,44 @@ void Session::run_buffers(const std::vector<const void*>& inputs, const std::vec
 std::map<std::string, HostTensor> Session::run(const std::map<std::string, HostTensor>& inputs) {
   Impl& m = *impl_;
   std::vector<const void*> in;
+  std::vector<std::vector<uint16_t>> half_inputs;  // float32 values in the half type the GPU holds
+  half_inputs.reserve(m.inputs.size());
+  size_t i = 0;
   for (const HostTensor* t : in_model_order(m.inputs, inputs)) {
+    const TensorInfo& info = m.inputs[i++];
     const bool is_float = t->type == ElementType::kFloat32;
     const size_t count = is_float ? t->floats.size() : t->ints.size();
-    if (static_cast<int64_t>(count) != TensorInfo{"", t->type, t->shape}.elements())
+    if (static_cast<int64_t>(count) != info.elements())
       m.fail("an input of shape " + shape_text(t->shape) + " holds " + std::to_string(count) + " values");
-    in.push_back(is_float ? static_cast<const void*>(t->floats.data()) : t->ints.data());
+    if (!is_float) {
+      in.push_back(t->ints.data());
+    } else if (const std::optional<DType> half = half_dtype(info.device_type)) {
+      half_inputs.emplace_back(count);
+      encode_floats(t->floats, *half, half_inputs.back().data());
+      in.push_back(half_inputs.back().data());
+    } else {
+      in.push_back(t->floats.data());
+    }
   }
   std::map<std::string, HostTensor> result;
   std::vector<void*> out;
-  for (const TensorInfo& info : m.outputs) {
+  std::vector<std::vector<uint16_t>> half_outputs(m.outputs.size());
+  for (size_t k = 0; k < m.outputs.size(); ++k) {
+    const TensorInfo& info = m.outputs[k];
     HostTensor& t = result[info.name] = HostTensor::filled(info, 0);
-    out.push_back(info.type == ElementType::kFloat32 ? static_cast<void*>(t.floats.data()) : t.ints.data());
+    if (info.type != ElementType::kFloat32) {
+      out.push_back(t.ints.data());
+    } else if (half_dtype(info.device_type)) {
+      half_outputs[k].resize(t.floats.size());
+      out.push_back(half_outputs[k].data());
+    } else {
+      out.push_back(t.floats.data());
+    }
   }
   m.run(in, out, nullptr);
+  for (size_t k = 0; k < m.outputs.size(); ++k)
+    if (const std::optional<DType> half = half_dtype(m.outputs[k].device_type))
+      decode_floats(half_outputs[k].data(), *half, result[m.outputs[k].name].floats);
   return result;
 }
 
@@ -274,7 +319,7 @@ DeviceTensor Session::allocate_output(size_t k) {
   check(cudaMallocFromPoolAsync(&data, std::max<size_t>(info.device_bytes(), 1), m.output_pool.get(), m.stream()),
         ("allocating output '" + info.name + "'").c_str());
   DeviceTensor t;
-  t.type = info.type;
+  t.type = info.device_type;
   t.shape = info.shape;
   t.data = data;
   t.device = m.device;

@@ -34,18 +34,23 @@ class SessionError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The element types of a model's inputs and outputs. On the GPU a bool is
-// held in 8 bytes, as an int64 0 or 1 (device_bytes).
-enum class ElementType : uint8_t { kFloat32, kInt64, kBool };
-const char* element_type_name(ElementType type);  // "float32", "int64", "bool"
+// The element types of a model's inputs and outputs, and of what the GPU
+// holds for them. On the GPU a bool is held in 8 bytes, as an int64 0 or 1;
+// at precision bf16 or fp16 a float32 value is held in bfloat16 or float16.
+enum class ElementType : uint8_t { kFloat32, kInt64, kBool, kBFloat16, kFloat16 };
+const char* element_type_name(ElementType type);  // "float32", "int64", "bool", "bfloat16", "float16"
 
 // A model input or output: its name in the ONNX file, type and fixed shape.
 struct TensorInfo {
   std::string name;
   ElementType type = ElementType::kFloat32;
   std::vector<int64_t> shape;
+  // What the GPU holds it in: `type`, except a float32 at precision bf16 or
+  // fp16 (SessionOptions::precision), held in bfloat16 or float16. Device
+  // tensors and run_buffers' buffers are of this type.
+  ElementType device_type = ElementType::kFloat32;
   int64_t elements() const;
-  size_t device_bytes() const;  // its bytes on the GPU (8 per element for int64 and bool)
+  size_t device_bytes() const;  // its bytes on the GPU (8 per element for int64 and bool, 2 for the half types)
 };
 
 // A row-major tensor in host memory: float32 values in `floats`, int64 and
@@ -80,10 +85,11 @@ struct SessionOptions {
   // timed at load.
   std::string costs_db;
   bool cuda_graph = true;  // false: launch the steps one by one at each run
-  // How float32 products and convolutions run on the GPU, as `bench
-  // --precision` (docs/gpu.md): "fp32" (TF32 off) or "tf32" (TF32 tensor
-  // cores). "bf16" and "fp16" (half storage) raise SessionError for now, as
-  // any other name does.
+  // How the model runs on the GPU, as `bench --precision` (docs/gpu.md):
+  // "fp32" (float32, TF32 off), "tf32" (float32 products and convolutions on
+  // TF32 tensor cores), "bf16" or "fp16" (every float value stored in that
+  // half type, its inputs and outputs too: TensorInfo::device_type). Any
+  // other name raises SessionError.
   std::string precision = "fp32";
 };
 
@@ -101,10 +107,12 @@ class Session {
   const std::vector<TensorInfo>& outputs() const;  // in the model's order
 
   // One run on host tensors, one per input by name (each of the input's type
-  // and shape); returns every output by name.
+  // and shape: float32 values whatever the precision, converted to and from
+  // the half type the GPU holds at bf16 and fp16); returns every output by name.
   std::map<std::string, HostTensor> run(const std::map<std::string, HostTensor>& inputs);
 
-  // One run on tensors in GPU memory: each input is copied device to device
+  // One run on tensors in GPU memory, each of its TensorInfo::device_type
+  // (bfloat16 for a float32 input at bf16): each input is copied device to device
   // into the model's input buffer (the CUDA graph reads fixed addresses), and
   // each output into a new device allocation the returned tensor owns. No
   // host copy. `wait_stream` (a cudaStream_t, may be null): the run starts
@@ -115,8 +123,9 @@ class Session {
 
   // The lowest level: input i's values at inputs[i] and room for output k's
   // at outputs[k] (the order of inputs() and outputs()), row-major in their
-  // device bytes (float32; int64 for int64 and bool), each in host or GPU
-  // memory (copied with cudaMemcpyDefault). `wait_stream` as above.
+  // device type (TensorInfo::device_type: int64 for int64 and bool, the half
+  // type for float32 at bf16 and fp16), each in host or GPU memory (copied
+  // with cudaMemcpyDefault). `wait_stream` as above.
   void run_buffers(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                    void* wait_stream = nullptr);
   // A new device allocation for output k, as run_on_device returns it.

@@ -21,13 +21,18 @@ from . import _tgr
 _DLPACK_CUDA = (2, 13)  # DLPack device types: CUDA, CUDA managed memory
 _HOST_DTYPES = {"float32": np.float32, "int64": np.int64, "bool": np.int64}  # bool is 8 bytes on the GPU
 _DTYPE_KINDS = {"float32": "f", "int64": "iu", "bool": "biu"}  # NumPy kinds each input takes (cast to its type)
+_HALF_TYPES = ("bfloat16", "float16")  # device types of float32 values at precision bf16 and fp16
 
 
 class TensorSpec(NamedTuple):
-    """A model input or output: its name, type ("float32", "int64", "bool") and fixed shape."""
+    """A model input or output: its name, type ("float32", "int64", "bool") and
+    fixed shape, and the type the GPU holds it in: its type, except a float32 at
+    precision "bf16" or "fp16" ("bfloat16", "float16"). run() takes and returns
+    dtype; run_dlpack takes and returns device_dtype (bool as int64)."""
     name: str
     dtype: str
     shape: tuple
+    device_dtype: str = ""
 
 
 def cuda_build() -> bool:
@@ -48,7 +53,10 @@ class Session:
     this GPU (else each is timed at load); cuda_graph=False launches the steps
     one by one instead of replaying one CUDA graph; precision "tf32" runs
     float32 products and convolutions on TF32 tensor cores ("fp32", the
-    default, keeps TF32 off; "bf16" and "fp16" are refused for now).
+    default, keeps TF32 off); "bf16" and "fp16" store every float value in
+    that half type, the model's float32 inputs and outputs too: run() converts
+    NumPy float32 in and out, run_dlpack takes and returns tensors of the half
+    type (TensorSpec.device_dtype: torch.bfloat16, torch.float16).
     """
 
     def __init__(self, model: Union[str, "os.PathLike[str]"], *,
@@ -58,8 +66,8 @@ class Session:
         shapes = {str(k): [int(d) for d in v] for k, v in (input_shapes or {}).items()}
         self._session = _tgr.GpuSession(os.fspath(model), shapes, os.fspath(costs_db) if costs_db else "",
                                         bool(cuda_graph), str(precision))
-        self.inputs: List[TensorSpec] = [TensorSpec(n, t, tuple(s)) for n, t, s in self._session.inputs()]
-        self.outputs: List[TensorSpec] = [TensorSpec(n, t, tuple(s)) for n, t, s in self._session.outputs()]
+        self.inputs: List[TensorSpec] = [TensorSpec(n, t, tuple(s), d) for n, t, s, d in self._session.inputs()]
+        self.outputs: List[TensorSpec] = [TensorSpec(n, t, tuple(s), d) for n, t, s, d in self._session.outputs()]
 
     @property
     def device(self) -> int:
@@ -79,13 +87,15 @@ class Session:
         """One run: {input name: array} (NumPy or anything np.asarray takes, or a
         GPU tensor with __dlpack__) -> {output name: NumPy array}."""
         values = self._session.run(self._prepare(inputs), False)
-        return {spec.name: (v.astype(bool) if spec.dtype == "bool" else v) for spec, v in zip(self.outputs, values)}
+        return {spec.name: self._host_output(spec, v) for spec, v in zip(self.outputs, values)}
 
     def run_dlpack(self, inputs: Mapping[str, Any]) -> Dict[str, Any]:
         """One run whose outputs stay on the GPU: {output name: DeviceArray}, each
         with __dlpack__ and __dlpack_device__, so torch.from_dlpack(a) and
         cupy.from_dlpack(a) take its memory without a copy (bool outputs come as
-        int64 0/1). GPU inputs are copied device to device into the model's
+        int64 0/1; at precision "bf16" and "fp16" float32 inputs and outputs
+        are tensors of the half type: TensorSpec.device_dtype). GPU inputs are
+        copied device to device into the model's
         input buffers on the session's stream, after the work their producer
         had queued on its current stream (DLPack's stream handshake)."""
         return dict(zip((spec.name for spec in self.outputs), self._session.run(self._prepare(inputs), True)))
@@ -131,7 +141,16 @@ class Session:
         if array.shape != spec.shape:
             shape = lambda s: "x".join(map(str, s)) or "scalar"
             raise _tgr.Error(f"input '{spec.name}' is {spec.dtype} {shape(spec.shape)}, given {shape(array.shape)}")
-        return np.ascontiguousarray(array, dtype=_HOST_DTYPES[spec.dtype])
+        array = np.ascontiguousarray(array, dtype=_HOST_DTYPES[spec.dtype])
+        if spec.device_dtype in _HALF_TYPES:  # held in a half type on the GPU: its bits
+            return _tgr.encode_half(array, spec.device_dtype)
+        return array
+
+    @staticmethod
+    def _host_output(spec: TensorSpec, value: np.ndarray) -> np.ndarray:
+        if spec.device_dtype in _HALF_TYPES:
+            return _tgr.decode_half(value, spec.device_dtype)
+        return value.astype(bool) if spec.dtype == "bool" else value
 
     def __repr__(self) -> str:
         return f"Session(inputs={[s.name for s in self.inputs]}, outputs={[s.name for s in self.outputs]})"

@@ -8,8 +8,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "onnx/onnx_proto.h"
+#include "runtime/precision.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tgr/session.h"
 
@@ -65,24 +68,62 @@ TEST(Session, HostRunsMatchTheReference) {
 }
 
 // SessionOptions::precision: tf32 runs and matches within TF32's tolerance;
-// half storage and unknown names are refused before anything runs.
-TEST(Session, PrecisionTf32RunsAndHalfStorageIsRefused) {
+// bf16 and fp16 hold the float32 input and output in the half type on the
+// GPU (TensorInfo::device_type), host runs convert and match within the
+// precision's tolerance (docs/gpu.md), device runs take and return the half
+// type and equal host runs; an unknown name is refused before anything runs.
+TEST(Session, PrecisionsRunAndHalfStorageHoldsTheBoundaryInTheHalfType) {
   SKIP_WITHOUT_GPU();
   const SqueezeNet m;
   SessionOptions tf32;
   tf32.precision = "tf32";
   Session session(m.path, tf32);
+  EXPECT_EQ(session.inputs()[0].device_type, ElementType::kFloat32);
   const auto out = session.run({{"input.1", m.host_input()}});
   EXPECT_LT(relative_l2(out.begin()->second.floats, m.expected.real.data), 1e-2);
-  for (const char* name : {"bf16", "fp16", "f32"}) {
+  for (const auto& [name, half, tolerance] : {std::tuple{"bf16", ElementType::kBFloat16, 2e-2},
+                                              std::tuple{"fp16", ElementType::kFloat16, 5e-3}}) {
     SessionOptions o;
     o.precision = name;
+    Session at(m.path, o);
+    ASSERT_EQ(at.inputs()[0].device_type, half) << name;
+    ASSERT_EQ(at.outputs()[0].device_type, half) << name;
+    EXPECT_EQ(at.inputs()[0].type, ElementType::kFloat32);
+    EXPECT_EQ(at.inputs()[0].device_bytes(), m.input.real.data.size() * 2);
+    const std::vector<float> host = at.run({{"input.1", m.host_input()}}).begin()->second.floats;
+    EXPECT_LT(relative_l2(host, m.expected.real.data), tolerance) << name;
+    // On the device: the input in the half type, the output too.
+    const DType graph_half = half == ElementType::kBFloat16 ? DType::kBFloat16 : DType::kFloat16;
+    std::vector<uint16_t> bits(m.input.real.data.size());
+    encode_floats(m.input.real.data, graph_half, bits.data());
+    void* x = nullptr;
+    ASSERT_EQ(cudaMalloc(&x, bits.size() * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(x, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    const DeviceTensor input{half, at.inputs()[0].shape, x, nullptr, at.device()};
+    const DeviceTensor y = at.run_on_device({{"input.1", input}}).begin()->second;
+    EXPECT_EQ(y.type, half);
+    std::vector<uint16_t> y_bits(host.size());
+    ASSERT_EQ(cudaMemcpy(y_bits.data(), y.data, y_bits.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    std::vector<float> from_device(host.size());
+    decode_floats(y_bits.data(), graph_half, from_device);
+    EXPECT_EQ(from_device, host) << name;
+    // A float32 device input is not the half type the GPU holds.
+    const DeviceTensor f32{ElementType::kFloat32, at.inputs()[0].shape, x, nullptr, at.device()};
     try {
-      Session refused(m.path, o);
-      FAIL() << "precision " << name << " accepted";
+      at.run_on_device({{"input.1", f32}});
+      FAIL() << "a float32 device input at " << name;
     } catch (const SessionError& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("precision '") + name + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("on the GPU, given float32"), std::string::npos) << e.what();
     }
+    cudaFree(x);
+  }
+  SessionOptions unknown;
+  unknown.precision = "f32";
+  try {
+    Session refused(m.path, unknown);
+    FAIL() << "precision f32 accepted";
+  } catch (const SessionError& e) {
+    EXPECT_NE(std::string(e.what()).find("precision 'f32'"), std::string::npos) << e.what();
   }
 }
 

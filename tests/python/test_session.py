@@ -124,13 +124,47 @@ def test_bad_inputs_name_the_input():
 
 
 @gpu
-def test_precision_tf32_runs_and_half_storage_is_refused():
+def test_precisions_run_and_half_storage_converts_at_the_boundary():
     session = tgr.Session(MODELS / "squeezenet1_1.onnx", precision="tf32")
     inputs, expected = bundled_data("squeezenet1_1")
     (value,) = session.run({spec.name: x for spec, x in zip(session.inputs, inputs)}).values()
     assert relative_l2(value, expected[0]) < 1e-2
-    with pytest.raises(tgr.Error, match="precision 'bf16': the GPU session runs at fp32 and tf32"):
-        tgr.Session(MODELS / "squeezenet1_1.onnx", precision="bf16")
+    for precision, half, tolerance in (("bf16", "bfloat16", 2e-2), ("fp16", "float16", 5e-3)):
+        session = tgr.Session(MODELS / "squeezenet1_1.onnx", precision=precision)
+        assert session.inputs[0].dtype == "float32" and session.inputs[0].device_dtype == half
+        (value,) = session.run({spec.name: x for spec, x in zip(session.inputs, inputs)}).values()
+        assert value.dtype == np.float32 and relative_l2(value, expected[0]) < tolerance
+    with pytest.raises(tgr.Error, match="precision 'f32' is not one of"):
+        tgr.Session(MODELS / "squeezenet1_1.onnx", precision="f32")
+
+
+def test_half_bits_round_trip():
+    values = np.array([[1.0, -2.5, 3.14159, 65504.0, 1e-3]], np.float32)
+    for half, numpy_type in (("float16", np.float16), ("bfloat16", None)):
+        bits = tgr._tgr.encode_half(values, half)
+        assert bits.dtype == np.uint16 and bits.shape == values.shape
+        if numpy_type is not None:  # NumPy's own float16 rounding, bit for bit
+            np.testing.assert_array_equal(bits, values.astype(numpy_type).view(np.uint16))
+        back = tgr._tgr.decode_half(bits, half)
+        np.testing.assert_allclose(back, values, rtol=1e-2 if half == "bfloat16" else 1e-3)
+    with pytest.raises(ValueError, match="'float32' is not a half type"):
+        tgr._tgr.encode_half(values, "float32")
+
+
+@with_torch
+def test_dlpack_at_bf16_takes_and_returns_bfloat16():
+    torch = torch_on_gpu()
+    session = tgr.Session(SQUEEZENET, precision="bf16")
+    inputs, expected = bundled_data("squeezenet1_1")
+    name = session.inputs[0].name
+    host = list(session.run({name: inputs[0]}).values())[0]
+    (array,) = session.run_dlpack({name: torch.from_numpy(inputs[0]).cuda().bfloat16()}).values()
+    assert array.dtype == "bfloat16"
+    y = torch.from_dlpack(array)
+    assert y.dtype == torch.bfloat16
+    np.testing.assert_array_equal(y.float().cpu().numpy(), host)
+    with pytest.raises(tgr.Error, match=f"input '{name}' is bfloat16 on the GPU at this precision"):
+        session.run_dlpack({name: torch.from_numpy(inputs[0]).cuda()})
 
 
 @gpu
