@@ -170,7 +170,8 @@ class GpuTimer : public ModelTimer {
     }
     std::vector<std::string> argv = {o.bench_program, original, rewritten, "--no-decoy"};
     if (!o.gpu_costs_db.empty()) argv.insert(argv.end(), {"--db", o.gpu_costs_db});
-    if (o.gpu_precision != Precision::kFp32) argv.insert(argv.end(), {"--precision", std::string(precision_name(o.gpu_precision))});
+    if (o.gpu_precision != Precision::kFp32)
+      argv.insert(argv.end(), {"--precision", std::string(precision_name(o.gpu_precision))});
     const auto start = Clock::now();
     const ProgramRun run = run_program(argv, o.time_limit_s);
     times.seconds = std::chrono::duration<double>(Clock::now() - start).count();

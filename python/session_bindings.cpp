@@ -264,7 +264,8 @@ class GpuSession {
     py::array a = py::reinterpret_borrow<py::array>(value);
     const std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
     if (!a.dtype().is(want) || !(a.flags() & py::array::c_style))
-      throw py::type_error("input '" + spec.name + "': a C-contiguous " + std::string(py::str(static_cast<const py::handle&>(want))) + " array");
+      throw py::type_error("input '" + spec.name + "': a C-contiguous " +
+                           std::string(py::str(static_cast<const py::handle&>(want))) + " array");
     if (shape != spec.shape)
       throw SessionError("input '" + spec.name + "' is " + shape_text(spec.shape) + ", given " + shape_text(shape));
     return a;
@@ -293,7 +294,8 @@ py::array_t<uint16_t> encode_half(const py::array_t<float, py::array::c_style | 
 py::array_t<float> decode_half(const py::array_t<uint16_t, py::array::c_style | py::array::forcecast>& bits,
                                const std::string& type) {
   py::array_t<float> values(std::vector<py::ssize_t>(bits.shape(), bits.shape() + bits.ndim()));
-  decode_floats(bits.data(), half_type(type), std::span<float>(values.mutable_data(), static_cast<size_t>(bits.size())));
+  decode_floats(bits.data(), half_type(type),
+                std::span<float>(values.mutable_data(), static_cast<size_t>(bits.size())));
   return values;
 }
 

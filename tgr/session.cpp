@@ -42,9 +42,9 @@ int64_t TensorInfo::elements() const {
 }
 
 size_t TensorInfo::device_bytes() const {
-  const size_t element_bytes = device_type == ElementType::kFloat32                                  ? 4
-                               : device_type == ElementType::kBFloat16 || device_type == ElementType::kFloat16 ? 2
-                                                                                                      : 8;
+  size_t element_bytes = 8;  // int64, and bool held as int64
+  if (device_type == ElementType::kFloat32) element_bytes = 4;
+  if (device_type == ElementType::kBFloat16 || device_type == ElementType::kFloat16) element_bytes = 2;
   return static_cast<size_t>(elements()) * element_bytes;
 }
 

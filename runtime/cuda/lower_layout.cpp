@@ -143,7 +143,8 @@ LayoutWork pad_work(const LowerCtx& ctx, const Node& n, int32_t node) {
   }
   int64_t offset = 0;
   for (size_t d = 0; d < x.size(); ++d) offset += begins[d] * os.s[d];
-  work.copies.push_back({ctx.ptr(n.inputs[0]), 0, ctx.strides(n.inputs[0]), ctx.ptr({node, 0}), offset, os, dims_of(x)});
+  work.copies.push_back(
+      {ctx.ptr(n.inputs[0]), 0, ctx.strides(n.inputs[0]), ctx.ptr({node, 0}), offset, os, dims_of(x)});
   return work;
 }
 
@@ -218,8 +219,8 @@ std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
     work.copies.push_back(expand_copy(ctx, n, node));
   } else if (op == "reshape") {  // of a strided view that no strides can reshape: copy out row-major
     const Shape& x = ctx.shape(n.inputs[0]);
-    work.copies.push_back({ctx.ptr(n.inputs[0]), 0, ctx.strides(n.inputs[0]), ctx.ptr({node, 0}), 0, row_major(x),
-                           dims_of(x)});
+    work.copies.push_back(
+        {ctx.ptr(n.inputs[0]), 0, ctx.strides(n.inputs[0]), ctx.ptr({node, 0}), 0, row_major(x), dims_of(x)});
   } else if (op == "concat") {
     // Only the inputs not written in place are copied.
     std::vector<char> in_place;

@@ -81,8 +81,8 @@ TEST(Session, PrecisionsRunAndHalfStorageHoldsTheBoundaryInTheHalfType) {
   EXPECT_EQ(session.inputs()[0].device_type, ElementType::kFloat32);
   const auto out = session.run({{"input.1", m.host_input()}});
   EXPECT_LT(relative_l2(out.begin()->second.floats, m.expected.real.data), 1e-2);
-  for (const auto& [name, half, tolerance] : {std::tuple{"bf16", ElementType::kBFloat16, 2e-2},
-                                              std::tuple{"fp16", ElementType::kFloat16, 5e-3}}) {
+  for (const auto& [name, half, tolerance] :
+       {std::tuple{"bf16", ElementType::kBFloat16, 2e-2}, std::tuple{"fp16", ElementType::kFloat16, 5e-3}}) {
     SessionOptions o;
     o.precision = name;
     Session at(m.path, o);
