@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Comparisons of an operator's name with a literal outside ir/: a ratchet.
+
+The operator table (ir/) describes each operator once; the passes should ask
+it (traits, hooks) instead of branching on names (docs/design.md). Issue 44
+moves the remaining branches there. Until it is done, this check keeps the
+count from growing: it counts, per source file outside ir/ and tests/, the
+comparisons `== "NAME"` and `!= "NAME"` (either side) whose NAME is an
+operator of the table, and compares them with tools/dev/op_name_checks.txt.
+
+  op_name_checks.py RUN_PROGRAM [--update]
+
+RUN_PROGRAM is build/bin/run (its --ops lists the table). Exit status 1 when a
+file has more such comparisons than the baseline allows (a new branch on a
+name: add a trait or hook to the operator table instead), and the lines that
+are new; --update rewrites the baseline to the current counts (after moving
+branches out, to lock the gain in).
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINE = ROOT / "tools" / "dev" / "op_name_checks.txt"
+SOURCES = ("*.cpp", "*.h", "*.cu")
+SKIPPED = ("ir/", "tests/", "build")
+
+
+def operator_names(run_program: str) -> set:
+    listing = subprocess.run([run_program, "--ops"], capture_output=True, text=True, check=True).stdout
+    names = set(re.findall(r"^([a-z_0-9]+)\(", listing, re.MULTILINE))
+    if len(names) < 10:
+        sys.exit(f"op_name_checks: '{run_program} --ops' listed {len(names)} operators; expected the table")
+    return names
+
+
+def comparisons(text: str, names: set) -> list:
+    """The lines of `text` comparing something with an operator's name."""
+    pattern = re.compile(r'(?:[=!]=\s*"([a-z_0-9]+)")|(?:"([a-z_0-9]+)"\s*[=!]=)')
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("//", 1)[0]
+        if any((a or b) in names for a, b in pattern.findall(code)):
+            found.append((number, line.strip()))
+    return found
+
+
+def current_counts(names: set) -> dict:
+    counts = {}
+    for glob in SOURCES:
+        for path in ROOT.rglob(glob):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith(SKIPPED):
+                continue
+            found = comparisons(path.read_text(errors="replace"), names)
+            if found:
+                counts[rel] = found
+    return counts
+
+
+def read_baseline() -> dict:
+    baseline = {}
+    for line in BASELINE.read_text().splitlines():
+        if line and not line.startswith("#"):
+            count, rel = line.split(maxsplit=1)
+            baseline[rel] = int(count)
+    return baseline
+
+
+def main() -> int:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--update"):
+        sys.exit(__doc__)
+    counts = current_counts(operator_names(sys.argv[1]))
+    if len(sys.argv) == 3:
+        lines = [f"{len(found)} {rel}" for rel, found in sorted(counts.items())]
+        BASELINE.write_text("# op_name_checks.py: operator-name comparisons allowed per file (issue 44 lowers them)\n" +
+                            "\n".join(lines) + "\n")
+        print(f"op_name_checks: baseline written: {sum(len(f) for f in counts.values())} in {len(counts)} files")
+        return 0
+    baseline = read_baseline()
+    grown = {rel: found for rel, found in counts.items() if len(found) > baseline.get(rel, 0)}
+    total = sum(len(f) for f in counts.values())
+    allowed = sum(baseline.values())
+    for rel, found in sorted(grown.items()):
+        print(f"{rel}: {len(found)} operator-name comparisons, {baseline.get(rel, 0)} allowed:")
+        for number, line in found:
+            print(f"  {rel}:{number}: {line}")
+    if grown:
+        print("op_name_checks: a pass branches on an operator's name; ask the operator table instead "
+              "(a trait or hook in ir/op_def.h), or, where a registry must, raise the count in " +
+              BASELINE.relative_to(ROOT).as_posix())
+        return 1
+    print(f"op_name_checks: {total} operator-name comparisons in {len(counts)} files outside ir/ "
+          f"(baseline {allowed}{', lower it with --update' if total < allowed else ''})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
