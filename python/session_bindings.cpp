@@ -2,7 +2,7 @@
 // package's tgr.Session (python/tgr/session.py), which prepares the inputs:
 // each is either a C-contiguous NumPy array of the input's device type
 // (float32; int64 for int64 and bool inputs; at bf16 and fp16 a float32
-// input's half type, as uint16 bits for bfloat16: encode_half) or a DLPack
+// input's half type, as its uint16 bits: encode_half) or a DLPack
 // capsule of a tensor of that type in the session GPU's memory. Outputs come back as NumPy arrays or as
 // DeviceArray objects, which hand their memory to torch.from_dlpack,
 // cupy.from_dlpack and the like without a copy.
@@ -56,15 +56,14 @@ dlpack::DataType dlpack_type(ElementType t) {
 }
 
 // The NumPy type of a device type's host buffers: run() passes NumPy arrays
-// of it (bfloat16 as its bits, uint16: NumPy has no bfloat16).
+// of it, a half type as its bits (uint16: encode_half; NumPy has no bfloat16).
 py::dtype numpy_type(ElementType t) {
   switch (t) {
     case ElementType::kFloat32:
       return py::dtype::of<float>();
     case ElementType::kBFloat16:
-      return py::dtype::of<uint16_t>();
     case ElementType::kFloat16:
-      return py::dtype("float16");
+      return py::dtype::of<uint16_t>();
     case ElementType::kInt64:
     case ElementType::kBool:
       break;
