@@ -117,7 +117,8 @@ class Session:
         return [self._prepare_one(spec, inputs[spec.name], handshaken) for spec in self.inputs]
 
     def _prepare_one(self, spec: TensorSpec, value: Any, handshaken: set) -> Any:
-        """A DLPack capsule or a C-contiguous NumPy array of spec's host type.
+        """A DLPack capsule, or a C-contiguous NumPy array of spec's device type
+        (a half type as its uint16 bits: encode_half).
 
         DLPack's stream handshake makes the session's stream wait for the work
         queued so far on the producer's *current* stream, whichever tensor it is
