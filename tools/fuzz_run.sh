@@ -35,6 +35,7 @@ targets=("$@")
 ((${#targets[@]})) || targets=(onnx_import rule_text rules_db)
 [[ -n ${FUZZ_GROWN:-} ]] && FUZZ_GROWN=$(mkdir -p "$FUZZ_GROWN" && cd "$FUZZ_GROWN" && pwd)
 seconds=${FUZZ_SECONDS:-60}
+interrupted=72  # libFuzzer's exit status when interrupted (-interrupted_exitcode)
 jobs=${FUZZ_JOBS:-1}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: FUZZ_JOBS must be a positive number, not '$jobs'" >&2; exit 2; }
 # halt_on_error: every sanitizer report is a finding.
@@ -64,6 +65,7 @@ fuzz_one() {
   local TIMEFORMAT='%U %S'
   # -rss_limit_mb: a model that asks for gigabytes is a finding too.
   { time "$bin/fuzz_$target" "${budget[@]}" "${parallel[@]}" -rss_limit_mb=2048 -timeout=20 -max_len=65536 \
+      -interrupted_exitcode="$interrupted" \
       -print_final_stats=1 -print_funcs=0 -artifact_prefix="$out/$target/" "$work" >"$out/$target.log" 2>&1; } 2>"$out/$target.cpu"
   echo $? >"$out/$target.rc"
   [[ -n ${FUZZ_GROWN:-} ]] || rm -rf "$work"
@@ -80,6 +82,12 @@ report() {
   echo "fuzz: $target: ${execs:-0} inputs, $found crashes, ${cpu:-?} CPU seconds"
   local rc
   rc=$(cat "$out/$target.rc")
+  # Stopped by Ctrl-C (or SIGINT) without a finding: not a crash. With
+  # FUZZ_GROWN the next run goes on from the corpus grown so far.
+  if ((rc == interrupted && found == 0)); then
+    echo "fuzz: $target: interrupted${FUZZ_GROWN:+ (resume: the same FUZZ_GROWN)}"
+    return 0
+  fi
   ((found == 0 && rc == 0)) || { ((found)) || echo "fuzz: fuzz_$target exited with status $rc" >&2; return 1; }
 }
 
