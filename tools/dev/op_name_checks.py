@@ -7,6 +7,9 @@ moves the remaining branches there. Until it is done, this check keeps the
 count from growing: it counts, per source file outside ir/ and tests/, the
 comparisons `== "NAME"` and `!= "NAME"` (either side) whose NAME is an
 operator of the table, and compares them with tools/dev/op_name_checks.txt.
+It reads text, not code: a parameter's word that happens to be an
+operator's name (`get_word("act") == "relu"`) counts too, and a registry
+keyed by name (`{"conv2d", lower_conv}`) does not.
 
   op_name_checks.py RUN_PROGRAM [--update]
 
