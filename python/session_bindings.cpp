@@ -55,20 +55,26 @@ dlpack::DataType dlpack_type(ElementType t) {
   return {dlpack::kInt, 64, 1};
 }
 
-// The NumPy type of a device type's host buffers: run() passes NumPy arrays
-// of it, a half type as its bits (uint16: encode_half; NumPy has no bfloat16).
-py::dtype numpy_type(ElementType t) {
+// Calls `f` with a value of the C++ type of a device type's host buffers:
+// run() passes NumPy arrays of it, a half type as its bits (uint16:
+// encode_half; NumPy has no bfloat16), bool as int64.
+template <class F>
+auto with_host_type(ElementType t, F f) {
   switch (t) {
     case ElementType::kFloat32:
-      return py::dtype::of<float>();
+      return f(float{});
     case ElementType::kBFloat16:
     case ElementType::kFloat16:
-      return py::dtype::of<uint16_t>();
+      return f(uint16_t{});
     case ElementType::kInt64:
     case ElementType::kBool:
       break;
   }
-  return py::dtype::of<int64_t>();
+  return f(int64_t{});
+}
+
+py::dtype numpy_type(ElementType t) {
+  return with_host_type(t, [](auto v) { return py::dtype::of<decltype(v)>(); });
 }
 
 // An output on the GPU: its allocation is shared by every capsule handed out.
@@ -236,10 +242,8 @@ class GpuSession {
         // from the dtype's itemsize, which pybind11 before 2.12 reads at
         // NumPy 1's offset: under NumPy 2 every stride came out 0. A half
         // type comes back as its bits (tgr.Session decodes them).
-        py::array a = info.device_type == ElementType::kFloat32 ? py::array(py::array_t<float>(info.shape))
-                      : info.device_type == ElementType::kBFloat16 || info.device_type == ElementType::kFloat16
-                          ? py::array(py::array_t<uint16_t>(info.shape))
-                          : py::array(py::array_t<int64_t>(info.shape));
+        py::array a =
+            with_host_type(info.device_type, [&](auto v) { return py::array(py::array_t<decltype(v)>(info.shape)); });
         out.push_back(a.mutable_data());
         result.append(a);
       }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "onnx/onnx_import.h"
+#include "runtime/views.h"
 
 #ifdef TGR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -41,11 +42,30 @@ int64_t TensorInfo::elements() const {
   return n;
 }
 
+namespace {
+
+// The graph type an element type stands for, and back (one mapping: the
+// session's types are the graph's, float32 named as the public API names it).
+DType graph_dtype(ElementType t) {
+  switch (t) {
+    case ElementType::kFloat32:
+      return DType::kFloat;
+    case ElementType::kInt64:
+      return DType::kInt64;
+    case ElementType::kBool:
+      return DType::kBool;
+    case ElementType::kBFloat16:
+      return DType::kBFloat16;
+    case ElementType::kFloat16:
+      return DType::kFloat16;
+  }
+  return DType::kFloat;
+}
+
+}  // namespace
+
 size_t TensorInfo::device_bytes() const {
-  size_t element_bytes = 8;  // int64, and bool held as int64
-  if (device_type == ElementType::kFloat32) element_bytes = 4;
-  if (device_type == ElementType::kBFloat16 || device_type == ElementType::kFloat16) element_bytes = 2;
-  return static_cast<size_t>(elements()) * element_bytes;
+  return static_cast<size_t>(elements() * device_element_bytes(graph_dtype(device_type)));  // bool: 8, as int64
 }
 
 HostTensor HostTensor::float32(std::vector<int64_t> shape, std::vector<float> values) {
@@ -120,16 +140,16 @@ std::vector<const Tensor*> in_model_order(const std::vector<TensorInfo>& infos,
   return ordered;
 }
 
+bool is_half(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
 // The graph's half type a device type holds, nullopt for the others.
 std::optional<DType> half_dtype(ElementType t) {
-  if (t == ElementType::kBFloat16) return DType::kBFloat16;
-  if (t == ElementType::kFloat16) return DType::kFloat16;
-  return std::nullopt;
+  const DType d = graph_dtype(t);
+  return is_half(d) ? std::optional(d) : std::nullopt;
 }
 
-// The session's type for a model input or output of graph type `t`; nullopt
-// for float16 and bfloat16, which the session does not take at its boundary.
-std::optional<ElementType> element_type(DType t) {
+// The session's type for graph type `t` (graph_dtype's inverse).
+ElementType element_type(DType t) {
   switch (t) {
     case DType::kFloat:
       return ElementType::kFloat32;
@@ -138,10 +158,11 @@ std::optional<ElementType> element_type(DType t) {
     case DType::kBool:
       return ElementType::kBool;
     case DType::kFloat16:
+      return ElementType::kFloat16;
     case DType::kBFloat16:
-      return std::nullopt;
+      return ElementType::kBFloat16;
   }
-  return std::nullopt;
+  return ElementType::kFloat32;
 }
 
 void check(cudaError_t status, const char* what) {
@@ -217,7 +238,8 @@ Session::Session(const std::string& model_path, const SessionOptions& options) :
   }
   const Graph& graph = imported.graph;
   auto boundary_type = [&](const char* kind, const std::string& name, DType t) {
-    if (std::optional<ElementType> e = element_type(t)) return *e;
+    // A half-typed model boundary is refused: the session's half types are the storage of float32 values.
+    if (!is_half(t)) return element_type(t);
     m.fail(std::string(kind) + " '" + name + "' is " + std::string(dtype_name(t)) +
            ": the GPU session takes float32, int64 and bool inputs and outputs (keep the model's boundary float32: "
            "optimize --convert-to without --convert-io, and SessionOptions::precision for half storage)");
@@ -235,10 +257,7 @@ Session::Session(const std::string& model_path, const SessionOptions& options) :
   if (!precision) m.fail("precision '" + options.precision + "' is not one of " + std::string(kPrecisionNames));
   // At bf16/fp16 the model's float32 input and output slots hold the half
   // type (the execution plan's storage), and the session copies device bytes.
-  const DType float_storage = storage_dtype(DType::kFloat, *precision);
-  const ElementType float_device_type = float_storage == DType::kBFloat16  ? ElementType::kBFloat16
-                                        : float_storage == DType::kFloat16 ? ElementType::kFloat16
-                                                                           : ElementType::kFloat32;
+  const ElementType float_device_type = element_type(storage_dtype(DType::kFloat, *precision));
   for (auto* infos : {&m.inputs, &m.outputs})
     for (TensorInfo& t : *infos) t.device_type = t.type == ElementType::kFloat32 ? float_device_type : t.type;
   if (!options.costs_db.empty()) {
