@@ -75,6 +75,7 @@ OpDef::Inferred OpDef::infer(const Params& p, std::span<const Shape> input_shape
     out.dtypes.assign(static_cast<size_t>(num_outputs(p)), t);
   }
   out.shapes = infer_shapes(call);
+  for (const Shape& shape : out.shapes) check_indexable(shape, name);
   if (static_cast<int>(out.shapes.size()) != num_outputs(p) || out.dtypes.size() != out.shapes.size())
     throw std::logic_error(name + ": type inference returned the wrong number of outputs");
   return out;

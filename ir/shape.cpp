@@ -19,6 +19,19 @@ int64_t num_elements(const Shape& shape) {
   return n;
 }
 
+bool indexable(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d != 0 && __builtin_mul_overflow(n, d, &n)) return false;
+  return true;
+}
+
+void check_indexable(const Shape& shape, const std::string& what) {
+  if (!indexable(shape))
+    throw ShapeError(what + ": shape " + shape_to_string(shape) +
+                     " has dimensions whose product exceeds what a 64-bit index can hold");
+}
+
 std::string shape_to_string(const Shape& shape) {
   if (shape.empty()) return "scalar";
   std::string s;

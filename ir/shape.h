@@ -16,6 +16,14 @@ using Shape = std::vector<int64_t>;
 // product does not fit (limits refuse such a shape).
 int64_t num_elements(const Shape& shape);
 
+// Whether the nonzero dimensions multiply within int64: what the strides and
+// offsets a kernel computes over the shape need, an empty tensor's too (a
+// fuzzed 0 x 2^61 x 65 holds no element, but its inner stride overflows).
+bool indexable(const Shape& shape);
+
+// ShapeError naming `what` (an operator, an input) unless indexable(shape).
+void check_indexable(const Shape& shape, const std::string& what);
+
 // "1x3x8x8"; a scalar prints as "scalar".
 std::string shape_to_string(const Shape& shape);
 

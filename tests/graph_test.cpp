@@ -25,6 +25,29 @@ TEST(Graph, NodesComeAfterTheirInputs) {
   EXPECT_THROW(g.apply("matmul", {w, x}), ShapeError);
 }
 
+// An empty tensor holds no element, but kernels compute strides over its
+// other dimensions: a shape whose nonzero dimensions overflow int64 is
+// refused wherever it would enter a graph (the onnx_import fuzzer found a
+// concat of 0 x 2^61 x 65 overflowing its inner stride).
+TEST(Graph, ShapesWhoseStridesOverflowAreRefused) {
+  const int64_t huge = int64_t{1} << 61;
+  Graph g;
+  EXPECT_THROW(g.add_input("x", {0, huge, 65}), ShapeError);
+  const ValueRef empty = g.add_input("empty", {0, huge, 2});  // strides fit: an empty tensor like any other
+  const ValueRef wide = g.add_input("wide", {0, huge, 2});
+  try {
+    g.apply("concat", {empty, wide}, {{"axis", int64_t{2}}});  // 0 x 2^61 x 4: its stride 2^63 does not fit
+    ADD_FAILURE() << "expected a ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("concat: shape 0x2305843009213693952x4 has dimensions whose product exceeds"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(indexable({0, huge, 3}));
+  EXPECT_FALSE(indexable({huge, 4}));
+  EXPECT_TRUE(indexable({}));
+}
+
 TEST(Graph, StructuralHashIsAboutStructureNotConstructionOrder) {
   const ShapeMap shapes{{"a", {4, 4}}, {"b", {4, 4}}};
   const Graph g1 = build_graph("add(matmul(a, b), relu(a))", shapes);
