@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "test_util.h"
 
 namespace tgr {
@@ -43,6 +45,12 @@ TEST(Graph, ShapesWhoseStridesOverflowAreRefused) {
               std::string::npos)
         << e.what();
   }
+  // A slice over such a dimension counts its elements without overflow (the
+  // fuzzer: end - start + step - 1 past int64).
+  const int64_t top = std::numeric_limits<int64_t>::max() - 1;
+  const ValueRef tall = g.add_input("tall", {0, top});
+  const ValueRef sliced = g.apply("slice", {tall}, {{"starts", Ints{0, 0}}, {"ends", Ints{0, top}}, {"steps", Ints{1, 7}}});
+  EXPECT_EQ(g.shape(sliced), (Shape{0, top / 7 + 1}));
   EXPECT_TRUE(indexable({0, huge, 3}));
   EXPECT_FALSE(indexable({huge, 4}));
   EXPECT_TRUE(indexable({}));

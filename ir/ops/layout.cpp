@@ -152,9 +152,13 @@ std::vector<Shape> reshape_shapes(const OpCall& call) {
 
 // slice: per axis, elements start, start + step, ... before end. Steps may be
 // negative (then end may be -1: "through index 0").
+// Computed in 128 bits: unclamped starts and ends span up to 2^64 (the
+// onnx_import fuzzer overflowed end - start + step - 1 in int64).
 int64_t slice_count(int64_t start, int64_t end, int64_t step) {
-  if (step > 0) return std::max<int64_t>(0, (end - start + step - 1) / step);
-  return std::max<int64_t>(0, (start - end + (-step) - 1) / (-step));
+  const __int128 span = step > 0 ? __int128{end} - start : __int128{start} - end;
+  const __int128 stride = step > 0 ? __int128{step} : -__int128{step};
+  if (span <= 0) return 0;
+  return static_cast<int64_t>(std::min<__int128>((span + stride - 1) / stride, INT64_MAX));
 }
 
 std::vector<int64_t> slice_steps(const Params& p, size_t rank) {
