@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """Comparisons of an operator's name with a literal outside ir/: a ratchet.
 
-The operator table (ir/) describes each operator once; the passes should ask
-it (traits, hooks) instead of branching on names (docs/design.md). Issue 44
-moves the remaining branches there. Until it is done, this check keeps the
-count from growing: it counts, per source file outside ir/ and tests/, the
-comparisons `== "NAME"` and `!= "NAME"` (either side) whose NAME is an
-operator of the table, and compares them with tools/dev/op_name_checks.txt.
-It reads text, not code: a parameter's word that happens to be an
-operator's name (`get_word("act") == "relu"`) counts too, and a registry
-keyed by name (`{"conv2d", lower_conv}`) does not.
+The operator table (ir/) describes each operator once; the passes ask it
+(traits, hooks) or compare kinds (`n.op->kind == OpKind::kRelu`, ir/op_def.h)
+instead of branching on names (docs/design.md). This check keeps names from
+coming back: it counts, per source file outside ir/ and tests/,
+  - the comparisons `== "NAME"` and `!= "NAME"` (either side) whose NAME is
+    an operator of the table, except those whose other side is a
+    parameter's word (`get_word("act") == "relu"`: a value, not an operator);
+  - the lookups and identity tests by a literal operator name,
+    `get("NAME")`, `find("NAME")` and `is(NODE, "NAME")` (OpTable::get
+    takes an OpKind: `op_def(OpKind::kRelu)`),
+and compares them with tools/dev/op_name_checks.txt. It reads text, not
+code: an attribute's or parameter's string that happens to be an operator's
+name (`approximate == "tanh"`, a parameter called "pad") counts too, and a
+registry keyed by name (`{"conv2d", lower_conv}`, ONNX export and import,
+PET's region rules) does not.
 
   op_name_checks.py RUN_PROGRAM [--update]
 
@@ -38,13 +44,31 @@ def operator_names(run_program: str) -> set:
     return names
 
 
+COMPARISON = re.compile(r'(?:[=!]=\s*"([a-z_0-9]+)")|(?:"([a-z_0-9]+)"\s*[=!]=)')
+PARAMETER_WORD = re.compile(r'get_word\([^()]*\)\s*$')  # left of `== "NAME"`
+LOOKUP = re.compile(r'\b(?:get|find|is)\((?:[^()"]*,\s*)?"([a-z_0-9]+)"\)')
+
+
+def name_uses(code: str, names: set) -> int:
+    """How many operator-name comparisons and lookups one line of code makes."""
+    count = 0
+    for m in COMPARISON.finditer(code):
+        name = m.group(1) or m.group(2)
+        if name not in names:
+            continue
+        if m.group(1) and PARAMETER_WORD.search(code[:m.start()]):
+            continue
+        if m.group(2) and code[m.end():].lstrip().startswith(("get_word(", "params.get_word(")):
+            continue
+        count += 1
+    return count + sum(1 for name in LOOKUP.findall(code) if name in names)
+
+
 def comparisons(text: str, names: set) -> list:
-    """The lines of `text` comparing something with an operator's name."""
-    pattern = re.compile(r'(?:[=!]=\s*"([a-z_0-9]+)")|(?:"([a-z_0-9]+)"\s*[=!]=)')
+    """The lines of `text` comparing something with an operator's name or looking one up by it."""
     found = []
     for number, line in enumerate(text.splitlines(), 1):
-        code = line.split("//", 1)[0]
-        if any((a or b) in names for a, b in pattern.findall(code)):
+        if name_uses(line.split("//", 1)[0], names):
             found.append((number, line.strip()))
     return found
 
