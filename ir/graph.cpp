@@ -1,6 +1,7 @@
 #include "ir/graph.h"
 #include "ir/hash.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -54,6 +55,10 @@ void Graph::check_ref(ValueRef v) const {
 
 int32_t Graph::append(Node node) {
   node.hash = hash_node(node, nodes_);
+  if (node.op != nullptr)
+    if (auto owner = node.op->run_time_owner.lock();
+        owner && std::find(run_time_ops_.begin(), run_time_ops_.end(), owner) == run_time_ops_.end())
+      run_time_ops_.push_back(std::move(owner));
   nodes_.push_back(std::move(node));
   const auto index = static_cast<int32_t>(nodes_.size() - 1);
   index_node(index);

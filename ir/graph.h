@@ -117,6 +117,9 @@ class Graph {
   // spend about a kilobyte each on the table.
   static constexpr size_t kHashIndexFrom = 32;
   std::unordered_multimap<uint64_t, int32_t> by_hash_;
+  // The run-time operators (OpDef::run_time_owner) its nodes apply, held so
+  // that they outlive every graph that uses them and no more.
+  std::vector<std::shared_ptr<const OpDef>> run_time_ops_;
 };
 
 }  // namespace tgr

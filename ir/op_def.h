@@ -202,6 +202,11 @@ struct OpDef {
   std::function<void(Params&, std::span<const Shape>)> canonicalize{};
   OpTraits traits{};
   OpCost cost{};
+  // Set only for an operator made while a program runs (an ONNX node kept
+  // opaque, onnx/opaque_op.h): every Graph holding a node of it shares its
+  // ownership, so it lives exactly as long as some graph uses it. Empty for
+  // the table's operators, which live as long as the program.
+  std::weak_ptr<const OpDef> run_time_owner{};
 
   // Checks given parameter values against the specs and fills in defaults.
   // Unknown names, missing required parameters and out-of-range values raise

@@ -429,8 +429,8 @@ void keep_opaque(Graph& graph, const onnx::NodeProto& n, int64_t domain_opset,
     dtypes.push_back(it->second.second);
   }
   const std::vector<int> positions = node.output_positions;
-  const OpDef& op = make_opaque_op(std::move(node), std::move(shapes), std::move(dtypes));
-  const auto outs = graph.add_op(op, Params{}, std::move(ins), n.name());
+  const auto op = make_opaque_op(std::move(node), std::move(shapes), std::move(dtypes));
+  const auto outs = graph.add_op(*op, Params{}, std::move(ins), n.name());
   for (size_t j = 0; j < outs.size(); ++j) {
     values[n.output(positions[j])] = outs[j];
     graph.name_value(outs[j], n.output(positions[j]));

@@ -1,52 +1,44 @@
 #include "onnx/opaque_op.h"
 
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <unordered_map>
 
 namespace tgr::onnx_io {
 namespace {
 
-struct Registry {
-  std::mutex mutex;
-  std::deque<OpDef> ops;  // stable addresses
-  std::unordered_map<const OpDef*, OpaqueNode> nodes;
-};
+constexpr std::string_view kOpaquePrefix = "opaque:";
 
-Registry& registry() {
-  static Registry r;
-  return r;
-}
+// An opaque operator and the node it stands for, in one allocation that the
+// graphs using it own (OpDef::run_time_owner): an importer that runs many
+// times in one process (the Python bindings, a fuzzer) frees each model's
+// opaque operators with its last graph.
+struct OpaqueOp : OpDef {
+  OpaqueNode node;
+};
 
 }  // namespace
 
-const OpDef& make_opaque_op(OpaqueNode node, std::vector<Shape> shapes, std::vector<DType> dtypes) {
-  OpDef def;
-  def.name = "opaque:";
-  def.name += node.proto.op_type();
-  def.summary = "an ONNX node kept as it is (no mapping)";
-  def.inputs = {"inputs"};
-  def.variadic = true;
+std::shared_ptr<const OpDef> make_opaque_op(OpaqueNode node, std::vector<Shape> shapes, std::vector<DType> dtypes) {
+  auto op = std::make_shared<OpaqueOp>();
+  op->name = kOpaquePrefix;
+  op->name += node.proto.op_type();
+  op->summary = "an ONNX node kept as it is (no mapping)";
+  op->inputs = {"inputs"};
+  op->variadic = true;
   const int outputs = static_cast<int>(shapes.size());
-  def.num_outputs = [outputs](const Params&) { return outputs; };
-  def.infer_shapes = [shapes](const OpCall&) { return shapes; };
-  def.infer_dtypes = [dtypes](const OpCall&) { return dtypes; };
-  def.multilinear = {false};
-  def.field = FieldSemantics::kUndefined;
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  const OpDef& op = r.ops.emplace_back(std::move(def));
-  r.nodes.emplace(&op, std::move(node));
+  op->num_outputs = [outputs](const Params&) { return outputs; };
+  op->infer_shapes = [shapes = std::move(shapes)](const OpCall&) { return shapes; };
+  op->infer_dtypes = [dtypes = std::move(dtypes)](const OpCall&) { return dtypes; };
+  op->multilinear = {false};
+  op->field = FieldSemantics::kUndefined;
+  op->node = std::move(node);
+  op->run_time_owner = op;
   return op;
 }
 
 const OpaqueNode* find_opaque(const OpDef& op) {
-  if (op.name.rfind("opaque:", 0) != 0) return nullptr;
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  auto it = r.nodes.find(&op);
-  return it == r.nodes.end() ? nullptr : &it->second;
+  // Only make_opaque_op names an operator "opaque:..." and gives it an owner.
+  if (!op.name.starts_with(kOpaquePrefix) || op.run_time_owner.expired()) return nullptr;
+  return &static_cast<const OpaqueOp&>(op).node;
 }
 
 }  // namespace tgr::onnx_io

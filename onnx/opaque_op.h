@@ -13,6 +13,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,10 @@ struct OpaqueNode {
   int64_t domain_opset = -1;             // the model's opset of proto.domain()
 };
 
-// A new operator for one opaque node (owned by a registry that lives as
-// long as the program: graphs refer to it by pointer).
-const OpDef& make_opaque_op(OpaqueNode node, std::vector<Shape> shapes, std::vector<DType> dtypes);
+// A new operator for one opaque node. Every Graph holding a node of it
+// shares its ownership (OpDef::run_time_owner), so it lives as long as the
+// graphs that use it: add it to one before dropping the returned pointer.
+std::shared_ptr<const OpDef> make_opaque_op(OpaqueNode node, std::vector<Shape> shapes, std::vector<DType> dtypes);
 
 // The node an opaque operator stands for; null for the table's operators.
 const OpaqueNode* find_opaque(const OpDef& op);

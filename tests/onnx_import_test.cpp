@@ -7,11 +7,14 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "ir/float_types.h"
 #include "onnx/onnx_export.h"
 #include "onnx/onnx_import.h"
+#include "onnx/opaque_op.h"
 #include "runtime/interpreter.h"
 
 namespace tgr::onnx_io {
@@ -278,6 +281,45 @@ TEST(OnnxImport, UnsupportedOperatorsAndOpsetsAreNamed) {
         << e.what();
   }
   EXPECT_GE(supported_onnx_operators().size(), 80u);
+}
+
+// An operator kept opaque lives as long as the graphs that hold it, not as
+// long as the program: importing many models in one process (the Python
+// bindings, the onnx_import fuzzer) must not keep every one's nodes.
+TEST(OnnxImport, OpaqueOperatorsLiveAsLongAsTheirGraphs) {
+  ImportOptions keep;
+  keep.keep_unsupported = true;
+  std::weak_ptr<const OpDef> det;
+  std::optional<Graph> rebuilt;
+  {
+    ImportedModel imported = import_model_file(kData + "/onnx_bad/unsupported_op.onnx", keep);
+    ASSERT_EQ(imported.opaque_nodes, 1);
+    const Graph& g = imported.graph;
+    for (const Node& n : g.nodes())
+      if (n.is_op() && is_opaque(*n.op)) det = n.op->run_time_owner;
+    ASSERT_FALSE(det.expired());
+    EXPECT_EQ(find_opaque(*det.lock())->proto.name(), "my_det_node");
+    // A graph a pass builds from it (here: every node again) holds it too.
+    rebuilt.emplace();
+    std::vector<ValueRef> values;
+    for (const Node& n : g.nodes()) {
+      if (n.is_input()) {
+        values.push_back(rebuilt->add_input(n.name, n.output_shapes[0], n.output_dtypes[0]));
+      } else if (n.is_constant()) {
+        values.push_back(rebuilt->add_shared_constant(n));
+      } else {
+        std::vector<ValueRef> ins;
+        for (ValueRef v : n.inputs) ins.push_back({values.at(v.node).node, v.output});
+        values.push_back(rebuilt->add_op(*n.op, n.params, ins).at(0));
+      }
+    }
+  }
+  ASSERT_FALSE(det.expired()) << "the rebuilt graph holds the operator";
+  Graph copy = *rebuilt;
+  rebuilt.reset();
+  ASSERT_FALSE(det.expired()) << "a copy of the graph holds the operator";
+  copy = Graph{};
+  EXPECT_TRUE(det.expired()) << "no graph holds the operator, and it is still alive";
 }
 
 // Range's length is computed in doubles from the model's start, limit and
