@@ -460,7 +460,11 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
     // The limits hold for initializers too, checked before converting (an
     // INT8 tensor takes 8 times its bytes as int64).
     double count = 1;
-    for (int64_t d : init.dims()) count *= static_cast<double>(d);
+    for (int64_t d : init.dims()) {
+      if (d < 0)
+        throw OnnxError("initializer '" + init.name() + "' has a negative dimension (" + std::to_string(d) + ")");
+      count *= static_cast<double>(d);
+    }
     if (!util::within(count, options.limits.max_elements))
       throw OnnxError("initializer '" + init.name() +
                       "': " + util::element_limit_message("a tensor", count, options.limits));

@@ -322,6 +322,20 @@ TEST(OnnxImport, OpaqueOperatorsLiveAsLongAsTheirGraphs) {
   EXPECT_TRUE(det.expired()) << "no graph holds the operator, and it is still alive";
 }
 
+// A negative dimension has no size: an initializer with one is refused by
+// name before its size is counted against the limits (the onnx_import
+// fuzzer found the product of its dims, -9e30 bytes, converted to int64).
+TEST(OnnxImport, InitializersWithANegativeDimensionAreNamed) {
+  onnx::ModelProto m = load_model(kData + "/models/squeezenet1_1.onnx");
+  onnx::TensorProto& init = *m.mutable_graph()->mutable_initializer(0);
+  init.set_dims(0, -init.dims(0));
+  const std::string error = error_of(m);
+  EXPECT_NE(error.find("initializer '" + init.name() + "' has a negative dimension (" + std::to_string(init.dims(0)) +
+                       ")"),
+            std::string::npos)
+      << error;
+}
+
 // Range's length is computed in doubles from the model's start, limit and
 // delta; bounds that make it negative, NaN or huge, or that mix types, are
 // errors or empty ranges, never an out-of-range conversion (UBSan found one

@@ -28,8 +28,9 @@ struct Limits {
 };
 
 // Whether `count` (a product of dimensions taken in double, so that it
-// cannot overflow) is at most `limit`; NaN is not.
-inline bool within(double count, int64_t limit) { return count <= static_cast<double>(limit); }
+// cannot overflow) is at least 0 and at most `limit`; NaN is not, nor is a
+// negative product (a negative dimension: no size to hold).
+inline bool within(double count, int64_t limit) { return count >= 0 && count <= static_cast<double>(limit); }
 
 // A count that may be far beyond int64 (a product of absurd dimensions).
 inline std::string count_text(double count) {

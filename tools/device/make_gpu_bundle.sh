@@ -9,6 +9,8 @@
 # built against an installed tgr (bin/run_on_gpu). On the GPU machine:
 #   bash DEST/tools/device/gpu_bench.sh          (tests, export, calibrate, bench, peers)
 #   bash DEST/tools/device/session_bench.sh      (tgr.Session against bench: tests, export, bench)
+# WITH_PYTHON=0 leaves the Python package out (its build is a second full
+# build; gpu_bench.sh and lanes.sh do not need it, session_bench.sh does).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=${1:?usage: make_gpu_bundle.sh DEST}
@@ -46,6 +48,10 @@ cmake -S examples/session_cpp -B build/bundle-example -DCMAKE_PREFIX_PATH="$PWD/
   -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build/bundle-example > /dev/null
 tools/bundle.sh "$dest" build/bundle-example/run_on_gpu > /dev/null
+if [[ ${WITH_PYTHON:-1} == 0 ]]; then
+  du -sh "$dest"
+  exit 0
+fi
 # The Python package (tgr.Session) for the GPU machine's Python: its own
 # position-independent build of the module (build/py-gpu).
 # (the GPU machine's is 3.12: docs/gpu.md); a pyenv one where no python3.12 runs.
