@@ -245,7 +245,7 @@ class SpaceParser {
       tail = gap == std::string::npos ? "" : trim(tail.substr(gap));
     }
     if (tail == "broadcasting") {
-      if (name != "add" && name != "mul") fail("only add and mul take 'broadcasting'");
+      if (op->kind != OpKind::kAdd && op->kind != OpKind::kMul) fail("only add and mul take 'broadcasting'");
       t.broadcasting = true;
     } else if (!tail.empty()) {
       fail("unexpected '" + tail + "' (expected '(ROLES)', '-> ROLE' or 'broadcasting')");

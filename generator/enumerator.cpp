@@ -219,12 +219,22 @@ class DepthFirstEnumeration {
   // any rank with an explicit perm), scalar_mul of a tensor. This keeps
   // broadcasting variants of one computation from flooding the classes.
   static bool accepts(const OpTemplate& t, const std::vector<Shape>& in) {
-    const std::string& name = t.op->name;
-    if (name == "add" || name == "mul") return t.broadcasting || in[0] == in[1];
-    if (name == "transpose") return in[0].size() == 2 || !t.params.get_ints("perm").empty();
-    if (name == "reshape") return in[0] != Shape(t.params.get_ints("shape"));  // else the identity
-    if (name == "scalar_mul" || name == "relu" || name == "concat" || name == "split") return !in[0].empty();
-    return true;
+    switch (t.op->kind) {
+      case OpKind::kAdd:
+      case OpKind::kMul:
+        return t.broadcasting || in[0] == in[1];
+      case OpKind::kTranspose:
+        return in[0].size() == 2 || !t.params.get_ints("perm").empty();
+      case OpKind::kReshape:
+        return in[0] != Shape(t.params.get_ints("shape"));  // else the identity
+      case OpKind::kScalarMul:
+      case OpKind::kRelu:
+      case OpKind::kConcat:
+      case OpKind::kSplit:
+        return !in[0].empty();
+      default:
+        return true;
+    }
   }
 
   bool try_push(const OpRef& op) {

@@ -1,10 +1,14 @@
 // The operator table: every operator is described once, here, and every
 // other part of the toolchain (parser, shape inference, interpreter,
 // fingerprints, later the verifier, importer and GPU runtime) reads that
-// description. Adding an operator = one OpDef entry plus kernels in ir/ops/,
-// and registry entries: tests/op_registry_test.cpp names what is missing.
+// description. Adding an operator = one line in ir/op_list.def (its OpKind),
+// one OpDef entry plus kernels in ir/ops/, and registry entries: the
+// registries that switch over OpKind fail to compile without its case
+// (-Wswitch), and tests/op_registry_test.cpp names what the others miss.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -19,6 +23,25 @@
 #include "ir/tensor.h"
 
 namespace tgr {
+
+// Every operator of the table by kind, from the one list ir/op_list.def.
+// Passes that must recognise an operator by identity compare kinds
+// (`n.op->kind == OpKind::kRelu`, or op_is for a node that may be an input)
+// and registries switch over them; none compares names.
+enum class OpKind : uint8_t {
+#define TGR_OP(kind, name) kind,
+#include "ir/op_list.def"
+#undef TGR_OP
+  // Not in the table: an operator made at run time (the ONNX importer's
+  // opaque operators, onnx/opaque_op.h) or a test's own OpDef.
+  kOpaque,
+};
+// The number of the table's kinds (kOpaque excluded).
+inline constexpr size_t kTableOpKinds = static_cast<size_t>(OpKind::kOpaque);
+// The table's name of a kind ("add"); "opaque" for kOpaque.
+std::string_view op_kind_name(OpKind kind);
+// The kind the list gives `name`; kOpaque for a name it lacks.
+OpKind op_kind_of(std::string_view name);
 
 struct OpDef;
 
@@ -145,6 +168,8 @@ struct OpCost {
 
 struct OpDef {
   std::string name{};
+  // Set by OpTable::add from the name (ir/op_list.def); kOpaque outside the table.
+  OpKind kind = OpKind::kOpaque;
   std::string summary{};
   std::vector<std::string> inputs{};  // input names; with `variadic`, the last repeats
   bool variadic = false;
@@ -205,26 +230,6 @@ struct OpDef {
   const ParamSpec* find_param(std::string_view param_name) const;
 };
 
-// The few operators that a pass must recognise by identity, for a pattern of
-// its own (the GPU plan fuses conv2d [+ add] [+ relu], and a product's mul
-// by a constant scale, scaled-dot-product attention (runtime/attention.h);
-// the GPU elementwise program expands batch_norm into six instructions), named once here so the
-// comparison is against the table entry (`n.op == &known_ops::relu()`).
-namespace known_ops {
-const OpDef& add();
-const OpDef& relu();
-const OpDef& conv2d();
-const OpDef& batch_norm();
-const OpDef& matmul();
-const OpDef& batch_matmul();
-const OpDef& mul();
-const OpDef& div();
-const OpDef& softmax();
-const OpDef& expand();
-const OpDef& where();
-const OpDef& is_nan();
-}  // namespace known_ops
-
 class OpTable {
  public:
   // The table of all operators, built on first use.
@@ -232,13 +237,25 @@ class OpTable {
 
   const OpDef* find(std::string_view name) const;
   const OpDef& get(std::string_view name) const;  // throws std::out_of_range naming it
-  std::vector<const OpDef*> all() const;
+  // The entry of a table kind (not kOpaque: std::out_of_range).
+  const OpDef& get(OpKind kind) const;
+  std::vector<const OpDef*> all() const;  // in the order added
 
-  // Adds an operator; checks the entry is complete and its defaults legal.
+  // Adds an operator; checks the entry is complete, its defaults legal and
+  // its name one of ir/op_list.def's not added before, and sets its kind.
   OpDef& add(OpDef def);
 
  private:
+  // Throws std::logic_error naming a kind of ir/op_list.def with no entry.
+  void check_every_kind_added() const;
+
   std::vector<std::unique_ptr<OpDef>> ops_;
+  std::array<const OpDef*, kTableOpKinds> by_kind_{};
 };
+
+// The table's entry of a kind: OpTable::instance().get(kind).
+inline const OpDef& op_def(OpKind kind) { return OpTable::instance().get(kind); }
+// Whether `op` (null for a graph input or constant) is of `kind`.
+inline bool op_is(const OpDef* op, OpKind kind) { return op != nullptr && op->kind == kind; }
 
 }  // namespace tgr

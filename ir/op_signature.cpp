@@ -10,7 +10,7 @@ namespace {
 // A 1 x 1 convolution that reads no padding: 'valid' and 'same' are one
 // computation and one signature.
 bool padding_is_moot(const Graph& graph, const Node& node, const std::string& key, const ParamValue& value) {
-  return node.op == &known_ops::conv2d() && key == "pad" && node.inputs.size() >= 2 &&
+  return op_is(node.op, OpKind::kConv2d) && key == "pad" && node.inputs.size() >= 2 &&
          pointwise_without_padding(graph.shape(node.inputs[1]), value);
 }
 

@@ -1,10 +1,31 @@
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "ir/op_def.h"
 #include "ir/ops/families.h"
 
 namespace tgr {
+namespace {
+
+constexpr std::array<std::string_view, kTableOpKinds> kKindNames = {
+#define TGR_OP(kind, name) name,
+#include "ir/op_list.def"
+#undef TGR_OP
+};
+
+}  // namespace
+
+std::string_view op_kind_name(OpKind kind) {
+  const auto i = static_cast<size_t>(kind);
+  return i < kKindNames.size() ? kKindNames[i] : std::string_view("opaque");
+}
+
+OpKind op_kind_of(std::string_view name) {
+  for (size_t i = 0; i < kKindNames.size(); ++i)
+    if (kKindNames[i] == name) return static_cast<OpKind>(i);
+  return OpKind::kOpaque;
+}
 
 Params OpDef::make_params(std::vector<std::pair<std::string, ParamValue>> given) const {
   for (const auto& [key, value] : given) {
@@ -99,6 +120,7 @@ const OpTable& OpTable::instance() {
     register_normalization_ops(t);
     register_reduction_ops(t);
     register_indexing_ops(t);
+    t.check_every_kind_added();
     return t;
   }();
   return table;
@@ -115,6 +137,20 @@ const OpDef& OpTable::get(std::string_view name) const {
   throw std::out_of_range("unknown operator '" + std::string(name) + "'");
 }
 
+const OpDef& OpTable::get(OpKind kind) const {
+  const auto i = static_cast<size_t>(kind);
+  if (i >= by_kind_.size() || by_kind_[i] == nullptr)
+    throw std::out_of_range("no table operator of kind '" + std::string(op_kind_name(kind)) + "'");
+  return *by_kind_[i];
+}
+
+void OpTable::check_every_kind_added() const {
+  for (size_t i = 0; i < by_kind_.size(); ++i)
+    if (by_kind_[i] == nullptr)
+      throw std::logic_error("operator '" + std::string(kKindNames[i]) +
+                             "' is in ir/op_list.def but has no table entry");
+}
+
 std::vector<const OpDef*> OpTable::all() const {
   std::vector<const OpDef*> out;
   for (const auto& op : ops_) out.push_back(op.get());
@@ -125,6 +161,8 @@ OpDef& OpTable::add(OpDef def) {
   // These are programming errors in a table entry, caught on first use of
   // the table (every test touches it), so they are logic_errors.
   if (find(def.name)) throw std::logic_error("operator '" + def.name + "' defined twice");
+  def.kind = op_kind_of(def.name);
+  if (def.kind == OpKind::kOpaque) throw std::logic_error("operator '" + def.name + "' is not in ir/op_list.def");
   const bool plain = def.kernels.f32 && def.kernels.f64 && def.kernels.field;
   const bool mixed = def.mixed_kernels.f32 && def.mixed_kernels.f64 && def.mixed_kernels.field;
   if (!def.infer_shapes || plain == mixed)
@@ -136,60 +174,8 @@ OpDef& OpTable::add(OpDef def) {
   for (const auto& spec : def.params)
     if (spec.default_value) check_param_value(def.name, spec, *spec.default_value);
   ops_.push_back(std::make_unique<OpDef>(std::move(def)));
+  by_kind_[static_cast<size_t>(ops_.back()->kind)] = ops_.back().get();
   return *ops_.back();
 }
 
 }  // namespace tgr
-
-namespace tgr::known_ops {
-
-const OpDef& add() {
-  static const OpDef& op = OpTable::instance().get("add");
-  return op;
-}
-const OpDef& relu() {
-  static const OpDef& op = OpTable::instance().get("relu");
-  return op;
-}
-const OpDef& conv2d() {
-  static const OpDef& op = OpTable::instance().get("conv2d");
-  return op;
-}
-const OpDef& batch_norm() {
-  static const OpDef& op = OpTable::instance().get("batch_norm");
-  return op;
-}
-const OpDef& matmul() {
-  static const OpDef& op = OpTable::instance().get("matmul");
-  return op;
-}
-const OpDef& batch_matmul() {
-  static const OpDef& op = OpTable::instance().get("batch_matmul");
-  return op;
-}
-const OpDef& mul() {
-  static const OpDef& op = OpTable::instance().get("mul");
-  return op;
-}
-const OpDef& div() {
-  static const OpDef& op = OpTable::instance().get("div");
-  return op;
-}
-const OpDef& softmax() {
-  static const OpDef& op = OpTable::instance().get("softmax");
-  return op;
-}
-const OpDef& expand() {
-  static const OpDef& op = OpTable::instance().get("expand");
-  return op;
-}
-const OpDef& where() {
-  static const OpDef& op = OpTable::instance().get("where");
-  return op;
-}
-const OpDef& is_nan() {
-  static const OpDef& op = OpTable::instance().get("is_nan");
-  return op;
-}
-
-}  // namespace tgr::known_ops

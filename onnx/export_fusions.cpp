@@ -17,12 +17,12 @@ bool per_channel(const Shape& shape, int64_t channels) {
   return full[0] == 1 && full[2] == 1 && full[3] == 1 && (full[1] == 1 || full[1] == channels);
 }
 
-bool is(const Node& n, std::string_view op) { return n.is_op() && n.op->name == op; }
+bool is(const Node& n, OpKind kind) { return op_is(n.op, kind); }
 
 // A zero (or, for maxpool, -infinity) padding of the two spatial axes of an
 // NCHW value only, none negative.
 bool spatial_only_pad(const Node& pad, double value) {
-  if (!is(pad, "pad") || pad.output_shapes[0].size() != 4) return false;
+  if (!is(pad, OpKind::kPad) || pad.output_shapes[0].size() != 4) return false;
   const double v = pad.params.get_float("value");
   if (!(v == value)) return false;
   const auto& p = pad.params.get_ints("pads");  // begins of every axis, then ends
@@ -36,7 +36,7 @@ bool pool_takes_pad(const Node& pool, const Node& pad) {
   const Shape& x = pad.output_shapes[0];
   const auto& kernel = pool.params.get_ints("kernel");
   const Window2d w = window_geometry(pool.op->name, pool.params, x[2], x[3], kernel[0], kernel[1], false);
-  if (is(pool, "avgpool") && pool.params.get_int("include_pad") == 0 &&
+  if (is(pool, OpKind::kAvgpool) && pool.params.get_int("include_pad") == 0 &&
       (w.pad_top || w.pad_left || w.pad_bottom || w.pad_right))
     return false;
   const std::vector<int64_t> extra = spatial_pads(pad);
@@ -60,7 +60,7 @@ Unreshaped unreshaped_product(const Graph& graph, const Node& product, const Sha
   bool any = false;
   for (ValueRef v : product.inputs) {
     const Node& n = graph.node(v.node);
-    if (is(n, "reshape")) {
+    if (is(n, OpKind::kReshape)) {
       u.operands.push_back(n.inputs[0]);
       any = true;
       if (uses[v.node][v.output] == 1) u.reshapes.push_back(v.node);
@@ -76,7 +76,7 @@ Unreshaped unreshaped_product(const Graph& graph, const Node& product, const Sha
   if (a.size() < 2 || b.size() < 2) return {};
   const int64_t k = pa.back(), n = pb.back();
   Shape expected;
-  if (is(product, "matmul")) {
+  if (is(product, OpKind::kMatmul)) {
     // [..., M, K] x [K, N]: the left's leading axes flattened into rows.
     if (a.size() < 3 || b != pb || a.back() != k) return {};
     expected.assign(a.begin(), a.end() - 1);
@@ -107,18 +107,19 @@ ExportFusions find_export_fusions(const Graph& graph, const std::vector<bool>& c
     const Node& n = graph.node(i);
     if (!n.is_op()) continue;
     // conv2d / pools reading a pad they alone read, at input 0.
-    if (is(n, "conv2d") || is(n, "avgpool") || is(n, "maxpool")) {
+    if (is(n, OpKind::kConv2d) || is(n, OpKind::kAvgpool) || is(n, OpKind::kMaxpool)) {
       const ValueRef x = n.inputs[0];
       const Node& pad = graph.node(x.node);
-      const bool max = is(n, "maxpool");
+      const bool max = is(n, OpKind::kMaxpool);
       if (only_reader(x) && spatial_only_pad(pad, max ? -HUGE_VAL : 0.0) && is_floating(graph.dtype(x)) &&
-          (is(n, "conv2d") || pool_takes_pad(n, pad)))
+          (is(n, OpKind::kConv2d) || pool_takes_pad(n, pad)))
         f.absorb_pad(x.node, i);
     }
-    if (is(n, "reshape")) {
+    if (is(n, OpKind::kReshape)) {
       const ValueRef product = n.inputs[0];
       const Node& p = graph.node(product.node);
-      if ((is(p, "matmul") || is(p, "batch_matmul")) && only_reader(product) && is_floating(graph.dtype(product))) {
+      if ((is(p, OpKind::kMatmul) || is(p, OpKind::kBatchMatmul)) && only_reader(product) &&
+          is_floating(graph.dtype(product))) {
         Unreshaped u = unreshaped_product(graph, p, n.output_shapes[0], uses);
         // A reshape already written as another product's result stays (written there).
         std::erase_if(u.reshapes, [&](int32_t r) { return f.product_of_reshape.contains(r); });
@@ -129,7 +130,7 @@ ExportFusions find_export_fusions(const Graph& graph, const std::vector<bool>& c
       }
       continue;
     }
-    if (!is(n, "add") || !is_floating(graph.dtype(ValueRef{i, 0}))) continue;
+    if (!is(n, OpKind::kAdd) || !is_floating(graph.dtype(ValueRef{i, 0}))) continue;
     for (int side = 0; side < 2; ++side) {
       const ValueRef product = n.inputs[side], other = n.inputs[1 - side];
       const Node& p = graph.node(product.node);
@@ -137,9 +138,9 @@ ExportFusions find_export_fusions(const Graph& graph, const std::vector<bool>& c
       const Shape& out = n.output_shapes[0];
       if (graph.shape(product) != out) continue;  // the bias broadcasts into the product, never the reverse
       bool fuses = false;
-      if (is(p, "conv2d"))
+      if (is(p, OpKind::kConv2d))
         fuses = p.params.get_word("act") != "relu" && constant[other.node] && per_channel(graph.shape(other), out[1]);
-      else if (is(p, "matmul"))
+      else if (is(p, OpKind::kMatmul))
         fuses = graph.shape(p.inputs[0]).size() == 2 && graph.shape(p.inputs[1]).size() == 2 &&
                 graph.shape(other).size() <= 2;
       if (!fuses) continue;

@@ -343,7 +343,7 @@ void Exporter::run() {
   const ValueNames reserved_values = reserve_value_names(order, plan);
   for (int32_t i : order) {
     const Node& n = graph_.node(i);
-    if (n.is_op() && n.op == &known_ops::conv2d()) conv_weight_producers_.insert(n.inputs.at(1).node);
+    if (n.is_op() && op_is(n.op, OpKind::kConv2d)) conv_weight_producers_.insert(n.inputs.at(1).node);
   }
 
   // Conv + bias, Gemm, pads folded into Conv and Pool (onnx/export_fusions.h).
@@ -439,7 +439,7 @@ Exporter::ValueNames Exporter::reserve_value_names(const std::vector<int32_t>& o
 std::unordered_map<int32_t, int32_t> Exporter::conv_bias_reads(const ExportFusions& fusions) const {
   std::unordered_map<int32_t, int32_t> reads;
   for (const auto& [add, product] : fusions.product_of_add)
-    if (graph_.node(product).op == &known_ops::conv2d())
+    if (op_is(graph_.node(product).op, OpKind::kConv2d))
       for (ValueRef v : graph_.node(add).inputs)
         if (v.node != product) ++reads[v.node];
   return reads;
@@ -473,7 +473,7 @@ void Exporter::write_operator(int32_t i, const ExportFusions& fusions, const Out
   } else if (source != i) {
     const ValueRef bias = n.inputs[n.inputs[0].node == source ? 1 : 0];
     ctx.bias =
-        s.op == &known_ops::conv2d() ? conv_bias(bias.node, n.output_shapes[0][1]) : names[bias.node].at(bias.output);
+        op_is(s.op, OpKind::kConv2d) ? conv_bias(bias.node, n.output_shapes[0][1]) : names[bias.node].at(bias.output);
   }
   for (int32_t k = 0; k < static_cast<int32_t>(n.output_shapes.size()); ++k) {
     auto d = plan.direct.find({i, k});
@@ -486,7 +486,7 @@ void Exporter::write_operator(int32_t i, const ExportFusions& fusions, const Out
   }
   if (opaque) write_opaque(*opaque, ctx);
   else if (reshaped != fusions.product_of_reshape.end()) ctx.emit("MatMul", ctx.in, ctx.out);
-  else if (source != i && s.op == &known_ops::matmul()) ctx.emit("Gemm", {ctx.in[0], ctx.in[1], ctx.bias}, ctx.out);
+  else if (source != i && op_is(s.op, OpKind::kMatmul)) ctx.emit("Gemm", {ctx.in[0], ctx.in[1], ctx.bias}, ctx.out);
   else it->second(ctx);
   names[i] = std::move(ctx.out);
 }

@@ -506,21 +506,21 @@ ParamValue pool_padding(Ctx& c, const Window& win, const Ints& kernel, const Int
   return p;
 }
 
-OperatorImporter pool(const char* op) {
-  return [op](Ctx& c) {
+OperatorImporter pool(OpKind kind) {
+  return [kind](Ctx& c) {
     const Window win = window_input(c, "pooling");
     if (c.outputs().size() > 1 && !c.node().output(1).empty()) c.fail("the Indices output is not supported");
     if (!c.has_attr("kernel_shape")) c.fail("kernel_shape is required");
     const Ints kernel = two(c, win, "kernel_shape", {}), strides = two(c, win, "strides", {1, 1});
     const Ints dilations = two(c, win, "dilations", {1, 1});
-    const bool avg = std::string(op) == "avgpool";
+    const bool avg = kind == OpKind::kAvgpool;
     if (avg && dilations != Ints{1, 1}) c.fail("dilated average pooling is not supported");
     const bool count_pad = avg && c.attr_int("count_include_pad", 0) != 0;
     std::vector<std::pair<std::string, ParamValue>> params{
         {"kernel", kernel}, {"stride", strides}, {"pad", pool_padding(c, win, kernel, strides, dilations, count_pad)}};
     if (avg) params.emplace_back("include_pad", int64_t{count_pad});
     else params.emplace_back("dilation", dilations);
-    c.set_output(0, window_output(c, win, c.emit(op, {win.x}, params)));
+    c.set_output(0, window_output(c, win, c.emit(op_def(kind).name, {win.x}, params)));
   };
 }
 
@@ -1325,8 +1325,8 @@ const std::map<std::string, OperatorImporter>& operator_importers() {
       {"Gemm", import_gemm},
       {"MatMul", import_matmul},
       {"Einsum", import_einsum},
-      {"MaxPool", pool("maxpool")},
-      {"AveragePool", pool("avgpool")},
+      {"MaxPool", pool(OpKind::kMaxpool)},
+      {"AveragePool", pool(OpKind::kAvgpool)},
       {"GlobalAveragePool", global_pool("avgpool")},
       {"GlobalMaxPool", global_pool("maxpool")},
       {"ReduceMean", reduce("reduce_mean", 18)},

@@ -19,6 +19,7 @@ struct OpaqueOp : OpDef {
 
 std::shared_ptr<const OpDef> make_opaque_op(OpaqueNode node, std::vector<Shape> shapes, std::vector<DType> dtypes) {
   auto op = std::make_shared<OpaqueOp>();
+  op->kind = OpKind::kOpaque;  // not the table's (ir/op_def.h)
   op->name = kOpaquePrefix;
   op->name += node.proto.op_type();
   op->summary = "an ONNX node kept as it is (no mapping)";
@@ -37,7 +38,7 @@ std::shared_ptr<const OpDef> make_opaque_op(OpaqueNode node, std::vector<Shape> 
 
 const OpaqueNode* find_opaque(const OpDef& op) {
   // Only make_opaque_op names an operator "opaque:..." and gives it an owner.
-  if (!op.name.starts_with(kOpaquePrefix) || op.run_time_owner.expired()) return nullptr;
+  if (op.kind != OpKind::kOpaque || !op.name.starts_with(kOpaquePrefix) || op.run_time_owner.expired()) return nullptr;
   return &static_cast<const OpaqueOp&>(op).node;
 }
 

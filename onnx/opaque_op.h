@@ -2,7 +2,8 @@
 // are when ImportOptions::keep_unsupported is set (what `optimize` does).
 //
 // Each one becomes a graph node of its own OpDef, named "opaque:OP_TYPE",
-// with no kernels and no rules: matching never touches it (no rule names
+// of kind OpKind::kOpaque (the registries' switches over kinds say what
+// they do with it), with no kernels and no rules: matching never touches it (no rule names
 // it), the interpreter cannot run it, constant folding skips it, and the
 // exporter writes the original NodeProto back (attributes, domain and name
 // unchanged; only its input and output value names follow the export). Its

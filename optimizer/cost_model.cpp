@@ -85,7 +85,7 @@ double AnalyticCostModel::bytes(const Graph& graph, const Node& node) {
 }
 
 double AnalyticCostModel::parallel_fraction(const Graph& graph, const Node& node, double multiprocessors) {
-  if (node.op != &known_ops::conv2d()) return 1.0;
+  if (!op_is(node.op, OpKind::kConv2d)) return 1.0;
   const Shape& x = graph.shape(node.inputs[0]);
   const Shape& w = graph.shape(node.inputs[1]);
   const Shape& y = node.output_shapes[0];

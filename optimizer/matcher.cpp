@@ -26,7 +26,7 @@ bool params_accept(const Node& pattern, const Params& model, const std::function
     const auto& [name, value] = pe[i];
     if (name != me[i].first) return false;
     if (value == me[i].second) continue;
-    if (name == "pad" && pattern.op == &known_ops::conv2d() && std::holds_alternative<std::string>(value) &&
+    if (name == "pad" && op_is(pattern.op, OpKind::kConv2d) && std::holds_alternative<std::string>(value) &&
         std::holds_alternative<std::string>(me[i].second) && one_by_one())
       continue;
     if (!is_shape_param(pattern.op->name, name)) return false;

@@ -30,11 +30,11 @@ ConstantValue weight_value(DType dtype, const Shape& shape) {
 // measured as the Conv and Relu it is written as, fused alike.)
 bool activation_fused_by_runtime(const Graph& graph, const Node& node, const onnx_io::ExportFusions& fusions,
                                  const std::vector<std::vector<int32_t>>& uses) {
-  if (node.op != &known_ops::relu()) return false;
+  if (!op_is(node.op, OpKind::kRelu)) return false;
   const ValueRef x = node.inputs[0];
   if (uses[x.node][x.output] != 1) return false;
   const Node& producer = graph.node(x.node);
-  if (producer.op == &known_ops::conv2d()) return producer.params.get_word("act") != "relu";
+  if (op_is(producer.op, OpKind::kConv2d)) return producer.params.get_word("act") != "relu";
   return fusions.product_of_add.contains(x.node);
 }
 

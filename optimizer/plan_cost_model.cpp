@@ -46,7 +46,7 @@ PlanCostModel::Features PlanCostModel::features_of(const std::string& signature)
       f.first_op = n.op->name;
       if (step.kind == "conv" || step.kind == "product" ||
           (step.nodes.size() == 1 &&
-           (n.op == &known_ops::conv2d() || n.op == &known_ops::matmul() || n.op == &known_ops::batch_matmul())))
+           (op_is(n.op, OpKind::kConv2d) || op_is(n.op, OpKind::kMatmul) || op_is(n.op, OpKind::kBatchMatmul))))
         f.head = ns.op_signature;
     }
     // FLOPs at the rate the step's parallelism allows (a convolution with

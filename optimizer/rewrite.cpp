@@ -131,11 +131,16 @@ Graph apply_instance(const Graph& graph, const Match& match, const Instance& ins
 namespace {
 
 bool is_identity(const Graph& g, const Node& n) {
-  const std::string& op = n.op->name;
-  if (op == "concat") return n.inputs.size() == 1;
-  if (op == "enlarge" || op == "reshape" || op == "expand")
-    return n.inputs.size() == 1 && g.shape(n.inputs[0]) == n.output_shapes[0];
-  return false;
+  switch (n.op->kind) {
+    case OpKind::kConcat:
+      return n.inputs.size() == 1;
+    case OpKind::kEnlarge:
+    case OpKind::kReshape:
+    case OpKind::kExpand:
+      return n.inputs.size() == 1 && g.shape(n.inputs[0]) == n.output_shapes[0];
+    default:
+      return false;
+  }
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ class MutantSearch {
             if (a != b) push(op, templates_[t].second, {a, b}, {0, int64_t(t), int64_t(a), int64_t(b)});
       }
     }
-    const OpDef& concat = table.get("concat");
+    const OpDef& concat = table.get(OpKind::kConcat);
     for (size_t a = 0; a < n; ++a)
       for (size_t b = 0; b < n; ++b) {
         const Shape& sa = universe_.shape(values_[a]);

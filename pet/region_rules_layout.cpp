@@ -39,7 +39,7 @@ RegionRule transpose_rule() {
     }
     const Params params = call.params;
     return Restriction{{b}, [params](Graph& g, std::span<const ValueRef> ins) {
-                         return g.find_or_add_op(OpTable::instance().get("transpose"), params, {ins[0]}).at(0);
+                         return g.find_or_add_op(op_def(OpKind::kTranspose), params, {ins[0]}).at(0);
                        }};
   };
   return r;
@@ -190,7 +190,7 @@ RegionRule pad_rule() {
     const Params params = call.params;
     if (empty) {  // only padding: cut from the whole padded tensor
       return Restriction{{whole_box(x)}, [params, output, box](Graph& g, std::span<const ValueRef> ins) {
-                           ValueRef v = g.find_or_add_op(OpTable::instance().get("pad"), params, {ins[0]}).at(output);
+                           ValueRef v = g.find_or_add_op(op_def(OpKind::kPad), params, {ins[0]}).at(output);
                            return slice_box(g, v, box);
                          }};
     }

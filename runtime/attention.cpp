@@ -121,12 +121,12 @@ struct Matcher {
   // When `v` is x * c, c * x or x / c for a one-element constant c, keeping x's shape: x, and (c, divides).
   std::optional<std::pair<ValueRef, std::pair<ValueRef, bool>>> scaled(ValueRef v) const {
     const Node& n = node(v);
-    if (n.op == &known_ops::mul())
+    if (op_is(n.op, OpKind::kMul))
       for (int side = 0; side < 2; ++side) {
         const ValueRef x = n.inputs[1 - side], c = n.inputs[side];
         if (one_element_constant(c) && g.shape(x) == n.output_shapes[0]) return std::pair{x, std::pair{c, false}};
       }
-    if (n.op == &known_ops::div() && one_element_constant(n.inputs[1]) && g.shape(n.inputs[0]) == n.output_shapes[0])
+    if (op_is(n.op, OpKind::kDiv) && one_element_constant(n.inputs[1]) && g.shape(n.inputs[0]) == n.output_shapes[0])
       return std::pair{n.inputs[0], std::pair{n.inputs[1], true}};
     return std::nullopt;
   }
@@ -137,7 +137,7 @@ struct Matcher {
     while (takes(x)) {
       const Node& n = node(x);
       const ViewKind view = n.op->traits.view;
-      if (view == ViewKind::kReshape || view == ViewKind::kPermute || n.op == &known_ops::expand()) {
+      if (view == ViewKind::kReshape || view == ViewKind::kPermute || op_is(n.op, OpKind::kExpand)) {
         o.chain.push_back(x.node);
         x = n.inputs[0];
         continue;
@@ -158,7 +158,7 @@ struct Matcher {
   std::optional<ValueRef> scores(ValueRef x, AttentionMatch& m, std::vector<int32_t>& spine) const {
     while (takes(x)) {
       const Node& n = node(x);
-      if (n.op == &known_ops::batch_matmul()) return x;
+      if (op_is(n.op, OpKind::kBatchMatmul)) return x;
       if (is_reshape(x)) {
         spine.push_back(x.node);
         x = n.inputs[0];
@@ -171,7 +171,7 @@ struct Matcher {
         continue;
       }
       // One mask, and no scale after it (walking up, none met yet): (x + mask) c is not x c + mask.
-      if (n.op != &known_ops::add() || m.mask || !m.scales.empty()) return std::nullopt;
+      if (!op_is(n.op, OpKind::kAdd) || m.mask || !m.scales.empty()) return std::nullopt;
       // The side the scores come from, the other is the mask (broadcast to the scores' shape).
       for (int side = 0; side < 2; ++side) {
         const ValueRef from = n.inputs[side], mask = n.inputs[1 - side];
@@ -195,11 +195,11 @@ struct Matcher {
   // where(is_nan(p), 0, p) at `x`: p, taking the where and the is_nan.
   std::optional<ValueRef> nan_guard(ValueRef x, std::vector<int32_t>& spine) const {
     const Node& w = node(x);
-    if (w.op != &known_ops::where() || !takes(x)) return std::nullopt;
+    if (!op_is(w.op, OpKind::kWhere) || !takes(x)) return std::nullopt;
     const ValueRef cond = w.inputs[0], zero = w.inputs[1], p = w.inputs[2];
     const Node& c = node(cond);
     const Node& z = node(zero);
-    if (!c.is_op() || c.op != &known_ops::is_nan() || c.inputs[0] != p || !may_take(cond.node) ||
+    if (!c.is_op() || !op_is(c.op, OpKind::kIsNan) || c.inputs[0] != p || !may_take(cond.node) ||
         uses[cond.node][0] != 1 || is_output[cond.node])
       return std::nullopt;
     if (!z.is_constant() || !z.constant->is_float() || g.shape(p) != w.output_shapes[0]) return std::nullopt;
@@ -219,18 +219,18 @@ std::optional<AttentionMatch> match_attention(const Graph& graph, int32_t produc
                                               const std::function<bool(int32_t)>& may_take,
                                               const std::function<bool(int32_t)>& at_load) {
   const Node& pv = graph.node(product);
-  if (!pv.is_op() || pv.op != &known_ops::batch_matmul() || pv.output_dtypes[0] != DType::kFloat || !may_take(product))
+  if (!pv.is_op() || !op_is(pv.op, OpKind::kBatchMatmul) || pv.output_dtypes[0] != DType::kFloat || !may_take(product))
     return std::nullopt;
   // Cheap first (the planner asks for every batch_matmul of every graph the
   // search costs): a softmax above the product's left operand, through reshapes and the guard.
   ValueRef up = pv.inputs[0];
   for (int hops = 0; hops < 8 && graph.node(up.node).is_op(); ++hops) {
     const Node& n = graph.node(up.node);
-    if (n.op == &known_ops::softmax()) break;
-    if (n.op->traits.view != ViewKind::kReshape && n.op != &known_ops::where()) return std::nullopt;
-    up = n.op == &known_ops::where() ? n.inputs.back() : n.inputs[0];
+    if (op_is(n.op, OpKind::kSoftmax)) break;
+    if (n.op->traits.view != ViewKind::kReshape && !op_is(n.op, OpKind::kWhere)) return std::nullopt;
+    up = op_is(n.op, OpKind::kWhere) ? n.inputs.back() : n.inputs[0];
   }
-  if (!graph.node(up.node).is_op() || graph.node(up.node).op != &known_ops::softmax()) return std::nullopt;
+  if (!graph.node(up.node).is_op() || !op_is(graph.node(up.node).op, OpKind::kSoftmax)) return std::nullopt;
   Matcher mt(graph, may_take, at_load);
   AttentionMatch m;
   std::vector<int32_t> spine{product};
@@ -246,7 +246,7 @@ std::optional<AttentionMatch> match_attention(const Graph& graph, int32_t produc
     return std::nullopt;
   }
   const Node& softmax = graph.node(x.node);
-  if (!softmax.is_op() || softmax.op != &known_ops::softmax() || !may_take(x.node)) return std::nullopt;
+  if (!softmax.is_op() || !op_is(softmax.op, OpKind::kSoftmax) || !may_take(x.node)) return std::nullopt;
   const Shape& p_shape = softmax.output_shapes[0];
   if (softmax.params.get_int("axis") != static_cast<int64_t>(p_shape.size()) - 1) return std::nullopt;
   spine.push_back(x.node);
@@ -306,7 +306,7 @@ std::optional<AttentionLayout> operand_layout(const Graph& graph, const Attentio
       axes = std::move(*r);
     } else if (n.op->traits.view == ViewKind::kPermute) {
       axes = transpose_axes(axes, permutation_of(n, shape.size()));
-    } else if (n.op == &known_ops::expand()) {
+    } else if (op_is(n.op, OpKind::kExpand)) {
       axes = broadcast_axes(axes, shape, out);
     }  // else a scale: the same elements
     shape = out;

@@ -13,7 +13,7 @@ namespace {
 
 // Instructions a node adds to a fused program (batch_norm: v + eps, rsqrt,
 // times scale, x - mean, times that, plus bias).
-int instructions(const Node& n) { return n.op == &known_ops::batch_norm() ? 6 : 1; }
+int instructions(const Node& n) { return op_is(n.op, OpKind::kBatchNorm) ? 6 : 1; }
 
 // The distinct operands a node reads in a program: (value, viewed per channel).
 using Operand = std::pair<ValueRef, bool>;
@@ -136,7 +136,7 @@ struct Builder {
   // When `add` adds something to the value of `from` (and its output has
   // `from`'s shape `y`: no broadcast of that side): the other operand.
   static std::optional<ValueRef> other_operand(const Node& add, int32_t from, const Shape& y) {
-    if (add.op != &known_ops::add() || add.output_shapes[0] != y) return std::nullopt;
+    if (!op_is(add.op, OpKind::kAdd) || add.output_shapes[0] != y) return std::nullopt;
     if (add.inputs[0].node == from && add.inputs[1].node != from) return add.inputs[1];
     if (add.inputs[1].node == from && add.inputs[0].node != from) return add.inputs[0];
     return std::nullopt;
@@ -178,7 +178,7 @@ struct Builder {
         cur = *next;
       }
     }
-    if (auto next = only_consumer(cur); next && graph.node(*next).op == &known_ops::relu()) {
+    if (auto next = only_consumer(cur); next && op_is(graph.node(*next).op, OpKind::kRelu)) {
       t.relu = true;
       t.nodes.push_back(*next);
       return;
@@ -195,9 +195,7 @@ struct Builder {
   // After a convolution (and its bias) `cur`: clip, or SiLU (sigmoid(cur)
   // and mul(cur, sigmoid) reading cur, its only two readers).
   void conv_activation(int32_t cur, Task& t) {
-    static const OpDef& clip = OpTable::instance().get("clip");
-    static const OpDef& sigmoid = OpTable::instance().get("sigmoid");
-    if (auto next = only_consumer(cur); next && graph.node(*next).op == &clip) {
+    if (auto next = only_consumer(cur); next && op_is(graph.node(*next).op, OpKind::kClip)) {
       t.activation = Task::Activation::kClip;
       t.clip_min = graph.node(*next).params.get_float("min");
       t.clip_max = graph.node(*next).params.get_float("max");
@@ -211,8 +209,8 @@ struct Builder {
       const int32_t s = consumers[cur][first], m = consumers[cur][1 - first];
       const Node& sn = graph.node(s);
       const Node& mn = graph.node(m);
-      if (sn.op != &sigmoid || mn.op != &known_ops::mul() || !single_use(s) || consumers[s] != std::vector{m} ||
-          !unclaimed(s) || !unclaimed(m))
+      if (!op_is(sn.op, OpKind::kSigmoid) || !op_is(mn.op, OpKind::kMul) || !single_use(s) ||
+          consumers[s] != std::vector{m} || !unclaimed(s) || !unclaimed(m))
         continue;
       const bool reads_both = (mn.inputs[0] == ValueRef{cur, 0} && mn.inputs[1] == ValueRef{s, 0}) ||
                               (mn.inputs[1] == ValueRef{cur, 0} && mn.inputs[0] == ValueRef{s, 0});
@@ -227,7 +225,7 @@ struct Builder {
   // When `mul` multiplies the value of `from` by a one-element float
   // constant (computed at load) and keeps its shape: that constant.
   std::optional<ValueRef> scale_operand(const Node& mul, int32_t from) const {
-    if (mul.op != &known_ops::mul() || mul.output_shapes[0] != graph.node(from).output_shapes[0]) return std::nullopt;
+    if (!op_is(mul.op, OpKind::kMul) || mul.output_shapes[0] != graph.node(from).output_shapes[0]) return std::nullopt;
     for (int side = 0; side < 2; ++side) {
       const ValueRef s = mul.inputs[side], other = mul.inputs[1 - side];
       const Node& sn = graph.node(s.node);
@@ -251,7 +249,7 @@ struct Builder {
   void product_task(int32_t mm, Task& t) {
     t.nodes = {mm};
     if (!options.fuse) return;
-    const bool batched = graph.node(mm).op == &known_ops::batch_matmul();
+    const bool batched = op_is(graph.node(mm).op, OpKind::kBatchMatmul);
     const int64_t columns = graph.node(mm).output_shapes[0].back();
     std::vector<int32_t> members{mm};
     int32_t cur = mm;
@@ -298,7 +296,7 @@ struct Builder {
         cur = *next;
       }
     }
-    if (auto next = only_consumer(cur); next && graph.node(*next).op == &known_ops::relu()) {
+    if (auto next = only_consumer(cur); next && op_is(graph.node(*next).op, OpKind::kRelu)) {
       fused.relu = true;
       members.push_back(*next);
       cur = *next;
@@ -330,7 +328,7 @@ struct Builder {
     auto may_take = [&](int32_t n) { return graph.node(n).is_op() && !folded[n] && task_of[n] < 0; };
     auto at_load = [&](int32_t n) { return folded[n] != 0; };
     for (int32_t i : order) {
-      if (graph.node(i).op != &known_ops::batch_matmul() || folded[i]) continue;
+      if (!op_is(graph.node(i).op, OpKind::kBatchMatmul) || folded[i]) continue;
       std::optional<AttentionMatch> m = match_attention(graph, i, may_take, at_load);
       if (!m || !attention_reads_layouts(*m)) continue;
       Task t;
@@ -354,9 +352,9 @@ struct Builder {
       const Node& n = nodes[i];
       if (!n.is_op() || folded[i] || task_of[i] >= 0) continue;
       Task t;
-      if (n.op == &known_ops::conv2d()) {
+      if (op_is(n.op, OpKind::kConv2d)) {
         conv_task(i, t);
-      } else if ((n.op == &known_ops::matmul() || n.op == &known_ops::batch_matmul()) &&
+      } else if ((op_is(n.op, OpKind::kMatmul) || op_is(n.op, OpKind::kBatchMatmul)) &&
                  is_floating(n.output_dtypes[0])) {
         product_task(i, t);
       } else if (views.runs_nothing(i)) {

@@ -67,9 +67,9 @@ std::optional<StandIn> copied_part(const Graph& model, const Task& task) {
 std::optional<StandIn> reshape_of_transpose(const Graph& model, const Task& task) {
   if (task.kind != Task::Kind::kNode || task.nodes.size() != 1) return std::nullopt;
   const Node& reshape = model.node(task.root());
-  if (!reshape.is_op() || reshape.op->name != "reshape") return std::nullopt;
+  if (!op_is(reshape.op, OpKind::kReshape)) return std::nullopt;
   const Node& transpose = model.node(reshape.inputs[0].node);
-  if (!transpose.is_op() || transpose.op->name != "transpose") return std::nullopt;
+  if (!op_is(transpose.op, OpKind::kTranspose)) return std::nullopt;
   StandIn s;
   const ValueRef source = transpose.inputs[0];
   const ValueRef in = s.graph.add_input("in", model.shape(source), model.dtype(source));
@@ -296,7 +296,7 @@ std::string calibration_method(int least_copies, int most_copies, int64_t spacer
 Graph spacer_graph(int copies, int64_t elements) {
   Graph g;
   const ValueRef in = g.add_input("spacer", Shape{elements}, DType::kFloat);
-  for (int c = 0; c < copies; ++c) g.add_output(g.add_op(known_ops::relu(), {}, {in})[0]);
+  for (int c = 0; c < copies; ++c) g.add_output(g.add_op(op_def(OpKind::kRelu), {}, {in})[0]);
   return g;
 }
 
@@ -351,7 +351,7 @@ Graph step_graph(const Graph& model, const ExecutionPlan& plan, const Task& task
       inside.emplace(m, std::move(outs));
     }
     for (ValueRef v : inside.at(task.root())) g.add_output(v);
-    if (spacer_elements > 0) g.add_output(g.add_op(known_ops::relu(), {}, {spacer_in})[0]);
+    if (spacer_elements > 0) g.add_output(g.add_op(op_def(OpKind::kRelu), {}, {spacer_in})[0]);
   }
   return g;
 }

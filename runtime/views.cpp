@@ -7,16 +7,7 @@
 namespace tgr {
 
 namespace {
-// The table's layer_norm, recognised by identity (as known_ops in ir/op_def.h
-// names the others).
-const OpDef& layer_norm_op() {
-  static const OpDef& op = OpTable::instance().get("layer_norm");
-  return op;
-}
-bool is_concat(const Node& n) {
-  static const OpDef& op = OpTable::instance().get("concat");
-  return n.is_op() && n.op == &op;
-}
+bool is_concat(const Node& n) { return op_is(n.op, OpKind::kConcat); }
 }  // namespace
 
 int64_t device_element_bytes(DType t) {
@@ -113,7 +104,7 @@ std::optional<ChannelStridedRows> channel_strided_rows(const Shape& shape, const
 }
 
 bool is_last_axis_layer_norm(const Graph& graph, const Node& node) {
-  return node.is_op() && node.op == &layer_norm_op() && graph.shape(node.inputs[1]).size() == 1;
+  return op_is(node.op, OpKind::kLayerNorm) && graph.shape(node.inputs[1]).size() == 1;
 }
 
 }  // namespace
@@ -174,8 +165,8 @@ bool takes_strides(const Graph& g, const Node& reader, size_t input, ValueRef v,
     return !(traits.channel_operands && input > 0);  // per-channel operands: contiguous
   if (is_strided_copy(reader)) return true;
   if (reads_cublas_operands(*reader.op))
-    return cublas_operand(g, v, l, reader.op == &known_ops::batch_matmul() ? 3 : 2, p);
-  if (reader.op == &layer_norm_op() && input == 0)  // its row kernel needs no alignment
+    return cublas_operand(g, v, l, op_is(reader.op, OpKind::kBatchMatmul) ? 3 : 2, p);
+  if (op_is(reader.op, OpKind::kLayerNorm) && input == 0)  // its row kernel needs no alignment
     return is_row_major(g.shape(v), l.strides) || layer_norm_strided_input(g, reader, l.strides).has_value();
   return false;
 }
@@ -205,7 +196,7 @@ using Readers = std::vector<std::vector<std::vector<std::pair<int32_t, size_t>>>
 //     (layer_norm_strided_output).
 std::optional<ValueLayout> written_through(const Graph& g, const Readers& readers,
                                            const std::vector<std::vector<char>>& is_output, int32_t producer) {
-  const bool product = g.node(producer).op == &known_ops::batch_matmul();
+  const bool product = op_is(g.node(producer).op, OpKind::kBatchMatmul);
   std::vector<ValueRef> chain{{producer, 0}};
   for (;;) {
     const ValueRef v = chain.back();
@@ -343,8 +334,7 @@ bool is_strided_copy(const Node& node) { return node.is_op() && node.op->traits.
 bool may_be_view(const Node& node) { return node.is_op() && node.op->traits.view != ViewKind::kNone; }
 
 std::optional<int64_t> constant_gather_index(const Graph& graph, const Node& node) {
-  static const OpDef& gather = OpTable::instance().get("gather");
-  if (!node.is_op() || node.op != &gather) return std::nullopt;
+  if (!op_is(node.op, OpKind::kGather)) return std::nullopt;
   const Node& indices = graph.node(node.inputs[1].node);
   if (!indices.is_constant() || indices.constant->is_float() || indices.constant->ints.data.size() != 1)
     return std::nullopt;
@@ -360,7 +350,7 @@ bool may_be_view(const Graph& graph, const Node& node) {
 
 bool may_run_nothing(const Graph& graph, const Node& node) { return may_be_view(graph, node) || is_concat(node); }
 
-bool reads_cublas_operands(const OpDef& op) { return &op == &known_ops::matmul() || &op == &known_ops::batch_matmul(); }
+bool reads_cublas_operands(const OpDef& op) { return op.kind == OpKind::kMatmul || op.kind == OpKind::kBatchMatmul; }
 
 bool ViewAnalysis::is_plain(ValueRef v) const { return plain(*graph_, v, layout(v), precision_); }
 
@@ -417,7 +407,7 @@ ViewAnalysis analyse_views(const Graph& graph, const std::vector<char>& at_load,
   // Products and layer norms written through a permutation into a later value's bytes.
   for (int32_t i : order) {
     if (at_load[i] || !nodes[i].is_op() || !is_floating(nodes[i].output_dtypes[0])) continue;
-    if (nodes[i].op == &known_ops::batch_matmul() || nodes[i].op == &layer_norm_op())
+    if (op_is(nodes[i].op, OpKind::kBatchMatmul) || op_is(nodes[i].op, OpKind::kLayerNorm))
       if (auto placed = written_through(graph, readers, is_output, i)) a.layouts_[i][0] = *placed;
   }
   place_concat_inputs(graph, order, at_load, is_output, a.layouts_, precision);

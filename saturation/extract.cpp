@@ -156,10 +156,10 @@ NodeCosts::NodeCosts(const EGraph& egraph, optimizer::CostModel* model, Signatur
   }
 }
 
-GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs) {
+Extraction greedy_extract(const EGraph& egraph, const NodeCosts& costs) {
   const std::vector<ClassId> ids = egraph.class_ids();
   const size_t n_classes = ids.empty() ? 0 : ids.back() + 1;
-  GreedyResult out;
+  Extraction out;
   out.selection.choice.assign(n_classes, -1);
   out.tree_cost.assign(n_classes, kInfinity);
   out.settled.assign(n_classes, -1);
@@ -197,7 +197,7 @@ GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs) {
 }
 
 Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                       const GreedyResult& greedy, Selection selection,
+                       const Extraction& greedy, Selection selection,
                        std::optional<std::chrono::steady_clock::time_point> deadline) {
   // A way for a class to read a tuple: its projection e-node (class c,
   // e-node `node`), or an e-node of c with a projection class among its
@@ -309,12 +309,12 @@ std::string ilp_status_name(IlpStatus status) {
   return "unknown";
 }
 
-GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs) {
+Extraction greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs) {
   const std::vector<ClassId> ids = egraph.class_ids();
   const size_t n_classes = ids.empty() ? 0 : ids.back() + 1;
   const size_t words = (n_classes + 63) / 64;
   using Bits = std::vector<uint64_t>;
-  GreedyResult out;
+  Extraction out;
   out.selection.choice.assign(n_classes, -1);
   out.tree_cost.assign(n_classes, kInfinity);
   out.settled.assign(n_classes, -1);
@@ -382,7 +382,7 @@ namespace {
 class IlpExtraction {
  public:
   IlpExtraction(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                const GreedyResult& greedy, const Selection& warm_start, const IlpOptions& options)
+                const Extraction& greedy, const Selection& warm_start, const IlpOptions& options)
       : egraph_(egraph),
         costs_(costs),
         roots_(roots),
@@ -430,7 +430,7 @@ class IlpExtraction {
   const EGraph& egraph_;
   const NodeCosts& costs_;
   const std::vector<ClassId>& roots_;
-  const GreedyResult& greedy_;
+  const Extraction& greedy_;
   const Selection& warm_start_;
   const IlpOptions& options_;
   const size_t n_classes_;
@@ -831,7 +831,7 @@ IlpResult IlpExtraction::solve() {
 }  // namespace
 
 IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                      const GreedyResult& greedy, const Selection& warm_start, const IlpOptions& options) {
+                      const Extraction& greedy, const Selection& warm_start, const IlpOptions& options) {
   return IlpExtraction(egraph, costs, roots, greedy, warm_start, options).solve();
 }
 
@@ -880,6 +880,23 @@ std::vector<uint32_t> selection_origins(const EGraph& egraph, const Selection& s
   std::sort(origins.begin(), origins.end());
   origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
   return origins;
+}
+
+Extraction GreedyExtractor::extract(const ExtractionProblem& problem) {
+  return greedy_extract(problem.egraph, problem.costs);
+}
+
+Extraction GreedyDagExtractor::extract(const ExtractionProblem& problem) {
+  return greedy_dag_extract(problem.egraph, problem.costs);
+}
+
+Extraction SharedTuplesExtractor::extract(const ExtractionProblem& problem) {
+  return {share_tuples(problem.egraph, problem.costs, problem.roots, greedy_, start_, deadline_), {}, {}};
+}
+
+Extraction IlpExtractor::extract(const ExtractionProblem& problem) {
+  report_ = ilp_extract(problem.egraph, problem.costs, problem.roots, greedy_, warm_start_, options_);
+  return {report_.selection, {}, {}};
 }
 
 }  // namespace tgr::saturation

@@ -74,13 +74,17 @@ struct Selection {
   std::vector<int32_t> choice;  // indexed by class id
 };
 
-struct GreedyResult {
-  Selection selection;
-  std::vector<double> tree_cost;  // per class; infinity where no acyclic choice exists
-  std::vector<int32_t> settled;   // per class: the order it was settled in, -1 never
+// What every extractor returns (the Extractor interface below).
+struct Extraction {
+  Selection selection;  // choice empty: no selection (an ILP skipped)
+  // The greedy extractors' (empty for the others): per class its tree (or
+  // DAG) cost, infinity where no acyclic choice exists, and the order it was
+  // settled in, -1 never.
+  std::vector<double> tree_cost;
+  std::vector<int32_t> settled;
 };
 
-GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs);
+Extraction greedy_extract(const EGraph& egraph, const NodeCosts& costs);
 
 // The same order of settling classes, but each class's e-node is chosen by
 // the cost of its whole DAG (every class below it counted once, with the
@@ -89,7 +93,7 @@ GreedyResult greedy_extract(const EGraph& egraph, const NodeCosts& costs);
 // product under the attention scores that read two of them, where tree
 // costs count it twice. tree_cost holds those DAG costs. Costs a bit set of
 // classes per class; the ILP's warm start.
-GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs);
+Extraction greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs);
 
 // Sharing the greedy passes miss: a multi-output operator (the split of a
 // merged product) serves several classes, and each alone prefers its own
@@ -99,7 +103,7 @@ GreedyResult greedy_dag_extract(const EGraph& egraph, const NodeCosts& costs);
 // costs less and stays acyclic; repeats until nothing improves, or until
 // `deadline` (the selection improved so far).
 Selection share_tuples(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                       const GreedyResult& greedy, Selection selection,
+                       const Extraction& greedy, Selection selection,
                        std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 // Visits each class a selection uses for `roots` once, with its chosen
@@ -142,7 +146,7 @@ struct IlpResult {
 // cost, which prunes e-nodes); `warm_start`: an acyclic selection to start
 // from (the better greedy one).
 IlpResult ilp_extract(const EGraph& egraph, const NodeCosts& costs, const std::vector<ClassId>& roots,
-                      const GreedyResult& greedy, const Selection& warm_start, const IlpOptions& options);
+                      const Extraction& greedy, const Selection& warm_start, const IlpOptions& options);
 
 // The graph a selection gives: every graph input of the e-graph (declared
 // order), then the roots as outputs named `output_names`. Throws
@@ -153,5 +157,74 @@ Graph selection_graph(const EGraph& egraph, const Selection& selection, const st
 // The rule applications (ENode::origin > 0) whose e-nodes the selection uses for `roots`.
 std::vector<uint32_t> selection_origins(const EGraph& egraph, const Selection& selection,
                                         const std::vector<ClassId>& roots);
+
+// One extractor interface: the passes above behind one call, so that the
+// saturation chooses among extractors (saturation.cpp) without knowing
+// their signatures. An extractor is built with what it needs beyond the
+// problem (a warm start, options, a deadline) and may run once per problem.
+struct ExtractionProblem {
+  const EGraph& egraph;
+  const NodeCosts& costs;
+  const std::vector<ClassId>& roots;
+};
+
+class Extractor {
+ public:
+  virtual ~Extractor() = default;
+  // The report's name of its candidates ("greedy", "ilp", ...).
+  virtual std::string name() const = 0;
+  virtual Extraction extract(const ExtractionProblem& problem) = 0;
+};
+
+// greedy_extract.
+class GreedyExtractor final : public Extractor {
+ public:
+  static constexpr const char* kName = "greedy";
+  std::string name() const override { return kName; }
+  Extraction extract(const ExtractionProblem& problem) override;
+};
+
+// greedy_dag_extract.
+class GreedyDagExtractor final : public Extractor {
+ public:
+  static constexpr const char* kName = "greedy_dag";
+  std::string name() const override { return kName; }
+  Extraction extract(const ExtractionProblem& problem) override;
+};
+
+// share_tuples from `start`, with `greedy` (a greedy extraction of the same
+// problem) for the tuples' own derivations.
+class SharedTuplesExtractor final : public Extractor {
+ public:
+  SharedTuplesExtractor(const Extraction& greedy, Selection start,
+                        std::optional<std::chrono::steady_clock::time_point> deadline)
+      : greedy_(greedy), start_(std::move(start)), deadline_(deadline) {}
+  static constexpr const char* kName = "shared_tuples";
+  std::string name() const override { return kName; }
+  Extraction extract(const ExtractionProblem& problem) override;
+
+ private:
+  const Extraction& greedy_;
+  Selection start_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+};
+
+// ilp_extract from `greedy` (greedy_extract's result) and `warm_start`;
+// report() holds what the solver did (status, gap, sizes) after extract.
+class IlpExtractor final : public Extractor {
+ public:
+  IlpExtractor(const Extraction& greedy, const Selection& warm_start, const IlpOptions& options)
+      : greedy_(greedy), warm_start_(warm_start), options_(options) {}
+  static constexpr const char* kName = "ilp";
+  std::string name() const override { return kName; }
+  Extraction extract(const ExtractionProblem& problem) override;
+  const IlpResult& report() const { return report_; }
+
+ private:
+  const Extraction& greedy_;
+  const Selection& warm_start_;
+  IlpOptions options_;
+  IlpResult report_;
+};
 
 }  // namespace tgr::saturation

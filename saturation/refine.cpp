@@ -48,7 +48,7 @@ bool cheaper(double cost, double than) { return cost < than - 1e-9 * std::max(1.
 // cost, and the passes of moves that improve it.
 class Refinement {
  public:
-  Refinement(const EGraph& egraph, const NodeCosts& prices, Selection selection, const GreedyResult& fill,
+  Refinement(const EGraph& egraph, const NodeCosts& prices, Selection selection, const Extraction& fill,
              const std::vector<ClassId>& roots, const std::vector<std::string>& output_names,
              optimizer::CostModel& model, const RefineOptions& options, RefineStats& stats);
   // Passes until one keeps nothing; false when the deadline came first.
@@ -85,7 +85,7 @@ class Refinement {
   const EGraph& egraph_;
   const NodeCosts& prices_;
   Selection selection_;
-  const GreedyResult& fill_;
+  const Extraction& fill_;
   const std::vector<ClassId>& roots_;
   const std::vector<std::string>& output_names_;
   optimizer::CostModel& model_;
@@ -101,7 +101,7 @@ class Refinement {
   double best_ = 0;
 };
 
-Refinement::Refinement(const EGraph& egraph, const NodeCosts& prices, Selection selection, const GreedyResult& fill,
+Refinement::Refinement(const EGraph& egraph, const NodeCosts& prices, Selection selection, const Extraction& fill,
                        const std::vector<ClassId>& roots, const std::vector<std::string>& output_names,
                        optimizer::CostModel& model, const RefineOptions& options, RefineStats& stats)
     : egraph_(egraph),
@@ -286,7 +286,7 @@ bool Refinement::run() {
 }  // namespace
 
 Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Selection selection,
-                               const GreedyResult& fill, const std::vector<ClassId>& roots,
+                               const Extraction& fill, const std::vector<ClassId>& roots,
                                const std::vector<std::string>& output_names, optimizer::CostModel& model,
                                const RefineOptions& options, RefineStats* stats) {
   const auto start = Clock::now();

@@ -62,8 +62,40 @@ Selection input_selection(const EGraph& egraph, const NodeCosts& allowed);
 // prices. Returns the refined selection (`selection` itself, completed by
 // fill, when nothing is cheaper).
 Selection refine_by_graph_cost(const EGraph& egraph, const NodeCosts& prices, Selection selection,
-                               const GreedyResult& fill, const std::vector<ClassId>& roots,
+                               const Extraction& fill, const std::vector<ClassId>& roots,
                                const std::vector<std::string>& output_names, optimizer::CostModel& model,
                                const RefineOptions& options, RefineStats* stats = nullptr);
+
+// refine_by_graph_cost from `start` as an Extractor (the problem's costs
+// are its `prices`), under the name it is given.
+class RefiningExtractor final : public Extractor {
+ public:
+  RefiningExtractor(std::string name, Selection start, const Extraction& fill,
+                    const std::vector<std::string>& output_names, optimizer::CostModel& model, RefineOptions options,
+                    RefineStats* stats)
+      : name_(std::move(name)),
+        start_(std::move(start)),
+        fill_(fill),
+        output_names_(output_names),
+        model_(model),
+        options_(options),
+        stats_(stats) {}
+  std::string name() const override { return name_; }
+  Extraction extract(const ExtractionProblem& problem) override {
+    return {refine_by_graph_cost(problem.egraph, problem.costs, start_, fill_, problem.roots, output_names_, model_,
+                                 options_, stats_),
+            {},
+            {}};
+  }
+
+ private:
+  std::string name_;
+  Selection start_;
+  const Extraction& fill_;
+  const std::vector<std::string>& output_names_;
+  optimizer::CostModel& model_;
+  RefineOptions options_;
+  RefineStats* stats_;
+};
 
 }  // namespace tgr::saturation

@@ -38,49 +38,6 @@ struct Extracted {
   Selection selection;  // empty: no candidate
 };
 
-// The greedy extractors' choices under one set of prices.
-struct PricedChoices {
-  GreedyResult greedy, dag;  // the tree and the DAG greedy choices
-  Selection shared;          // share_tuples from the cheaper of the two
-};
-
-// The greedy passes under `prices`, then share_tuples from the cheaper
-// choice, within `deadline` (on a large e-graph, or with prices in context,
-// its passes can take seconds). The two greedy choices' costs go to
-// `tree_cost` and `dag_cost`.
-PricedChoices priced_choices(const EGraph& egraph, const NodeCosts& prices, const std::vector<ClassId>& roots,
-                             std::optional<Clock::time_point> deadline, double& tree_cost, double& dag_cost) {
-  PricedChoices c;
-  c.greedy = greedy_extract(egraph, prices);
-  c.dag = greedy_dag_extract(egraph, prices);
-  tree_cost = selection_cost(egraph, prices, c.greedy.selection, roots);
-  dag_cost = selection_cost(egraph, prices, c.dag.selection, roots);
-  c.shared = share_tuples(egraph, prices, roots, c.greedy, dag_cost < tree_cost ? c.dag.selection : c.greedy.selection,
-                          deadline);
-  return c;
-}
-
-// The ILP from the greedy choices under `prices` (clamped at 0 when
-// `clamp`: the ILP takes no negative costs, it would choose e-nodes no root
-// needs). Its limit counts from the extraction's start: the greedy passes
-// before it take seconds on large e-graphs, and the extraction as a whole
-// keeps to --ilp-timeout; under a model that fuses operators it has
-// kIlpShareWhenRefining of it.
-IlpResult extract_by_ilp(const EGraph& egraph, const NodeCosts& prices, bool clamp, const std::vector<ClassId>& roots,
-                         const PricedChoices& from, const SaturationOptions& options, bool refine, double budget_s,
-                         Clock::time_point extract_start) {
-  IlpOptions ilp_options = options.ilp;
-  if (refine) ilp_options.time_limit_s = std::max(kMinIlpSeconds, kIlpShareWhenRefining * options.ilp.time_limit_s);
-  ilp_options.time_limit_s =
-      std::min(ilp_options.time_limit_s, std::max(kMinIlpSeconds, budget_s - since(extract_start)));
-  if (!clamp) return ilp_extract(egraph, prices, roots, from.greedy, from.shared, ilp_options);
-  NodeCosts clamped = prices;
-  for (ClassId c : egraph.class_ids())
-    for (size_t i = 0; i < egraph.eclass(c).nodes.size(); ++i)
-      clamped.set_cost(c, i, std::max(0.0, clamped.cost(c, i)));
-  return ilp_extract(egraph, clamped, roots, from.greedy, from.shared, ilp_options);
-}
-
 // Of the candidate selections offered, the one whose graph costs least by
 // the cost model's own measure of whole graphs (on ties the first offered);
 // each candidate's cost, and the extractor of the best, go to `stats`.
@@ -90,7 +47,7 @@ class Cheapest {
            optimizer::CostModel& cost, SaturationStats& stats)
       : egraph_(egraph), roots_(roots), names_(names), cost_(cost), stats_(stats) {}
 
-  void consider(const Selection& selection, const char* extractor) {
+  void consider(const Selection& selection, const std::string& extractor) {
     if (selection.choice.empty()) return;
     Graph g = selection_graph(egraph_, selection, roots_, names_);
     const double c = cost_.graph_cost(g);
@@ -98,6 +55,10 @@ class Cheapest {
     if (!best_.selection.choice.empty() && !(c < best_.cost)) return;
     best_ = {std::move(g), c, selection};
     stats_.extractor = extractor;
+  }
+  // Runs `extractor` on `problem` and considers its selection.
+  void run(Extractor& extractor, const ExtractionProblem& problem) {
+    consider(extractor.extract(problem).selection, extractor.name());
   }
   Extracted& best() { return best_; }
 
@@ -110,14 +71,73 @@ class Cheapest {
   Extracted best_;
 };
 
+// The greedy extractors' choices under one set of prices.
+struct PricedChoices {
+  Extraction greedy, dag;  // the tree and the DAG greedy choices
+  Extraction shared;       // share_tuples from the cheaper of the two
+
+  // The three as candidates, named by their extractors with `suffix`.
+  void offer(Cheapest& cheapest, const std::string& suffix) const {
+    cheapest.consider(shared.selection, SharedTuplesExtractor::kName + suffix);
+    cheapest.consider(dag.selection, GreedyDagExtractor::kName + suffix);
+    cheapest.consider(greedy.selection, GreedyExtractor::kName + suffix);
+  }
+};
+
+// The greedy extractors under `prices`, then share_tuples from the cheaper
+// choice, within `deadline` (on a large e-graph, or with prices in context,
+// its passes can take seconds). The two greedy choices' costs go to
+// `tree_cost` and `dag_cost`.
+PricedChoices priced_choices(const EGraph& egraph, const NodeCosts& prices, const std::vector<ClassId>& roots,
+                             std::optional<Clock::time_point> deadline, double& tree_cost, double& dag_cost) {
+  const ExtractionProblem problem{egraph, prices, roots};
+  PricedChoices c;
+  c.greedy = GreedyExtractor().extract(problem);
+  c.dag = GreedyDagExtractor().extract(problem);
+  tree_cost = selection_cost(egraph, prices, c.greedy.selection, roots);
+  dag_cost = selection_cost(egraph, prices, c.dag.selection, roots);
+  SharedTuplesExtractor shared(c.greedy, dag_cost < tree_cost ? c.dag.selection : c.greedy.selection, deadline);
+  c.shared = shared.extract(problem);
+  return c;
+}
+
+// The ILP from the greedy choices under `prices` (clamped at 0 when
+// `clamp`: the ILP takes no negative costs, it would choose e-nodes no root
+// needs), considered by `cheapest`; its report goes to `report`. Its limit
+// counts from the extraction's start: the greedy passes before it take
+// seconds on large e-graphs, and the extraction as a whole keeps to
+// --ilp-timeout; under a model that fuses operators it has
+// kIlpShareWhenRefining of it.
+void extract_by_ilp(const EGraph& egraph, const NodeCosts& prices, bool clamp, const std::vector<ClassId>& roots,
+                    const PricedChoices& from, const SaturationOptions& options, bool refine, double budget_s,
+                    Clock::time_point extract_start, Cheapest& cheapest, IlpResult& report) {
+  IlpOptions ilp_options = options.ilp;
+  if (refine) ilp_options.time_limit_s = std::max(kMinIlpSeconds, kIlpShareWhenRefining * options.ilp.time_limit_s);
+  ilp_options.time_limit_s =
+      std::min(ilp_options.time_limit_s, std::max(kMinIlpSeconds, budget_s - since(extract_start)));
+  IlpExtractor ilp(from.greedy, from.shared.selection, ilp_options);
+  if (!clamp) {
+    cheapest.run(ilp, {egraph, prices, roots});
+  } else {
+    NodeCosts clamped = prices;
+    for (ClassId c : egraph.class_ids())
+      for (size_t i = 0; i < egraph.eclass(c).nodes.size(); ++i)
+        clamped.set_cost(c, i, std::max(0.0, clamped.cost(c, i)));
+    cheapest.run(ilp, {egraph, clamped, roots});
+  }
+  report = ilp.report();
+  report.selection.choice.clear();
+}
+
 // Prices (alone, or in context) miss a parent's fusion that depends on its
 // child's e-node: the best graph is refined by graph_cost itself, from the
 // model's own e-nodes first (the backtracking search's descent, inside the
 // e-graph), then from the best extraction, sharing the time to `deadline`.
-void refine_cheapest(const EGraph& egraph, const NodeCosts& costs, const NodeCosts& prices, const GreedyResult& fill,
+void refine_cheapest(const EGraph& egraph, const NodeCosts& costs, const NodeCosts& prices, const Extraction& fill,
                      const std::vector<ClassId>& roots, const std::vector<std::string>& names,
                      optimizer::CostModel& cost, const SaturationOptions& options, Clock::time_point deadline,
                      Cheapest& cheapest, SaturationStats& stats) {
+  const ExtractionProblem problem{egraph, prices, roots};
   const Selection from_extraction = cheapest.best().selection;
   const auto halfway = Clock::now() + (deadline - Clock::now()) / 2;
   RefineStats first;
@@ -125,13 +145,12 @@ void refine_cheapest(const EGraph& egraph, const NodeCosts& costs, const NodeCos
   refine_options.parallel = options.runner.parallel;
   refine_options.window_radius = options.refine_window;
   refine_options.deadline = halfway;
-  cheapest.consider(refine_by_graph_cost(egraph, prices, input_selection(egraph, costs), fill, roots, names, cost,
-                                         refine_options, &first),
-                    "refined_from_input");
+  RefiningExtractor from_input("refined_from_input", input_selection(egraph, costs), fill, names, cost, refine_options,
+                               &first);
+  cheapest.run(from_input, problem);
   refine_options.deadline = deadline;
-  cheapest.consider(
-      refine_by_graph_cost(egraph, prices, from_extraction, fill, roots, names, cost, refine_options, &stats.refine),
-      "refined");
+  RefiningExtractor from_best("refined", from_extraction, fill, names, cost, refine_options, &stats.refine);
+  cheapest.run(from_best, problem);
   stats.refine += first;
 }
 
@@ -151,7 +170,7 @@ Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roo
   const NodeCosts costs(egraph, &cost);
   const PricedChoices alone =
       priced_choices(egraph, costs, roots, extraction_deadline, stats.greedy_cost, stats.greedy_dag_cost);
-  stats.shared_cost = selection_cost(egraph, costs, alone.shared, roots);
+  stats.shared_cost = selection_cost(egraph, costs, alone.shared.selection, roots);
 
   // A model whose fusions small trees show: the same passes again with each
   // e-node priced in context (below it, the greedy choice).
@@ -165,25 +184,17 @@ Extracted extract_cheapest(const EGraph& egraph, const std::vector<ClassId>& roo
     double tree = 0, dag = 0;
     in_context_choices = priced_choices(egraph, *in_context, roots, context_options.deadline, tree, dag);
   }
-  if (options.use_ilp)
-    stats.ilp = in_context
-                    ? extract_by_ilp(egraph, *in_context, true, roots, in_context_choices, options, refine, budget_s,
-                                     extract_start)
-                    : extract_by_ilp(egraph, costs, false, roots, alone, options, refine, budget_s, extract_start);
-
   Cheapest cheapest(egraph, roots, names, cost, stats);
-  cheapest.consider(stats.ilp.selection, "ilp");
-  cheapest.consider(in_context_choices.shared, "shared_tuples_in_context");
-  cheapest.consider(in_context_choices.dag.selection, "greedy_dag_in_context");
-  cheapest.consider(in_context_choices.greedy.selection, "greedy_in_context");
-  cheapest.consider(alone.shared, "shared_tuples");
-  cheapest.consider(alone.dag.selection, "greedy_dag");
-  cheapest.consider(alone.greedy.selection, "greedy");
+  if (options.use_ilp)
+    extract_by_ilp(egraph, in_context ? *in_context : costs, in_context.has_value(), roots,
+                   in_context ? in_context_choices : alone, options, refine, budget_s, extract_start, cheapest,
+                   stats.ilp);
+  in_context_choices.offer(cheapest, "_in_context");
+  alone.offer(cheapest, "");
   if (refine && !cheapest.best().selection.choice.empty())
     refine_cheapest(egraph, costs, in_context ? *in_context : costs,
                     in_context ? in_context_choices.greedy : alone.greedy, roots, names, cost, options, refine_deadline,
                     cheapest, stats);
-  stats.ilp.selection.choice.clear();
   stats.extract_s = since(extract_start);
   return std::move(cheapest.best());
 }

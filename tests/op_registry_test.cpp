@@ -149,15 +149,49 @@ TEST(OpRegistry, GpuLowering) {
   for (const OpDef* op : OpTable::instance().all()) {
     Node n;
     n.op = op;
-    const std::string family = gpu::lowering_family(op->name);
+    const std::string family = gpu::lowering_family(op->kind);
     EXPECT_EQ(is_elementwise_kernel(n), family == "elementwise")
         << op->name << ": the plan fuses it (elementwise trait) exactly when the elementwise program lowers it";
+    EXPECT_EQ(gpu::lowers_in_elementwise_program(op->kind), family == "elementwise")
+        << op->name << ": the registry routes it to elementwise programs exactly when they have its instructions";
     if (is_strided_copy(n)) {
       EXPECT_EQ(family, "layout") << op->name;
     }
   }
 }
 #endif
+
+// Every kind of ir/op_list.def has exactly one table entry, named as the
+// list names it; names outside the list have kOpaque and no entry.
+TEST(OpRegistry, KindsMatchTheTable) {
+  const OpTable& table = OpTable::instance();
+  EXPECT_EQ(table.all().size(), kTableOpKinds);
+  for (size_t i = 0; i < kTableOpKinds; ++i) {
+    const auto kind = static_cast<OpKind>(i);
+    const OpDef& op = table.get(kind);
+    EXPECT_EQ(op.kind, kind) << op.name;
+    EXPECT_EQ(op.name, op_kind_name(kind));
+    EXPECT_EQ(op_kind_of(op.name), kind) << op.name;
+    EXPECT_EQ(&op_def(kind), &op);
+  }
+  EXPECT_EQ(op_kind_of("no_such_op"), OpKind::kOpaque);
+  EXPECT_EQ(op_kind_name(OpKind::kOpaque), "opaque");
+  EXPECT_THROW(table.get(OpKind::kOpaque), std::out_of_range);
+  EXPECT_FALSE(op_is(nullptr, OpKind::kAdd));
+  EXPECT_TRUE(op_is(&table.get("add"), OpKind::kAdd));
+}
+
+// A table entry whose name ir/op_list.def lacks, or one added twice, is
+// rejected when it is added.
+TEST(OpRegistry, AddRejectsNamesOutsideTheList) {
+  OpTable table;
+  OpDef def = OpTable::instance().get("relu");
+  def.name = "not_in_the_list";
+  EXPECT_THROW(table.add(def), std::logic_error);
+  def.name = "relu";
+  EXPECT_EQ(table.add(def).kind, OpKind::kRelu);
+  EXPECT_THROW(table.add(def), std::logic_error);
+}
 
 }  // namespace
 }  // namespace tgr

@@ -126,7 +126,7 @@ TEST(PrecisionPlan, WeightsAreSizedByTheStorageType) {
   Graph g;
   const ValueRef x = g.add_input("x", Shape{4, 64}, DType::kFloat);
   const ValueRef w = g.add_constant(ConstantValue(Tensor<float>(Shape{64, 32})));
-  g.add_output(g.add_op(known_ops::matmul(), {}, {x, w})[0]);
+  g.add_output(g.add_op(op_def(OpKind::kMatmul), {}, {x, w})[0]);
   EXPECT_EQ(plan_at(g, Precision::kFp32).weight_bytes, 64 * 32 * 4);
   EXPECT_EQ(plan_at(g, Precision::kFp16).weight_bytes, 64 * 32 * 2);
   EXPECT_EQ(plan_at(g, Precision::kFp16).slot(w).storage, DType::kFloat16);

@@ -349,7 +349,7 @@ TEST(Cycles, AMultiPatternUnionThatWouldCloseACycleIsFilteredAndTheResultIsValid
     std::vector<ClassId> r = e == &g ? roots : roots2;
     for (ClassId& c : r) c = e->find(c);
     const NodeCosts costs(*e, &cost);
-    const GreedyResult greedy = greedy_extract(*e, costs);
+    const Extraction greedy = greedy_extract(*e, costs);
     const IlpResult ilp = ilp_extract(*e, costs, r, greedy, greedy.selection, IlpOptions{});
     ASSERT_FALSE(ilp.selection.choice.empty());
     for (const Selection* s : {&greedy.selection, &ilp.selection}) {
@@ -476,7 +476,7 @@ TEST(Extraction, IlpEqualsBruteForceOnSmallEGraphs) {
     std::vector<ClassId> r = roots;
     for (ClassId& c : r) c = g.find(c);
     const NodeCosts costs(g, &cost);
-    const GreedyResult greedy = greedy_extract(g, costs);
+    const Extraction greedy = greedy_extract(g, costs);
     bool roots_extractable = true;
     for (ClassId c : r) roots_extractable = roots_extractable && greedy.settled[c] >= 0;
     if (!roots_extractable) continue;  // every derivation of a root is cyclic
@@ -495,6 +495,51 @@ TEST(Extraction, IlpEqualsBruteForceOnSmallEGraphs) {
   // The trials did exercise cycles and sharing the tree-cost greedy misses.
   EXPECT_GT(cyclic, 0);
   EXPECT_GT(shared_better_than_greedy, 0);
+}
+
+// The extractors behind one interface give what their passes give, each
+// under its report name, and every selection they return builds a graph.
+TEST(Extraction, EveryExtractorAnswersThroughOneInterface) {
+  TableCost cost;
+  cost.by_op = {{"relu", 1.0}, {"tanh", 2.0}, {"exp", 3.5}, {"neg", 0.5}, {"add", 1.5}, {"mul", 2.5}, {"sub", 4.0}};
+  std::mt19937 rng(777);
+  int compared = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    EGraph g;
+    const std::vector<ClassId> classes = add_random_ops(g, rng, {4}, 4, 4);
+    merge_random_ops(g, rng, classes);
+    std::vector<ClassId> r = {g.find(classes.back()), g.find(classes[classes.size() - 2])};
+    const NodeCosts costs(g, &cost);
+    const Extraction greedy = greedy_extract(g, costs);
+    if (greedy.settled[r[0]] < 0 || greedy.settled[r[1]] < 0) continue;  // no acyclic derivation of a root
+    const ExtractionProblem problem{g, costs, r};
+    GreedyExtractor by_tree;
+    GreedyDagExtractor by_dag;
+    SharedTuplesExtractor by_sharing(greedy, greedy.selection, std::nullopt);
+    IlpOptions options;
+    options.time_limit_s = 20;
+    IlpExtractor by_ilp(greedy, greedy.selection, options);
+    const std::vector<std::pair<Extractor*, Selection>> expected = {
+        {&by_tree, greedy.selection},
+        {&by_dag, greedy_dag_extract(g, costs).selection},
+        {&by_sharing, share_tuples(g, costs, r, greedy, greedy.selection)},
+        {&by_ilp, ilp_extract(g, costs, r, greedy, greedy.selection, options).selection}};
+    for (const auto& [extractor, selection] : expected) {
+      const Extraction got = extractor->extract(problem);
+      // The ILP's optimum by its cost (CBC may return another optimal choice).
+      if (extractor == &by_ilp)
+        EXPECT_NEAR(selection_cost(g, costs, got.selection, r), selection_cost(g, costs, selection, r), 1e-9);
+      else EXPECT_EQ(got.selection.choice, selection.choice) << extractor->name() << ", trial " << trial;
+      EXPECT_NO_THROW(selection_graph(g, got.selection, r, {"a", "b"})) << extractor->name();
+    }
+    EXPECT_EQ(by_ilp.report().status, IlpStatus::kOptimal);
+    const Selection again = by_ilp.extract(problem).selection;
+    EXPECT_EQ(by_ilp.report().selection.choice, again.choice);  // the report of the last run
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+  EXPECT_EQ(GreedyExtractor().name(), "greedy");
+  EXPECT_EQ(GreedyDagExtractor().name(), "greedy_dag");
 }
 
 // A model that runs an add inside the product it reads (as ONNX Runtime
@@ -532,13 +577,13 @@ TEST(ContextCosts, AFusionThatOperatorsAloneDoNotShowDecidesTheExtraction) {
   FusingCost model;
   model.by_op = {{"matmul", 10}, {"add", 3}, {"relu", 2}};
   const NodeCosts alone(g, &model);
-  const GreedyResult by_alone = greedy_extract(g, alone);
+  const Extraction by_alone = greedy_extract(g, alone);
   EXPECT_DOUBLE_EQ(selection_cost(g, alone, by_alone.selection, roots), 12);
   ContextCostStats stats;
   const NodeCosts in_context = context_costs(g, alone, model, by_alone.selection, {}, &stats);
   EXPECT_TRUE(stats.complete);
   EXPECT_EQ(stats.priced, 3u);  // matmul, add, relu
-  const GreedyResult by_context = greedy_extract(g, in_context);
+  const Extraction by_context = greedy_extract(g, in_context);
   EXPECT_DOUBLE_EQ(selection_cost(g, in_context, by_context.selection, roots), 10);
   const Graph chosen = selection_graph(g, by_context.selection, roots, {"y"});
   EXPECT_EQ(count_ops(chosen, "add"), 1);
@@ -580,9 +625,9 @@ TEST(Refine, AParentsFusionThatDependsOnItsChildsENodeIsFoundByGraphCost) {
   FusingCost model;
   model.by_op = {{"matmul", 4}, {"add", 3}, {"relu", 3}};
   const NodeCosts alone(g, &model);
-  const GreedyResult greedy = greedy_extract(g, alone);
+  const Extraction greedy = greedy_extract(g, alone);
   const NodeCosts in_context = context_costs(g, alone, model, greedy.selection, {});
-  const GreedyResult by_context = greedy_extract(g, in_context);
+  const Extraction by_context = greedy_extract(g, in_context);
   const std::vector<std::string> names{"y"};
   EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, by_context.selection, roots, names)), 6);
   const Selection from_input = input_selection(g, alone);
@@ -624,7 +669,7 @@ TEST(Refine, AMultiOutputRulesOutputsSwitchTogether) {
   TableCost model;
   model.by_op = {{"matmul", 10}, {"split", 1}, {"concat", 1}};
   const NodeCosts prices(g, &model);
-  const GreedyResult greedy = greedy_extract(g, prices);
+  const Extraction greedy = greedy_extract(g, prices);
   const std::vector<std::string> names{"q", "k"};
   EXPECT_DOUBLE_EQ(model.graph_cost(selection_graph(g, greedy.selection, r, names)), 20);
   RefineStats stats;
@@ -665,7 +710,7 @@ std::optional<RandomEGraph> random_egraph(std::mt19937& rng) {
   for (ClassId& c : out.roots) c = g.find(c);
   TableCost unit;
   unit.by_op = {{"relu", 1.0}, {"tanh", 1.0}, {"exp", 1.0}, {"neg", 1.0}, {"add", 1.0}, {"mul", 1.0}, {"sub", 1.0}};
-  const GreedyResult greedy = greedy_extract(g, NodeCosts(g, &unit));
+  const Extraction greedy = greedy_extract(g, NodeCosts(g, &unit));
   for (ClassId c : out.roots)
     if (greedy.settled[c] < 0) return std::nullopt;  // every derivation of a root is cyclic
   out.selection = greedy.selection;

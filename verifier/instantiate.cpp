@@ -68,35 +68,44 @@ struct Node {
   int64_t params_version = 0;
 };
 
+bool concat_rejects(const Params& params, const std::vector<Shape>& in) {
+  const int64_t axis = params.get_int("axis");
+  const Shape& first = in[0];
+  if (axis >= static_cast<int64_t>(first.size())) return true;
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i].size() != first.size()) return true;
+    for (size_t d = 0; d < first.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && in[i][d] != first[d]) return true;
+  }
+  return false;
+}
+
+bool broadcast_rejects(const Shape& a, const Shape& b) {
+  for (size_t i = 1; i <= std::min(a.size(), b.size()); ++i) {
+    const int64_t da = a[a.size() - i], db = b[b.size() - i];
+    if (da != db && da != 1 && db != 1) return true;
+  }
+  return false;
+}
+
 // A shortcut for the operators whose type errors the enumeration meets most
 // (concat, elementwise, matrix products): true only when shape inference
 // would reject the call too, so no exception needs to be thrown for it.
 bool quick_reject(const OpDef& op, const Params& params, const std::vector<Shape>& in) {
-  const std::string& name = op.name;
-  if (name == "concat") {
-    const int64_t axis = params.get_int("axis");
-    const Shape& first = in[0];
-    if (axis >= static_cast<int64_t>(first.size())) return true;
-    for (size_t i = 1; i < in.size(); ++i) {
-      if (in[i].size() != first.size()) return true;
-      for (size_t d = 0; d < first.size(); ++d)
-        if (static_cast<int64_t>(d) != axis && in[i][d] != first[d]) return true;
-    }
-    return false;
+  switch (op.kind) {
+    case OpKind::kConcat:
+      return concat_rejects(params, in);
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kSub:
+      return broadcast_rejects(in[0], in[1]);
+    case OpKind::kMatmul:
+      return in[0].size() != 2 || in[1].size() != 2 || in[0][1] != in[1][0];
+    case OpKind::kBatchMatmul:
+      return in[0].size() != 3 || in[1].size() != 3 || in[0][0] != in[1][0] || in[0][2] != in[1][1];
+    default:
+      return false;
   }
-  if (name == "add" || name == "mul" || name == "sub") {
-    const Shape& a = in[0];
-    const Shape& b = in[1];
-    for (size_t i = 1; i <= std::min(a.size(), b.size()); ++i) {
-      const int64_t da = a[a.size() - i], db = b[b.size() - i];
-      if (da != db && da != 1 && db != 1) return true;
-    }
-    return false;
-  }
-  if (name == "matmul") return in[0].size() != 2 || in[1].size() != 2 || in[0][1] != in[1][0];
-  if (name == "batch_matmul")
-    return in[0].size() != 3 || in[1].size() != 3 || in[0][0] != in[1][0] || in[0][2] != in[1][1];
-  return false;
 }
 
 struct KeyHash {

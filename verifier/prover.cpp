@@ -275,7 +275,7 @@ class BidirectionalRewriteSearch {
     ValueRef rep = v;
     if (!value.shape.empty() && std::all_of(value.data.begin(), value.data.end(), [](double x) { return x == 1.0; }))
     {
-      const OpDef& ones = OpTable::instance().get("ones");
+      const OpDef& ones = op_def(OpKind::kOnes);
       rep = terms_.find_or_add_op(ones, ones.make_params({{"shape", value.shape}}), {})[0];
     }
     auto [it, inserted] = by_value_.emplace(std::pair{value.shape, std::move(value.data)}, rep);

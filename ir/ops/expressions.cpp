@@ -103,7 +103,7 @@ TensorExpr conv2d_expression(const OpCall& call, int) {
   Index col{.terms = {IndexTerm{.coefs = {{3, win.stride_w}, {6, win.dilation_w}}}}, .offset = -win.pad_left};
   e.terms.push_back({{Access{0, {iter_index(0), channel, row, col}},
                       Access{1, {iter_index(1), iter_index(4), iter_index(5), iter_index(6)}}}});
-  if (call.params.get_word("act") == "relu") e.unary = &known_ops::relu();
+  if (call.params.get_word("act") == "relu") e.unary = &op_def(OpKind::kRelu);
   return e;
 }
 
@@ -235,22 +235,23 @@ namespace expr {
 const ExpressionHooks* expression_hooks(const OpDef& op) {
   static const std::map<const OpDef*, ExpressionHooks> hooks = [] {
     const OpTable& table = OpTable::instance();
-    const OpDef& conv = table.get("conv2d");
+    const OpDef& conv = table.get(OpKind::kConv2d);
     std::map<const OpDef*, ExpressionHooks> h;
-    h[&table.get("add")] = {add_expression, elementwise_instances(2)};
-    h[&table.get("mul")] = {mul_expression, elementwise_instances(2)};
+    h[&table.get(OpKind::kAdd)] = {add_expression, elementwise_instances(2)};
+    h[&table.get(OpKind::kMul)] = {mul_expression, elementwise_instances(2)};
     // Elementwise operators of one input and no parameters with a float64 kernel.
     for (const OpDef* each : table.all())
       if (each->traits.elementwise && each->inputs.size() == 1 && each->params.empty() && each->kernels.f64)
         h[each] = {unary_expression, elementwise_instances(1)};
-    h[&table.get("matmul")] = {product_expression, [](const InstanceQuery& q) { return product_instances(q, 0); }};
-    h[&table.get("batch_matmul")] = {product_expression,
-                                     [](const InstanceQuery& q) { return product_instances(q, 1); }};
+    h[&table.get(OpKind::kMatmul)] = {product_expression,
+                                      [](const InstanceQuery& q) { return product_instances(q, 0); }};
+    h[&table.get(OpKind::kBatchMatmul)] = {product_expression,
+                                           [](const InstanceQuery& q) { return product_instances(q, 1); }};
     h[&conv] = {conv2d_expression, [&conv](const InstanceQuery& q) { return conv2d_instances(conv, q); }};
-    h[&table.get("transpose")] = {transpose_expression, nullptr};
-    h[&table.get("reshape")] = {reshape_expression, nullptr};
-    h[&table.get("concat")] = {concat_expression, nullptr};
-    h[&table.get("split")] = {split_expression, nullptr};
+    h[&table.get(OpKind::kTranspose)] = {transpose_expression, nullptr};
+    h[&table.get(OpKind::kReshape)] = {reshape_expression, nullptr};
+    h[&table.get(OpKind::kConcat)] = {concat_expression, nullptr};
+    h[&table.get(OpKind::kSplit)] = {split_expression, nullptr};
     return h;
   }();
   const auto it = hooks.find(&op);

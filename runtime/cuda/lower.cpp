@@ -139,66 +139,119 @@ EwInput view_input(const LowerCtx& ctx, ValueRef v, const Shape& out) {
 
 namespace {
 
-// Tasks of one node (Task::Kind::kNode), by operator: the family function
-// that lowers it. Operators of fused tasks (elementwise programs, conv2d)
-// are in lowering_family below.
+// How the GPU runtime runs an operator of the table (gpu_lowering).
 using NodeLowering = std::function<void()> (*)(const LowerCtx& ctx, int32_t node);
-const std::map<std::string, std::pair<const char*, NodeLowering>, std::less<>>& node_lowerings() {
-  static const std::map<std::string, std::pair<const char*, NodeLowering>, std::less<>> table = {
-      // lower_matmul.cpp: cuBLAS
-      {"matmul", {"matmul", lower_matmul}},
-      {"batch_matmul", {"matmul", lower_matmul}},
-      // lower_layout.cpp: strided copies (OpTraits::strided_copy)
-      {"transpose", {"layout", lower_layout}},
-      {"slice", {"layout", lower_layout}},
-      {"expand", {"layout", lower_layout}},
-      {"pad", {"layout", lower_layout}},
-      {"enlarge", {"layout", lower_layout}},
-      {"concat", {"layout", lower_layout}},
-      {"split", {"layout", lower_layout}},
-      {"reshape", {"layout", lower_layout}},
-      // lower_index.cpp
-      {"gather", {"index", lower_index}},
-      {"gather_elements", {"index", lower_index}},
-      // lower_normalization.cpp: own kernels
-      {"softmax", {"normalization", lower_normalization}},
-      {"layer_norm", {"normalization", lower_normalization}},
-      {"reduce_sum", {"normalization", lower_normalization}},
-      {"reduce_mean", {"normalization", lower_normalization}},
-      {"reduce_max", {"normalization", lower_normalization}},
-      {"reduce_min", {"normalization", lower_normalization}},
-      {"avgpool", {"normalization", lower_normalization}},
-      {"maxpool", {"normalization", lower_normalization}},
-  };
-  return table;
+struct GpuLowering {
+  const char* family = "";          // lowering_family's answer; "" when nothing lowers it
+  NodeLowering node = nullptr;      // the family function for tasks of one node (Task::Kind::kNode)
+  const char* unlowered = nullptr;  // why it is deliberately not lowered (unlowered_ops)
+};
+
+// The GPU lowering registry, one case per kind without a default: an
+// operator added to ir/op_list.def is a -Wswitch error here until it says
+// how (or why not) the GPU runs it. Operators of fused tasks (elementwise
+// programs, conv2d) have no node function: lower_task lowers their tasks.
+GpuLowering gpu_lowering(OpKind kind) {
+  switch (kind) {
+    // lower_matmul.cpp: cuBLAS
+    case OpKind::kMatmul:
+    case OpKind::kBatchMatmul:
+      return {"matmul", lower_matmul};
+    // lower_layout.cpp: strided copies (OpTraits::strided_copy)
+    case OpKind::kTranspose:
+    case OpKind::kSlice:
+    case OpKind::kExpand:
+    case OpKind::kPad:
+    case OpKind::kEnlarge:
+    case OpKind::kConcat:
+    case OpKind::kSplit:
+    case OpKind::kReshape:
+      return {"layout", lower_layout};
+    // lower_index.cpp
+    case OpKind::kGather:
+    case OpKind::kGatherElements:
+      return {"index", lower_index};
+    // lower_normalization.cpp: own kernels
+    case OpKind::kSoftmax:
+    case OpKind::kLayerNorm:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceMin:
+    case OpKind::kAvgpool:
+    case OpKind::kMaxpool:
+      return {"normalization", lower_normalization};
+    // conv tasks (execution_plan.cpp), lower_conv.cpp
+    case OpKind::kConv2d:
+      return {"conv"};
+    // lower_elementwise.cpp: fused programs (its ew_lowering says how)
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+    case OpKind::kPow:
+    case OpKind::kScalarMul:
+    case OpKind::kNeg:
+    case OpKind::kRelu:
+    case OpKind::kSigmoid:
+    case OpKind::kTanh:
+    case OpKind::kAbs:
+    case OpKind::kSqrt:
+    case OpKind::kExp:
+    case OpKind::kLog:
+    case OpKind::kErf:
+    case OpKind::kCos:
+    case OpKind::kSin:
+    case OpKind::kLeakyRelu:
+    case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish:
+    case OpKind::kSoftplus:
+    case OpKind::kFloor:
+    case OpKind::kCeil:
+    case OpKind::kClip:
+    case OpKind::kEqual:
+    case OpKind::kLess:
+    case OpKind::kGreater:
+    case OpKind::kLessEqual:
+    case OpKind::kGreaterEqual:
+    case OpKind::kIsNan:
+    case OpKind::kLogicalNot:
+    case OpKind::kCast:
+    case OpKind::kWhere:
+    case OpKind::kBatchNorm:
+      return {"elementwise"};
+    // Constant operators have no inputs, so the plan computes them at load on
+    // the CPU (execution_plan.cpp folds every node whose inputs are all
+    // known); no kernel ever runs them.
+    case OpKind::kEye:
+    case OpKind::kConvIdentity:
+    case OpKind::kPoolKernel:
+    case OpKind::kOnes:
+      return {"", nullptr, "constant: computed at load"};
+    case OpKind::kOpaque:
+      return {};  // no semantics to lower (onnx/opaque_op.h)
+  }
+  return {};  // not an OpKind value
 }
 
 }  // namespace
 
-std::string lowering_family(std::string_view op) {
-  if (auto it = node_lowerings().find(op); it != node_lowerings().end()) return it->second.first;
-  if (lowers_in_elementwise_program(op)) return "elementwise";
-  if (op == known_ops::conv2d().name) return "conv";  // conv tasks (execution_plan.cpp), lower_conv.cpp
-  return "";
-}
+std::string lowering_family(OpKind kind) { return gpu_lowering(kind).family; }
 
 std::vector<std::string> lowered_ops() {
   std::vector<std::string> names;
   for (const OpDef* op : OpTable::instance().all())
-    if (!lowering_family(op->name).empty()) names.push_back(op->name);
+    if (!lowering_family(op->kind).empty()) names.push_back(op->name);
   return names;
 }
 
 const std::vector<std::pair<std::string, std::string>>& unlowered_ops() {
-  // Constant operators have no inputs, so the plan computes them at load on
-  // the CPU (execution_plan.cpp folds every node whose inputs are all known);
-  // no kernel ever runs them.
-  static const std::vector<std::pair<std::string, std::string>> list = {
-      {"eye", "constant: computed at load"},
-      {"conv_identity", "constant: computed at load"},
-      {"pool_kernel", "constant: computed at load"},
-      {"ones", "constant: computed at load"},
-  };
+  static const std::vector<std::pair<std::string, std::string>> list = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const OpDef* op : OpTable::instance().all())
+      if (const char* why = gpu_lowering(op->kind).unlowered) out.emplace_back(op->name, why);
+    return out;
+  }();
   return list;
 }
 
@@ -223,9 +276,9 @@ Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index) {
       return step;
     case Task::Kind::kNode: break;
   }
-  const auto it = node_lowerings().find(n.op->name);
-  if (it == node_lowerings().end()) fail(ctx.where(task.root()), "operator not supported by the GPU runtime");
-  step.run = it->second.second(ctx, task.root());
+  const NodeLowering lower_node = gpu_lowering(n.op->kind).node;
+  if (lower_node == nullptr) fail(ctx.where(task.root()), "operator not supported by the GPU runtime");
+  step.run = lower_node(ctx, task.root());
   return step;
 }
 

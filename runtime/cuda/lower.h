@@ -84,17 +84,18 @@ EwInput view_input(const LowerCtx& ctx, ValueRef v, const Shape& out);
 
 Step lower_task(const LowerCtx& ctx, const Task& task, size_t task_index);
 
-// The lowering registry (lower.cpp), queryable without a GPU. The family
-// that lowers an operator: "elementwise" (a fused program), "conv",
-// "matmul", "layout", "index", "normalization"; "" when none does.
-std::string lowering_family(std::string_view op);
+// The lowering registry (lower.cpp, a switch over OpKind), queryable
+// without a GPU. The family that lowers an operator: "elementwise" (a fused
+// program), "conv", "matmul", "layout", "index", "normalization"; "" when
+// none does.
+std::string lowering_family(OpKind kind);
 // The table's operators the GPU runtime lowers, in table order.
 std::vector<std::string> lowered_ops();
 // The table's operators it deliberately does not lower: (name, why).
 const std::vector<std::pair<std::string, std::string>>& unlowered_ops();
 // Operators with an instruction sequence in the elementwise program
 // (lower_elementwise.cpp).
-bool lowers_in_elementwise_program(std::string_view op);
+bool lowers_in_elementwise_program(OpKind kind);
 // Rewrites a program as lowered (lower_elementwise.cpp): GELU's erf chain
 // becomes one kGelu instruction, instructions and inputs the result does not
 // read are dropped, registers are renumbered densely and counted.

@@ -16,36 +16,122 @@
 namespace tgr::gpu {
 namespace {
 
-const std::map<std::string, EwOp, std::less<>>& unary_ops() {
-  static const std::map<std::string, EwOp, std::less<>> ops{{"neg", EwOp::kNeg},
-                                                            {"relu", EwOp::kRelu},
-                                                            {"sigmoid", EwOp::kSigmoid},
-                                                            {"tanh", EwOp::kTanh},
-                                                            {"abs", EwOp::kAbs},
-                                                            {"sqrt", EwOp::kSqrt},
-                                                            {"exp", EwOp::kExp},
-                                                            {"log", EwOp::kLog},
-                                                            {"erf", EwOp::kErf},
-                                                            {"leaky_relu", EwOp::kLeakyRelu},
-                                                            {"hard_sigmoid", EwOp::kHardSigmoid},
-                                                            {"hard_swish", EwOp::kHardSwish},
-                                                            {"clip", EwOp::kClip},
-                                                            {"softplus", EwOp::kSoftplus},
-                                                            {"floor", EwOp::kFloor},
-                                                            {"ceil", EwOp::kCeil},
-                                                            {"cos", EwOp::kCos},
-                                                            {"sin", EwOp::kSin}};
-  return ops;
-}
-EwOp unary_op(const std::string& op) { return unary_ops().at(op); }
+// How an elementwise program computes an operator (ew_lowering).
+enum class EwForm : uint8_t {
+  kNone,       // not in a program: lowered elsewhere (lower.cpp's node_lowering) or not at all
+  kUnary,      // one instruction on its input, parameters from its own (unary_parameters)
+  kBinary,     // one instruction on two inputs, or on one with the other a scalar constant (folded_operand)
+  kLogic,      // comparisons, logic and casts: any element types, computed in the program's type
+  kBatchNorm,  // six instructions (NodeEmitter::batch_norm)
+};
+struct EwLowering {
+  EwForm form = EwForm::kNone;
+  EwOp op = EwOp::kAdd;  // the instruction of kUnary, kBinary and kLogic (kTrunc: cast)
+};
 
-const std::map<std::string, EwOp, std::less<>>& binary_ops() {
-  static const std::map<std::string, EwOp, std::less<>> ops{{"add", EwOp::kAdd}, {"sub", EwOp::kSub},
-                                                            {"mul", EwOp::kMul}, {"div", EwOp::kDiv},
-                                                            {"pow", EwOp::kPow}, {"scalar_mul", EwOp::kMul}};
-  return ops;
+// The elementwise program's registry, one case per kind without a default:
+// an operator added to ir/op_list.def is a -Wswitch error here until it
+// says how (or that) a program computes it.
+EwLowering ew_lowering(OpKind kind) {
+  switch (kind) {
+    case OpKind::kNeg:
+      return {EwForm::kUnary, EwOp::kNeg};
+    case OpKind::kRelu:
+      return {EwForm::kUnary, EwOp::kRelu};
+    case OpKind::kSigmoid:
+      return {EwForm::kUnary, EwOp::kSigmoid};
+    case OpKind::kTanh:
+      return {EwForm::kUnary, EwOp::kTanh};
+    case OpKind::kAbs:
+      return {EwForm::kUnary, EwOp::kAbs};
+    case OpKind::kSqrt:
+      return {EwForm::kUnary, EwOp::kSqrt};
+    case OpKind::kExp:
+      return {EwForm::kUnary, EwOp::kExp};
+    case OpKind::kLog:
+      return {EwForm::kUnary, EwOp::kLog};
+    case OpKind::kErf:
+      return {EwForm::kUnary, EwOp::kErf};
+    case OpKind::kLeakyRelu:
+      return {EwForm::kUnary, EwOp::kLeakyRelu};
+    case OpKind::kHardSigmoid:
+      return {EwForm::kUnary, EwOp::kHardSigmoid};
+    case OpKind::kHardSwish:
+      return {EwForm::kUnary, EwOp::kHardSwish};
+    case OpKind::kClip:
+      return {EwForm::kUnary, EwOp::kClip};
+    case OpKind::kSoftplus:
+      return {EwForm::kUnary, EwOp::kSoftplus};
+    case OpKind::kFloor:
+      return {EwForm::kUnary, EwOp::kFloor};
+    case OpKind::kCeil:
+      return {EwForm::kUnary, EwOp::kCeil};
+    case OpKind::kCos:
+      return {EwForm::kUnary, EwOp::kCos};
+    case OpKind::kSin:
+      return {EwForm::kUnary, EwOp::kSin};
+    case OpKind::kAdd:
+      return {EwForm::kBinary, EwOp::kAdd};
+    case OpKind::kSub:
+      return {EwForm::kBinary, EwOp::kSub};
+    case OpKind::kMul:
+      return {EwForm::kBinary, EwOp::kMul};
+    case OpKind::kDiv:
+      return {EwForm::kBinary, EwOp::kDiv};
+    case OpKind::kPow:
+      return {EwForm::kBinary, EwOp::kPow};
+    case OpKind::kScalarMul:
+      return {EwForm::kBinary, EwOp::kMul};
+    case OpKind::kEqual:
+      return {EwForm::kLogic, EwOp::kEqual};
+    case OpKind::kLess:
+      return {EwForm::kLogic, EwOp::kLess};
+    case OpKind::kGreater:
+      return {EwForm::kLogic, EwOp::kGreater};
+    case OpKind::kLessEqual:
+      return {EwForm::kLogic, EwOp::kLessEqual};
+    case OpKind::kGreaterEqual:
+      return {EwForm::kLogic, EwOp::kGreaterEqual};
+    case OpKind::kIsNan:
+      return {EwForm::kLogic, EwOp::kIsNan};
+    case OpKind::kLogicalNot:
+      return {EwForm::kLogic, EwOp::kNot};
+    case OpKind::kWhere:
+      return {EwForm::kLogic, EwOp::kWhere};
+    case OpKind::kCast:
+      return {EwForm::kLogic, EwOp::kTrunc};
+    case OpKind::kBatchNorm:
+      return {EwForm::kBatchNorm};
+    case OpKind::kMatmul:
+    case OpKind::kBatchMatmul:
+    case OpKind::kConv2d:
+    case OpKind::kEnlarge:
+    case OpKind::kAvgpool:
+    case OpKind::kMaxpool:
+    case OpKind::kTranspose:
+    case OpKind::kConcat:
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+    case OpKind::kExpand:
+    case OpKind::kPad:
+    case OpKind::kReshape:
+    case OpKind::kEye:
+    case OpKind::kConvIdentity:
+    case OpKind::kPoolKernel:
+    case OpKind::kOnes:
+    case OpKind::kSoftmax:
+    case OpKind::kLayerNorm:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceMin:
+    case OpKind::kGather:
+    case OpKind::kGatherElements:
+    case OpKind::kOpaque:
+      return {};
+  }
+  return {};  // not an OpKind value
 }
-EwOp binary_op(const std::string& op) { return binary_ops().at(op); }
 
 // A per-channel vector [C] of batch_norm viewed against N x C x ...
 EwInput channel_input(const void* data, const Shape& out) {
@@ -54,20 +140,6 @@ EwInput channel_input(const void* data, const Shape& out) {
   e.contiguous = false;
   if (out.size() >= 2) e.strides.s[1] = 1;
   return e;
-}
-
-// Comparisons, logic and casts (any element types: they compute in the program's type).
-const std::map<std::string, EwOp, std::less<>>& logic_ops() {
-  static const std::map<std::string, EwOp, std::less<>> ops{{"equal", EwOp::kEqual},
-                                                            {"less", EwOp::kLess},
-                                                            {"greater", EwOp::kGreater},
-                                                            {"less_equal", EwOp::kLessEqual},
-                                                            {"greater_equal", EwOp::kGreaterEqual},
-                                                            {"is_nan", EwOp::kIsNan},
-                                                            {"logical_not", EwOp::kNot},
-                                                            {"where", EwOp::kWhere},
-                                                            {"cast", EwOp::kTrunc}};
-  return ops;
 }
 
 // The node touches a float value: its program computes in float.
@@ -88,24 +160,40 @@ std::optional<float> scalar_constant(const Graph& g, ValueRef v) {
 // is one (sub, div: the reversed instructions); -1 for none. Pow takes only
 // its exponent.
 int folded_operand(const Graph& g, const Node& n) {
-  if (n.inputs.size() != 2 || binary_ops().count(n.op->name) == 0) return -1;
+  if (n.inputs.size() != 2 || ew_lowering(n.op->kind).form != EwForm::kBinary) return -1;
   if (scalar_constant(g, n.inputs[1])) return 1;
-  if (n.op->name != "pow" && scalar_constant(g, n.inputs[0])) return 0;
+  if (n.op->kind != OpKind::kPow && scalar_constant(g, n.inputs[0])) return 0;
   return -1;
 }
 
-// The instruction of binary `op` with its operand `folded` (0 or 1) the constant c.
-EwInstr constant_instruction(const std::string& op, int folded, float c) {
+// The instruction of binary `op` (EwForm::kBinary's instruction) with its
+// operand `folded` (0 or 1) the constant c.
+EwInstr constant_instruction(EwOp op, int folded, float c) {
   EwInstr ins;
   ins.p0 = c;
-  if (op == "add") ins.op = EwOp::kAddConst;
-  else if (op == "mul" || op == "scalar_mul") ins.op = EwOp::kMulConst;
-  else if (op == "sub" && folded == 1) ins.op = EwOp::kAddConst, ins.p0 = -c;  // x - c == x + (-c) exactly
-  else if (op == "sub") ins.op = EwOp::kRSubConst;
-  else if (op == "div" && folded == 1) ins.op = EwOp::kDivConst;
-  else if (op == "div") ins.op = EwOp::kRDivConst;
+  if (op == EwOp::kAdd) ins.op = EwOp::kAddConst;
+  else if (op == EwOp::kMul) ins.op = EwOp::kMulConst;                              // mul, scalar_mul
+  else if (op == EwOp::kSub && folded == 1) ins.op = EwOp::kAddConst, ins.p0 = -c;  // x - c == x + (-c) exactly
+  else if (op == EwOp::kSub) ins.op = EwOp::kRSubConst;
+  else if (op == EwOp::kDiv && folded == 1) ins.op = EwOp::kDivConst;
+  else if (op == EwOp::kDiv) ins.op = EwOp::kRDivConst;
   else ins.op = EwOp::kPowConst;  // pow(x, c)
   return ins;
+}
+
+// The parameters of a unary instruction (EwInstr p0, p1) from its node's.
+std::pair<float, float> unary_parameters(const Node& n) {
+  auto param = [&](const char* name) { return static_cast<float>(n.params.get_float(name)); };
+  switch (n.op->kind) {
+    case OpKind::kLeakyRelu:
+      return {param("alpha"), 0.0f};
+    case OpKind::kHardSigmoid:
+      return {param("alpha"), param("beta")};
+    case OpKind::kClip:
+      return {param("min"), param("max")};
+    default:
+      return {0.0f, 0.0f};  // the others take none
+  }
 }
 
 bool near(float v, double want) { return std::abs(v - want) <= 1e-6 * std::abs(want); }
@@ -246,11 +334,113 @@ void simplify_program(EwProgram& p) {
   p = q;
 }
 
-bool lowers_in_elementwise_program(std::string_view op) {
-  // batch_norm expands into its own six instructions below.
-  return unary_ops().count(op) > 0 || binary_ops().count(op) > 0 || logic_ops().count(op) > 0 ||
-         op == known_ops::batch_norm().name;
+bool lowers_in_elementwise_program(OpKind kind) { return ew_lowering(kind).form != EwForm::kNone; }
+
+namespace {
+
+// The operands of a task's program, in register order (registers
+// 0..inputs-1): each value read from outside the task once, with whether it
+// is a per-channel vector (OpTraits::channel_operands). Scalar float
+// constants of a float program are instruction parameters instead.
+using Operand = std::pair<ValueRef, bool>;
+bool in_task(const Task& task, int32_t node) {
+  return std::find(task.nodes.begin(), task.nodes.end(), node) != task.nodes.end();
 }
+std::vector<Operand> program_operands(const Graph& g, const Task& task, bool ints) {
+  std::vector<Operand> operands;
+  for (int32_t m : task.nodes) {
+    const Node& n = g.node(m);
+    const int folded = ints ? -1 : folded_operand(g, n);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (in_task(task, n.inputs[i].node) || folded == static_cast<int>(i)) continue;
+      const Operand o{n.inputs[i], n.op->traits.channel_operands && i > 0};
+      if (std::find(operands.begin(), operands.end(), o) == operands.end()) operands.push_back(o);
+    }
+  }
+  return operands;
+}
+
+// Appends the instructions of a task's nodes to a program whose operands
+// are set, one register per instruction after the operands'.
+class NodeEmitter {
+ public:
+  NodeEmitter(const Graph& g, const Task& task, const std::vector<Operand>& operands, bool ints, const Where& where,
+              EwProgram& p)
+      : g_(g), task_(task), operands_(operands), ints_(ints), where_(where), p_(p), next_(p.inputs) {}
+
+  // The node's instructions; returns the register of its result.
+  int node(int32_t m) {
+    const Node& n = g_.node(m);
+    const EwLowering l = ew_lowering(n.op->kind);
+    int r = 0;
+    switch (l.form) {
+      case EwForm::kLogic:
+        r = logic(m, n, l.op);
+        break;
+      case EwForm::kBatchNorm:
+        r = batch_norm(m, n);
+        break;
+      case EwForm::kBinary:
+      case EwForm::kUnary:
+        r = arithmetic(m, n, l);
+        break;
+      case EwForm::kNone:
+        fail(where_, "operator '" + n.op->name + "' is not in elementwise programs");
+    }
+    reg_of_[m] = r;
+    return r;
+  }
+
+ private:
+  // The register of input i of member node m.
+  uint8_t reg(int32_t m, size_t i) const {
+    const Node& n = g_.node(m);
+    const ValueRef in = n.inputs[i];
+    if (in_task(task_, in.node)) return static_cast<uint8_t>(reg_of_.at(in.node));
+    const Operand o{in, n.op->traits.channel_operands && i > 0};
+    return static_cast<uint8_t>(std::find(operands_.begin(), operands_.end(), o) - operands_.begin());
+  }
+  uint8_t emit(EwOp op, uint8_t a, uint8_t b, float p0 = 0, float p1 = 0, uint8_t c = 0) {
+    if (p_.instrs >= kMaxEwInstrs || next_ >= kMaxEwRegs) fail(where_, "elementwise program too long");
+    p_.code[p_.instrs++] = EwInstr{op, static_cast<uint8_t>(next_), a, b, c, p0, p1};
+    return static_cast<uint8_t>(next_++);
+  }
+  int logic(int32_t m, const Node& n, EwOp op) {
+    const DType from = g_.dtype(n.inputs[0]), to = n.output_dtypes[0];
+    if (op == EwOp::kWhere) return emit(EwOp::kWhere, reg(m, 0), reg(m, 1), 0, 0, reg(m, 2));
+    if (op != EwOp::kTrunc) return n.inputs.size() == 2 ? emit(op, reg(m, 0), reg(m, 1)) : emit(op, reg(m, 0), 0);
+    if (to == DType::kBool && from != DType::kBool) return emit(EwOp::kNonZero, reg(m, 0), 0);
+    if (to == DType::kInt64 && is_floating(from)) return emit(EwOp::kTrunc, reg(m, 0), 0);
+    return reg(m, 0);  // the same value in the program's type (int64 or bool to float, bool to int64, same type)
+  }
+  int batch_norm(int32_t m, const Node& n) {
+    const float eps = static_cast<float>(n.params.get_float("epsilon"));
+    const uint8_t x = reg(m, 0), scale = reg(m, 1), bias = reg(m, 2), mean = reg(m, 3), var = reg(m, 4);
+    const uint8_t rs = emit(EwOp::kMul, emit(EwOp::kRsqrt, emit(EwOp::kAddConst, var, var, eps), 0), scale);
+    return emit(EwOp::kAdd, emit(EwOp::kMul, emit(EwOp::kSub, x, mean), rs), bias);
+  }
+  int arithmetic(int32_t m, const Node& n, EwLowering l) {
+    // Scalar float constants of a float program are instruction parameters.
+    if (const int f = ints_ ? -1 : folded_operand(g_, n); f >= 0) {
+      const EwInstr k = constant_instruction(l.op, f, *scalar_constant(g_, n.inputs[f]));
+      return emit(k.op, reg(m, 1 - f), 0, k.p0);
+    }
+    if (n.inputs.size() == 2) return emit(l.op, reg(m, 0), reg(m, 1));
+    const auto [p0, p1] = unary_parameters(n);
+    return emit(l.op, reg(m, 0), 0, p0, p1);
+  }
+
+  const Graph& g_;
+  const Task& task_;
+  const std::vector<Operand>& operands_;
+  const bool ints_;
+  const Where& where_;
+  EwProgram& p_;
+  int next_;
+  std::map<int32_t, int> reg_of_;  // member node -> its result register
+};
+
+}  // namespace
 
 std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   const Graph& g = ctx.graph;
@@ -261,19 +451,7 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   const Where where = ctx.where(root);
   EwProgram p;
   p.out = dims_of(out_shape);
-  // Operands first (registers 0..inputs-1), then one register per instruction.
-  std::vector<std::pair<ValueRef, bool>> operands;
-  auto is_member = [&](int32_t n) { return std::find(task.nodes.begin(), task.nodes.end(), n) != task.nodes.end(); };
-  // Scalar float constants of a float program are instruction parameters.
-  auto folded = [&](const Node& n) { return ints ? -1 : folded_operand(g, n); };
-  for (int32_t m : task.nodes) {
-    const Node& n = g.node(m);
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      if (is_member(n.inputs[i].node) || folded(n) == static_cast<int>(i)) continue;
-      const std::pair<ValueRef, bool> o{n.inputs[i], n.op->traits.channel_operands && i > 0};
-      if (std::find(operands.begin(), operands.end(), o) == operands.end()) operands.push_back(o);
-    }
-  }
+  const std::vector<Operand> operands = program_operands(g, task, ints);
   if (operands.size() > static_cast<size_t>(kMaxEwInputs)) fail(where, "too many inputs for one elementwise kernel");
   p.inputs = static_cast<int>(operands.size());
   for (size_t k = 0; k < operands.size(); ++k) {
@@ -284,63 +462,11 @@ std::function<void()> lower_elementwise(const LowerCtx& ctx, const Task& task) {
   }
   p.int64_out = !ints && !is_floating(g.node(root).output_dtypes[0]);
   p.out_type = ctx.float_type({root, 0});
-  std::map<int32_t, int> reg_of;  // member node -> its result register
-  int next = p.inputs;
-  auto reg = [&](int32_t m, size_t i) -> uint8_t {
-    const Node& n = g.node(m);
-    const ValueRef in = n.inputs[i];
-    if (is_member(in.node)) return static_cast<uint8_t>(reg_of.at(in.node));
-    const std::pair<ValueRef, bool> o{in, n.op->traits.channel_operands && i > 0};
-    return static_cast<uint8_t>(std::find(operands.begin(), operands.end(), o) - operands.begin());
-  };
-  auto emit = [&](EwOp op, uint8_t a, uint8_t b, float p0 = 0, float p1 = 0, uint8_t c = 0) -> uint8_t {
-    if (p.instrs >= kMaxEwInstrs || next >= kMaxEwRegs) fail(where, "elementwise program too long");
-    p.code[p.instrs++] = EwInstr{op, static_cast<uint8_t>(next), a, b, c, p0, p1};
-    return static_cast<uint8_t>(next++);
-  };
+  NodeEmitter emitter(g, task, operands, ints, where, p);
   for (int32_t m : task.nodes) {
-    const Node& n = g.node(m);
-    const std::string& op = n.op->name;
-    int r;
-    if (auto logic = logic_ops().find(op); logic != logic_ops().end()) {
-      const DType from = g.dtype(n.inputs[0]), to = n.output_dtypes[0];
-      if (logic->second == EwOp::kWhere) {
-        r = emit(EwOp::kWhere, reg(m, 0), reg(m, 1), 0, 0, reg(m, 2));
-      } else if (logic->second != EwOp::kTrunc) {
-        r = n.inputs.size() == 2 ? emit(logic->second, reg(m, 0), reg(m, 1)) : emit(logic->second, reg(m, 0), 0);
-      } else if (to == DType::kBool && from != DType::kBool) {
-        r = emit(EwOp::kNonZero, reg(m, 0), 0);
-      } else if (to == DType::kInt64 && is_floating(from)) {
-        r = emit(EwOp::kTrunc, reg(m, 0), 0);
-      } else {
-        r = reg(m, 0);  // the same value in the program's type (int64 or bool to float, bool to int64, same type)
-      }
-    } else if (n.op == &known_ops::batch_norm()) {
-      const float eps = static_cast<float>(n.params.get_float("epsilon"));
-      const uint8_t x = reg(m, 0), scale = reg(m, 1), bias = reg(m, 2), mean = reg(m, 3), var = reg(m, 4);
-      const uint8_t rs = emit(EwOp::kMul, emit(EwOp::kRsqrt, emit(EwOp::kAddConst, var, var, eps), 0), scale);
-      r = emit(EwOp::kAdd, emit(EwOp::kMul, emit(EwOp::kSub, x, mean), rs), bias);
-    } else if (const int f = folded(n); f >= 0) {
-      const EwInstr k = constant_instruction(op, f, *scalar_constant(g, n.inputs[f]));
-      r = emit(k.op, reg(m, 1 - f), 0, k.p0);
-    } else if (n.inputs.size() == 2) {
-      r = emit(binary_op(op), reg(m, 0), reg(m, 1));
-    } else {
-      float p0 = 0, p1 = 0;
-      if (op == "leaky_relu") p0 = static_cast<float>(n.params.get_float("alpha"));
-      if (op == "hard_sigmoid") {
-        p0 = static_cast<float>(n.params.get_float("alpha"));
-        p1 = static_cast<float>(n.params.get_float("beta"));
-      }
-      if (op == "clip") {
-        p0 = static_cast<float>(n.params.get_float("min"));
-        p1 = static_cast<float>(n.params.get_float("max"));
-      }
-      r = emit(unary_op(op), reg(m, 0), 0, p0, p1);
-    }
-    reg_of[m] = r;
+    const int r = emitter.node(m);
+    if (m == root) p.result = r;
   }
-  p.result = reg_of.at(root);
   simplify_program(p);
   void* out = ctx.ptr({root, 0});
   GpuContext* gpu = &ctx.gpu;

@@ -8,7 +8,6 @@ namespace tgr::gpu {
 
 std::function<void()> lower_index(const LowerCtx& ctx, int32_t node) {
   const Node& n = ctx.graph.node(node);
-  const std::string& op = n.op->name;
   const Where where = ctx.where(node);
   void* out = ctx.ptr({node, 0});
   const void* x = ctx.ptr(n.inputs[0]);
@@ -18,7 +17,7 @@ std::function<void()> lower_index(const LowerCtx& ctx, int32_t node) {
   const Shape& data = ctx.shape(n.inputs[0]);
   const int64_t axis = n.params.get_int("axis");
   const int64_t* indices = static_cast<const int64_t*>(ctx.ptr(n.inputs[1]));
-  if (op == "gather") {
+  if (n.op->kind == OpKind::kGather) {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= data[d];
     for (size_t d = axis + 1; d < data.size(); ++d) inner *= data[d];
@@ -28,7 +27,7 @@ std::function<void()> lower_index(const LowerCtx& ctx, int32_t node) {
       check_launch("gather", where);
     };
   }
-  if (op == "gather_elements") {
+  if (n.op->kind == OpKind::kGatherElements) {
     const Dims dd = dims_of(data), id = dims_of(ctx.shape(n.inputs[1]));
     const int ax = static_cast<int>(axis);
     return [=] {

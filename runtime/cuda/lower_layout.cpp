@@ -133,7 +133,7 @@ LayoutWork pad_work(const LowerCtx& ctx, const Node& n, int32_t node) {
   LayoutWork work;
   work.fill = true;
   std::vector<int64_t> begins(x.size(), 0);
-  if (n.op->name == "pad") {
+  if (n.op->kind == OpKind::kPad) {
     const auto& pads = n.params.get_ints("pads");
     for (size_t d = 0; d < x.size(); ++d) begins[d] = pads[d];
     work.fill_value = n.params.get_float("value");
@@ -204,35 +204,46 @@ std::function<void()> run_layout_work(const LowerCtx& ctx, const Node& n, int32_
 
 std::function<void()> lower_layout(const LowerCtx& ctx, int32_t node) {
   const Node& n = ctx.graph.node(node);
-  const std::string& op = n.op->name;
   const Where where = ctx.where(node);
   const int eb = ctx.element_bytes({node, 0});
   for (ValueRef in : n.inputs)
     if (is_floating(ctx.dtype(in)) && ctx.element_bytes(in) != eb)
       fail(where, "an input is stored in another type than the output");
   LayoutWork work;
-  if (op == "transpose") {
-    work.copies.push_back(transpose_copy(ctx, n, node));
-  } else if (op == "slice") {
-    work.copies.push_back(slice_copy(ctx, n, node));
-  } else if (op == "expand") {
-    work.copies.push_back(expand_copy(ctx, n, node));
-  } else if (op == "reshape") {  // of a strided view that no strides can reshape: copy out row-major
-    const Shape& x = ctx.shape(n.inputs[0]);
-    work.copies.push_back(
-        {ctx.ptr(n.inputs[0]), 0, ctx.strides(n.inputs[0]), ctx.ptr({node, 0}), 0, row_major(x), dims_of(x)});
-  } else if (op == "concat") {
-    // Only the inputs not written in place are copied.
-    std::vector<char> in_place;
-    for (size_t k = 0; k < n.inputs.size(); ++k) in_place.push_back(concat_input_in_place(ctx, n, node, k));
-    if (auto one_kernel = one_kernel_concat(ctx, n, node, in_place, eb)) return *one_kernel;
-    work.copies = concat_copies(ctx, n, node, in_place);
-  } else if (op == "split") {
-    work.copies = split_copies(ctx, n, node);
-  } else if (op == "pad" || op == "enlarge") {
-    work = pad_work(ctx, n, node);
-  } else {
-    fail(where, "not a layout operator");
+  // The layout kinds of lower.cpp's registry (node_lowering); the others never come here.
+  switch (n.op->kind) {
+    case OpKind::kTranspose:
+      work.copies.push_back(transpose_copy(ctx, n, node));
+      break;
+    case OpKind::kSlice:
+      work.copies.push_back(slice_copy(ctx, n, node));
+      break;
+    case OpKind::kExpand:
+      work.copies.push_back(expand_copy(ctx, n, node));
+      break;
+    case OpKind::kReshape: {  // of a strided view that no strides can reshape: copy out row-major
+      const Shape& x = ctx.shape(n.inputs[0]);
+      work.copies.push_back(
+          {ctx.ptr(n.inputs[0]), 0, ctx.strides(n.inputs[0]), ctx.ptr({node, 0}), 0, row_major(x), dims_of(x)});
+      break;
+    }
+    case OpKind::kConcat: {
+      // Only the inputs not written in place are copied.
+      std::vector<char> in_place;
+      for (size_t k = 0; k < n.inputs.size(); ++k) in_place.push_back(concat_input_in_place(ctx, n, node, k));
+      if (auto one_kernel = one_kernel_concat(ctx, n, node, in_place, eb)) return *one_kernel;
+      work.copies = concat_copies(ctx, n, node, in_place);
+      break;
+    }
+    case OpKind::kSplit:
+      work.copies = split_copies(ctx, n, node);
+      break;
+    case OpKind::kPad:
+    case OpKind::kEnlarge:
+      work = pad_work(ctx, n, node);
+      break;
+    default:
+      fail(where, "not a layout operator");
   }
   return run_layout_work(ctx, n, node, std::move(work), eb);
 }

@@ -89,7 +89,7 @@ std::function<void()> lower_gemm(const LowerCtx& ctx, int32_t node, ValueRef out
   const Node& n = ctx.graph.node(node);
   const Shape& a = ctx.shape(n.inputs[0]);
   const Shape& b = ctx.shape(n.inputs[1]);
-  const bool batched = n.op == &known_ops::batch_matmul();
+  const bool batched = op_is(n.op, OpKind::kBatchMatmul);
   const int64_t batch = batched ? a[0] : 1;
   const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) fail(where, "matrix dimension above 2^31");
@@ -137,7 +137,7 @@ std::function<void()> lower_product(const LowerCtx& ctx, const Task& task) {
   const Where where = ctx.where(task.root());
   const float alpha = alpha_of(ctx, task, where);
   // batch_matmul + scale: no epilogue, so the strided-batched call with alpha.
-  if (n.op == &known_ops::batch_matmul()) return lower_gemm(ctx, task.nodes.front(), {task.root(), 0}, alpha, where);
+  if (op_is(n.op, OpKind::kBatchMatmul)) return lower_gemm(ctx, task.nodes.front(), {task.root(), 0}, alpha, where);
   const Shape& a = ctx.shape(n.inputs[0]);
   const Shape& b = ctx.shape(n.inputs[1]);
   const int64_t M = a[0], K = a[1], N = b[1];
