@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "ir/ops/families.h"
@@ -152,13 +153,15 @@ std::vector<Shape> reshape_shapes(const OpCall& call) {
 
 // slice: per axis, elements start, start + step, ... before end. Steps may be
 // negative (then end may be -1: "through index 0").
-// Computed in 128 bits: unclamped starts and ends span up to 2^64 (the
-// onnx_import fuzzer overflowed end - start + step - 1 in int64).
+// Counted in unsigned 64 bits, where end - start of any two int64 values is
+// exact (the onnx_import fuzzer overflowed end - start + step - 1 in int64).
 int64_t slice_count(int64_t start, int64_t end, int64_t step) {
-  const __int128 span = step > 0 ? __int128{end} - start : __int128{start} - end;
-  const __int128 stride = step > 0 ? __int128{step} : -__int128{step};
-  if (span <= 0) return 0;
-  return static_cast<int64_t>(std::min<__int128>((span + stride - 1) / stride, INT64_MAX));
+  if (step > 0 ? end <= start : start <= end) return 0;
+  const uint64_t span = step > 0 ? static_cast<uint64_t>(end) - static_cast<uint64_t>(start)
+                                 : static_cast<uint64_t>(start) - static_cast<uint64_t>(end);
+  const uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+  const uint64_t count = span / stride + (span % stride != 0 ? 1 : 0);
+  return static_cast<int64_t>(std::min<uint64_t>(count, std::numeric_limits<int64_t>::max()));
 }
 
 std::vector<int64_t> slice_steps(const Params& p, size_t rank) {
