@@ -26,8 +26,6 @@ order of first use in the source. A split's sizes are those of the source
 outputs its pieces are mapped to.
 """
 import argparse
-import itertools
-import re
 import sys
 
 # TASO's include/taso/ops.h, enum OpType, in order (the value is the index).
