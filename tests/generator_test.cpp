@@ -152,12 +152,13 @@ TEST(SearchSpace, BuiltInSpacesParseAndBuild) {
     EXPECT_FALSE(build_worlds({{}, 0, name}).empty()) << name;
   }
   const Space d = load_space("default");
-  EXPECT_EQ(d.vars_per_kind, 3);
+  EXPECT_EQ(d.vars_per_kind, 4);  // images; every other kind at most 3 (TASO's rules of four images)
   EXPECT_EQ(d.operators().size(), 17u);
   const auto worlds = build_worlds({{}, 0, "default"});
   ASSERT_EQ(worlds.size(), 3u);
   EXPECT_EQ(worlds[0].name, "matrices");
   EXPECT_EQ(worlds[0].variables.size(), 8u);  // x0..x2, w0..w2, s0, s1 (scalars: at most 2)
+  EXPECT_EQ(worlds[2].variables.size(), 15u);  // i0..i3, k0..k2, p0..p2, r0..r2, s0, s1
   EXPECT_EQ(worlds[2].alternative_shape("k"), (Shape{3, 3, 3, 3}));
   // Without batch_matmul the batches world, which needs it, is left out.
   const auto without = build_worlds({{"add", "matmul"}, 0, "default"});
