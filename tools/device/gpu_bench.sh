@@ -29,6 +29,9 @@ search=(${SEARCH:+--search "$SEARCH"} ${OPTIMIZE_FLAGS:-})  # none: optimize's d
 B=$(cd "$(dirname "$0")/../.." && pwd)
 export LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}"
 export TGR_TEST_DATA="$B/tests/data"
+# calibrate with a backtrace on a crash (tools/device/segv_trace.c), where the bundle has it.
+trace=()
+[[ -f $B/lib/segv_trace.so ]] && trace=(env LD_PRELOAD="$B/lib/segv_trace.so")
 export PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/tgr-gpu-out}
 work=${WORK:-/tmp/tgr-gpu-work}
@@ -42,7 +45,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 
 if has tests; then
   echo "== GPU tests"
-  "$B/bin/gpu_tests" --gtest_brief=1 2>&1 | tee "$out/gpu_tests.log" | tail -25
+  # Unbuffered, with a backtrace on a crash (tools/device/segv_trace.c): piped
+  # output is otherwise lost with the process.
+  "${trace[@]}" stdbuf -o0 -e0 "$B/bin/gpu_tests" --gtest_brief=1 2>&1 | tee "$out/gpu_tests.log" | tail -25
 fi
 # From here every process logs its convolutions' timed choices (stderr, into
 # the logs), so that a missed prediction can be traced to a choice calibrate
@@ -77,7 +82,7 @@ optimize_at() {
       [[ $name == explore ]] && reach=(--target tgr-gpu --device "$device" "${at[@]}" --unmeasured-margin 0.5)
       if "$B/bin/optimize" --rules "$work/rules.db" --specs "$B/specs" "${search[@]}" "${reach[@]}" \
            "$work/$m.onnx" -o "$work/$m.$name$suffix.onnx" > "$out/optimize_${m}_$name$tag.log" 2>&1; then
-        "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.$name$suffix.onnx" --test-data "$work/$m-testdata" \
+        "${trace[@]}" "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.$name$suffix.onnx" --test-data "$work/$m-testdata" \
           --iters 30 "${at[@]}" > "$out/calibrate_${m}_$name$tag.log" 2>&1 || tail -3 "$out/calibrate_${m}_$name$tag.log"
       fi
     done
@@ -92,7 +97,7 @@ optimize_at() {
       ok=0; tail -3 "$out/optimize_${m}_$round$tag.log"; break
     fi
     if ((round < 5)) && [[ -n $device ]] && has calibrate; then
-      "$B/bin/calibrate" --db "$work/rules.db" "$written" --test-data "$work/$m-testdata" --iters 30 "${at[@]}" \
+      "${trace[@]}" "$B/bin/calibrate" --db "$work/rules.db" "$written" --test-data "$work/$m-testdata" --iters 30 "${at[@]}" \
         > "$out/calibrate_${m}_opt$round$tag.log" 2>&1 || tail -3 "$out/calibrate_${m}_opt$round$tag.log"
       local new_steps
       new_steps=$(sed -n "s/^device '.*': \([0-9]*\) step signatures measured.*/\1/p" "$out/calibrate_${m}_opt$round$tag.log" | tail -1)
@@ -112,12 +117,12 @@ for m in "${models[@]}"; do
   [[ -f $work/rules.db ]] || cp "$B/rules.db" "$work/rules.db"
   if has calibrate; then
     echo "== calibrate $m"
-    "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.onnx" --test-data "$work/$m-testdata" --iters 30 \
+    "${trace[@]}" "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.onnx" --test-data "$work/$m-testdata" --iters 30 \
       > "$out/calibrate_$m.log" 2>&1 && tail -1 "$out/calibrate_$m.log" || tail -3 "$out/calibrate_$m.log"
     # Other precisions: their own step costs and convolution choices (keyed by precision).
     for p in "${precisions[@]}"; do
       [[ $p == fp32 ]] && continue
-      "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.onnx" --test-data "$work/$m-testdata" --iters 30 \
+      "${trace[@]}" "$B/bin/calibrate" --db "$work/rules.db" "$work/$m.onnx" --test-data "$work/$m-testdata" --iters 30 \
         --precision "$p" > "$out/calibrate_${m}_$p.log" 2>&1 && tail -1 "$out/calibrate_${m}_$p.log" ||
         tail -3 "$out/calibrate_${m}_$p.log"
     done

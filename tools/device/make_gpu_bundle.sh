@@ -33,6 +33,8 @@ cp -r specs "$dest/share/tgr/specs"
 # (optimizer/measured_check.h); bench_ort.py times optimize's output there.
 cp tools/measure_ort.py tools/ort_timing.py "$dest/share/tgr/"
 mkdir -p "$dest/tools/device" "$dest/tests/data"
+# A backtrace on a crash there (no debugger on the GPU machine): tools/device/segv_trace.c.
+cc -shared -fPIC -O1 -o "$dest/lib/segv_trace.so" tools/device/segv_trace.c
 cp tools/device/*.sh tools/device/*.py "$dest/tools/device/"
 cp tools/bench_ort.py tools/ort_timing.py tools/measure_ort.py tools/shape_models.py "$dest/tools/"
 cp -r tests/data/models "$dest/tests/data/"
