@@ -74,7 +74,7 @@ void Graph::index_node(int32_t index) {
 
 ValueRef Graph::add_input(std::string name, Shape shape, DType dtype) {
   if (find_input(name)) throw std::invalid_argument("graph: input '" + name + "' declared twice");
-  check_indexable(shape, "input '" + name + "'");
+  if (!indexable(shape)) check_indexable(shape, "input '" + name + "'");  // the name built only to report
   Node n;
   n.name = std::move(name);
   n.output_shapes = {std::move(shape)};
@@ -85,7 +85,8 @@ ValueRef Graph::add_input(std::string name, Shape shape, DType dtype) {
 }
 
 ValueRef Graph::add_constant(ConstantValue value, std::string name) {
-  check_indexable(value.shape(), name.empty() ? "a constant" : "constant '" + name + "'");
+  if (!indexable(value.shape()))
+    check_indexable(value.shape(), name.empty() ? "a constant" : "constant '" + name + "'");
   Node n;
   n.name = std::move(name);
   n.output_shapes = {value.shape()};
